@@ -1,0 +1,56 @@
+package format
+
+import "fmt"
+
+// Version is the on-disk format version (FORMAT.md §2 "Versions and
+// features"). Versions are ordered; a reader supports [MinSupported, Current].
+type Version uint32
+
+const (
+	// Version1 is the first format: superblock, chunk tree, COW B+trees.
+	Version1 Version = 1
+
+	MinSupportedVersion = Version1
+	CurrentVersion      = Version1
+)
+
+// Feature flag sets (FORMAT.md §2). A reader that finds an unknown bit in
+// Incompat must refuse the image; unknown RoCompat bits allow read-only
+// access; unknown Compat bits are ignored.
+type (
+	CompatFeatures   uint64
+	RoCompatFeatures uint64
+	IncompatFeatures uint64
+)
+
+const (
+	// RoCompatFreeSpaceTree: free ranges of each block group are cached in
+	// the free-space tree (tree 6). Writers unaware of it would leave it stale.
+	RoCompatFreeSpaceTree RoCompatFeatures = 1 << 0
+
+	// IncompatCompression: file extents may be compressed (zstd, s2).
+	IncompatCompression IncompatFeatures = 1 << 0
+	// IncompatDedupe: data extents may be shared through the dedupe tree.
+	IncompatDedupe IncompatFeatures = 1 << 1
+	// IncompatRaid56: chunks may use the raid5/raid6 profiles.
+	IncompatRaid56 IncompatFeatures = 1 << 2
+)
+
+// Feature sets this build understands.
+const (
+	SupportedCompat   CompatFeatures   = 0
+	SupportedRoCompat RoCompatFeatures = 0
+	SupportedIncompat IncompatFeatures = 0
+)
+
+// CheckFeatures reports whether a reader (write=false) or writer may use an
+// image with these features.
+func CheckFeatures(c CompatFeatures, ro RoCompatFeatures, in IncompatFeatures, write bool) error {
+	if unknown := in &^ SupportedIncompat; unknown != 0 {
+		return fmt.Errorf("image uses incompatible features 0x%x that this ddfs does not support: %w", uint64(unknown), ErrUnsupported)
+	}
+	if unknown := ro &^ SupportedRoCompat; write && unknown != 0 {
+		return fmt.Errorf("image uses read-only-compatible features 0x%x: it can be read but not written by this ddfs: %w", uint64(unknown), ErrUnsupported)
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Node layout (FORMAT.md §4.1 "Node"). A node fills nodesize bytes:
+//
+//	+--------+----------------------+-----------------+-----------------+
+//	| header | item headers ->      |   free space    |  <- item data   |  leaf (level 0)
+//	+--------+----------------------+-----------------+-----------------+
+//	| header | key ptrs ->          |   free space (zero)               |  internal (level > 0)
+//	+--------+----------------------+-----------------------------------+
+//
+// Header (80 bytes):
+//
+//	off size field
+//	  0   32 csum        over bytes 32..nodesize
+//	 32   16 fsid        must equal the superblock's
+//	 48    8 logical     the node's own logical address
+//	 56    8 generation  transaction that wrote it
+//	 64    8 owner       TreeID
+//	 72    4 nritems
+//	 76    1 level       0 = leaf
+//	 77    3 reserved    zero
+const (
+	NodeHeaderSize = 80
+	// LeafItemSize: key (17) + data offset u32 (from node start) + data size u32.
+	LeafItemSize = KeySize + 8
+	// KeyPtrSize: key (17) + child logical u64 + child generation u64.
+	KeyPtrSize = KeySize + 16
+	// MaxLevel bounds tree height; deeper is corruption.
+	MaxLevel = 8
+)
+
+// Item is one key/value of a leaf.
+type Item struct {
+	Key  Key
+	Data []byte
+}
+
+// KeyPtr is one child pointer of an internal node.
+type KeyPtr struct {
+	Key        Key // smallest key in the child's subtree at the time of the write
+	Logical    uint64
+	Generation uint64
+}
+
+// NodeHeader is the common header of every node.
+type NodeHeader struct {
+	FSID       [16]byte
+	Logical    uint64
+	Generation uint64
+	Owner      TreeID
+	Level      uint8
+}
+
+// Node is a decoded B+tree node: Items for a leaf, Ptrs otherwise.
+type Node struct {
+	NodeHeader
+	Items []Item
+	Ptrs  []KeyPtr
+}
+
+// IsLeaf reports level == 0.
+func (n *Node) IsLeaf() bool { return n.Level == 0 }
+
+// NumItems is the number of items or pointers.
+func (n *Node) NumItems() int {
+	if n.IsLeaf() {
+		return len(n.Items)
+	}
+	return len(n.Ptrs)
+}
+
+// FirstKey is the smallest key of the node (zero key if empty).
+func (n *Node) FirstKey() Key {
+	if n.IsLeaf() {
+		if len(n.Items) == 0 {
+			return Key{}
+		}
+		return n.Items[0].Key
+	}
+	if len(n.Ptrs) == 0 {
+		return Key{}
+	}
+	return n.Ptrs[0].Key
+}
+
+// UsedBytes is the space the node's contents take after the header.
+func (n *Node) UsedBytes() int {
+	if !n.IsLeaf() {
+		return len(n.Ptrs) * KeyPtrSize
+	}
+	used := len(n.Items) * LeafItemSize
+	for _, it := range n.Items {
+		used += len(it.Data)
+	}
+	return used
+}
+
+// MaxItemData is the largest item value a leaf of this node size can hold
+// (a leaf must hold at least one item).
+func MaxItemData(nodesize uint32) int { return int(nodesize) - NodeHeaderSize - LeafItemSize }
+
+// MarshalNode encodes n into a nodesize buffer and sets its checksum. The
+// caller guarantees the contents fit (UsedBytes <= nodesize-header).
+func MarshalNode(n *Node, nodesize uint32, csum CsumType) []byte {
+	b := make([]byte, nodesize)
+	le := binary.LittleEndian
+	copy(b[32:48], n.FSID[:])
+	le.PutUint64(b[48:], n.Logical)
+	le.PutUint64(b[56:], n.Generation)
+	le.PutUint64(b[64:], uint64(n.Owner))
+	le.PutUint32(b[72:], uint32(n.NumItems()))
+	b[76] = n.Level
+	if n.IsLeaf() {
+		end := int(nodesize)
+		for i, it := range n.Items {
+			o := NodeHeaderSize + i*LeafItemSize
+			end -= len(it.Data)
+			copy(b[end:], it.Data)
+			PutKey(b[o:], it.Key)
+			le.PutUint32(b[o+KeySize:], uint32(end))
+			le.PutUint32(b[o+KeySize+4:], uint32(len(it.Data)))
+		}
+	} else {
+		for i, p := range n.Ptrs {
+			o := NodeHeaderSize + i*KeyPtrSize
+			PutKey(b[o:], p.Key)
+			le.PutUint64(b[o+KeySize:], p.Logical)
+			le.PutUint64(b[o+KeySize+8:], p.Generation)
+		}
+	}
+	sum := Checksum(csum, b[CsumSize:])
+	copy(b, sum[:])
+	return b
+}
+
+// NodeExpect is what the reader knows about a node before reading it; a
+// mismatch means a misdirected, stale or foreign write.
+type NodeExpect struct {
+	FSID       [16]byte
+	Logical    uint64
+	Generation uint64 // 0 = unknown
+	Owner      TreeID // 0 = unknown
+	Level      int    // -1 = unknown
+}
+
+// UnmarshalNode decodes and validates a node: checksum, then header fields
+// against want, then item bounds and key order.
+func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
+	if len(b) < NodeHeaderSize+LeafItemSize {
+		return nil, corruptf(ErrShort, "node %d: %d bytes", want.Logical, len(b))
+	}
+	if sum := Checksum(csum, b[CsumSize:]); !bytes.Equal(sum[:csum.Len()], b[:csum.Len()]) {
+		return nil, corruptf(ErrChecksum, "node %d", want.Logical)
+	}
+	le := binary.LittleEndian
+	n := &Node{}
+	copy(n.FSID[:], b[32:48])
+	n.Logical = le.Uint64(b[48:])
+	n.Generation = le.Uint64(b[56:])
+	n.Owner = TreeID(le.Uint64(b[64:]))
+	nr := int(le.Uint32(b[72:]))
+	n.Level = b[76]
+	switch {
+	case n.FSID != want.FSID:
+		return nil, corruptf(nil, "node %d: belongs to another filesystem", want.Logical)
+	case n.Logical != want.Logical:
+		return nil, corruptf(nil, "node %d: header says logical %d (misdirected write)", want.Logical, n.Logical)
+	case want.Generation != 0 && n.Generation != want.Generation:
+		return nil, corruptf(nil, "node %d: generation %d, parent expects %d (stale or lost write)", want.Logical, n.Generation, want.Generation)
+	case want.Owner != 0 && n.Owner != want.Owner:
+		return nil, corruptf(nil, "node %d: owner %v, expected %v", want.Logical, n.Owner, want.Owner)
+	case want.Level >= 0 && int(n.Level) != want.Level:
+		return nil, corruptf(nil, "node %d: level %d, expected %d", want.Logical, n.Level, want.Level)
+	case n.Level >= MaxLevel:
+		return nil, corruptf(nil, "node %d: level %d", want.Logical, n.Level)
+	}
+	if n.IsLeaf() {
+		if nr > (len(b)-NodeHeaderSize)/LeafItemSize {
+			return nil, corruptf(nil, "node %d: %d items do not fit", want.Logical, nr)
+		}
+		n.Items = make([]Item, nr)
+		dataStart := NodeHeaderSize + nr*LeafItemSize
+		limit := len(b) // item data is packed from the end, in item order
+		for i := range n.Items {
+			o := NodeHeaderSize + i*LeafItemSize
+			off := int(le.Uint32(b[o+KeySize:]))
+			size := int(le.Uint32(b[o+KeySize+4:]))
+			if off < dataStart || size > limit || off > limit-size {
+				return nil, corruptf(nil, "node %d: item %d data [%d,+%d) out of bounds", want.Logical, i, off, size)
+			}
+			limit = off
+			n.Items[i] = Item{Key: GetKey(b[o:]), Data: bytes.Clone(b[off : off+size])}
+			if i > 0 && !n.Items[i-1].Key.Less(n.Items[i].Key) {
+				return nil, corruptf(nil, "node %d: keys out of order at item %d", want.Logical, i)
+			}
+		}
+	} else {
+		if nr == 0 || nr > (len(b)-NodeHeaderSize)/KeyPtrSize {
+			return nil, corruptf(nil, "node %d: %d pointers", want.Logical, nr)
+		}
+		n.Ptrs = make([]KeyPtr, nr)
+		for i := range n.Ptrs {
+			o := NodeHeaderSize + i*KeyPtrSize
+			n.Ptrs[i] = KeyPtr{Key: GetKey(b[o:]), Logical: le.Uint64(b[o+KeySize:]), Generation: le.Uint64(b[o+KeySize+8:])}
+			if i > 0 && !n.Ptrs[i-1].Key.Less(n.Ptrs[i].Key) {
+				return nil, corruptf(nil, "node %d: keys out of order at pointer %d", want.Logical, i)
+			}
+			if n.Ptrs[i].Logical == 0 {
+				return nil, corruptf(nil, "node %d: null child pointer %d", want.Logical, i)
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,88 @@
+package format
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ChunkType says what a chunk holds (FORMAT.md §4.4 "Chunk item").
+type ChunkType uint16
+
+const (
+	ChunkData     ChunkType = 1
+	ChunkMetadata ChunkType = 2
+	ChunkSystem   ChunkType = 4
+)
+
+func (t ChunkType) String() string {
+	switch t {
+	case ChunkData:
+		return "data"
+	case ChunkMetadata:
+		return "metadata"
+	case ChunkSystem:
+		return "system"
+	}
+	return fmt.Sprintf("type(%d)", uint16(t))
+}
+
+// Profile is the redundancy profile of a chunk.
+type Profile uint16
+
+const (
+	ProfileSingle  Profile = 0
+	ProfileDup     Profile = 1
+	ProfileRaid0   Profile = 2
+	ProfileRaid1   Profile = 3
+	ProfileRaid1C3 Profile = 4
+	ProfileRaid10  Profile = 5
+	ProfileRaid5   Profile = 6 // reserved: IncompatRaid56
+	ProfileRaid6   Profile = 7 // reserved: IncompatRaid56
+)
+
+// ProfileInfo describes the geometry rules of a profile.
+type ProfileInfo struct {
+	Name       string
+	MinDevices int // devices needed
+	Copies     int // copies of each byte (dup: 2 on one device)
+	SubStripes int // devices per mirror group (raid10: 2)
+	Striped    bool
+	Parity     int // raid5: 1, raid6: 2
+}
+
+var profiles = map[Profile]ProfileInfo{
+	ProfileSingle:  {Name: "single", MinDevices: 1, Copies: 1, SubStripes: 1},
+	ProfileDup:     {Name: "dup", MinDevices: 1, Copies: 2, SubStripes: 1},
+	ProfileRaid0:   {Name: "raid0", MinDevices: 2, Copies: 1, SubStripes: 1, Striped: true},
+	ProfileRaid1:   {Name: "raid1", MinDevices: 2, Copies: 2, SubStripes: 1},
+	ProfileRaid1C3: {Name: "raid1c3", MinDevices: 3, Copies: 3, SubStripes: 1},
+	ProfileRaid10:  {Name: "raid10", MinDevices: 4, Copies: 2, SubStripes: 2, Striped: true},
+	ProfileRaid5:   {Name: "raid5", MinDevices: 2, Copies: 1, SubStripes: 1, Striped: true, Parity: 1},
+	ProfileRaid6:   {Name: "raid6", MinDevices: 3, Copies: 1, SubStripes: 1, Striped: true, Parity: 2},
+}
+
+// Info returns the geometry rules; ok is false for unknown values.
+func (p Profile) Info() (ProfileInfo, bool) { i, ok := profiles[p]; return i, ok }
+
+func (p Profile) String() string {
+	if i, ok := profiles[p]; ok {
+		return i.Name
+	}
+	return fmt.Sprintf("profile(%d)", uint16(p))
+}
+
+// Supported reports whether this build can create and read chunks of p.
+func (p Profile) Supported() bool { return p <= ProfileRaid10 }
+
+// ParseProfile maps a name to a supported profile.
+func ParseProfile(name string) (Profile, error) {
+	for p, i := range profiles {
+		if i.Name == strings.ToLower(name) {
+			if !p.Supported() {
+				return 0, fmt.Errorf("profile %s is not supported yet", name)
+			}
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown profile %q (want single, dup, raid0, raid1, raid1c3 or raid10)", name)
+}

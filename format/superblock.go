@@ -1,0 +1,314 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// Superblock geometry (FORMAT.md §3 "Superblock").
+const (
+	SuperblockSize = 4096
+	// SuperblockMagic identifies a ddfs superblock at offset 32.
+	SuperblockMagic = "_DDFS_SB"
+	LabelSize       = 256
+	NumBackupRoots  = 4
+	SysChunkArrayMax = 2048
+)
+
+// SuperblockOffsets are the byte offsets of the primary and the copies;
+// a copy exists when the device holds all of it.
+var SuperblockOffsets = [...]uint64{64 << 10, 64 << 20, 256 << 30}
+
+// RootPtr locates the root node of one tree.
+type RootPtr struct {
+	Logical    uint64 // logical address of the root node; 0 = tree empty/absent
+	Generation uint64 // generation the root node was written in
+	Level      uint8  // 0 = the root is a leaf
+}
+
+// RootSet is the roots of every tree as of one committed generation.
+// Roots[i] is the root of tree id i+1.
+type RootSet struct {
+	Generation uint64
+	Roots      [NumTrees]RootPtr
+}
+
+// Root returns the root pointer of tree t.
+func (r *RootSet) Root(t TreeID) RootPtr { return r.Roots[t-1] }
+
+// SetRoot sets the root pointer of tree t.
+func (r *RootSet) SetRoot(t TreeID, p RootPtr) { r.Roots[t-1] = p }
+
+const (
+	rootPtrSize = 24
+	// RootSetSize is the encoded size of a RootSet.
+	RootSetSize = 8 + NumTrees*rootPtrSize
+)
+
+// SysChunk is one chunk of the bootstrap array: the chunks that hold the
+// chunk tree itself, so it can be read before any tree is.
+type SysChunk struct {
+	Logical uint64
+	Chunk   *ChunkItem
+}
+
+// Settings are filesystem-wide settings kept in the superblock's settings
+// area (FORMAT.md §3.2). Later versions add fields; absent ones are zero.
+type Settings struct {
+	AllocPolicy AllocPolicy
+}
+
+// AllocPolicy selects how chunks are placed on devices.
+type AllocPolicy uint8
+
+const (
+	AllocClassic     AllocPolicy = 0
+	AllocSSDMetadata AllocPolicy = 1
+	AllocTiered      AllocPolicy = 2
+)
+
+func (p AllocPolicy) String() string {
+	switch p {
+	case AllocClassic:
+		return "classic"
+	case AllocSSDMetadata:
+		return "ssd-metadata"
+	case AllocTiered:
+		return "tiered"
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// ParseAllocPolicy maps a policy name to its value.
+func ParseAllocPolicy(name string) (AllocPolicy, error) {
+	for p := AllocClassic; p <= AllocTiered; p++ {
+		if p.String() == name {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown allocation policy %q (want classic, ssd-metadata or tiered)", name)
+}
+
+// Superblock is the root of everything on one device (FORMAT.md §3).
+type Superblock struct {
+	Version    Version
+	CsumType   CsumType
+	Compat     CompatFeatures
+	RoCompat   RoCompatFeatures
+	Incompat   IncompatFeatures
+	FSID       [16]byte
+	DevUUID    [16]byte
+	DevID      uint64
+	Bytenr     uint64 // the offset this copy lives at
+	Generation uint64
+	SectorSize uint32
+	NodeSize   uint32
+	StripeLen  uint32
+	NumDevices uint64
+	TotalBytes uint64 // sum of the sizes of all devices
+	BytesUsed  uint64 // bytes allocated to extents, all types
+	Label      string
+	Settings   Settings
+	Roots      RootSet
+	Backups    [NumBackupRoots]RootSet // older generations, best effort
+	SysChunks  []SysChunk
+}
+
+// Byte offsets of the superblock fields (FORMAT.md §3.1).
+const (
+	sbCsum       = 0
+	sbMagic      = 32
+	sbVersion    = 40
+	sbCsumType   = 44
+	sbCompat     = 48
+	sbRoCompat   = 56
+	sbIncompat   = 64
+	sbFSID       = 72
+	sbDevUUID    = 88
+	sbDevID      = 104
+	sbBytenr     = 112
+	sbGeneration = 120
+	sbSectorSize = 128
+	sbNodeSize   = 132
+	sbStripeLen  = 136
+	sbNumDevices = 144
+	sbTotalBytes = 152
+	sbBytesUsed  = 160
+	sbLabel      = 256
+	sbSettings   = 512
+	sbAllocPol   = sbSettings + 0
+	sbRoots      = 768
+	sbBackups    = sbRoots + RootSetSize
+	sbSysSize    = sbBackups + NumBackupRoots*RootSetSize
+	sbSysArray   = sbSysSize + 8
+)
+
+func putRootSet(b []byte, r *RootSet) {
+	binary.LittleEndian.PutUint64(b[0:], r.Generation)
+	for i, p := range r.Roots {
+		o := 8 + i*rootPtrSize
+		binary.LittleEndian.PutUint64(b[o:], p.Logical)
+		binary.LittleEndian.PutUint64(b[o+8:], p.Generation)
+		b[o+16] = p.Level
+	}
+}
+
+func getRootSet(b []byte) RootSet {
+	var r RootSet
+	r.Generation = binary.LittleEndian.Uint64(b[0:])
+	for i := range r.Roots {
+		o := 8 + i*rootPtrSize
+		r.Roots[i] = RootPtr{
+			Logical:    binary.LittleEndian.Uint64(b[o:]),
+			Generation: binary.LittleEndian.Uint64(b[o+8:]),
+			Level:      b[o+16],
+		}
+	}
+	return r
+}
+
+// MarshalSuperblock encodes sb into a SuperblockSize buffer with its
+// checksum. It fails only if the label or bootstrap array do not fit.
+func MarshalSuperblock(sb *Superblock) ([]byte, error) {
+	if len(sb.Label) >= LabelSize {
+		return nil, corruptf(nil, "label is %d bytes, at most %d", len(sb.Label), LabelSize-1)
+	}
+	var sys []byte
+	for _, sc := range sb.SysChunks {
+		var k [KeySize]byte
+		PutKey(k[:], Key{ChunkObjectID, ChunkItemKey, sc.Logical})
+		sys = append(sys, k[:]...)
+		sys = append(sys, MarshalChunkItem(sc.Chunk)...)
+	}
+	if len(sys) > SysChunkArrayMax {
+		return nil, corruptf(nil, "system chunk array is %d bytes, at most %d", len(sys), SysChunkArrayMax)
+	}
+	b := make([]byte, SuperblockSize)
+	le := binary.LittleEndian
+	copy(b[sbMagic:], SuperblockMagic)
+	le.PutUint32(b[sbVersion:], uint32(sb.Version))
+	le.PutUint16(b[sbCsumType:], uint16(sb.CsumType))
+	le.PutUint64(b[sbCompat:], uint64(sb.Compat))
+	le.PutUint64(b[sbRoCompat:], uint64(sb.RoCompat))
+	le.PutUint64(b[sbIncompat:], uint64(sb.Incompat))
+	copy(b[sbFSID:], sb.FSID[:])
+	copy(b[sbDevUUID:], sb.DevUUID[:])
+	le.PutUint64(b[sbDevID:], sb.DevID)
+	le.PutUint64(b[sbBytenr:], sb.Bytenr)
+	le.PutUint64(b[sbGeneration:], sb.Generation)
+	le.PutUint32(b[sbSectorSize:], sb.SectorSize)
+	le.PutUint32(b[sbNodeSize:], sb.NodeSize)
+	le.PutUint32(b[sbStripeLen:], sb.StripeLen)
+	le.PutUint64(b[sbNumDevices:], sb.NumDevices)
+	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
+	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
+	copy(b[sbLabel:sbLabel+LabelSize], sb.Label)
+	b[sbAllocPol] = byte(sb.Settings.AllocPolicy)
+	putRootSet(b[sbRoots:], &sb.Roots)
+	for i := range sb.Backups {
+		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
+	}
+	le.PutUint32(b[sbSysSize:], uint32(len(sys)))
+	copy(b[sbSysArray:], sys)
+	sum := Checksum(sb.CsumType, b[CsumSize:])
+	copy(b[sbCsum:], sum[:])
+	return b, nil
+}
+
+// UnmarshalSuperblock decodes and validates a superblock, in the order
+// magic, version and incompat features, checksum, field ranges.
+func UnmarshalSuperblock(b []byte) (*Superblock, error) {
+	if len(b) < SuperblockSize {
+		return nil, corruptf(ErrShort, "superblock: %d bytes", len(b))
+	}
+	b = b[:SuperblockSize]
+	le := binary.LittleEndian
+	if string(b[sbMagic:sbMagic+8]) != SuperblockMagic {
+		return nil, corruptf(ErrBadMagic, "superblock")
+	}
+	sb := &Superblock{
+		Version:  Version(le.Uint32(b[sbVersion:])),
+		CsumType: CsumType(le.Uint16(b[sbCsumType:])),
+		Compat:   CompatFeatures(le.Uint64(b[sbCompat:])),
+		RoCompat: RoCompatFeatures(le.Uint64(b[sbRoCompat:])),
+		Incompat: IncompatFeatures(le.Uint64(b[sbIncompat:])),
+	}
+	if sb.Version < MinSupportedVersion || sb.Version > CurrentVersion {
+		return nil, corruptf(ErrUnsupported, "superblock: format version %d (this ddfs reads %d..%d)", sb.Version, MinSupportedVersion, CurrentVersion)
+	}
+	if err := CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, false); err != nil {
+		return nil, err
+	}
+	if !sb.CsumType.Valid() {
+		return nil, corruptf(ErrUnsupported, "superblock: checksum type %d", sb.CsumType)
+	}
+	if sum := Checksum(sb.CsumType, b[CsumSize:]); !bytes.Equal(sum[:], b[sbCsum:sbCsum+CsumSize]) {
+		return nil, corruptf(ErrChecksum, "superblock")
+	}
+	copy(sb.FSID[:], b[sbFSID:])
+	copy(sb.DevUUID[:], b[sbDevUUID:])
+	sb.DevID = le.Uint64(b[sbDevID:])
+	sb.Bytenr = le.Uint64(b[sbBytenr:])
+	sb.Generation = le.Uint64(b[sbGeneration:])
+	sb.SectorSize = le.Uint32(b[sbSectorSize:])
+	sb.NodeSize = le.Uint32(b[sbNodeSize:])
+	sb.StripeLen = le.Uint32(b[sbStripeLen:])
+	sb.NumDevices = le.Uint64(b[sbNumDevices:])
+	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
+	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
+	label := b[sbLabel : sbLabel+LabelSize]
+	if i := bytes.IndexByte(label, 0); i >= 0 {
+		label = label[:i]
+	}
+	sb.Label = string(label)
+	sb.Settings.AllocPolicy = AllocPolicy(b[sbAllocPol])
+	sb.Roots = getRootSet(b[sbRoots:])
+	for i := range sb.Backups {
+		sb.Backups[i] = getRootSet(b[sbBackups+i*RootSetSize:])
+	}
+	if err := sb.validateRanges(); err != nil {
+		return nil, err
+	}
+	sys := b[sbSysArray : sbSysArray+int(le.Uint32(b[sbSysSize:]))]
+	for len(sys) > 0 {
+		if len(sys) < KeySize {
+			return nil, corruptf(ErrShort, "superblock: system chunk array")
+		}
+		k := GetKey(sys)
+		if k.ObjectID != ChunkObjectID || k.Type != ChunkItemKey {
+			return nil, corruptf(nil, "superblock: system chunk array key %v", k)
+		}
+		c, n, err := UnmarshalChunkItem(sys[KeySize:])
+		if err != nil {
+			return nil, err
+		}
+		if c.Type != ChunkSystem {
+			return nil, corruptf(nil, "superblock: %v chunk in system chunk array", c.Type)
+		}
+		sb.SysChunks = append(sb.SysChunks, SysChunk{Logical: k.Offset, Chunk: c})
+		sys = sys[KeySize+n:]
+	}
+	return sb, nil
+}
+
+func isPow2(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+
+func (sb *Superblock) validateRanges() error {
+	switch {
+	case !isPow2(sb.SectorSize) || sb.SectorSize < 512 || sb.SectorSize > 64<<10:
+		return corruptf(nil, "superblock: sector size %d", sb.SectorSize)
+	case !isPow2(sb.NodeSize) || sb.NodeSize < 4096 || sb.NodeSize > 64<<10 || sb.NodeSize < sb.SectorSize:
+		return corruptf(nil, "superblock: node size %d", sb.NodeSize)
+	case sb.StripeLen != DefaultStripeLen:
+		return corruptf(nil, "superblock: stripe length %d", sb.StripeLen)
+	case sb.DevID == 0 || sb.NumDevices == 0 || sb.NumDevices > 1<<16:
+		return corruptf(nil, "superblock: devid %d of %d devices", sb.DevID, sb.NumDevices)
+	}
+	for _, t := range []TreeID{ChunkTree, ExtentTree, FSTree} {
+		if r := sb.Roots.Root(t); r.Logical == 0 || r.Level >= MaxLevel {
+			return corruptf(nil, "superblock: %v tree root %d level %d", t, r.Logical, r.Level)
+		}
+	}
+	return nil
+}

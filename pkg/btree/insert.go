@@ -1,0 +1,151 @@
+package btree
+
+import (
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// Insert adds key; it fails with ErrExists if the key is present.
+func (t *Tree) Insert(key format.Key, data []byte) error { return t.put(key, data, false) }
+
+// Put adds key or replaces its value.
+func (t *Tree) Put(key format.Key, data []byte) error { return t.put(key, data, true) }
+
+func (t *Tree) put(key format.Key, data []byte, replace bool) error {
+	if len(data) > format.MaxItemData(t.s.NodeSize()) {
+		return fmt.Errorf("%v tree item %v of %d bytes: %w", t.id, key, len(data), ErrTooLarge)
+	}
+	if !replace {
+		// Refuse before copying any node: a failed insert changes nothing.
+		if _, err := t.Get(key); err == nil {
+			return fmt.Errorf("%v tree item %v: %w", t.id, key, ErrExists)
+		} else if !isNotFound(err) {
+			return err
+		}
+	}
+	root, err := t.cowRoot()
+	if err != nil {
+		return err
+	}
+	sibs, err := t.putIn(root, key, data)
+	if err != nil {
+		return err
+	}
+	return t.growRoot(root, sibs)
+}
+
+// growRoot puts a new root above root and the siblings a split produced.
+func (t *Tree) growRoot(root *format.Node, sibs []*format.Node) error {
+	if len(sibs) == 0 {
+		return nil
+	}
+	nr, err := t.s.NewNode(t.id, root.Level+1)
+	if err != nil {
+		return err
+	}
+	nr.Ptrs = append(nr.Ptrs, ptrTo(root))
+	for _, s := range sibs {
+		nr.Ptrs = append(nr.Ptrs, ptrTo(s))
+	}
+	t.setRoot(nr)
+	return nil
+}
+
+// putIn stores key in the subtree of the writable node n and returns the
+// new right siblings of n if n had to split.
+func (t *Tree) putIn(n *format.Node, key format.Key, data []byte) ([]*format.Node, error) {
+	if n.IsLeaf() {
+		i, found := itemIndex(n, key)
+		if found {
+			n.Items[i].Data = data
+		} else {
+			n.Items = append(n.Items, format.Item{})
+			copy(n.Items[i+1:], n.Items[i:])
+			n.Items[i] = format.Item{Key: key, Data: data}
+		}
+		if n.UsedBytes() <= t.capacity() {
+			return nil, nil
+		}
+		return t.splitLeaf(n)
+	}
+	i := childIndex(n, key)
+	c, err := t.cowChild(n, i)
+	if err != nil {
+		return nil, err
+	}
+	sibs, err := t.putIn(c, key, data)
+	if err != nil {
+		return nil, err
+	}
+	n.Ptrs[i].Key = c.FirstKey()
+	if len(sibs) > 0 {
+		add := make([]format.KeyPtr, len(sibs))
+		for j, s := range sibs {
+			add[j] = ptrTo(s)
+		}
+		n.Ptrs = append(n.Ptrs[:i+1], append(add, n.Ptrs[i+1:]...)...)
+	}
+	if len(n.Ptrs) <= t.maxPtrs() {
+		return nil, nil
+	}
+	right, err := t.s.NewNode(t.id, n.Level)
+	if err != nil {
+		return nil, err
+	}
+	half := len(n.Ptrs) / 2
+	right.Ptrs = append([]format.KeyPtr(nil), n.Ptrs[half:]...)
+	n.Ptrs = n.Ptrs[:half:half]
+	return []*format.Node{right}, nil
+}
+
+func itemBytes(it format.Item) int { return format.LeafItemSize + len(it.Data) }
+
+// splitLeaf splits an overfull leaf into two nodes of similar size, or into
+// more when one large item leaves no balanced split.
+func (t *Tree) splitLeaf(n *format.Node) ([]*format.Node, error) {
+	groups := splitPoints(n.Items, t.capacity())
+	var sibs []*format.Node
+	for g := len(groups) - 1; g >= 1; g-- {
+		s, err := t.s.NewNode(t.id, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.Items = append([]format.Item(nil), n.Items[groups[g]:]...)
+		n.Items = n.Items[:groups[g]:groups[g]]
+		sibs = append([]*format.Node{s}, sibs...)
+	}
+	return sibs, nil
+}
+
+// splitPoints returns the start indexes of the groups the items are cut
+// into (the first is 0): the most even two-way cut where both halves fit,
+// else a greedy packing.
+func splitPoints(items []format.Item, capacity int) []int {
+	total := 0
+	for _, it := range items {
+		total += itemBytes(it)
+	}
+	best, bestDiff, left := -1, total+1, 0
+	for k := 1; k < len(items); k++ {
+		left += itemBytes(items[k-1])
+		right := total - left
+		if left <= capacity && right <= capacity {
+			if d := max(left-right, right-left); d < bestDiff {
+				best, bestDiff = k, d
+			}
+		}
+	}
+	if best > 0 {
+		return []int{0, best}
+	}
+	starts, used := []int{0}, 0
+	for k, it := range items {
+		if used+itemBytes(it) > capacity && used > 0 {
+			starts = append(starts, k)
+			used = 0
+		}
+		used += itemBytes(it)
+	}
+	return starts
+}

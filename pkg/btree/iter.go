@@ -1,0 +1,134 @@
+package btree
+
+import (
+	"github.com/ddfs/ddfs/format"
+)
+
+type frame struct {
+	n   *format.Node
+	idx int
+}
+
+// Iter walks items in key order. The tree must not be modified while an
+// iterator is in use.
+type Iter struct {
+	t    *Tree
+	path []frame
+	err  error
+}
+
+// Seek returns an iterator positioned at the first item >= key.
+func (t *Tree) Seek(key format.Key) *Iter {
+	it := &Iter{t: t}
+	n, err := t.readRoot()
+	if err != nil || n == nil {
+		it.err = err
+		return it
+	}
+	for !n.IsLeaf() {
+		i := childIndex(n, key)
+		it.path = append(it.path, frame{n, i})
+		if n, err = t.readChild(n, i); err != nil {
+			it.err = err
+			it.path = nil
+			return it
+		}
+	}
+	i, _ := itemIndex(n, key)
+	it.path = append(it.path, frame{n, i})
+	it.settle()
+	return it
+}
+
+// First returns an iterator at the smallest key.
+func (t *Tree) First() *Iter { return t.Seek(format.Key{}) }
+
+// settle moves past exhausted nodes to the next item, if any.
+func (it *Iter) settle() {
+	for len(it.path) > 0 {
+		top := &it.path[len(it.path)-1]
+		if top.idx < top.n.NumItems() {
+			if top.n.IsLeaf() {
+				return
+			}
+			c, err := it.t.readChild(top.n, top.idx)
+			if err != nil {
+				it.err, it.path = err, nil
+				return
+			}
+			it.path = append(it.path, frame{c, 0})
+			continue
+		}
+		it.path = it.path[:len(it.path)-1]
+		if len(it.path) > 0 {
+			it.path[len(it.path)-1].idx++
+		}
+	}
+}
+
+// Valid reports whether the iterator is at an item.
+func (it *Iter) Valid() bool { return it.err == nil && len(it.path) > 0 }
+
+// Err is the error that stopped the iteration, if any.
+func (it *Iter) Err() error { return it.err }
+
+// Item returns the current item; valid only while Valid.
+func (it *Iter) Item() format.Item {
+	top := it.path[len(it.path)-1]
+	return top.n.Items[top.idx]
+}
+
+// Key is the current item's key.
+func (it *Iter) Key() format.Key { return it.Item().Key }
+
+// Next advances to the next item.
+func (it *Iter) Next() {
+	if !it.Valid() {
+		return
+	}
+	it.path[len(it.path)-1].idx++
+	it.settle()
+}
+
+// Scan calls fn for every item with start <= key < end, in order, until fn
+// returns false or an error.
+func (t *Tree) Scan(start, end format.Key, fn func(format.Item) (bool, error)) error {
+	it := t.Seek(start)
+	for ; it.Valid() && it.Key().Less(end); it.Next() {
+		more, err := fn(it.Item())
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// SeekLE returns the item with the largest key <= key (ErrNotFound if none).
+func (t *Tree) SeekLE(key format.Key) (format.Item, error) {
+	n, err := t.readRoot()
+	if err != nil || n == nil {
+		return format.Item{}, joinNotFound(err)
+	}
+	for !n.IsLeaf() {
+		if n, err = t.readChild(n, childIndex(n, key)); err != nil {
+			return format.Item{}, err
+		}
+	}
+	i, found := itemIndex(n, key)
+	if found {
+		return n.Items[i], nil
+	}
+	if i == 0 {
+		// Child keys are exact first keys, so only the leftmost leaf can
+		// start after key: nothing is <= key.
+		return format.Item{}, ErrNotFound
+	}
+	return n.Items[i-1], nil
+}
+
+func joinNotFound(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrNotFound
+}

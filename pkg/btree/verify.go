@@ -1,0 +1,54 @@
+package btree
+
+import (
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// Verify walks the whole tree and checks the B+tree invariants: key order
+// across nodes, parent keys equal to child first keys, levels, fill, and
+// that only the root may be empty. Tests and fsck use it.
+func (t *Tree) Verify() error {
+	n, err := t.readRoot()
+	if err != nil || n == nil {
+		return err
+	}
+	var last *format.Key
+	return t.verifyNode(n, true, &last)
+}
+
+func (t *Tree) verifyNode(n *format.Node, isRoot bool, last **format.Key) error {
+	if n.NumItems() == 0 && !isRoot {
+		return fmt.Errorf("%v tree node %d: empty non-root node: %w", t.id, n.Logical, format.ErrCorrupt)
+	}
+	if n.IsLeaf() {
+		if n.UsedBytes() > t.capacity() {
+			return fmt.Errorf("%v tree node %d: overfull: %w", t.id, n.Logical, format.ErrCorrupt)
+		}
+		for i := range n.Items {
+			k := n.Items[i].Key
+			if *last != nil && !(*last).Less(k) {
+				return fmt.Errorf("%v tree node %d: key %v after %v: %w", t.id, n.Logical, k, **last, format.ErrCorrupt)
+			}
+			*last = &k
+		}
+		return nil
+	}
+	if len(n.Ptrs) > t.maxPtrs() {
+		return fmt.Errorf("%v tree node %d: %d pointers: %w", t.id, n.Logical, len(n.Ptrs), format.ErrCorrupt)
+	}
+	for i, p := range n.Ptrs {
+		c, err := t.readChild(n, i)
+		if err != nil {
+			return err
+		}
+		if c.FirstKey() != p.Key {
+			return fmt.Errorf("%v tree node %d pointer %d: key %v but child starts at %v: %w", t.id, n.Logical, i, p.Key, c.FirstKey(), format.ErrCorrupt)
+		}
+		if err := t.verifyNode(c, false, last); err != nil {
+			return err
+		}
+	}
+	return nil
+}
