@@ -1,0 +1,67 @@
+//go:build linux
+
+package device
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// withFd runs fn on the raw descriptor without f.Fd(), which would switch
+// the file to blocking mode and pin it against a concurrent Close.
+func withFd(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+func fdatasync(f *os.File) error {
+	return withFd(f, func(fd int) error {
+		return ignoringEINTR(func() error { return unix.Fdatasync(fd) })
+	})
+}
+
+// punchHole deallocates [off, off+n) keeping the file size, so reads return
+// zeros and the image shrinks on disk.
+func punchHole(f *os.File, off, n int64) error {
+	err := withFd(f, func(fd int) error {
+		return ignoringEINTR(func() error {
+			return unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+		})
+	})
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("%w: hole punching: %w", ErrNotSupported, err)
+	}
+	return err
+}
+
+// regionLock takes the open-file-description lock that excludes other
+// opens, also inside this process (classic POSIX locks would not).
+func regionLock(f *os.File, typ int16, off, n int64, wait bool) error {
+	cmd := unix.F_OFD_SETLK
+	if wait {
+		cmd = unix.F_OFD_SETLKW
+	}
+	return withFd(f, func(fd int) error {
+		lk := unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: n}
+		return ignoringEINTR(func() error { return unix.FcntlFlock(uintptr(fd), cmd, &lk) })
+	})
+}
+
+func ignoringEINTR(fn func() error) error {
+	for {
+		err := fn()
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
