@@ -169,3 +169,12 @@ func (t *Tree) cowChild(n *format.Node, i int) (*format.Node, error) {
 	n.Ptrs[i].Logical, n.Ptrs[i].Generation = c.Logical, c.Generation
 	return c, nil
 }
+
+// EnsureRoot gives an empty tree an empty root leaf, so it has an address.
+func (t *Tree) EnsureRoot() error {
+	if t.root.Logical != 0 {
+		return nil
+	}
+	_, err := t.cowRoot()
+	return err
+}

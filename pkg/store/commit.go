@@ -1,0 +1,204 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// maxCommitPasses bounds the loop that folds allocation changes into the
+// extent tree (each pass may allocate nodes, which the next pass records).
+const maxCommitPasses = 64
+
+// Commit makes the transaction durable and visible: it records new chunks,
+// device usage and metadata extents in the trees, writes every dirty node
+// to all its copies, flushes, writes the superblocks of every device and
+// flushes again. A crash before the superblocks are durable leaves the
+// previous generation, whose nodes were never overwritten.
+func (tx *Txn) Commit() error {
+	fs := tx.fs
+	if fs.tx != tx {
+		return fmt.Errorf("commit of a finished transaction")
+	}
+	if err := tx.foldAllocations(); err != nil {
+		tx.Abort()
+		return err
+	}
+	for _, id := range []format.TreeID{format.ChunkTree, format.ExtentTree, format.FSTree} {
+		if tx.trees[id].Root().Logical == 0 {
+			tx.Abort()
+			return fmt.Errorf("commit: %v tree has no root", id)
+		}
+	}
+	if err := tx.writeNodes(); err != nil {
+		tx.Abort()
+		return err
+	}
+	if err := fs.Vol.Flush(); err != nil {
+		tx.Abort()
+		return err
+	}
+	sb := tx.nextSuper()
+	if err := fs.Vol.WriteSupers(&sb); err != nil {
+		tx.Abort()
+		return err
+	}
+	if err := fs.Vol.Flush(); err != nil {
+		tx.Abort()
+		return err
+	}
+	// Durable: now the pinned space is free and the dirty nodes are clean.
+	fs.sb = sb
+	for _, r := range tx.pinned {
+		if bg := fs.blockGroup(r.Start); bg != nil && bg.free != nil {
+			if err := bg.free.Add(r.Start, r.Len); err != nil {
+				fs.broken = true
+				return fmt.Errorf("unpin [%d,+%d): %v: %w", r.Start, r.Len, err, ErrCorrupt)
+			}
+		}
+	}
+	for _, n := range tx.dirty {
+		fs.cache.put(n)
+	}
+	for _, bg := range tx.newChunks {
+		bg.isNew = false
+	}
+	fs.tx = nil
+	return nil
+}
+
+// foldAllocations records chunk, device and extent changes in the trees
+// until a pass changes nothing more.
+func (tx *Txn) foldAllocations() error {
+	fs := tx.fs
+	chunk, ext := tx.trees[format.ChunkTree], tx.trees[format.ExtentTree]
+	for pass := 0; ; pass++ {
+		if pass == maxCommitPasses {
+			return fmt.Errorf("commit: allocation changes did not settle after %d passes", pass)
+		}
+		progressed := false
+		if chunks := tx.newChunks[tx.chunksFolded:]; len(chunks) > 0 {
+			tx.chunksFolded = len(tx.newChunks)
+			progressed = true
+			for _, bg := range chunks {
+				c := bg.Chunk
+				k := format.Key{ObjectID: format.ChunkObjectID, Type: format.ChunkItemKey, Offset: c.Logical}
+				if err := chunk.Insert(k, format.MarshalChunkItem(c.ChunkItem)); err != nil {
+					return fmt.Errorf("record chunk %d: %w", c.Logical, err)
+				}
+				item := &format.BlockGroupItem{Used: 0, Type: c.Type, Profile: c.Profile}
+				if err := ext.Insert(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
+					return fmt.Errorf("record block group %d: %w", c.Logical, err)
+				}
+			}
+			tx.devDirty = true
+		}
+		if tx.devDirty {
+			tx.devDirty = false
+			progressed = true
+			for _, d := range fs.DevItems() {
+				k := format.Key{ObjectID: format.DevItemsObjectID, Type: format.DevItemKey, Offset: d.DevID}
+				if err := chunk.Put(k, format.MarshalDevItem(d)); err != nil {
+					return fmt.Errorf("record device %d: %w", d.DevID, err)
+				}
+			}
+		}
+		if len(tx.newMeta) > 0 || len(tx.freedMeta) > 0 {
+			progressed = true
+			added, freed := tx.newMeta, tx.freedMeta
+			tx.newMeta, tx.freedMeta = map[uint64]metaRef{}, map[uint64]metaRef{}
+			for _, l := range sortedKeys(freed) {
+				r := freed[l]
+				if err := ext.Delete(format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(r.level)}); err != nil {
+					return fmt.Errorf("drop metadata extent %d: %w", l, err)
+				}
+			}
+			for _, l := range sortedKeys(added) {
+				r := added[l]
+				// A node added in an earlier pass may have been freed since.
+				if _, live := tx.dirty[l]; !live {
+					continue
+				}
+				item := format.MarshalMetadataItem(&format.MetadataItem{Refs: 1, Generation: tx.gen, Owner: r.owner})
+				if err := ext.Insert(format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(r.level)}, item); err != nil {
+					return fmt.Errorf("record metadata extent %d: %w", l, err)
+				}
+			}
+		}
+		for _, bg := range fs.bgs {
+			if bg.Used == bg.itemUsed {
+				continue
+			}
+			progressed = true
+			bg.itemUsed = bg.Used
+			item := &format.BlockGroupItem{Used: bg.Used, Type: bg.Chunk.Type, Profile: bg.Chunk.Profile}
+			if err := ext.Put(bgKey(bg.Chunk), format.MarshalBlockGroupItem(item)); err != nil {
+				return fmt.Errorf("record block group %d: %w", bg.Chunk.Logical, err)
+			}
+		}
+		if !progressed {
+			return nil
+		}
+	}
+}
+
+func sortedKeys(m map[uint64]metaRef) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// writeNodes writes every dirty node, in logical order, to all copies.
+func (tx *Txn) writeNodes() error {
+	fs := tx.fs
+	logicals := make([]uint64, 0, len(tx.dirty))
+	for l := range tx.dirty {
+		logicals = append(logicals, l)
+	}
+	sort.Slice(logicals, func(i, j int) bool { return logicals[i] < logicals[j] })
+	for _, l := range logicals {
+		n := tx.dirty[l]
+		if n.UsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
+			return fmt.Errorf("node %d overfull at commit: %w", l, ErrCorrupt)
+		}
+		if err := fs.Vol.Write(l, format.MarshalNode(n, fs.sb.NodeSize, fs.sb.CsumType)); err != nil {
+			return fmt.Errorf("write %v tree node %d: %w", n.Owner, l, err)
+		}
+	}
+	return nil
+}
+
+// nextSuper is the superblock of the committed transaction.
+func (tx *Txn) nextSuper() format.Superblock {
+	fs := tx.fs
+	sb := fs.sb
+	if sb.Generation > 0 {
+		copy(sb.Backups[1:], sb.Backups[:format.NumBackupRoots-1])
+		sb.Backups[0] = sb.Roots
+	}
+	sb.Generation = tx.gen
+	sb.Roots = format.RootSet{Generation: tx.gen}
+	for id := format.TreeID(1); id <= format.NumTrees; id++ {
+		sb.Roots.SetRoot(id, tx.trees[id].Root())
+	}
+	sb.BytesUsed, sb.TotalBytes = 0, 0
+	for _, bg := range fs.bgs {
+		sb.BytesUsed += bg.Used
+	}
+	for _, d := range fs.devItems {
+		sb.TotalBytes += d.TotalBytes
+	}
+	sb.NumDevices = uint64(len(fs.devItems))
+	sb.SysChunks = nil
+	for _, c := range fs.Vol.Chunks.All() {
+		if c.Type == format.ChunkSystem {
+			sb.SysChunks = append(sb.SysChunks, format.SysChunk{Logical: c.Logical, Chunk: c.ChunkItem})
+		}
+	}
+	return sb
+}
+

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// NewDevice is one device of a filesystem being created.
+type NewDevice struct {
+	Dev        device.Device
+	Path       string // what the user named it
+	PathHint   string // stored in the device item
+	Rotational bool
+	SeekSpeed  uint64
+	Bandwidth  uint64
+	Tier       uint8
+}
+
+// CreateParams describe a new filesystem.
+type CreateParams struct {
+	FSID        [16]byte
+	Label       string
+	Csum        format.CsumType
+	NodeSize    uint32
+	SectorSize  uint32
+	Data        format.Profile
+	Metadata    format.Profile
+	AllocPolicy format.AllocPolicy
+	Devices     []NewDevice
+}
+
+// DevUUID derives a device's UUID from the filesystem UUID and its devid,
+// so that images built twice from the same inputs are byte-identical.
+func DevUUID(fsid [16]byte, devid uint64) [16]byte {
+	var b [24]byte
+	copy(b[:], fsid[:])
+	binary.LittleEndian.PutUint64(b[16:], devid)
+	sum := sha256.Sum256(b[:])
+	var u [16]byte
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x50 // version 5-like: name-based
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u
+}
+
+// Create writes a new, empty filesystem onto the devices (devids 1..n in
+// order) and returns it opened for writing.
+func Create(p CreateParams) (*FS, error) {
+	if len(p.Devices) == 0 {
+		return nil, fmt.Errorf("no devices")
+	}
+	for _, prof := range []format.Profile{p.Data, p.Metadata} {
+		pi, ok := prof.Info()
+		if !ok || !prof.Supported() {
+			return nil, fmt.Errorf("profile %v is not supported", prof)
+		}
+		if len(p.Devices) < pi.MinDevices {
+			return nil, fmt.Errorf("profile %v needs at least %d devices, %d given", prof, pi.MinDevices, len(p.Devices))
+		}
+	}
+	sb := format.Superblock{
+		Version: format.CurrentVersion, CsumType: p.Csum, FSID: p.FSID,
+		SectorSize: p.SectorSize, NodeSize: p.NodeSize, StripeLen: format.DefaultStripeLen,
+		Label: p.Label, Settings: format.Settings{AllocPolicy: p.AllocPolicy},
+	}
+	var devs []*volume.Dev
+	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata}
+	for i, nd := range p.Devices {
+		id := uint64(i + 1)
+		uuid := DevUUID(p.FSID, id)
+		devs = append(devs, &volume.Dev{ID: id, UUID: uuid, Path: nd.Path, Dev: nd.Dev})
+		fs.devItems[id] = &format.DevItem{
+			DevID: id, UUID: uuid, TotalBytes: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
+			SeekSpeed: nd.SeekSpeed, Bandwidth: nd.Bandwidth, Tier: nd.Tier, Path: nd.PathHint,
+		}
+		fs.sb.TotalBytes += uint64(nd.Dev.Size())
+	}
+	fs.sb.NumDevices = uint64(len(devs))
+	fs.Vol = volume.New(devs, &fs.sb, true)
+	tx, err := fs.Begin()
+	if err != nil {
+		return nil, err
+	}
+	// One chunk of each type up front, so the first writes need no chunk
+	// allocation and the layout is predictable.
+	for _, t := range []format.ChunkType{format.ChunkSystem, format.ChunkMetadata, format.ChunkData} {
+		if _, err := tx.newChunk(t); err != nil {
+			tx.Abort()
+			return nil, fmt.Errorf("create first %v chunk: %w", t, err)
+		}
+	}
+	for _, id := range []format.TreeID{format.ChunkTree, format.ExtentTree, format.FSTree} {
+		if err := tx.Tree(id).EnsureRoot(); err != nil {
+			tx.Abort()
+			return nil, err
+		}
+	}
+	tx.devDirty = true
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// BlockGroup is the allocation state of one chunk.
+type BlockGroup struct {
+	Chunk *volume.Chunk
+	// Used is the number of bytes referenced by the running state.
+	Used uint64
+	// itemUsed is what the block group item on disk says.
+	itemUsed uint64
+	// free is the free-space map, nil until first needed.
+	free *alloc.RangeSet
+	// isNew: created by the running transaction, no items on disk yet.
+	isNew bool
+}
+
+// Free returns the free bytes (Length - Used).
+func (bg *BlockGroup) Free() uint64 { return bg.Chunk.Length - bg.Used }
+
+func bgKey(c *volume.Chunk) format.Key {
+	return format.Key{ObjectID: c.Logical, Type: format.BlockGroupKey, Offset: c.Length}
+}
+
+func (fs *FS) loadBlockGroups() error {
+	ext := fs.Tree(format.ExtentTree)
+	for _, c := range fs.Vol.Chunks.All() {
+		b, err := ext.Get(bgKey(c))
+		if err != nil {
+			return fmt.Errorf("block group of chunk %d: %w", c.Logical, err)
+		}
+		item, err := format.UnmarshalBlockGroupItem(b)
+		if err != nil {
+			return fmt.Errorf("block group of chunk %d: %w", c.Logical, err)
+		}
+		if item.Type != c.Type || item.Profile != c.Profile || item.Used > c.Length {
+			return fmt.Errorf("block group %d: %v/%v used %d does not match its chunk: %w", c.Logical, item.Type, item.Profile, item.Used, ErrCorrupt)
+		}
+		fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, Used: item.Used, itemUsed: item.Used})
+	}
+	return nil
+}
+
+func (fs *FS) blockGroup(logical uint64) *BlockGroup {
+	i := sort.Search(len(fs.bgs), func(i int) bool { return fs.bgs[i].Chunk.End() > logical })
+	if i < len(fs.bgs) && fs.bgs[i].Chunk.Logical <= logical {
+		return fs.bgs[i]
+	}
+	return nil
+}
+
+// loadFree builds a block group's free-space map from the committed
+// extent tree. Reading only committed nodes makes this safe in the middle
+// of a tree operation; extents allocated by the running transaction are
+// never in a group that was not loaded before they were allocated.
+func (fs *FS) loadFree(bg *BlockGroup) error {
+	free := &alloc.RangeSet{}
+	c := bg.Chunk
+	_ = free.Add(c.Logical, c.Length)
+	if !bg.isNew {
+		ext := fs.Tree(format.ExtentTree)
+		start := format.Key{ObjectID: c.Logical}
+		end := format.Key{ObjectID: c.End()}
+		err := ext.Scan(start, end, func(it format.Item) (bool, error) {
+			var n uint64
+			switch it.Key.Type {
+			case format.ExtentItemKey:
+				n = it.Key.Offset
+			case format.MetadataItemKey:
+				n = uint64(fs.sb.NodeSize)
+			default:
+				return true, nil
+			}
+			if err := free.Remove(it.Key.ObjectID, n); err != nil {
+				return false, fmt.Errorf("extent %v in block group %d: %v: %w", it.Key, c.Logical, err, ErrCorrupt)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// Pinned ranges of this transaction are still in the committed tree,
+	// so they count as used here, as they must until the commit.
+	bg.free = free
+	return nil
+}
+
+// chunkSizes are the wanted stripe sizes per chunk type (capped at a
+// tenth of the filesystem, as btrfs does).
+var chunkSizes = map[format.ChunkType]uint64{
+	format.ChunkData:     1 << 30,
+	format.ChunkMetadata: 256 << 20,
+	format.ChunkSystem:   8 << 20,
+}
+
+const minStripe = 4 << 20
+
+func (fs *FS) profileFor(t format.ChunkType) format.Profile {
+	switch t {
+	case format.ChunkData:
+		return fs.dataProfile
+	default:
+		return fs.metaProfile
+	}
+}
+
+// deviceSpace describes every device for the placement policy.
+func (fs *FS) deviceSpace() []alloc.DeviceSpace {
+	var out []alloc.DeviceSpace
+	for _, d := range fs.DevItems() {
+		ds := alloc.DeviceSpace{DevID: d.DevID, UUID: d.UUID, Size: d.TotalBytes, Rotational: d.Rotational}
+		for _, e := range fs.Vol.Chunks.DevExtents(d.DevID) {
+			ds.Used = append(ds.Used, alloc.Range{Start: e.Physical, Len: e.Length})
+		}
+		out = append(out, ds)
+	}
+	return out
+}
+
+// newChunk places and adds a chunk of type t; its items reach the trees
+// at commit.
+func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
+	fs := tx.fs
+	want := min(chunkSizes[t], max(fs.sb.TotalBytes/10/(1<<20)*(1<<20), minStripe))
+	profile := fs.profileFor(t)
+	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy})
+	if err != nil {
+		return nil, err
+	}
+	c := &format.ChunkItem{Length: p.Length, Type: t, Profile: profile, StripeLen: format.DefaultStripeLen, Stripes: p.Stripes}
+	pi, _ := profile.Info()
+	c.SubStripes = uint16(pi.SubStripes)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("placement produced a bad chunk: %w", err)
+	}
+	logical := max(fs.Vol.Chunks.End(), 1<<20)
+	if err := fs.Vol.AddChunk(logical, c); err != nil {
+		return nil, err
+	}
+	ch, _ := fs.Vol.Chunks.Lookup(logical)
+	for _, s := range c.Stripes {
+		fs.devItems[s.DevID].BytesUsed += ch.StripeLength()
+	}
+	bg := &BlockGroup{Chunk: ch, isNew: true}
+	if err := fs.loadFree(bg); err != nil {
+		return nil, err
+	}
+	fs.bgs = append(fs.bgs, bg) // logical grows, so the order holds
+	tx.newChunks = append(tx.newChunks, bg)
+	if p.Fallback {
+		tx.Fallbacks++
+	}
+	return bg, nil
+}
+
+// allocExtent takes n bytes (aligned to align) from a block group of type
+// t, creating a chunk when every group is full.
+func (tx *Txn) allocExtent(t format.ChunkType, n, align uint64) (uint64, error) {
+	fs := tx.fs
+	for pass := 0; pass < 2; pass++ {
+		for _, bg := range fs.bgs {
+			if bg.Chunk.Type != t || bg.Free() < n {
+				continue
+			}
+			if bg.free == nil {
+				if err := fs.loadFree(bg); err != nil {
+					return 0, err
+				}
+			}
+			if at, ok := bg.free.First(n, align, tx.hint[t]); ok {
+				bg.Used += n
+				tx.hint[t] = at + n
+				return at, nil
+			}
+		}
+		if pass == 0 {
+			if _, err := tx.newChunk(t); err != nil {
+				return 0, fmt.Errorf("allocate %d bytes of %v: %w", n, t, err)
+			}
+		}
+	}
+	return 0, fmt.Errorf("allocate %d bytes of %v: %w", n, t, ErrNoSpace)
+}
+
+// freeExtent releases [logical, +n). Space allocated by the running
+// transaction is reusable at once; older space only after the commit.
+func (tx *Txn) freeExtent(logical, n uint64, allocatedNow bool) error {
+	bg := tx.fs.blockGroup(logical)
+	if bg == nil || bg.Used < n {
+		return fmt.Errorf("free of [%d,+%d) outside any block group or above its use: %w", logical, n, ErrCorrupt)
+	}
+	bg.Used -= n
+	if allocatedNow {
+		return bg.free.Add(logical, n)
+	}
+	tx.pinned = append(tx.pinned, alloc.Range{Start: logical, Len: n})
+	return nil
+}
+
+// AllocData reserves n bytes of data space (sector aligned).
+func (tx *Txn) AllocData(n uint64) (uint64, error) {
+	return tx.allocExtent(format.ChunkData, n, uint64(tx.fs.sb.SectorSize))
+}
+
+// FreeData releases a data extent. allocatedNow says it was allocated by
+// this transaction (so nothing committed can reference it).
+func (tx *Txn) FreeData(logical, n uint64, allocatedNow bool) error {
+	return tx.freeExtent(logical, n, allocatedNow)
+}
+
+var _ btree.Store = (*Txn)(nil)

@@ -1,0 +1,237 @@
+// Package store is an opened ddfs filesystem: the device set, the chunk
+// map loaded from the chunk tree, the block groups and their free space,
+// a node cache, and transactions that change the trees and commit them
+// atomically (new nodes, flush, superblocks, flush).
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// Sentinel errors callers test with errors.Is.
+var (
+	ErrNoSpace = alloc.ErrNoSpace
+	ErrCorrupt = format.ErrCorrupt
+	ErrBusy    = errors.New("transaction already running")
+	ErrReadOnly = errors.New("filesystem opened read-only")
+)
+
+// FS is an opened filesystem. It is not safe for concurrent use.
+type FS struct {
+	Vol      *volume.Volume
+	sb       format.Superblock // the committed state
+	cache    *nodeCache
+	bgs      []*BlockGroup // sorted by logical
+	devItems map[uint64]*format.DevItem
+	tx       *Txn
+	// broken is set when a transaction failed half-way: the in-memory
+	// state no longer matches the disk, so no new transaction may start.
+	broken bool
+	// Profiles for new chunks, taken from the newest chunk of each kind.
+	dataProfile, metaProfile format.Profile
+}
+
+// cacheNodes bounds the clean node cache (x nodesize bytes of memory).
+const cacheNodes = 4096
+
+// Open opens the filesystem that specs belong to.
+func Open(specs []string, opt volume.Options) (*FS, error) {
+	vol, err := volume.Open(specs, opt)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := openVolume(vol, opt)
+	if err != nil {
+		vol.Close()
+		return nil, err
+	}
+	return fs, nil
+}
+
+func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
+	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}}
+	sb := &fs.sb
+	if err := format.CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, opt.Write); err != nil {
+		return nil, err
+	}
+	if err := fs.loadChunkTree(); err != nil {
+		return nil, err
+	}
+	if err := fs.findDevices(opt); err != nil {
+		return nil, err
+	}
+	if err := fs.loadBlockGroups(); err != nil {
+		return nil, err
+	}
+	for _, c := range vol.Chunks.All() {
+		if c.Type == format.ChunkData {
+			fs.dataProfile = c.Profile
+		} else {
+			fs.metaProfile = c.Profile
+		}
+	}
+	return fs, nil
+}
+
+// Super returns a copy of the committed superblock.
+func (fs *FS) Super() format.Superblock { return fs.sb }
+
+// DevItems returns the device items sorted by devid.
+func (fs *FS) DevItems() []*format.DevItem {
+	out := make([]*format.DevItem, 0, len(fs.devItems))
+	for _, d := range fs.devItems {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].DevID < out[j].DevID })
+	return out
+}
+
+// BlockGroups returns the block groups in logical order.
+func (fs *FS) BlockGroups() []*BlockGroup { return fs.bgs }
+
+// Tree returns a read-only handle on the committed state of tree id.
+func (fs *FS) Tree(id format.TreeID) *btree.Tree {
+	return btree.New(readOnly{fs}, id, fs.sb.Roots.Root(id))
+}
+
+func (fs *FS) loadChunkTree() error {
+	t := fs.Tree(format.ChunkTree)
+	for it := t.First(); it.Valid(); it.Next() {
+		item := it.Item()
+		switch {
+		case item.Key.Type == format.DevItemKey:
+			d, err := format.UnmarshalDevItem(item.Data)
+			if err != nil {
+				return fmt.Errorf("chunk tree: %w", err)
+			}
+			fs.devItems[d.DevID] = d
+		case item.Key.Type == format.ChunkItemKey:
+			c, _, err := format.UnmarshalChunkItem(item.Data)
+			if err != nil {
+				return fmt.Errorf("chunk tree: chunk %d: %w", item.Key.Offset, err)
+			}
+			if err := fs.Vol.AddChunk(item.Key.Offset, c); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.First().Err(); err != nil {
+		return fmt.Errorf("read chunk tree: %w", err)
+	}
+	return nil
+}
+
+// findDevices opens devices named by path hints and reports missing ones.
+func (fs *FS) findDevices(opt volume.Options) error {
+	var missing []string
+	for _, d := range fs.DevItems() {
+		if _, ok := fs.Vol.Device(d.DevID); ok {
+			continue
+		}
+		hint := d.Path
+		if hint != "" && !filepath.IsAbs(hint) {
+			hint = filepath.Join(fs.Vol.Dir, hint)
+		}
+		if hint != "" && fs.Vol.AddDevice(hint, d.DevID, opt) == nil {
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("device %d (%s)", d.DevID, d.Path))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
+	}
+	if uint64(len(fs.devItems)) != fs.sb.NumDevices {
+		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
+	}
+	for _, d := range fs.Vol.Devices() {
+		if _, ok := fs.devItems[d.ID]; !ok {
+			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// Close releases the devices. An uncommitted transaction is dropped.
+func (fs *FS) Close() error {
+	fs.tx = nil
+	return fs.Vol.Close()
+}
+
+// readOnly is the btree.Store for committed trees.
+type readOnly struct{ fs *FS }
+
+func (r readOnly) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+	return r.fs.readNode(owner, logical, gen, level)
+}
+func (r readOnly) NewNode(format.TreeID, uint8) (*format.Node, error) { return nil, ErrReadOnly }
+func (r readOnly) IsDirty(*format.Node) bool                           { return false }
+func (r readOnly) FreeNode(*format.Node) error                         { return ErrReadOnly }
+func (r readOnly) NodeSize() uint32                                    { return r.fs.sb.NodeSize }
+
+// NodeError locates a node that could not be read from any copy.
+type NodeError struct {
+	Tree    format.TreeID
+	Logical uint64
+	Err     error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("%v tree node at logical %d: %v", e.Tree, e.Logical, e.Err)
+}
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// readNode reads a committed node, trying every copy until one validates.
+func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+	if n := fs.cache.get(logical); n != nil && (gen == 0 || n.Generation == gen) && n.Owner == owner && (level < 0 || int(n.Level) == level) {
+		return n, nil
+	}
+	want := format.NodeExpect{FSID: fs.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
+	n, err := fs.ReadNodeCopy(want, -1)
+	if err != nil {
+		return nil, &NodeError{owner, logical, err}
+	}
+	fs.cache.put(n)
+	return n, nil
+}
+
+// ReadNodeCopy reads a node from copy mirror (-1: the first copy that
+// validates) without the cache; fsck uses it to check every copy.
+func (fs *FS) ReadNodeCopy(want format.NodeExpect, mirror int) (*format.Node, error) {
+	buf := make([]byte, fs.sb.NodeSize)
+	copies := fs.Vol.Copies(want.Logical)
+	if copies == 0 {
+		return nil, fmt.Errorf("logical %d is in no chunk: %w", want.Logical, ErrCorrupt)
+	}
+	first, last := 0, copies-1
+	if mirror >= 0 {
+		first, last = mirror, mirror
+	}
+	var errs error
+	for m := first; m <= last; m++ {
+		if err := fs.Vol.ReadCopy(want.Logical, buf, m); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
+			continue
+		}
+		n, err := format.UnmarshalNode(buf, fs.sb.CsumType, want)
+		if err == nil {
+			return n, nil
+		}
+		errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
+	}
+	return nil, errs
+}
+
+// OpenVolume opens the filesystem on an already opened volume (tests,
+// crash replay). On failure the volume stays open.
+func OpenVolume(vol *volume.Volume) (*FS, error) {
+	return openVolume(vol, volume.Options{Write: vol.Writable(), NoScan: true})
+}

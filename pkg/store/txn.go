@@ -1,0 +1,129 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+type metaRef struct {
+	owner format.TreeID
+	level uint8
+}
+
+// Txn is the running transaction: every tree change lands in dirty nodes
+// that reach the devices only at Commit. One at a time per FS.
+type Txn struct {
+	fs    *FS
+	gen   uint64
+	trees [format.NumTrees + 1]*btree.Tree
+	dirty map[uint64]*format.Node
+	// newMeta and freedMeta are the metadata extent items to add and
+	// delete at commit.
+	newMeta   map[uint64]metaRef
+	freedMeta map[uint64]metaRef
+	pinned    []alloc.Range
+	newChunks []*BlockGroup
+	// chunksFolded counts newChunks already recorded in the trees.
+	chunksFolded int
+	devDirty  bool
+	hint      map[format.ChunkType]uint64
+	// Fallbacks counts chunks the policy had to place outside its
+	// preferred devices.
+	Fallbacks int
+}
+
+// Begin starts a transaction.
+func (fs *FS) Begin() (*Txn, error) {
+	if !fs.Vol.Writable() {
+		return nil, ErrReadOnly
+	}
+	if fs.tx != nil {
+		return nil, ErrBusy
+	}
+	if fs.broken {
+		return nil, fmt.Errorf("an earlier transaction failed; reopen the filesystem: %w", ErrBusy)
+	}
+	tx := &Txn{
+		fs: fs, gen: fs.sb.Generation + 1,
+		dirty: map[uint64]*format.Node{}, newMeta: map[uint64]metaRef{}, freedMeta: map[uint64]metaRef{},
+		hint: map[format.ChunkType]uint64{},
+	}
+	for id := format.TreeID(1); id <= format.NumTrees; id++ {
+		tx.trees[id] = btree.New(tx, id, fs.sb.Roots.Root(id))
+	}
+	fs.tx = tx
+	return tx, nil
+}
+
+// Generation is the generation this transaction commits.
+func (tx *Txn) Generation() uint64 { return tx.gen }
+
+// Tree returns the writable handle of tree id.
+func (tx *Txn) Tree(id format.TreeID) *btree.Tree { return tx.trees[id] }
+
+// FS returns the filesystem.
+func (tx *Txn) FS() *FS { return tx.fs }
+
+// DirtyNodes is the number of nodes waiting for the commit; callers
+// commit in batches to keep memory bounded.
+func (tx *Txn) DirtyNodes() int { return len(tx.dirty) }
+
+// ReadNode implements btree.Store.
+func (tx *Txn) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+	if n, ok := tx.dirty[logical]; ok {
+		return n, nil
+	}
+	return tx.fs.readNode(owner, logical, gen, level)
+}
+
+func chunkTypeOf(owner format.TreeID) format.ChunkType {
+	if owner == format.ChunkTree {
+		return format.ChunkSystem
+	}
+	return format.ChunkMetadata
+}
+
+// NewNode implements btree.Store.
+func (tx *Txn) NewNode(owner format.TreeID, level uint8) (*format.Node, error) {
+	ns := uint64(tx.fs.sb.NodeSize)
+	logical, err := tx.allocExtent(chunkTypeOf(owner), ns, ns)
+	if err != nil {
+		return nil, fmt.Errorf("new %v tree node: %w", owner, err)
+	}
+	n := &format.Node{NodeHeader: format.NodeHeader{FSID: tx.fs.sb.FSID, Logical: logical, Generation: tx.gen, Owner: owner, Level: level}}
+	tx.dirty[logical] = n
+	tx.newMeta[logical] = metaRef{owner, level}
+	return n, nil
+}
+
+// IsDirty implements btree.Store.
+func (tx *Txn) IsDirty(n *format.Node) bool { return tx.dirty[n.Logical] == n }
+
+// FreeNode implements btree.Store.
+func (tx *Txn) FreeNode(n *format.Node) error {
+	ns := uint64(tx.fs.sb.NodeSize)
+	if tx.IsDirty(n) {
+		delete(tx.dirty, n.Logical)
+		delete(tx.newMeta, n.Logical)
+		return tx.freeExtent(n.Logical, ns, true)
+	}
+	if _, dup := tx.freedMeta[n.Logical]; dup {
+		return fmt.Errorf("node %d freed twice: %w", n.Logical, ErrCorrupt)
+	}
+	tx.freedMeta[n.Logical] = metaRef{n.Owner, n.Level}
+	tx.fs.cache.drop(n.Logical)
+	return tx.freeExtent(n.Logical, ns, false)
+}
+
+// NodeSize implements btree.Store.
+func (tx *Txn) NodeSize() uint32 { return tx.fs.sb.NodeSize }
+
+// Abort drops the transaction. The in-memory allocation state may have
+// moved on, so the FS must be closed afterwards.
+func (tx *Txn) Abort() {
+	tx.fs.tx = nil
+	tx.fs.broken = true
+}
