@@ -12,4 +12,5 @@ require (
 require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
 )

@@ -154,7 +154,7 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 				format.Stripe{DevID: c.dev.DevID, Offset: b, DevUUID: c.dev.UUID})
 			continue
 		}
-		p.Stripes = append(p.Stripes, format.Stripe{DevID: c.dev.DevID, Offset: c.holes[0].Start, DevUUID: c.dev.UUID})
+		p.Stripes = append(p.Stripes, format.Stripe{DevID: c.dev.DevID, Offset: lowestFit(c.holes, size), DevUUID: c.dev.UUID})
 	}
 	p.Length = size
 	if pi.Striped {
@@ -197,4 +197,16 @@ func dupOffsets(holes []Range, size uint64) (uint64, uint64) {
 		return h.Start, second
 	}
 	return byStart[lo].Start, max(h.Start, second)
+}
+
+// lowestFit is the start of the lowest hole that holds size bytes, so a
+// device fills from its start and chunks stay close together.
+func lowestFit(holes []Range, size uint64) uint64 {
+	best := ^uint64(0)
+	for _, h := range holes {
+		if h.Len >= size && h.Start < best {
+			best = h.Start
+		}
+	}
+	return best
 }

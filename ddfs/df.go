@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/units"
+)
+
+func cmdDF(args []string, stdout, _ io.Writer) error {
+	fl := cli.NewFlags("ddfs df", "ddfs df [-b] [--json] IMAGE", "  ddfs df disk.img\n  ddfs df -b --json disk.img\n", stdout)
+	asJSON := fl.Bool("json", false, "print JSON (always bytes)")
+	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
+	var of openFlags
+	of.add(fl)
+	if err := cli.Parse(fl, args); err != nil {
+		return err
+	}
+	if fl.NArg() != 1 {
+		return cli.Usagef("want exactly one IMAGE")
+	}
+	fs, err := of.open(fl.Arg(0), false)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	df := inspect.GetDF(fs)
+	if *asJSON {
+		return cli.JSON(stdout, df)
+	}
+	size := units.Human
+	if *raw {
+		size = func(n uint64) string { return strconv.FormatUint(n, 10) }
+	}
+	fmt.Fprintf(stdout, "%-9s %-8s %14s %14s %14s\n", "Type", "Profile", "Size", "Allocated", "Used")
+	for _, t := range df.Types {
+		fmt.Fprintf(stdout, "%-9s %-8s %14s %14s %14s\n", t.Type, t.Profile, size(t.Size), size(t.Allocated), size(t.Used))
+	}
+	fmt.Fprintf(stdout, "\n%-5s %14s %14s %14s  %s\n", "Devid", "Size", "Allocated", "Unallocated", "Path")
+	for _, d := range df.Devices {
+		fmt.Fprintf(stdout, "%-5d %14s %14s %14s  %s\n", d.DevID, size(d.Size), size(d.Allocated), size(d.Free), d.Path)
+	}
+	fmt.Fprintf(stdout, "\nTotal %s, allocated %s, used %s\n", size(df.TotalBytes), size(df.Allocated), size(df.Used))
+	return nil
+}

@@ -1,0 +1,54 @@
+// Command ddfs works on a ddfs filesystem without mounting it.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+)
+
+// command is one subcommand; each lives in its own file.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"info": {"show superblock, devices, chunks and tree roots", cmdInfo},
+	"df":   {"show space by type/profile and by device", cmdDF},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return cli.ExitUsage
+		}
+		return cli.ExitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return cli.Report(stderr, "ddfs", cli.Usagef("unknown command %q", args[0]))
+	}
+	return cli.Report(stderr, "ddfs: "+args[0], c.run(args[1:], stdout, stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: ddfs COMMAND [options] IMAGE[:PATH]...\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nIMAGE is any device of the set; the others are found next to it.\nRun 'ddfs COMMAND --help' for the options of a command.\n\nExamples:\n  ddfs info disk.img\n  ddfs df --json disk.img\n")
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// openFlags are the options every command that opens an image takes.
+type openFlags struct {
+	devices []string
+	wait    bool
+}
+
+func (o *openFlags) add(fl *pflag.FlagSet) {
+	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
+	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
+}
+
+func (o *openFlags) open(image string, write bool) (*store.FS, error) {
+	return store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices})
+}

@@ -1,0 +1,17 @@
+// Command mkfs.ddfs creates a ddfs filesystem on image files or devices.
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	return cli.Report(stderr, "mkfs.ddfs", makeFS(args, stdout, stderr))
+}

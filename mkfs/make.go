@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/mkfs"
+	"github.com/ddfs/ddfs/pkg/units"
+)
+
+const examples = `  mkfs.ddfs -b 1G disk.img
+      one 1 GiB image file: data single, metadata dup
+  mkfs.ddfs -b 1T -d raid10 -m raid1c3 a.img b.img c.img d.img
+      four sparse 1 TiB images (a few MiB allocated each)
+  mkfs.ddfs -b 64G --alloc-policy ssd-metadata ssd0.img ssd1.img \
+      hdd0.img:rotational=1,seek_speed=120,bandwidth=150M hdd1.img:rotational=1
+  mkfs.ddfs -f /dev/loop0          overwrite whatever is on /dev/loop0
+`
+
+func makeFS(args []string, stdout, stderr io.Writer) error {
+	fl := cli.NewFlags("mkfs.ddfs", "mkfs.ddfs [options] DEVICE[:key=value,...]...", examples, stdout)
+	byteCount := fl.StringP("byte-count", "b", "", "size of image files to create (K, M, G, T suffixes)")
+	force := fl.BoolP("force", "f", false, "overwrite an existing filesystem or partition table")
+	label := fl.StringP("label", "L", "", "filesystem label")
+	uuidStr := fl.StringP("uuid", "U", "", "filesystem UUID (default: random)")
+	data := fl.StringP("data", "d", "", "data profile: single, dup, raid0, raid1, raid1c3, raid10")
+	meta := fl.StringP("metadata", "m", "", "metadata profile (default dup on one device, raid1 on more)")
+	sector := fl.StringP("sectorsize", "s", "4K", "sector size")
+	node := fl.StringP("nodesize", "n", "16K", "B-tree node size")
+	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3")
+	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
+	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
+	asJSON := fl.Bool("json", false, "print the summary as JSON")
+	if err := cli.Parse(fl, args); err != nil {
+		return err
+	}
+	if fl.NArg() == 0 {
+		return cli.Usagef("no device given")
+	}
+	o := mkfs.Options{Force: *force, Label: *label}
+	var err error
+	if *byteCount != "" {
+		if o.ByteCount, err = units.ParseSize(*byteCount); err != nil {
+			return cli.Usagef("-b: %v", err)
+		}
+	}
+	if *uuidStr != "" {
+		u, err := uuid.Parse(*uuidStr)
+		if err != nil {
+			return cli.Usagef("-U %s: not a UUID", *uuidStr)
+		}
+		o.UUID = u
+	}
+	for _, p := range []struct {
+		arg string
+		dst **format.Profile
+	}{{*data, &o.Data}, {*meta, &o.Metadata}} {
+		if p.arg != "" {
+			prof, err := format.ParseProfile(p.arg)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			*p.dst = &prof
+		}
+	}
+	for _, s := range []struct {
+		arg string
+		dst *uint32
+		opt string
+	}{{*sector, &o.SectorSize, "sectorsize"}, {*node, &o.NodeSize, "nodesize"}} {
+		v, err := units.ParseSize(s.arg)
+		if err != nil || v > 1<<20 {
+			return cli.Usagef("--%s %s: invalid size", s.opt, s.arg)
+		}
+		*s.dst = uint32(v)
+	}
+	if o.Csum, err = format.ParseCsumType(*csum); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if o.AllocPolicy, err = format.ParseAllocPolicy(*policy); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	for _, a := range fl.Args() {
+		spec, err := mkfs.ParseDeviceSpec(a)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		o.Devices = append(o.Devices, spec)
+	}
+	fs, err := mkfs.Make(o)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	info := inspect.GetInfo(fs)
+	switch {
+	case *asJSON:
+		return cli.JSON(stdout, info)
+	case !*quiet:
+		printSummary(stdout, info, inspect.GetDF(fs))
+	}
+	return nil
+}
+
+// printSummary prints what mkfs.btrfs prints after creating a filesystem.
+func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF) {
+	label := info.Label
+	if label == "" {
+		label = "(null)"
+	}
+	fmt.Fprintf(w, "Label:              %s\n", label)
+	fmt.Fprintf(w, "UUID:               %s\n", info.UUID)
+	fmt.Fprintf(w, "Node size:          %d\n", info.NodeSize)
+	fmt.Fprintf(w, "Sector size:        %d\n", info.SectorSize)
+	fmt.Fprintf(w, "Filesystem size:    %s\n", units.Human(info.TotalBytes))
+	fmt.Fprintf(w, "Block group profiles:\n")
+	for _, t := range df.Types {
+		fmt.Fprintf(w, "  %-17s %-10s %12s\n", strings.ToUpper(t.Type[:1])+t.Type[1:]+":", t.Profile, units.Human(t.Size))
+	}
+	fmt.Fprintf(w, "Checksum:           %s\n", info.Csum)
+	fmt.Fprintf(w, "Allocation policy:  %s\n", info.AllocPolicy)
+	fmt.Fprintf(w, "Number of devices:  %d\n", len(info.Devices))
+	fmt.Fprintf(w, "Devices:\n   ID        SIZE  ROT  SEEK/S   BANDWIDTH  PATH\n")
+	for _, d := range info.Devices {
+		rot := 0
+		if d.Rotational {
+			rot = 1
+		}
+		fmt.Fprintf(w, "  %3d  %10s  %3d  %6d  %8s/s  %s\n", d.DevID, units.Human(d.Size), rot, d.SeekSpeed, units.Human(d.Bandwidth), d.Path)
+	}
+}

@@ -1,0 +1,80 @@
+// Package cli holds what the five commands share: error lines in the
+// coreutils style, usage errors, JSON output and size formatting.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes shared by ddfs, mkfs.ddfs, trimtool and dedupe-tool
+// (fsck.ddfs uses fsck(8)'s).
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// UsageError marks a bad command line (exit 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error { return &UsageError{fmt.Sprintf(format, args...)} }
+
+// Report prints "prog: err" on one line and returns the exit code.
+func Report(w io.Writer, prog string, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return ExitOK
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	fmt.Fprintf(w, "%s: %s\n", prog, msg)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "Try '%s --help' for more information.\n", strings.Fields(prog)[0])
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// NewFlags returns a flag set that reports errors instead of exiting and
+// prints usage text ending with examples.
+func NewFlags(name, synopsis, examples string, out io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: %s\n\nOptions:\n%s", synopsis, fs.FlagUsages())
+		if examples != "" {
+			fmt.Fprintf(out, "\nExamples:\n%s", examples)
+		}
+	}
+	return fs
+}
+
+// Parse parses args, turning flag errors into usage errors.
+func Parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return &UsageError{err.Error()}
+	}
+	return nil
+}
+
+// JSON writes v indented, with a trailing newline.
+func JSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

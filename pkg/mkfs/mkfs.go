@@ -1,0 +1,239 @@
+package mkfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// MinDeviceSize is the smallest device mkfs accepts: room for the
+// reserved first MiB and one chunk of each type.
+const MinDeviceSize = 48 << 20
+
+// Options are everything mkfs.ddfs can be told.
+type Options struct {
+	Devices     []DeviceSpec
+	ByteCount   uint64 // size of image files that do not exist yet
+	Force       bool
+	Label       string
+	UUID        [16]byte // zero: random
+	Data        *format.Profile
+	Metadata    *format.Profile
+	SectorSize  uint32
+	NodeSize    uint32
+	Csum        format.CsumType
+	AllocPolicy format.AllocPolicy
+}
+
+// ErrExists: a device holds a filesystem and Force was not given.
+var ErrExists = errors.New("refusing to overwrite it without -f")
+
+// DefaultProfiles are mkfs.btrfs's: data single; metadata dup on one
+// device, raid1 on more.
+func DefaultProfiles(ndev int) (data, meta format.Profile) {
+	if ndev > 1 {
+		return format.ProfileSingle, format.ProfileRaid1
+	}
+	return format.ProfileSingle, format.ProfileDup
+}
+
+// Make creates the filesystem and returns it open for writing.
+func Make(o Options) (*store.FS, error) {
+	if len(o.Devices) == 0 {
+		return nil, errors.New("no device given")
+	}
+	if o.SectorSize == 0 {
+		o.SectorSize = 4096
+	}
+	if o.NodeSize == 0 {
+		o.NodeSize = 16384
+	}
+	if err := checkSizes(o.SectorSize, o.NodeSize); err != nil {
+		return nil, err
+	}
+	data, meta := DefaultProfiles(len(o.Devices))
+	if o.Data != nil {
+		data = *o.Data
+	}
+	if o.Metadata != nil {
+		meta = *o.Metadata
+	}
+	for _, p := range []format.Profile{data, meta} {
+		pi, _ := p.Info()
+		if len(o.Devices) < pi.MinDevices {
+			return nil, fmt.Errorf("profile %v needs at least %d devices, %d given", p, pi.MinDevices, len(o.Devices))
+		}
+	}
+	if len(o.Label) >= format.LabelSize {
+		return nil, fmt.Errorf("label is %d bytes, at most %d", len(o.Label), format.LabelSize-1)
+	}
+	if o.UUID == ([16]byte{}) {
+		o.UUID = uuid.New()
+	}
+	seen := map[string]bool{}
+	for _, s := range o.Devices {
+		abs, _ := filepath.Abs(s.Path)
+		if seen[abs] {
+			return nil, fmt.Errorf("%s: given twice", s.Path)
+		}
+		seen[abs] = true
+	}
+
+	var opened []device.Device
+	var created []string
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		for _, d := range opened {
+			d.Close()
+		}
+		for _, p := range created {
+			os.Remove(p)
+		}
+	}()
+	p := store.CreateParams{
+		FSID: o.UUID, Label: o.Label, Csum: o.Csum, NodeSize: o.NodeSize, SectorSize: o.SectorSize,
+		Data: data, Metadata: meta, AllocPolicy: o.AllocPolicy,
+	}
+	baseDir := filepath.Dir(o.Devices[0].Path)
+	for _, s := range o.Devices {
+		dev, isNew, err := openTarget(s.Path, o.ByteCount)
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, dev)
+		if isNew {
+			created = append(created, s.Path)
+		} else if err := checkExisting(dev, s.Path, o.Force); err != nil {
+			return nil, err
+		}
+		if dev.Size() < MinDeviceSize {
+			return nil, fmt.Errorf("%s: %d bytes is too small (at least %d MiB)", s.Path, dev.Size(), MinDeviceSize>>20)
+		}
+		p.Devices = append(p.Devices, newDevice(dev, s, baseDir))
+	}
+	fs, err := store.Create(p)
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return fs, nil
+}
+
+func checkSizes(sector, node uint32) error {
+	pow2 := func(v uint32) bool { return v&(v-1) == 0 }
+	if !pow2(sector) || sector < 4096 || sector > 64<<10 {
+		return fmt.Errorf("sector size %d: want a power of two from 4096 to 65536", sector)
+	}
+	if !pow2(node) || node < sector || node > 64<<10 {
+		return fmt.Errorf("node size %d: want a power of two from the sector size (%d) to 65536", node, sector)
+	}
+	return nil
+}
+
+// openTarget opens an existing device or creates a sparse image file.
+func openTarget(path string, size uint64) (device.Device, bool, error) {
+	_, statErr := os.Stat(path)
+	if errors.Is(statErr, os.ErrNotExist) && !strings.Contains(filepath.Base(path), "@") {
+		if size == 0 {
+			return nil, false, fmt.Errorf("%s: does not exist (give -b SIZE to create an image file)", path)
+		}
+		dev, err := device.Open(path, device.OpenOptions{Mode: device.ReadWrite, Create: true, CreateSize: int64(size)})
+		return dev, true, err
+	}
+	if statErr == nil && size > 0 {
+		if fi, _ := os.Stat(path); fi.Mode().IsRegular() && uint64(fi.Size()) < size {
+			// Grow an existing image file (sparse), as truncate -s would.
+			if err := os.Truncate(path, int64(size)); err != nil {
+				return nil, false, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
+	dev, err := device.Open(path, device.OpenOptions{Mode: device.ReadWrite})
+	return dev, false, err
+}
+
+// checkExisting refuses to overwrite a known filesystem without force and
+// wipes old signatures with it, so no tool mistakes the device later.
+func checkExisting(dev device.Device, path string, force bool) error {
+	found := Detect(dev, dev.Size())
+	if found == "" {
+		return nil
+	}
+	if !force {
+		return fmt.Errorf("%s: contains a %s: %w", path, found, ErrExists)
+	}
+	return wipeSignatures(dev)
+}
+
+func wipeSignatures(dev device.Device) error {
+	for _, s := range signatures {
+		if s.off+int64(len(s.magic)) <= dev.Size() {
+			b := make([]byte, len(s.magic))
+			if n, _ := dev.ReadAt(b, s.off); n == len(b) && string(b) == string(s.magic) {
+				if _, err := dev.WriteAt(make([]byte, len(b)), s.off); err != nil {
+					return fmt.Errorf("%s: wipe %s signature: %w", dev.Name(), s.name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func newDevice(dev device.Device, s DeviceSpec, baseDir string) store.NewDevice {
+	props := device.PropsOf(dev)
+	nd := store.NewDevice{Dev: dev, Path: s.Path, PathHint: pathHint(s.Path, baseDir), Rotational: props.Rotational}
+	if s.Rotational != nil {
+		nd.Rotational = *s.Rotational
+	}
+	nd.SeekSpeed, nd.Bandwidth = props.SeekSpeed, props.Bandwidth
+	if nd.SeekSpeed == 0 {
+		nd.SeekSpeed = SSDSeekSpeed
+		if nd.Rotational {
+			nd.SeekSpeed = HDDSeekSpeed
+		}
+	}
+	if nd.Bandwidth == 0 {
+		nd.Bandwidth = SSDBandwidth
+		if nd.Rotational {
+			nd.Bandwidth = HDDBandwidth
+		}
+	}
+	if s.SeekSpeed != nil {
+		nd.SeekSpeed = *s.SeekSpeed
+	}
+	if s.Bandwidth != nil {
+		nd.Bandwidth = *s.Bandwidth
+	}
+	if s.Tier != nil {
+		nd.Tier = *s.Tier
+	}
+	return nd
+}
+
+// pathHint records a device relative to the first device's folder when
+// it lives below it, so a set keeps working when the folder moves.
+func pathHint(path, baseDir string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(base, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return abs
+}
