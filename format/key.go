@@ -38,23 +38,23 @@ func (t TreeID) String() string {
 type KeyType uint8
 
 const (
-	InodeItemKey      KeyType = 1   // FSTree: (ino, 1, 0) -> InodeItem
-	InodeRefKey       KeyType = 12  // FSTree: (ino, 12, parent ino) -> name back-references
-	XattrItemKey      KeyType = 24  // FSTree: (ino, 24, name hash) -> xattrs
-	DirItemKey        KeyType = 84  // FSTree: (dir ino, 84, name hash) -> entries
-	DirIndexKey       KeyType = 96  // FSTree: (dir ino, 96, sequence) -> entry
-	FileExtentKey     KeyType = 108 // FSTree: (ino, 108, file offset) -> FileExtentItem
-	CsumItemKey       KeyType = 128 // CsumTree: (CsumObjectID, 128, logical) -> sector sums
-	DedupeItemKey     KeyType = 140 // DedupeTree: (hash prefix, 140, logical) -> DedupeItem
-	ExtentItemKey     KeyType = 168 // ExtentTree: (logical, 168, disk length) -> ExtentItem
-	MetadataItemKey   KeyType = 169 // ExtentTree: (logical, 169, level) -> MetadataItem
-	ExtentDataRefKey  KeyType = 178 // ExtentTree: (logical, 178, ref hash) -> ExtentDataRef
-	BlockGroupKey     KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
-	FreeSpaceInfoKey  KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
-	FreeSpaceExtKey   KeyType = 199 // FreeSpaceTree: (start, 199, length), no data
-	DevItemKey        KeyType = 216 // ChunkTree: (DevItemsObjectID, 216, devid) -> DevItem
-	ChunkItemKey      KeyType = 228 // ChunkTree: (ChunkObjectID, 228, logical) -> ChunkItem
-	PropItemKey       KeyType = 240 // FSTree: (ino, 240, name hash) -> property (reserved)
+	InodeItemKey     KeyType = 1   // FSTree: (ino, 1, 0) -> InodeItem
+	InodeRefKey      KeyType = 12  // FSTree: (ino, 12, parent ino) -> name back-references
+	XattrItemKey     KeyType = 24  // FSTree: (ino, 24, name hash) -> xattrs
+	DirItemKey       KeyType = 84  // FSTree: (dir ino, 84, name hash) -> entries
+	DirIndexKey      KeyType = 96  // FSTree: (dir ino, 96, sequence) -> entry
+	FileExtentKey    KeyType = 108 // FSTree: (ino, 108, file offset) -> FileExtentItem
+	CsumItemKey      KeyType = 128 // CsumTree: (CsumObjectID, 128, logical) -> sector sums
+	DedupeItemKey    KeyType = 140 // DedupeTree: (hash prefix, 140, logical) -> DedupeItem
+	ExtentItemKey    KeyType = 168 // ExtentTree: (logical, 168, disk length) -> ExtentItem
+	MetadataItemKey  KeyType = 169 // ExtentTree: (logical, 169, level) -> MetadataItem
+	ExtentDataRefKey KeyType = 178 // ExtentTree: (logical, 178, ref hash) -> ExtentDataRef
+	BlockGroupKey    KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
+	FreeSpaceInfoKey KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
+	FreeSpaceExtKey  KeyType = 199 // FreeSpaceTree: (start, 199, length), no data
+	DevItemKey       KeyType = 216 // ChunkTree: (DevItemsObjectID, 216, devid) -> DevItem
+	ChunkItemKey     KeyType = 228 // ChunkTree: (ChunkObjectID, 228, logical) -> ChunkItem
+	PropItemKey      KeyType = 240 // FSTree: (ino, 240, name hash) -> property (reserved)
 )
 
 // Well-known object ids.

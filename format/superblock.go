@@ -10,9 +10,9 @@ import (
 const (
 	SuperblockSize = 4096
 	// SuperblockMagic identifies a ddfs superblock at offset 32.
-	SuperblockMagic = "_DDFS_SB"
-	LabelSize       = 256
-	NumBackupRoots  = 4
+	SuperblockMagic  = "_DDFS_SB"
+	LabelSize        = 256
+	NumBackupRoots   = 4
 	SysChunkArrayMax = 2048
 )
 

@@ -201,4 +201,3 @@ func (tx *Txn) nextSuper() format.Superblock {
 	}
 	return sb
 }
-

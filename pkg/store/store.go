@@ -19,9 +19,9 @@ import (
 
 // Sentinel errors callers test with errors.Is.
 var (
-	ErrNoSpace = alloc.ErrNoSpace
-	ErrCorrupt = format.ErrCorrupt
-	ErrBusy    = errors.New("transaction already running")
+	ErrNoSpace  = alloc.ErrNoSpace
+	ErrCorrupt  = format.ErrCorrupt
+	ErrBusy     = errors.New("transaction already running")
 	ErrReadOnly = errors.New("filesystem opened read-only")
 )
 
@@ -173,9 +173,9 @@ func (r readOnly) ReadNode(owner format.TreeID, logical, gen uint64, level int) 
 	return r.fs.readNode(owner, logical, gen, level)
 }
 func (r readOnly) NewNode(format.TreeID, uint8) (*format.Node, error) { return nil, ErrReadOnly }
-func (r readOnly) IsDirty(*format.Node) bool                           { return false }
-func (r readOnly) FreeNode(*format.Node) error                         { return ErrReadOnly }
-func (r readOnly) NodeSize() uint32                                    { return r.fs.sb.NodeSize }
+func (r readOnly) IsDirty(*format.Node) bool                          { return false }
+func (r readOnly) FreeNode(*format.Node) error                        { return ErrReadOnly }
+func (r readOnly) NodeSize() uint32                                   { return r.fs.sb.NodeSize }
 
 // NodeError locates a node that could not be read from any copy.
 type NodeError struct {

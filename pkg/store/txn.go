@@ -28,8 +28,8 @@ type Txn struct {
 	newChunks []*BlockGroup
 	// chunksFolded counts newChunks already recorded in the trees.
 	chunksFolded int
-	devDirty  bool
-	hint      map[format.ChunkType]uint64
+	devDirty     bool
+	hint         map[format.ChunkType]uint64
 	// Fallbacks counts chunks the policy had to place outside its
 	// preferred devices.
 	Fallbacks int
