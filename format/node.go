@@ -154,7 +154,9 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 	if len(b) < NodeHeaderSize+LeafItemSize {
 		return nil, corruptf(ErrShort, "node %d: %d bytes", want.Logical, len(b))
 	}
-	if sum := Checksum(csum, b[CsumSize:]); !bytes.Equal(sum[:csum.Len()], b[:csum.Len()]) {
+	// The whole field is compared: the unused tail of a short checksum
+	// must be zero, so no byte of a node escapes detection.
+	if sum := Checksum(csum, b[CsumSize:]); !bytes.Equal(sum[:], b[:CsumSize]) {
 		return nil, corruptf(ErrChecksum, "node %d", want.Logical)
 	}
 	le := binary.LittleEndian

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -36,7 +38,7 @@ func Report(w io.Writer, prog string, err error) int {
 	if errors.Is(err, pflag.ErrHelp) {
 		return ExitOK
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	msg := strings.ReplaceAll(plain(err), "\n", "; ")
 	fmt.Fprintf(w, "%s: %s\n", prog, msg)
 	var ue *UsageError
 	if errors.As(err, &ue) {
@@ -77,4 +79,17 @@ func JSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// plain shortens "open x: stat x: no such file or directory" to the
+// coreutils form "x: No such file or directory" for the errors users
+// cause most: a missing path or one they may not open.
+func plain(err error) string {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) && errors.As(err, &pe) && errors.As(pe.Err, &errno) {
+		m := errno.Error()
+		return pe.Path + ": " + strings.ToUpper(m[:1]) + m[1:]
+	}
+	return err.Error()
 }

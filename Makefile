@@ -1,0 +1,53 @@
+# ddfs — see README.md. `make` builds the five tools into bin/.
+GO      ?= go
+BIN     := bin
+TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
+# Time budget of each fuzz target inside `make test` (bounded, seeds + a short run).
+FUZZTIME ?= 3s
+
+.PHONY: all build test test-unit fuzz bench demo testimages clean vet
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/mkfs.ddfs ./mkfs
+	$(GO) build -o $(BIN)/fsck.ddfs ./fsck
+	$(GO) build -o $(BIN)/ddfs ./ddfs
+	$(GO) build -o $(BIN)/dedupe-tool ./dedupe-tool
+	$(GO) build -o $(BIN)/trimtool ./trimtool
+
+vet:
+	$(GO) vet ./...
+
+# Every test: unit, property, golden, end-to-end (built binaries), and a
+# short run of each fuzz target. Expensive invariant checks are on (tag ddfs_invariants).
+test: build vet
+	$(GO) test -tags ddfs_invariants -count=1 ./...
+	$(MAKE) fuzz
+
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./format/ || exit 1; \
+	done
+
+bench: build
+	BIN=$(BIN) bench/run.sh
+
+# The main job on built-in sample data: a four-device set, inspected and checked.
+demo: build
+	@rm -rf demo && mkdir -p demo
+	$(BIN)/mkfs.ddfs -L demo -b 1G -d raid0 -m raid1 demo/ssd0.img demo/ssd1.img \
+		demo/hdd0.img:rotational=1,seek_speed=120,bandwidth=150M demo/hdd1.img:rotational=1
+	$(BIN)/ddfs info demo/ssd0.img
+	$(BIN)/ddfs df demo/ssd0.img
+	$(BIN)/fsck.ddfs demo/hdd1.img
+	@du -h demo/*.img
+
+# Rebuild the frozen images under testimages/ (only when the format gains a version).
+testimages: build
+	$(GO) run ./testimages/gen
+
+clean:
+	rm -rf $(BIN) demo

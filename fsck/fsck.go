@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/cli"
+)
+
+// Exit codes of fsck(8).
+const (
+	exitClean       = 0
+	exitUncorrected = 4
+	exitOperational = 8
+	exitUsage       = 16
+)
+
+const help = `Checks every superblock copy, the device items, the chunk mapping, every
+copy of every tree node (checksum, header, key order, levels, generations)
+and the extent accounting. Nothing is changed (-n is the default).
+
+Exit codes (as fsck(8)):
+  0   no problems
+  4   problems found and left uncorrected
+  8   operational error (e.g. a device cannot be opened)
+  16  usage error
+`
+
+const examples = `  fsck.ddfs disk.img
+  fsck.ddfs --json a.img b.img
+  fsck.ddfs --device /elsewhere/hdd1.img ssd0.img
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := cli.NewFlags("fsck.ddfs", "fsck.ddfs [options] DEVICE...\n\n"+help, examples, stdout)
+	fl.BoolP("no-change", "n", true, "do not change anything (the default; repair comes later)")
+	asJSON := fl.Bool("json", false, "print the report as JSON")
+	quiet := fl.BoolP("quiet", "q", false, "print only problems")
+	verbose := fl.BoolP("verbose", "v", false, "print what was checked")
+	var extra []string
+	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
+	wait := fl.Bool("wait", false, "wait for a busy device")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitClean
+		}
+		fmt.Fprintf(stderr, "fsck.ddfs: %v\n", err)
+		return exitUsage
+	}
+	if fl.NArg() == 0 {
+		fmt.Fprintf(stderr, "fsck.ddfs: no device given\nTry 'fsck.ddfs --help' for more information.\n")
+		return exitUsage
+	}
+	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait})
+	if err != nil {
+		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return exitOperational
+	}
+	if *asJSON {
+		if err := cli.JSON(stdout, rep); err != nil {
+			return exitOperational
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "%s\n", p)
+		}
+		if !*quiet || !rep.Clean() {
+			state := "clean"
+			if !rep.Clean() {
+				state = fmt.Sprintf("%d problems found, none corrected", len(rep.Problems))
+			}
+			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %d devices, %d chunks, %d nodes (%d copies), %d items: %s\n",
+				fl.Arg(0), rep.Generation, rep.Devices, rep.Chunks, rep.Nodes, rep.NodeCopies, rep.Items, state)
+		}
+		_ = verbose
+	}
+	if !rep.Clean() {
+		return exitUncorrected
+	}
+	return exitClean
+}

@@ -1,0 +1,9 @@
+// Command fsck.ddfs checks a ddfs filesystem.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+

@@ -1,0 +1,244 @@
+package check
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+type layout struct {
+	devs       int
+	data, meta format.Profile
+}
+
+// layouts is every profile pair mkfs accepts on 1-4 devices.
+func layouts() []layout {
+	all := []format.Profile{format.ProfileSingle, format.ProfileDup, format.ProfileRaid0, format.ProfileRaid1, format.ProfileRaid1C3, format.ProfileRaid10}
+	var out []layout
+	for n := 1; n <= 4; n++ {
+		for _, d := range all {
+			for _, m := range all {
+				di, _ := d.Info()
+				mi, _ := m.Info()
+				if n >= di.MinDevices && n >= mi.MinDevices {
+					out = append(out, layout{n, d, m})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// build creates a filesystem and fills the fs tree over a few commits so
+// that trees have several levels.
+func build(t *testing.T, l layout, items int) []*device.MemDevice {
+	t.Helper()
+	var devs []*device.MemDevice
+	p := store.CreateParams{FSID: [16]byte{7}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: l.data, Metadata: l.meta}
+	for i := 0; i < l.devs; i++ {
+		d := device.NewMemDevice(fmt.Sprintf("dev%d", i), 256<<20)
+		devs = append(devs, d)
+		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name()})
+	}
+	fs, err := store.Create(p)
+	if err != nil {
+		t.Fatalf("%+v: %v", l, err)
+	}
+	for c := 0; c < 3; c++ {
+		tx, err := fs.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < items/3; i++ {
+			k := format.Key{ObjectID: uint64(1000 + c*items + i), Type: format.InodeItemKey}
+			if err := tx.Tree(format.FSTree).Insert(k, make([]byte, 100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return devs
+}
+
+func volumeOf(t *testing.T, devs []*device.MemDevice) *volume.Volume {
+	t.Helper()
+	var ds []device.Device
+	for _, d := range devs {
+		ds = append(ds, d)
+	}
+	vol, err := volume.FromDevices(ds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vol
+}
+
+func checkDevs(t *testing.T, devs []*device.MemDevice) *Report {
+	t.Helper()
+	rep, err := CheckVolume(volumeOf(t, devs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestEveryLayoutClean: mkfs on every profile pair with 1-4 devices,
+// reopen, fsck clean, with the expected number of node copies.
+func TestEveryLayoutClean(t *testing.T) {
+	for _, l := range layouts() {
+		t.Run(fmt.Sprintf("%d-%v-%v", l.devs, l.data, l.meta), func(t *testing.T) {
+			devs := build(t, l, 150)
+			rep := checkDevs(t, devs)
+			if !rep.Clean() {
+				t.Fatalf("problems: %v", rep.Problems)
+			}
+			mi, _ := l.meta.Info()
+			if rep.Nodes < 4 || rep.NodeCopies != rep.Nodes*mi.Copies {
+				t.Fatalf("%d nodes, %d copies, want %d copies each", rep.Nodes, rep.NodeCopies, mi.Copies)
+			}
+			if rep.Devices != l.devs {
+				t.Fatalf("devices %d", rep.Devices)
+			}
+			fs, err := store.OpenVolume(volumeOf(t, devs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(fs.DevItems()); got != l.devs {
+				t.Fatalf("reopened with %d device items", got)
+			}
+		})
+	}
+}
+
+type nodeCopy struct {
+	tree    format.TreeID
+	logical uint64
+	copy    int
+	target  volume.Target
+}
+
+// allNodeCopies lists where every copy of every node lives.
+func allNodeCopies(t *testing.T, devs []*device.MemDevice) []nodeCopy {
+	vol := volumeOf(t, devs)
+	fs, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []nodeCopy
+	sb := fs.Super()
+	for id := format.TreeID(1); id <= format.NumTrees; id++ {
+		root := sb.Roots.Root(id)
+		if root.Logical == 0 {
+			continue
+		}
+		var walk func(l, g uint64, level int)
+		walk = func(l, g uint64, level int) {
+			n, err := fs.ReadNodeCopy(format.NodeExpect{FSID: sb.FSID, Logical: l, Generation: g, Owner: id, Level: level}, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets, _ := vol.Locate(l)
+			for m := 0; m < vol.Copies(l); m++ {
+				out = append(out, nodeCopy{id, l, m + 1, targets[m]})
+			}
+			for _, p := range n.Ptrs {
+				walk(p.Logical, p.Generation, level-1)
+			}
+		}
+		walk(root.Logical, root.Generation, int(root.Level))
+	}
+	return out
+}
+
+func flip(d *device.MemDevice, off int64) {
+	b := make([]byte, 1)
+	d.ReadAt(b, off)
+	b[0] ^= 0x5a
+	d.WriteAt(b, off)
+	d.Flush()
+}
+
+// TestFlippedNodeByte: one flipped byte in any copy of any node is
+// reported naming that node, its device and offset.
+func TestFlippedNodeByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, l := range []layout{
+		{1, format.ProfileSingle, format.ProfileDup},
+		{1, format.ProfileSingle, format.ProfileSingle},
+		{2, format.ProfileRaid0, format.ProfileRaid1},
+		{3, format.ProfileSingle, format.ProfileRaid1C3},
+		{4, format.ProfileRaid10, format.ProfileRaid10},
+	} {
+		t.Run(fmt.Sprintf("%d-%v-%v", l.devs, l.data, l.meta), func(t *testing.T) {
+			devs := build(t, l, 150)
+			byID := map[uint64]*device.MemDevice{}
+			for i, d := range devs {
+				byID[uint64(i+1)] = d
+			}
+			copies := allNodeCopies(t, devs)
+			if len(copies) < 8 {
+				t.Fatalf("only %d node copies", len(copies))
+			}
+			for _, nc := range copies {
+				// Anywhere in the node: checksum field, header, items, free space.
+				off := int64(nc.target.Physical) + int64(r.IntN(4096))
+				d := byID[nc.target.DevID]
+				flip(d, off)
+				rep := checkDevs(t, devs)
+				found := false
+				for _, p := range rep.Problems {
+					if p.Kind == "node" && p.Logical == nc.logical && p.Copy == nc.copy && p.DevID == nc.target.DevID && p.Offset == nc.target.Physical && p.Tree == nc.tree.String() {
+						found = true
+					}
+				}
+				if !found {
+					t.Fatalf("flip at %d in %v node %d copy %d not reported: %v", off, nc.tree, nc.logical, nc.copy, rep.Problems)
+				}
+				flip(d, off) // restore
+			}
+			if rep := checkDevs(t, devs); !rep.Clean() {
+				t.Fatalf("after restoring: %v", rep.Problems)
+			}
+		})
+	}
+}
+
+// TestFlippedPrimarySuper: the damaged primary is reported and the
+// filesystem still opens from a copy.
+func TestFlippedPrimarySuper(t *testing.T) {
+	devs := build(t, layout{2, format.ProfileSingle, format.ProfileRaid1}, 30)
+	flip(devs[1], 64<<10+200)
+	rep := checkDevs(t, devs)
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<10 || rep.Problems[0].DevID != 2 {
+		t.Fatalf("got %v", rep.Problems)
+	}
+	if _, err := store.OpenVolume(volumeOf(t, devs)); err != nil {
+		t.Fatalf("open from the copy: %v", err)
+	}
+}
+
+// TestLeakedAndMiscounted: surgery on the extent accounting is reported.
+func TestStaleSuperCopy(t *testing.T) {
+	devs := build(t, layout{1, format.ProfileSingle, format.ProfileDup}, 30)
+	// Put an older generation at the 64 MiB copy.
+	b := make([]byte, format.SuperblockSize)
+	devs[0].ReadAt(b, 64<<20)
+	sb, err := format.UnmarshalSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Generation--
+	nb, _ := format.MarshalSuperblock(sb)
+	devs[0].WriteAt(nb, 64<<20)
+	rep := checkDevs(t, devs)
+	if len(rep.Problems) != 1 || rep.Problems[0].Offset != 64<<20 {
+		t.Fatalf("got %v", rep.Problems)
+	}
+}

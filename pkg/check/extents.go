@@ -1,0 +1,77 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+)
+
+// checkExtents compares the extent tree with what the walk found: one
+// metadata item per reachable node, a block group per chunk, and block
+// group usage equal to the extents inside it.
+func (c *checker) checkExtents() {
+	ns := uint64(c.sb.NodeSize)
+	used := map[uint64]uint64{}
+	account := func(start, n uint64, what string) {
+		ch, ok := c.vol.Chunks.Lookup(start)
+		if !ok || start+n > ch.End() {
+			c.add(Problem{Kind: "extent", Logical: start, Message: what + " outside every chunk"})
+			return
+		}
+		used[ch.Logical] += n
+	}
+	nodes := make([]uint64, 0, len(c.seen))
+	for l := range c.seen {
+		nodes = append(nodes, l)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	for _, l := range nodes {
+		if _, ok := c.metaItems[l]; !ok {
+			c.add(Problem{Kind: "extent", Tree: c.seen[l].String(), Logical: l, Message: "node has no metadata extent item"})
+		}
+	}
+	metas := make([]uint64, 0, len(c.metaItems))
+	for l := range c.metaItems {
+		metas = append(metas, l)
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i] < metas[j] })
+	for _, l := range metas {
+		if _, ok := c.seen[l]; !ok {
+			c.add(Problem{Kind: "extent", Logical: l, Message: "metadata extent item for a node no tree references (leaked space)"})
+		}
+		account(l, ns, "metadata extent")
+	}
+	for _, k := range c.extents {
+		account(k.ObjectID, k.Offset, "data extent")
+	}
+	for _, ch := range c.vol.Chunks.All() {
+		g, ok := c.bgItems[ch.Logical]
+		switch {
+		case !ok:
+			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: "chunk has no block group item"})
+		case g.Type != ch.Type || g.Profile != ch.Profile:
+			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: fmt.Sprintf("block group says %v/%v, chunk is %v/%v", g.Type, g.Profile, ch.Type, ch.Profile)})
+		case g.Used != used[ch.Logical]:
+			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: fmt.Sprintf("block group says %d bytes used, extents use %d", g.Used, used[ch.Logical])})
+		}
+	}
+	for l := range c.bgItems {
+		if ch, ok := c.vol.Chunks.Lookup(l); !ok || ch.Logical != l {
+			c.add(Problem{Kind: "block-group", Logical: l, Message: "block group item without a chunk"})
+		}
+	}
+	// Extents must not overlap each other.
+	type span struct{ start, end uint64 }
+	var spans []span
+	for _, l := range metas {
+		spans = append(spans, span{l, l + ns})
+	}
+	for _, k := range c.extents {
+		spans = append(spans, span{k.ObjectID, k.ObjectID + k.Offset})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].start < spans[i-1].end {
+			c.add(Problem{Kind: "extent", Logical: spans[i].start, Message: fmt.Sprintf("extent overlaps the extent at %d", spans[i-1].start)})
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// bounds are the keys a subtree may hold: [lo, hi).
+type bounds struct {
+	lo, hi format.Key
+}
+
+func (c *checker) walk(id format.TreeID) {
+	root := c.sb.Roots.Root(id)
+	if root.Logical == 0 {
+		if id == format.ChunkTree || id == format.ExtentTree || id == format.FSTree {
+			c.add(Problem{Kind: "node", Tree: id.String(), Message: "tree has no root"})
+		}
+		return
+	}
+	c.visit(id, root.Logical, root.Generation, int(root.Level), nil, bounds{format.Key{}, format.MaxKey}, true)
+}
+
+// visit checks every copy of one node, then its items or children.
+func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool) {
+	tree := id.String()
+	if other, dup := c.seen[logical]; dup {
+		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
+		return
+	}
+	c.seen[logical] = id
+	ch, ok := c.vol.Chunks.Lookup(logical)
+	if !ok {
+		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node address is in no chunk"})
+		return
+	}
+	wantType := format.ChunkMetadata
+	if id == format.ChunkTree {
+		wantType = format.ChunkSystem
+	}
+	if ch.Type != wantType {
+		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node lives in a %v chunk, want %v", ch.Type, wantType)})
+	}
+	if logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
+		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
+		return
+	}
+	want := format.NodeExpect{FSID: c.sb.FSID, Logical: logical, Generation: gen, Owner: id, Level: level}
+	var node *format.Node
+	copies := c.vol.Copies(logical)
+	targets, _ := c.vol.Locate(logical)
+	buf := make([]byte, c.sb.NodeSize)
+	for m := 0; m < copies; m++ {
+		c.rep.NodeCopies++
+		p := Problem{Kind: "node", Tree: tree, Logical: logical, Copy: m + 1}
+		if m < len(targets) {
+			p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
+			if d, ok := c.vol.Device(p.DevID); ok {
+				p.Device = d.Path
+			}
+		}
+		if err := c.vol.ReadCopy(logical, buf, m); err != nil {
+			p.Message = errString(err)
+			c.add(p)
+			continue
+		}
+		n, err := format.UnmarshalNode(buf, c.sb.CsumType, want)
+		if err != nil {
+			p.Message = errString(err)
+			c.add(p)
+			continue
+		}
+		if node == nil {
+			node = n
+		}
+	}
+	if node == nil {
+		return // every copy is bad: its subtree cannot be checked
+	}
+	problem := func(msg string, args ...any) {
+		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf(msg, args...)})
+	}
+	if node.NumItems() == 0 && !isRoot {
+		problem("empty node below the root")
+	}
+	if firstKey != nil && node.NumItems() > 0 && node.FirstKey() != *firstKey {
+		problem("first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
+	}
+	if node.UsedBytes() > int(c.sb.NodeSize)-format.NodeHeaderSize {
+		problem("contents overflow the node")
+	}
+	if node.IsLeaf() {
+		for _, it := range node.Items {
+			if it.Key.Less(b.lo) || !it.Key.Less(b.hi) {
+				problem("key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
+			}
+			c.rep.Items++
+			c.item(id, logical, it)
+		}
+		return
+	}
+	for i, p := range node.Ptrs {
+		cb := bounds{p.Key, b.hi}
+		if i+1 < len(node.Ptrs) {
+			cb.hi = node.Ptrs[i+1].Key
+		}
+		if p.Key.Less(b.lo) || !p.Key.Less(b.hi) {
+			problem("pointer key %v outside the parent's range", p.Key)
+		}
+		if p.Generation > node.Generation {
+			problem("child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
+		}
+		k := p.Key
+		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false)
+	}
+}
+
+// item decodes the items fsck understands and gathers what the
+// cross-checks need.
+func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
+	bad := func(err error) {
+		c.add(Problem{Kind: "node", Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
+	}
+	switch {
+	case id == format.ChunkTree && it.Key.Type == format.DevItemKey:
+		d, err := format.UnmarshalDevItem(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		if d.DevID != it.Key.Offset {
+			bad(fmt.Errorf("device item for devid %d", d.DevID))
+		}
+		c.devItems[d.DevID] = d
+	case id == format.ChunkTree && it.Key.Type == format.ChunkItemKey:
+		ch, _, err := format.UnmarshalChunkItem(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		if err := c.vol.AddChunk(it.Key.Offset, ch); err != nil {
+			bad(err)
+		}
+	case id == format.ExtentTree && it.Key.Type == format.MetadataItemKey:
+		if _, err := format.UnmarshalMetadataItem(it.Data); err != nil {
+			bad(err)
+			return
+		}
+		c.metaItems[it.Key.ObjectID] = it.Key
+	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
+		if _, err := format.UnmarshalExtentItem(it.Data); err != nil {
+			bad(err)
+			return
+		}
+		c.extents = append(c.extents, it.Key)
+	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
+		g, err := format.UnmarshalBlockGroupItem(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		c.bgItems[it.Key.ObjectID] = g
+	}
+}
