@@ -6,4 +6,3 @@ import "os"
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-

@@ -31,6 +31,14 @@ func (tx *Txn) Commit() error {
 			return fmt.Errorf("commit: %v tree has no root", id)
 		}
 	}
+	if checkInvariants {
+		for id := format.TreeID(1); id <= format.NumTrees; id++ {
+			if err := tx.trees[id].Verify(); err != nil {
+				tx.Abort()
+				return fmt.Errorf("commit: invariant check: %w", err)
+			}
+		}
+	}
 	if err := tx.writeNodes(); err != nil {
 		tx.Abort()
 		return err
