@@ -5,12 +5,10 @@ go 1.26.0
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/diskfs/go-diskfs v1.9.4
+	github.com/google/uuid v1.6.0
+	github.com/spf13/pflag v1.1.0
 	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
-)
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect

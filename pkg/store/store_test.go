@@ -229,3 +229,48 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestNoSpace: filling the metadata space fails with ErrNoSpace, and the
+// last committed state is intact after reopening.
+func TestNoSpace(t *testing.T) {
+	devs := memDevs(1, 48<<20)
+	fs := create(t, devs, format.ProfileSingle, format.ProfileDup)
+	committed := 0
+	var failure error
+	for round := 0; round < 1000 && failure == nil; round++ {
+		tx, err := fs.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 50; i++ {
+			k := format.Key{ObjectID: uint64(round*50 + i), Type: format.InodeItemKey}
+			if err := tx.Tree(format.FSTree).Insert(k, make([]byte, 1500)); err != nil {
+				failure = err
+				break
+			}
+		}
+		if failure == nil {
+			failure = tx.Commit()
+			if failure == nil {
+				committed += 50
+			}
+		} else {
+			tx.Abort()
+		}
+	}
+	if !errors.Is(failure, ErrNoSpace) {
+		t.Fatalf("filling up ended with %v", failure)
+	}
+	if _, err := fs.Begin(); err == nil {
+		t.Fatal("a failed transaction must leave the handle unusable")
+	}
+	fs2 := reopen(t, devs, true)
+	n := 0
+	for it := fs2.Tree(format.FSTree).First(); it.Valid(); it.Next() {
+		n++
+	}
+	if n != committed || committed == 0 {
+		t.Fatalf("after ENOSPC: %d items, %d committed", n, committed)
+	}
+	checkSpace(t, fs2)
+}

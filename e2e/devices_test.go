@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/diskfs/go-diskfs/partition/gpt"
+)
+
+// TestPartitionOfDiskImage: mkfs and info on partition 2 of a GPT image;
+// the bytes land inside the partition and the table survives.
+func TestPartitionOfDiskImage(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 512 << 20
+	f.Truncate(size)
+	tbl := &gpt.Table{
+		LogicalSectorSize: 512, PhysicalSectorSize: 512, ProtectiveMBR: true,
+		Partitions: []*gpt.Partition{
+			{Index: 1, Start: 2048, End: 206847, Type: gpt.EFISystemPartition, Name: "esp"},
+			{Index: 2, Start: 206848, End: 1046527, Type: gpt.LinuxFilesystem, Name: "ddfs"},
+		},
+	}
+	if err := tbl.Write(f, size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// The whole disk carries a partition table: refused without -f.
+	r := must(t, run(t, dir, "mkfs.ddfs", "-q", "disk.img"), 1)
+	if !strings.Contains(r.stderr, "partition table") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-L", "inpart", "disk.img@2"), 0)
+	in := getInfo(t, dir, "disk.img@2")
+	if in.Label != "inpart" || len(in.Devices) != 1 || in.Devices[0].Size != (1046527-206848+1)*512 {
+		t.Fatalf("info %+v", in)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "disk.img@2"), 0)
+	// The superblock sits 64 KiB into partition 2, not into the disk.
+	b := make([]byte, 8)
+	f, _ = os.Open(img)
+	f.ReadAt(b, 206848*512+64<<10+32)
+	f.Close()
+	if string(b) != "_DDFS_SB" {
+		t.Fatalf("no superblock at the partition's 64 KiB: %q", b)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "disk.img@3"), 1)
+}
+
+// TestLoopDevice: a block device gets its size by ioctl and rotational
+// from sysfs. Needs root and losetup; skipped otherwise.
+func TestLoopDevice(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("losetup"); err != nil {
+		t.Skip("no losetup")
+	}
+	dir := t.TempDir()
+	backing := filepath.Join(dir, "backing.img")
+	f, _ := os.Create(backing)
+	f.Truncate(256 << 20)
+	f.Close()
+	out, err := exec.Command("losetup", "-f", "--show", backing).Output()
+	if err != nil {
+		t.Skipf("losetup: %v", err)
+	}
+	loop := strings.TrimSpace(string(out))
+	defer exec.Command("losetup", "-d", loop).Run()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-f", loop), 0)
+	in := getInfo(t, dir, loop)
+	if in.Devices[0].Size != 256<<20 || in.Devices[0].Path != loop {
+		t.Fatalf("info %+v", in.Devices)
+	}
+	rot, err := os.ReadFile("/sys/block/" + filepath.Base(loop) + "/queue/rotational")
+	if err == nil && (strings.TrimSpace(string(rot)) == "1") != in.Devices[0].Rotational {
+		t.Fatalf("rotational %v, sysfs says %s", in.Devices[0].Rotational, rot)
+	}
+	must(t, run(t, dir, "fsck.ddfs", loop), 0)
+}
