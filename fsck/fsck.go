@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/cli"
 )
@@ -77,7 +78,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %d devices, %d chunks, %d nodes (%d copies), %d items: %s\n",
 				fl.Arg(0), rep.Generation, rep.Devices, rep.Chunks, rep.Nodes, rep.NodeCopies, rep.Items, state)
 		}
-		_ = verbose
+		if *verbose {
+			for id := format.TreeID(1); id <= format.NumTrees; id++ {
+				if n := rep.TreeNodes[id.String()]; n > 0 {
+					fmt.Fprintf(stdout, "  %-10s tree: %d nodes\n", id, n)
+				}
+			}
+		}
 	}
 	if !rep.Clean() {
 		return exitUncorrected

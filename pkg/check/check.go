@@ -45,14 +45,16 @@ func (p Problem) String() string {
 
 // Report is the outcome of a check.
 type Report struct {
-	UUID       string    `json:"uuid"`
-	Generation uint64    `json:"generation"`
-	Devices    int       `json:"devices"`
-	Chunks     int       `json:"chunks"`
-	Nodes      int       `json:"nodes"`
-	NodeCopies int       `json:"node_copies"`
-	Items      int       `json:"items"`
-	Problems   []Problem `json:"problems"`
+	UUID       string `json:"uuid"`
+	Generation uint64 `json:"generation"`
+	Devices    int    `json:"devices"`
+	Chunks     int    `json:"chunks"`
+	Nodes      int    `json:"nodes"`
+	NodeCopies int    `json:"node_copies"`
+	Items      int    `json:"items"`
+	// TreeNodes counts the nodes of each tree.
+	TreeNodes map[string]int `json:"tree_nodes"`
+	Problems  []Problem      `json:"problems"`
 }
 
 // Clean reports whether no problem was found.
@@ -106,6 +108,10 @@ func CheckVolume(vol *volume.Volume) (*Report, error) {
 	c.rep.Devices = len(vol.Devices())
 	c.rep.Chunks = len(vol.Chunks.All())
 	c.rep.Nodes = len(c.seen)
+	c.rep.TreeNodes = map[string]int{}
+	for _, id := range c.seen {
+		c.rep.TreeNodes[id.String()]++
+	}
 	sort.SliceStable(c.rep.Problems, func(i, j int) bool { return kindOrder[c.rep.Problems[i].Kind] < kindOrder[c.rep.Problems[j].Kind] })
 	return c.rep, nil
 }
