@@ -29,7 +29,7 @@ test: build vet
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./format/ || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime=0 ./format/ || exit 1; \
 	done
 
 bench: build

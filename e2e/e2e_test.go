@@ -239,6 +239,10 @@ func TestMissingDevice(t *testing.T) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	must(t, run(t, dir, "ddfs", "info", "--device", "away/b.img", "a.img"), 0)
+	r = must(t, run(t, dir, "fsck.ddfs", "a.img"), 8)
+	if !strings.Contains(r.stderr, "device 2 (b.img) not found") {
+		t.Fatalf("fsck stderr %q", r.stderr)
+	}
 	// Any device opens the set: b finds a by scanning... a is not in away/,
 	// but its path hint is relative to the first device's folder.
 	must(t, run(t, dir, "fsck.ddfs", "a.img", "away/b.img"), 0)

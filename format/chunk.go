@@ -119,7 +119,9 @@ func (c *ChunkItem) Validate() error {
 	case ProfileSingle:
 		ok = ns == 1
 	case ProfileDup:
-		ok = ns == 2 && c.Stripes[0].DevID == c.Stripes[1].DevID
+		// Two copies on one device that must not overlap.
+		ok = ns == 2 && c.Stripes[0].DevID == c.Stripes[1].DevID &&
+			max(c.Stripes[0].Offset, c.Stripes[1].Offset)-min(c.Stripes[0].Offset, c.Stripes[1].Offset) >= c.Length
 	case ProfileRaid1, ProfileRaid1C3:
 		ok = ns == pi.Copies
 	case ProfileRaid0:

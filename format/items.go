@@ -119,11 +119,15 @@ func UnmarshalBlockGroupItem(b []byte) (*BlockGroupItem, error) {
 	if len(b) != BlockGroupItemSize {
 		return nil, corruptf(ErrShort, "block group item: %d bytes", len(b))
 	}
-	return &BlockGroupItem{
+	g := &BlockGroupItem{
 		Used:    binary.LittleEndian.Uint64(b[0:]),
 		Type:    ChunkType(binary.LittleEndian.Uint16(b[8:])),
 		Profile: Profile(binary.LittleEndian.Uint16(b[10:])),
-	}, nil
+	}
+	if _, ok := g.Profile.Info(); !ok || (g.Type != ChunkData && g.Type != ChunkMetadata && g.Type != ChunkSystem) {
+		return nil, corruptf(nil, "block group item: type %d profile %d", g.Type, g.Profile)
+	}
+	return g, nil
 }
 
 // MetadataItem records one allocated tree node (FORMAT.md §4.6), keyed

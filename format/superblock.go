@@ -238,7 +238,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 		return nil, corruptf(ErrUnsupported, "superblock: format version %d (this ddfs reads %d..%d)", sb.Version, MinSupportedVersion, CurrentVersion)
 	}
 	if err := CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, false); err != nil {
-		return nil, err
+		return nil, &CorruptError{Sentinel: err, Msg: "superblock"}
 	}
 	if !sb.CsumType.Valid() {
 		return nil, corruptf(ErrUnsupported, "superblock: checksum type %d", sb.CsumType)
@@ -258,9 +258,11 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
 	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
 	label := b[sbLabel : sbLabel+LabelSize]
-	if i := bytes.IndexByte(label, 0); i >= 0 {
-		label = label[:i]
+	i := bytes.IndexByte(label, 0)
+	if i < 0 {
+		return nil, corruptf(nil, "superblock: label not NUL-terminated")
 	}
+	label = label[:i]
 	sb.Label = string(label)
 	sb.Settings.AllocPolicy = AllocPolicy(b[sbAllocPol])
 	sb.Roots = getRootSet(b[sbRoots:])
@@ -270,7 +272,11 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	if err := sb.validateRanges(); err != nil {
 		return nil, err
 	}
-	sys := b[sbSysArray : sbSysArray+int(le.Uint32(b[sbSysSize:]))]
+	sysSize := le.Uint32(b[sbSysSize:])
+	if sysSize > SysChunkArrayMax {
+		return nil, corruptf(nil, "superblock: system chunk array of %d bytes, at most %d", sysSize, SysChunkArrayMax)
+	}
+	sys := b[sbSysArray : sbSysArray+int(sysSize)]
 	for len(sys) > 0 {
 		if len(sys) < KeySize {
 			return nil, corruptf(ErrShort, "superblock: system chunk array")

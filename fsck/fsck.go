@@ -73,10 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if !*quiet || !rep.Clean() {
 			state := "clean"
 			if !rep.Clean() {
-				state = fmt.Sprintf("%d problems found, none corrected", len(rep.Problems))
+				state = plural(len(rep.Problems), "problem") + " found, none corrected"
 			}
-			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %d devices, %d chunks, %d nodes (%d copies), %d items: %s\n",
-				fl.Arg(0), rep.Generation, rep.Devices, rep.Chunks, rep.Nodes, rep.NodeCopies, rep.Items, state)
+			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %s, %s, %s (%d copies), %s: %s\n",
+				fl.Arg(0), rep.Generation, plural(rep.Devices, "device"), plural(rep.Chunks, "chunk"),
+				plural(rep.Nodes, "node"), rep.NodeCopies, plural(rep.Items, "item"), state)
 		}
 		if *verbose {
 			for id := format.TreeID(1); id <= format.NumTrees; id++ {
@@ -90,4 +91,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUncorrected
 	}
 	return exitClean
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

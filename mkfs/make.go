@@ -112,7 +112,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF) {
 	label := info.Label
 	if label == "" {
-		label = "(null)"
+		label = "(none)"
 	}
 	fmt.Fprintf(w, "Label:              %s\n", label)
 	fmt.Fprintf(w, "UUID:               %s\n", info.UUID)

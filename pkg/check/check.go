@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -35,7 +38,10 @@ func (p Problem) String() string {
 		s += fmt.Sprintf(" logical %d", p.Logical)
 	}
 	if p.Device != "" {
-		s += fmt.Sprintf(" on %s (devid %d) offset %d", p.Device, p.DevID, p.Offset)
+		s += fmt.Sprintf(" on %s (devid %d)", p.Device, p.DevID)
+		if p.Kind == "node" || p.Kind == "superblock" || p.Kind == "chunk" {
+			s += fmt.Sprintf(" offset %d", p.Offset)
+		}
 	}
 	if p.Copy > 0 {
 		s += fmt.Sprintf(" copy %d", p.Copy)
@@ -95,11 +101,14 @@ func CheckVolume(vol *volume.Volume) (*Report, error) {
 		vol: vol, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
 		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{},
 	}
-	c.rep.UUID = fmt.Sprintf("%x", c.sb.FSID)
+	c.rep.UUID = uuid.UUID(c.sb.FSID).String()
 	c.rep.Generation = c.sb.Generation
 	c.checkSupers()
 	c.walk(format.ChunkTree)
 	c.checkDevices()
+	if err := c.missingDevices(); err != nil {
+		return nil, err
+	}
 	c.checkChunks()
 	for id := format.TreeID(2); id <= format.NumTrees; id++ {
 		c.walk(id)
@@ -168,11 +177,30 @@ func (c *checker) checkDevices() {
 		}
 		c.add(p)
 	}
-	for id, item := range c.devItems {
+}
+
+// missingDevices names devices with an item but no open device: a check
+// of an incomplete set is an operational error, not damage.
+func (c *checker) missingDevices() error {
+	var missing []string
+	for _, id := range sortedIDs(c.devItems) {
 		if _, ok := c.vol.Device(id); !ok {
-			c.add(Problem{Kind: "device", DevID: id, Device: item.Path, Message: "device missing"})
+			missing = append(missing, fmt.Sprintf("device %d (%s)", id, c.devItems[id].Path))
 		}
 	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
+}
+
+func sortedIDs(m map[uint64]*format.DevItem) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }
 
 func (c *checker) checkChunks() {

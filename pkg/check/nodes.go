@@ -134,7 +134,10 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.devItems[d.DevID] = d
 	case id == format.ChunkTree && it.Key.Type == format.ChunkItemKey:
-		ch, _, err := format.UnmarshalChunkItem(it.Data)
+		ch, n, err := format.UnmarshalChunkItem(it.Data)
+		if err == nil && n != len(it.Data) {
+			err = fmt.Errorf("%d trailing bytes after the chunk item", len(it.Data)-n)
+		}
 		if err != nil {
 			bad(err)
 			return

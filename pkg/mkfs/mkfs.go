@@ -171,7 +171,7 @@ func checkExisting(dev device.Device, path string, force bool) error {
 		return nil
 	}
 	if !force {
-		return fmt.Errorf("%s: contains a %s: %w", path, found, ErrExists)
+		return fmt.Errorf("%s: contains %s %s: %w", path, article(found), found, ErrExists)
 	}
 	return wipeSignatures(dev)
 }
@@ -236,4 +236,11 @@ func pathHint(path, baseDir string) string {
 		return rel
 	}
 	return abs
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

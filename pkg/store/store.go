@@ -115,7 +115,10 @@ func (fs *FS) loadChunkTree() error {
 			}
 			fs.devItems[d.DevID] = d
 		case item.Key.Type == format.ChunkItemKey:
-			c, _, err := format.UnmarshalChunkItem(item.Data)
+			c, n, err := format.UnmarshalChunkItem(item.Data)
+			if err == nil && n != len(item.Data) {
+				err = fmt.Errorf("%d trailing bytes: %w", len(item.Data)-n, ErrCorrupt)
+			}
 			if err != nil {
 				return fmt.Errorf("chunk tree: chunk %d: %w", item.Key.Offset, err)
 			}

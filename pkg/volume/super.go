@@ -55,7 +55,9 @@ func BestSuper(copies []SuperCopy) (*format.Superblock, error) {
 	var firstErr error
 	for _, c := range copies {
 		if c.Err != nil {
-			if firstErr == nil || errors.Is(firstErr, format.ErrBadMagic) {
+			// Report the primary's error, unless it only lacks the magic
+			// and a copy shows real ddfs damage.
+			if firstErr == nil || (errors.Is(firstErr, format.ErrBadMagic) && !errors.Is(c.Err, format.ErrBadMagic)) {
 				firstErr = c.Err
 			}
 			continue
@@ -72,6 +74,9 @@ func BestSuper(copies []SuperCopy) (*format.Superblock, error) {
 	}
 	if errors.Is(firstErr, format.ErrUnsupported) {
 		return nil, firstErr
+	}
+	if errors.Is(firstErr, format.ErrBadMagic) {
+		return nil, fmt.Errorf("not a ddfs filesystem: %w", ErrNoSuperblock)
 	}
 	return nil, fmt.Errorf("%w (%v)", ErrNoSuperblock, firstErr)
 }

@@ -1,0 +1,171 @@
+// Package fsys is the namespace on top of the trees: inodes, directories,
+// file data, symlinks and xattrs, with POSIX-like operations by path or
+// inode number. Changes are grouped into batched transactions: a call
+// changes the running transaction, and Sync (or a batch limit reached at
+// a safe point) commits it.
+package fsys
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// Options tune an FS.
+type Options struct {
+	// BatchNodes and BatchBytes bound a transaction: at a safe point
+	// (MaybeCommit) it commits once it holds this many dirty nodes or has
+	// written this many data bytes. They bound memory as well.
+	BatchNodes int
+	BatchBytes uint64
+	// Now gives timestamps (reproducible builds pass a fixed time).
+	Now func() time.Time
+	// MaxInline is the largest file stored inside the tree.
+	MaxInline int
+}
+
+// FS is a filesystem opened for namespace operations. Not safe for
+// concurrent use.
+type FS struct {
+	st        *store.FS
+	tx        *store.Txn
+	opt       Options
+	nextIno   uint64
+	dataBytes uint64
+}
+
+// New wraps an opened store.
+func New(st *store.FS, opt Options) (*FS, error) {
+	if opt.BatchNodes == 0 {
+		opt.BatchNodes = 8192
+	}
+	if opt.BatchBytes == 0 {
+		opt.BatchBytes = 1 << 30
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.MaxInline == 0 {
+		opt.MaxInline = 2048
+	}
+	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno}
+	// The next inode number follows the largest object id in the fs tree.
+	it, err := st.Tree(format.FSTree).SeekLE(format.Key{ObjectID: format.CsumObjectID - 1, Type: 0xFF, Offset: ^uint64(0)})
+	if err == nil && it.Key.ObjectID >= format.FirstFreeIno {
+		f.nextIno = it.Key.ObjectID + 1
+	} else if err != nil && !errors.Is(err, btree.ErrNotFound) {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Store returns the underlying store.
+func (f *FS) Store() *store.FS { return f.st }
+
+// Now returns the timestamp for changes.
+func (f *FS) Now() format.Timespec { return TimespecOf(f.opt.Now()) }
+
+// TimespecOf converts a time.
+func TimespecOf(t time.Time) format.Timespec {
+	return format.Timespec{Sec: t.Unix(), Nsec: uint32(t.Nanosecond())}
+}
+
+// Time converts a timespec back.
+func Time(ts format.Timespec) time.Time { return time.Unix(ts.Sec, int64(ts.Nsec)) }
+
+// txn returns the running transaction, starting one if needed.
+func (f *FS) txn() (*store.Txn, error) {
+	if f.tx != nil {
+		return f.tx, nil
+	}
+	tx, err := f.st.Begin()
+	if err != nil {
+		return nil, err
+	}
+	f.tx = tx
+	f.dataBytes = 0
+	return tx, nil
+}
+
+// tree returns the writable fs tree.
+func (f *FS) tree() (*btree.Tree, error) {
+	tx, err := f.txn()
+	if err != nil {
+		return nil, err
+	}
+	return tx.Tree(format.FSTree), nil
+}
+
+// rtree returns the tree to read from: the running transaction's view if
+// there is one, else the committed one.
+func (f *FS) rtree(id format.TreeID) *btree.Tree {
+	if f.tx != nil {
+		return f.tx.Tree(id)
+	}
+	return f.st.Tree(id)
+}
+
+// Sync commits the running transaction.
+func (f *FS) Sync() error {
+	if f.tx == nil {
+		return nil
+	}
+	tx := f.tx
+	f.tx = nil
+	return tx.Commit()
+}
+
+// MaybeCommit commits if the batch is full. Callers call it only between
+// whole operations, so a crash never exposes half of one.
+func (f *FS) MaybeCommit() error {
+	if f.tx != nil && (f.tx.DirtyNodes() >= f.opt.BatchNodes || f.dataBytes >= f.opt.BatchBytes) {
+		return f.Sync()
+	}
+	return nil
+}
+
+// Abort drops the running transaction (after a failed operation); the
+// FS can no longer change anything.
+func (f *FS) Abort() {
+	if f.tx != nil {
+		f.tx.Abort()
+		f.tx = nil
+	}
+}
+
+// Close commits and closes the store.
+func (f *FS) Close() error {
+	err := f.Sync()
+	if cerr := f.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Errors are *fs.PathError values wrapping syscall errnos, so callers can
+// test errors.Is(err, fs.ErrNotExist) and print "path: No such file or
+// directory".
+func pathErr(op, path string, errno syscall.Errno) error {
+	return &fs.PathError{Op: op, Path: path, Err: errno}
+}
+
+// noSpace turns store.ErrNoSpace into ENOSPC for path.
+func wrapErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(err, store.ErrNoSpace) {
+		return &fs.PathError{Op: op, Path: path, Err: syscall.ENOSPC}
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}
