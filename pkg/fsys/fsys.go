@@ -169,3 +169,7 @@ func wrapErr(op, path string, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", op, path, err)
 }
+
+// PathError is fs.PathError: an operation, the path inside the image and
+// the cause (a syscall.Errno for the usual conditions).
+type PathError = fs.PathError

@@ -1,0 +1,115 @@
+package fsys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// maxSumsPerItem bounds a csum item (1024 sectors: 4 MiB of data at 4 KiB).
+const maxSumsPerItem = 1024
+
+func csumKey(logical uint64) format.Key {
+	return format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: logical}
+}
+
+// putCsums records the checksum of every sector of buf, which was written
+// at logical.
+func (f *FS) putCsums(logical uint64, buf []byte) error {
+	sb := f.st.Super()
+	ss, cl := int(sb.SectorSize), sb.CsumType.Len()
+	t := f.tx.Tree(format.CsumTree)
+	for len(buf) > 0 {
+		n := min(len(buf)/ss, maxSumsPerItem)
+		item := make([]byte, 0, n*cl)
+		for i := 0; i < n; i++ {
+			sum := format.Checksum(sb.CsumType, buf[i*ss:(i+1)*ss])
+			item = append(item, sum[:cl]...)
+		}
+		if err := t.Insert(csumKey(logical), item); err != nil {
+			return err
+		}
+		buf = buf[n*ss:]
+		logical += uint64(n * ss)
+	}
+	return nil
+}
+
+// deleteCsums drops the checksum items of a freed extent.
+func (f *FS) deleteCsums(logical, n uint64) error {
+	t := f.tx.Tree(format.CsumTree)
+	var keys []format.Key
+	err := t.Scan(csumKey(logical), csumKey(logical+n), func(it format.Item) (bool, error) {
+		keys = append(keys, it.Key)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrDataChecksum: no copy of a data sector matches its checksum.
+var ErrDataChecksum = errors.New("data checksum mismatch")
+
+// readVerified reads sector-aligned buf at logical, checking every sector
+// against the csum tree and trying the other copies of a bad one.
+func (f *FS) readVerified(logical uint64, buf []byte) error {
+	sb := f.st.Super()
+	ss, cl := uint64(sb.SectorSize), sb.CsumType.Len()
+	if err := f.st.Vol.ReadCopy(logical, buf, 0); err != nil {
+		return err
+	}
+	t := f.rtree(format.CsumTree)
+	var sums []byte
+	var sumStart uint64
+	for off := uint64(0); off < uint64(len(buf)); off += ss {
+		l := logical + off
+		if sums == nil || l < sumStart || l >= sumStart+uint64(len(sums)/cl)*ss {
+			it, err := t.SeekLE(csumKey(l))
+			if err != nil && !errors.Is(err, btree.ErrNotFound) {
+				return err
+			}
+			if err != nil || it.Key.Type != format.CsumItemKey || it.Key.ObjectID != format.CsumObjectID ||
+				l >= it.Key.Offset+uint64(len(it.Data)/cl)*ss {
+				return fmt.Errorf("data at logical %d has no checksum: %w", l, format.ErrCorrupt)
+			}
+			sums, sumStart = it.Data, it.Key.Offset
+		}
+		i := (l - sumStart) / ss * uint64(cl)
+		want := sums[i : i+uint64(cl)]
+		sector := buf[off : off+ss]
+		if got := format.Checksum(sb.CsumType, sector); bytes.Equal(got[:cl], want) {
+			continue
+		}
+		if !f.repairSector(l, sector, want) {
+			return fmt.Errorf("logical %d: %w", l, ErrDataChecksum)
+		}
+	}
+	return nil
+}
+
+// repairSector tries the other copies of a sector; on success sector
+// holds good data.
+func (f *FS) repairSector(logical uint64, sector, want []byte) bool {
+	sb := f.st.Super()
+	tmp := make([]byte, len(sector))
+	for m := 1; m < f.st.Vol.Copies(logical); m++ {
+		if f.st.Vol.ReadCopy(logical, tmp, m) != nil {
+			continue
+		}
+		if got := format.Checksum(sb.CsumType, tmp); bytes.Equal(got[:len(want)], want) {
+			copy(sector, tmp)
+			return true
+		}
+	}
+	return false
+}

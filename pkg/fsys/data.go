@@ -1,0 +1,350 @@
+package fsys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// maxExtent bounds one data extent: big enough for sequential
+// throughput, small enough that an overwrite rewrites little.
+const maxExtent = 8 << 20
+
+func extentKey(ino, off uint64) format.Key {
+	return format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: off}
+}
+
+// fileExtent is one EXTENT_DATA item of a file.
+type fileExtent struct {
+	off uint64
+	*format.FileExtentItem
+}
+
+func (e fileExtent) end() uint64 { return e.off + e.Len() }
+
+// extents returns the file extents overlapping [start, end).
+func (f *FS) extents(ino, start, end uint64) ([]fileExtent, error) {
+	t := f.rtree(format.FSTree)
+	from := start
+	if it, err := t.SeekLE(extentKey(ino, start)); err == nil && it.Key.ObjectID == ino && it.Key.Type == format.FileExtentKey {
+		from = it.Key.Offset
+	} else if err != nil && !errors.Is(err, btree.ErrNotFound) {
+		return nil, err
+	}
+	var out []fileExtent
+	err := t.Scan(extentKey(ino, from), extentKey(ino, end), func(it format.Item) (bool, error) {
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err != nil {
+			return false, fmt.Errorf("inode %d extent at %d: %w", ino, it.Key.Offset, err)
+		}
+		if e := (fileExtent{it.Key.Offset, x}); e.end() > start {
+			out = append(out, e)
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// punch removes file bytes [start, end) from the extent map, splitting
+// extents that straddle the edges. The size is not changed.
+func (f *FS) punch(in *Inode, start, end uint64) error {
+	xs, err := f.extents(in.Ino, start, end)
+	if err != nil {
+		return err
+	}
+	t, err := f.tree()
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		if err := t.Delete(extentKey(in.Ino, x.off)); err != nil {
+			return err
+		}
+		keepL, keepR := x.off < start, x.end() > end
+		if x.Type == format.FileExtentInline {
+			in.NBytes -= x.Len()
+			if keepL { // inline data lives at offset 0 only: keep its head
+				head := *x.FileExtentItem
+				head.Inline = x.Inline[:start-x.off]
+				if err := t.Insert(extentKey(in.Ino, x.off), format.MarshalFileExtentItem(&head)); err != nil {
+					return err
+				}
+				in.NBytes += head.Len()
+			}
+			if keepR {
+				return fmt.Errorf("inode %d: punch inside inline data: %w", in.Ino, syscall.EINVAL)
+			}
+			continue
+		}
+		removed := min(x.end(), end) - max(x.off, start)
+		if x.DiskLogical != 0 {
+			in.NBytes -= removed
+		}
+		if keepL {
+			l := *x.FileExtentItem
+			l.NumBytes = start - x.off
+			if err := t.Insert(extentKey(in.Ino, x.off), format.MarshalFileExtentItem(&l)); err != nil {
+				return err
+			}
+		}
+		if keepR {
+			r := *x.FileExtentItem
+			r.Offset += end - x.off
+			r.NumBytes = x.end() - end
+			if err := t.Insert(extentKey(in.Ino, end), format.MarshalFileExtentItem(&r)); err != nil {
+				return err
+			}
+		}
+		if x.DiskLogical == 0 {
+			continue
+		}
+		refs := 0
+		if keepL {
+			refs++
+		}
+		if keepR {
+			refs++
+		}
+		if err := f.addRefs(x.DiskLogical, x.DiskLen, refs-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRefs changes a data extent's reference count, freeing it at zero.
+func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
+	if delta == 0 {
+		return nil
+	}
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	ext := tx.Tree(format.ExtentTree)
+	k := format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}
+	b, err := ext.Get(k)
+	if err != nil {
+		return fmt.Errorf("data extent %d+%d: %w", logical, diskLen, errors.Join(err, format.ErrCorrupt))
+	}
+	e, err := format.UnmarshalExtentItem(b)
+	if err != nil {
+		return err
+	}
+	refs := int64(e.Refs) + int64(delta)
+	if refs < 0 {
+		return fmt.Errorf("data extent %d: reference count below zero: %w", logical, format.ErrCorrupt)
+	}
+	if refs > 0 {
+		e.Refs = uint64(refs)
+		return ext.Put(k, format.MarshalExtentItem(e))
+	}
+	if err := ext.Delete(k); err != nil {
+		return err
+	}
+	if err := f.deleteCsums(logical, diskLen); err != nil {
+		return err
+	}
+	return tx.FreeData(logical, diskLen, e.Generation == tx.Generation())
+}
+
+// WriteAt writes p at off into a regular file.
+func (f *FS) WriteAt(in *Inode, p []byte, off uint64) error {
+	if !in.IsRegular() && !in.IsSymlink() {
+		return syscall.EISDIR
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	end := off + uint64(len(p))
+	if end < off {
+		return syscall.EFBIG
+	}
+	if err := f.uninline(in, off, end); err != nil {
+		return err
+	}
+	if err := f.punch(in, off, end); err != nil {
+		return err
+	}
+	if off == 0 && end >= in.Size && len(p) <= f.opt.MaxInline {
+		if err := f.writeInline(in, p); err != nil {
+			return err
+		}
+	} else if err := f.writeExtents(in, p, off); err != nil {
+		return err
+	}
+	in.Size = max(in.Size, end)
+	in.Mtime = f.Now()
+	in.Ctime = in.Mtime
+	f.dataBytes += uint64(len(p))
+	return f.putInode(in)
+}
+
+// uninline turns a file's inline data into a regular extent unless the
+// write [off, end) replaces all of it.
+func (f *FS) uninline(in *Inode, off, end uint64) error {
+	xs, err := f.extents(in.Ino, 0, 1)
+	if err != nil || len(xs) == 0 || xs[0].Type != format.FileExtentInline {
+		return err
+	}
+	data := xs[0].Inline
+	if off == 0 && end >= uint64(len(data)) && end <= uint64(f.opt.MaxInline) {
+		return nil
+	}
+	if err := f.punch(in, 0, uint64(len(data))); err != nil {
+		return err
+	}
+	return f.writeExtents(in, data, 0)
+}
+
+func (f *FS) writeInline(in *Inode, p []byte) error {
+	t, err := f.tree()
+	if err != nil {
+		return err
+	}
+	x := &format.FileExtentItem{Generation: f.tx.Generation(), Type: format.FileExtentInline, Inline: bytes.Clone(p)}
+	if err := t.Insert(extentKey(in.Ino, 0), format.MarshalFileExtentItem(x)); err != nil {
+		return err
+	}
+	in.NBytes += uint64(len(p))
+	return nil
+}
+
+// writeExtents stores p at file offset off in new data extents. Sectors
+// that are all zero are left as holes, so sparse and zero-filled files
+// take no space.
+func (f *FS) writeExtents(in *Inode, p []byte, off uint64) error {
+	ss := uint64(f.st.Super().SectorSize)
+	for len(p) > 0 {
+		// Skip a run of zero sectors (only whole sectors aligned in the file).
+		if z := zeroPrefix(p, off, ss); z > 0 {
+			p, off = p[z:], off+z
+			continue
+		}
+		n := dataRun(p, off, ss, maxExtent)
+		if err := f.writeExtent(in, p[:n], off); err != nil {
+			return err
+		}
+		p, off = p[n:], off+n
+	}
+	return nil
+}
+
+// zeroPrefix is the length of the zero sectors at the start of p (whole
+// sectors of the file, or the zero tail of p).
+func zeroPrefix(p []byte, off, ss uint64) uint64 {
+	var z uint64
+	for {
+		n := ss - (off+z)%ss
+		if (off+z)%ss != 0 {
+			return z // only sector-aligned runs become holes
+		}
+		if n > uint64(len(p))-z {
+			n = uint64(len(p)) - z
+		}
+		if n == 0 || !isZero(p[z:z+n]) {
+			return z
+		}
+		z += n
+	}
+}
+
+// dataRun is the length of the next extent: up to max bytes, stopping
+// before a zero sector.
+func dataRun(p []byte, off, ss, max uint64) uint64 {
+	n := uint64(0)
+	for n < uint64(len(p)) && n < max {
+		step := ss - (off+n)%ss
+		step = min(step, uint64(len(p))-n)
+		if n > 0 && (off+n)%ss == 0 && step == ss && isZero(p[n:n+step]) {
+			break
+		}
+		n += step
+	}
+	return n
+}
+
+func isZero(b []byte) bool {
+	for len(b) >= 8 {
+		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeExtent writes one new data extent holding p at file offset off.
+func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	ss := uint64(f.st.Super().SectorSize)
+	diskLen := (uint64(len(p)) + ss - 1) / ss * ss
+	logical, err := tx.AllocData(diskLen)
+	if err != nil {
+		return err
+	}
+	buf := p
+	if uint64(len(p)) != diskLen {
+		buf = make([]byte, diskLen)
+		copy(buf, p)
+	}
+	if err := f.st.Vol.Write(logical, buf); err != nil {
+		return err
+	}
+	if err := f.putCsums(logical, buf); err != nil {
+		return err
+	}
+	e := &format.ExtentItem{Refs: 1, Generation: tx.Generation(), RAMBytes: diskLen}
+	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
+		return err
+	}
+	x := &format.FileExtentItem{
+		Generation: tx.Generation(), Type: format.FileExtentRegular,
+		DiskLogical: logical, DiskLen: diskLen, NumBytes: uint64(len(p)), RAMBytes: diskLen,
+	}
+	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, off), format.MarshalFileExtentItem(x)); err != nil {
+		return err
+	}
+	in.NBytes += uint64(len(p))
+	return nil
+}
+
+// Truncate sets the size of a regular file.
+func (f *FS) Truncate(in *Inode, size uint64) error {
+	if !in.IsRegular() {
+		return syscall.EINVAL
+	}
+	if size < in.Size {
+		if err := f.truncateInline(in, size); err != nil {
+			return err
+		}
+		if err := f.punch(in, size, ^uint64(0)); err != nil {
+			return err
+		}
+	}
+	in.Size = size
+	in.Mtime = f.Now()
+	in.Ctime = in.Mtime
+	return f.putInode(in)
+}
+
+// truncateInline cuts inline data, which punch cannot split at its end.
+func (f *FS) truncateInline(in *Inode, size uint64) error {
+	xs, err := f.extents(in.Ino, 0, 1)
+	if err != nil || len(xs) == 0 || xs[0].Type != format.FileExtentInline || size >= xs[0].end() {
+		return err
+	}
+	return f.punch(in, size, xs[0].end())
+}

@@ -1,0 +1,280 @@
+package fsys
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// maxSymlinkHops bounds symlink resolution, as Linux's ELOOP limit does.
+const maxSymlinkHops = 40
+
+func dirItemKey(dir uint64, name string) format.Key {
+	return format.Key{ObjectID: dir, Type: format.DirItemKey, Offset: format.NameHash([]byte(name))}
+}
+
+// lookupChild finds name in directory dir.
+func (f *FS) lookupChild(dir uint64, name string) (format.DirEntry, error) {
+	b, err := f.rtree(format.FSTree).Get(dirItemKey(dir, name))
+	if errors.Is(err, btree.ErrNotFound) {
+		return format.DirEntry{}, syscall.ENOENT
+	}
+	if err != nil {
+		return format.DirEntry{}, err
+	}
+	es, err := format.UnmarshalDirEntries(b)
+	if err != nil {
+		return format.DirEntry{}, fmt.Errorf("directory %d: %w", dir, err)
+	}
+	for _, e := range es {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return format.DirEntry{}, syscall.ENOENT
+}
+
+// Resolve returns the inode a path names inside the image. Paths are
+// absolute or relative to the root; ".." stops at the root. Symlinks in
+// the middle are followed (relative to their directory, absolute ones
+// from the image root); the last one only if follow is set.
+func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
+	in, _, err := f.resolve(p, follow)
+	if err != nil {
+		return nil, &PathError{"lookup", p, err}
+	}
+	return in, nil
+}
+
+// resolve also returns the parent directory of the result.
+func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
+	root, err := f.Inode(format.RootDirIno)
+	if err != nil {
+		return nil, nil, err
+	}
+	stack := []*Inode{root} // the directories walked, for ".."
+	parts := splitPath(p)
+	hops := 0
+	for i := 0; i < len(parts); i++ {
+		name := parts[i]
+		cur := stack[len(stack)-1]
+		switch name {
+		case ".":
+			continue
+		case "..":
+			if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if !cur.IsDir() {
+			return nil, nil, syscall.ENOTDIR
+		}
+		e, err := f.lookupChild(cur.Ino, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		child, err := f.Inode(e.Ino)
+		if err != nil {
+			return nil, nil, err
+		}
+		last := i == len(parts)-1
+		if child.IsSymlink() && (!last || follow) {
+			if hops++; hops > maxSymlinkHops {
+				return nil, nil, syscall.ELOOP
+			}
+			target, err := f.readlinkIno(child)
+			if err != nil {
+				return nil, nil, err
+			}
+			rest := append(splitPath(target), parts[i+1:]...)
+			if strings.HasPrefix(target, "/") {
+				stack = stack[:1]
+			}
+			parts = append(parts[:0:0], rest...)
+			i = -1
+			continue
+		}
+		stack = append(stack, child)
+	}
+	var parent *Inode
+	if len(stack) > 1 {
+		parent = stack[len(stack)-2]
+	}
+	return stack[len(stack)-1], parent, nil
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// resolveParent resolves the directory of p and returns it with the
+// final name (which must be a valid entry name).
+func (f *FS) resolveParent(p string) (*Inode, string, error) {
+	clean := path.Clean("/" + p)
+	if clean == "/" {
+		return nil, "", syscall.EEXIST
+	}
+	dir, name := path.Split(clean)
+	if !format.ValidName(name) {
+		if len(name) > 255 {
+			return nil, "", syscall.ENAMETOOLONG
+		}
+		return nil, "", syscall.EINVAL
+	}
+	d, _, err := f.resolve(dir, true)
+	if err != nil {
+		return nil, "", err
+	}
+	if !d.IsDir() {
+		return nil, "", syscall.ENOTDIR
+	}
+	return d, name, nil
+}
+
+// addEntry links child into dir under name: DIR_ITEM, DIR_INDEX and
+// INODE_REF, and bumps the directory's size and times.
+func (f *FS) addEntry(dir *Inode, name string, child *Inode) error {
+	t, err := f.tree()
+	if err != nil {
+		return err
+	}
+	if _, err := f.lookupChild(dir.Ino, name); err == nil {
+		return syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	e := format.DirEntry{Ino: child.Ino, Type: format.FileTypeOfMode(child.Mode), Name: name}
+	k := dirItemKey(dir.Ino, name)
+	var es []format.DirEntry
+	if b, err := t.Get(k); err == nil { // a hash collision: keep both
+		if es, err = format.UnmarshalDirEntries(b); err != nil {
+			return err
+		}
+	}
+	if err := t.Put(k, format.MarshalDirEntries(append(es, e))); err != nil {
+		return err
+	}
+	idx := dir.Seq
+	dir.Seq++
+	if err := t.Insert(format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey, Offset: idx}, format.MarshalDirEntry(e)); err != nil {
+		return err
+	}
+	rk := format.Key{ObjectID: child.Ino, Type: format.InodeRefKey, Offset: dir.Ino}
+	var refs []format.InodeRef
+	if b, err := t.Get(rk); err == nil {
+		if refs, err = format.UnmarshalInodeRefs(b); err != nil {
+			return err
+		}
+	}
+	if err := t.Put(rk, format.MarshalInodeRefs(append(refs, format.InodeRef{Index: idx, Name: name}))); err != nil {
+		return err
+	}
+	dir.Size++
+	dir.Mtime = f.Now()
+	dir.Ctime = dir.Mtime
+	return f.putInode(dir)
+}
+
+// removeEntry unlinks name from dir (the inode itself is untouched).
+func (f *FS) removeEntry(dir *Inode, name string, child uint64) error {
+	t, err := f.tree()
+	if err != nil {
+		return err
+	}
+	k := dirItemKey(dir.Ino, name)
+	b, err := t.Get(k)
+	if err != nil {
+		return err
+	}
+	es, err := format.UnmarshalDirEntries(b)
+	if err != nil {
+		return err
+	}
+	kept := es[:0]
+	for _, e := range es {
+		if e.Name != name {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		err = t.Delete(k)
+	} else {
+		err = t.Put(k, format.MarshalDirEntries(kept))
+	}
+	if err != nil {
+		return err
+	}
+	rk := format.Key{ObjectID: child, Type: format.InodeRefKey, Offset: dir.Ino}
+	rb, err := t.Get(rk)
+	if err != nil {
+		return fmt.Errorf("inode %d has no back reference to directory %d: %w", child, dir.Ino, format.ErrCorrupt)
+	}
+	refs, err := format.UnmarshalInodeRefs(rb)
+	if err != nil {
+		return err
+	}
+	var idx uint64
+	keptRefs := refs[:0]
+	found := false
+	for _, r := range refs {
+		if r.Name == name && !found {
+			idx, found = r.Index, true
+			continue
+		}
+		keptRefs = append(keptRefs, r)
+	}
+	if !found {
+		return fmt.Errorf("inode %d: no back reference named %q: %w", child, name, format.ErrCorrupt)
+	}
+	if len(keptRefs) == 0 {
+		err = t.Delete(rk)
+	} else {
+		err = t.Put(rk, format.MarshalInodeRefs(keptRefs))
+	}
+	if err != nil {
+		return err
+	}
+	if err := t.Delete(format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey, Offset: idx}); err != nil {
+		return err
+	}
+	dir.Size--
+	dir.Mtime = f.Now()
+	dir.Ctime = dir.Mtime
+	return f.putInode(dir)
+}
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Type format.FileType
+}
+
+// ReadDir lists a directory in creation order, calling fn per entry until
+// it returns false.
+func (f *FS) ReadDir(dir *Inode, fn func(DirEntry) bool) error {
+	if !dir.IsDir() {
+		return syscall.ENOTDIR
+	}
+	start := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey}
+	end := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey + 1}
+	return f.rtree(format.FSTree).Scan(start, end, func(it format.Item) (bool, error) {
+		e, err := format.UnmarshalDirEntry(it.Data)
+		if err != nil {
+			return false, fmt.Errorf("directory %d index %d: %w", dir.Ino, it.Key.Offset, err)
+		}
+		return fn(DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}), nil
+	})
+}

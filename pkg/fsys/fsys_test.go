@@ -1,0 +1,361 @@
+package fsys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+var epoch = time.Unix(1700000000, 0)
+
+func newTestFS(t testing.TB, size int64, ndev int) (*FS, []*device.MemDevice) {
+	t.Helper()
+	p := store.CreateParams{FSID: [16]byte{4}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096, Data: format.ProfileSingle, Metadata: format.ProfileDup}
+	if ndev > 1 {
+		p.Data, p.Metadata = format.ProfileRaid0, format.ProfileRaid1
+	}
+	var devs []*device.MemDevice
+	for i := 0; i < ndev; i++ {
+		d := device.NewMemDevice(fmt.Sprintf("m%d", i), size)
+		devs = append(devs, d)
+		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name()})
+	}
+	st, err := store.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(st, Options{Now: func() time.Time { return epoch }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.InitRoot(Attr{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return f, devs
+}
+
+func reopenFS(t testing.TB, devs []*device.MemDevice) *FS {
+	t.Helper()
+	var ds []device.Device
+	for _, d := range devs {
+		d.Crash() // only what was flushed survives
+		ds = append(ds, d)
+	}
+	vol, err := volume.FromDevices(ds, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(st, Options{Now: func() time.Time { return epoch }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func readAll(t testing.TB, f *FS, p string) []byte {
+	t.Helper()
+	in, err := f.Resolve(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, in.Size)
+	if _, err := f.ReadAt(in, b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestWriteReadPatterns(t *testing.T) {
+	f, devs := newTestFS(t, 512<<20, 1)
+	in, err := f.Create("/a", Attr{Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := []byte{}
+	write := func(off int, p []byte) {
+		t.Helper()
+		if err := f.WriteAt(in, p, uint64(off)); err != nil {
+			t.Fatal(err)
+		}
+		if len(model) < off+len(p) {
+			model = append(model, make([]byte, off+len(p)-len(model))...)
+		}
+		copy(model[off:], p)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	rnd := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	write(0, []byte("hello"))                   // inline
+	write(3, []byte("p me"))                    // still inline
+	write(5000, rnd(10000))                     // leaves inline: hole, then extent
+	write(7000, rnd(100))                       // overwrite in the middle: split
+	write(20<<20, rnd(9<<20))                   // sparse gap, two extents
+	write(20<<20+4096, make([]byte, 3*4096))    // zeros written over data: hole
+	write(1<<20, rnd(1))                        // one byte in a hole
+	for _, sync := range []bool{false, true} {
+		if sync {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			f = reopenFS(t, devs)
+		}
+		if got := readAll(t, f, "/a"); !bytes.Equal(got, model) {
+			t.Fatalf("sync=%v: contents differ (len %d vs %d)", sync, len(got), len(model))
+		}
+	}
+	in, _ = f.Resolve("/a", false)
+	// Sparse: the 20 MiB gap and the zero run take no space.
+	if in.NBytes >= uint64(len(model))-20<<20 {
+		t.Fatalf("nbytes %d for %d bytes with a 20 MiB hole", in.NBytes, len(model))
+	}
+	if err := f.Truncate(in, 6000); err != nil {
+		t.Fatal(err)
+	}
+	model = model[:6000]
+	if err := f.Truncate(in, 9000); err != nil {
+		t.Fatal(err)
+	}
+	model = append(model, make([]byte, 3000)...)
+	if got := readAll(t, f, "/a"); !bytes.Equal(got, model) {
+		t.Fatal("after truncate: contents differ")
+	}
+}
+
+// TestModel runs random namespace and data operations against a real
+// directory on disk, comparing results and the whole tree, across
+// commits, reopens and crashes.
+func TestModel(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runModel(t, seed, 1500)
+		})
+	}
+}
+
+func runModel(t *testing.T, seed uint64, steps int) {
+	f, devs := newTestFS(t, 256<<20, 2)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(seed, 77))
+	names := []string{"a", "b", "c", "dir1", "dir2", "x y", "ü"}
+	randPath := func() string {
+		p := ""
+		for d := r.IntN(3); d >= 0; d-- {
+			p += "/" + names[r.IntN(len(names))]
+		}
+		return p
+	}
+	for step := 0; step < steps; step++ {
+		if os.Getenv("DDFS_DEBUG_MODEL") != "" {
+			t.Logf("step %d", step)
+			compareTree(t, f, dir)
+		}
+		p := randPath()
+		host := filepath.Join(dir, p)
+		var gotErr, wantErr error
+		switch op := r.IntN(10); op {
+		case 0, 1:
+			_, gotErr = f.Create(p, Attr{Mode: 0o644})
+			var fh *os.File
+			fh, wantErr = os.OpenFile(host, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if fh != nil {
+				fh.Close()
+			}
+		case 2:
+			_, gotErr = f.Mkdir(p, Attr{Mode: 0o755})
+			wantErr = os.Mkdir(host, 0o755)
+		case 3, 4:
+			data := bytes.Repeat([]byte{byte(step)}, r.IntN(3)*r.IntN(9000))
+			off := r.IntN(3) * r.IntN(6000)
+			in, err := f.Resolve(p, false)
+			if err == nil {
+				gotErr = f.WriteAt(in, data, uint64(off))
+			} else {
+				gotErr = err
+			}
+			if fh, err := os.OpenFile(host, os.O_WRONLY, 0); err == nil {
+				_, wantErr = fh.WriteAt(data, int64(off))
+				if len(data) == 0 {
+					st, _ := fh.Stat()
+					if st.IsDir() {
+						wantErr = syscall.EISDIR
+					}
+				}
+				fh.Close()
+			} else {
+				wantErr = err
+			}
+		case 5:
+			gotErr = f.Remove(p)
+			wantErr = syscall.Rmdir(host)
+			if errors.Is(wantErr, syscall.ENOTDIR) {
+				wantErr = os.Remove(host)
+			}
+		case 6:
+			q := randPath()
+			if os.Getenv("DDFS_DEBUG_MODEL") != "" {
+				a, _ := f.Resolve(p, false)
+				b, _ := f.Resolve(q, false)
+				if a != nil && b != nil {
+					t.Logf("rename %s (ino %d size %d) -> %s (ino %d size %d nlink %d)", p, a.Ino, a.Size, q, b.Ino, b.Size, b.Nlink)
+				}
+			}
+			gotErr = f.Rename(p, q)
+			wantErr = syscall.Rename(host, filepath.Join(dir, q)) // os.Rename refuses to replace a directory
+		case 7:
+			q := randPath()
+			gotErr = f.Link(p, q)
+			wantErr = os.Link(host, filepath.Join(dir, q))
+		case 8:
+			size := r.IntN(5000)
+			in, err := f.Resolve(p, false)
+			if err == nil {
+				gotErr = f.Truncate(in, uint64(size))
+			} else {
+				gotErr = err
+			}
+			wantErr = os.Truncate(host, int64(size))
+		case 9:
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if r.IntN(2) == 0 {
+				f = reopenFS(t, devs)
+			}
+			continue
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("step %d: %v: ddfs %v, host %v", step, p, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			f.Abort()
+			f = reopenFSKeep(t, devs)
+			// Reopening dropped the uncommitted work of this batch: redo
+			// the model from the image (host dir follows ddfs).
+			resetHost(t, f, dir)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	compareTree(t, reopenFS(t, devs), dir)
+}
+
+// reopenFSKeep reopens from the durable state without a crash model.
+func reopenFSKeep(t *testing.T, devs []*device.MemDevice) *FS { return reopenFS(t, devs) }
+
+// resetHost makes the host directory equal the image.
+func resetHost(t *testing.T, f *FS, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+	var copyOut func(p string)
+	copyOut = func(p string) {
+		in, err := f.Resolve(p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links := map[uint64]string{}
+		err = f.ReadDir(in, func(e DirEntry) bool {
+			cp := p + "/" + e.Name
+			host := filepath.Join(dir, cp)
+			if first, ok := links[e.Ino]; ok {
+				os.Link(filepath.Join(dir, first), host)
+				return true
+			}
+			links[e.Ino] = cp
+			if e.Type == format.FileTypeDir {
+				os.Mkdir(host, 0o755)
+				copyOut(cp)
+			} else {
+				os.WriteFile(host, readAll(t, f, cp), 0o644)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyOut("")
+}
+
+// compareTree checks names, types, contents and hard-link identity.
+func compareTree(t *testing.T, f *FS, dir string) {
+	t.Helper()
+	var walk func(p string)
+	inoOf := map[uint64]uint64{} // host ino -> image ino
+	walk = func(p string) {
+		in, err := f.Resolve(p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		f.ReadDir(in, func(e DirEntry) bool { got = append(got, e.Name); return true })
+		ents, _ := os.ReadDir(filepath.Join(dir, p))
+		var want []string
+		for _, e := range ents {
+			want = append(want, e.Name())
+		}
+		sort.Strings(got)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: entries %v, host %v", p, got, want)
+		}
+		for _, name := range want {
+			cp := p + "/" + name
+			hi, _ := os.Lstat(filepath.Join(dir, cp))
+			ci, err := f.Resolve(cp, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hino := hi.Sys().(*syscall.Stat_t).Ino
+			if prev, ok := inoOf[hino]; ok && prev != ci.Ino {
+				t.Fatalf("%s: hard link identity lost", cp)
+			}
+			inoOf[hino] = ci.Ino
+			if hi.IsDir() != ci.IsDir() {
+				t.Fatalf("%s: type differs", cp)
+			}
+			if hi.IsDir() {
+				walk(cp)
+				continue
+			}
+			hb, _ := os.ReadFile(filepath.Join(dir, cp))
+			if !bytes.Equal(hb, readAll(t, f, cp)) {
+				t.Fatalf("%s: contents differ", cp)
+			}
+			if uint32(hi.Sys().(*syscall.Stat_t).Nlink) != ci.Nlink {
+				t.Fatalf("%s: nlink %d, host %d", cp, ci.Nlink, hi.Sys().(*syscall.Stat_t).Nlink)
+			}
+		}
+	}
+	walk("")
+}
+
+var _ = fs.ErrNotExist

@@ -1,0 +1,322 @@
+package fsys
+
+import (
+	"errors"
+	"path"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// Create makes a new inode of any type (regular, directory, device, fifo,
+// socket; symlinks with Symlink) at p.
+func (f *FS) Create(p string, a Attr) (*Inode, error) {
+	dir, name, err := f.resolveParent(p)
+	if err != nil {
+		return nil, &PathError{Op: "create", Path: p, Err: err}
+	}
+	in, err := f.createIn(dir, name, a)
+	if err != nil {
+		return nil, wrapErr("create", p, err)
+	}
+	return in, nil
+}
+
+// createIn makes an inode named name in dir.
+func (f *FS) createIn(dir *Inode, name string, a Attr) (*Inode, error) {
+	if a.Mode&syscall.S_IFMT == 0 {
+		a.Mode |= syscall.S_IFREG
+	}
+	if format.FileTypeOfMode(a.Mode) == 0 {
+		return nil, syscall.EINVAL
+	}
+	if _, err := f.lookupChild(dir.Ino, name); err == nil {
+		return nil, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return nil, err
+	}
+	a.InheritDir = dir
+	in, err := f.newInode(a)
+	if err != nil {
+		return nil, err
+	}
+	in.Nlink = 1
+	if in.IsDir() {
+		in.Nlink = 2
+		dir.Nlink++ // the child's ".."
+	}
+	if err := f.putInode(in); err != nil {
+		return nil, err
+	}
+	if err := f.addEntry(dir, name, in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// Mkdir makes a directory.
+func (f *FS) Mkdir(p string, a Attr) (*Inode, error) {
+	a.Mode = a.Mode&^syscall.S_IFMT | syscall.S_IFDIR
+	return f.Create(p, a)
+}
+
+// Symlink makes a symbolic link at p pointing to target.
+func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
+	if target == "" || len(target) > 4095 {
+		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
+	}
+	a.Mode = syscall.S_IFLNK | 0o777
+	in, err := f.Create(p, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.writeSymlink(in, target); err != nil {
+		return nil, wrapErr("symlink", p, err)
+	}
+	return in, nil
+}
+
+func (f *FS) writeSymlink(in *Inode, target string) error {
+	if len(target) <= f.opt.MaxInline {
+		if err := f.writeInline(in, []byte(target)); err != nil {
+			return err
+		}
+	} else if err := f.writeExtents(in, []byte(target), 0); err != nil {
+		return err
+	}
+	in.Size = uint64(len(target))
+	return f.putInode(in)
+}
+
+// Readlink returns the target of the symlink at p.
+func (f *FS) Readlink(p string) (string, error) {
+	in, err := f.Resolve(p, false)
+	if err != nil {
+		return "", err
+	}
+	t, err := f.readlinkIno(in)
+	if err != nil {
+		return "", &PathError{Op: "readlink", Path: p, Err: err}
+	}
+	return t, nil
+}
+
+// Link makes newp another name of the inode at oldp (not directories).
+func (f *FS) Link(oldp, newp string) error {
+	in, err := f.Resolve(oldp, false)
+	if err != nil {
+		return err
+	}
+	if in.IsDir() {
+		return &PathError{Op: "link", Path: oldp, Err: syscall.EPERM}
+	}
+	dir, name, err := f.resolveParent(newp)
+	if err != nil {
+		return &PathError{Op: "link", Path: newp, Err: err}
+	}
+	return wrapErr("link", newp, f.linkIn(dir, name, in))
+}
+
+func (f *FS) linkIn(dir *Inode, name string, in *Inode) error {
+	in.Nlink++
+	in.Ctime = f.Now()
+	if err := f.putInode(in); err != nil {
+		return err
+	}
+	return f.addEntry(dir, name, in)
+}
+
+// Remove deletes the name p: a file, symlink or other non-directory, or
+// an empty directory (as remove(3)).
+func (f *FS) Remove(p string) error {
+	dir, name, err := f.resolveParent(p)
+	if err != nil {
+		return &PathError{Op: "remove", Path: p, Err: err}
+	}
+	return wrapErr("remove", p, f.removeIn(dir, name))
+}
+
+func (f *FS) removeIn(dir *Inode, name string) error {
+	e, err := f.lookupChild(dir.Ino, name)
+	if err != nil {
+		return err
+	}
+	in, err := f.Inode(e.Ino)
+	if err != nil {
+		return err
+	}
+	if in.IsDir() {
+		if in.Size != 0 {
+			return syscall.ENOTEMPTY
+		}
+		dir.Nlink--
+	}
+	if err := f.removeEntry(dir, name, in.Ino); err != nil {
+		return err
+	}
+	return f.dropLink(in)
+}
+
+// dropLink decrements nlink and deletes the inode with its data when no
+// name is left.
+func (f *FS) dropLink(in *Inode) error {
+	if in.IsDir() || in.Nlink <= 1 {
+		return f.deleteInode(in)
+	}
+	in.Nlink--
+	in.Ctime = f.Now()
+	return f.putInode(in)
+}
+
+// deleteInode removes every item of an inode and releases its extents.
+func (f *FS) deleteInode(in *Inode) error {
+	if in.IsRegular() || in.IsSymlink() {
+		if err := f.punch(in, 0, ^uint64(0)); err != nil {
+			return err
+		}
+	}
+	t, err := f.tree()
+	if err != nil {
+		return err
+	}
+	var keys []format.Key
+	err = t.Scan(format.Key{ObjectID: in.Ino}, format.Key{ObjectID: in.Ino + 1}, func(it format.Item) (bool, error) {
+		keys = append(keys, it.Key)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rename moves oldp to newp, replacing a file or an empty directory
+// there, as rename(2).
+func (f *FS) Rename(oldp, newp string) error {
+	odir, oname, err := f.resolveParent(oldp)
+	if err != nil {
+		return &PathError{Op: "rename", Path: oldp, Err: err}
+	}
+	ndir, nname, err := f.resolveParent(newp)
+	if err != nil {
+		return &PathError{Op: "rename", Path: newp, Err: err}
+	}
+	return wrapErr("rename", oldp, f.renameIn(odir, oname, ndir, nname))
+}
+
+func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) error {
+	e, err := f.lookupChild(odir.Ino, oname)
+	if err != nil {
+		return err
+	}
+	in, err := f.Inode(e.Ino)
+	if err != nil {
+		return err
+	}
+	if odir.Ino == ndir.Ino {
+		ndir = odir // one copy of the directory inode, changed twice
+		if oname == nname {
+			return nil
+		}
+	}
+	if in.IsDir() {
+		// A directory may not move below itself.
+		for a := ndir.Ino; a != format.RootDirIno; {
+			if a == in.Ino {
+				return syscall.EINVAL
+			}
+			if a, err = f.parentOf(a); err != nil {
+				return err
+			}
+		}
+	}
+	if old, err := f.lookupChild(ndir.Ino, nname); err == nil {
+		if old.Ino == in.Ino {
+			return nil // two names of one inode: rename(2) does nothing
+		}
+		target, err := f.Inode(old.Ino)
+		if err != nil {
+			return err
+		}
+		if target.IsDir() != in.IsDir() {
+			if target.IsDir() {
+				return syscall.EISDIR
+			}
+			return syscall.ENOTDIR
+		}
+		if err := f.removeIn(ndir, nname); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	same := odir.Ino == ndir.Ino
+	if err := f.removeEntry(odir, oname, in.Ino); err != nil {
+		return err
+	}
+	if in.IsDir() && !same {
+		odir.Nlink--
+		ndir.Nlink++
+		if err := f.putInode(odir); err != nil {
+			return err
+		}
+	}
+	in.Ctime = f.Now()
+	if err := f.putInode(in); err != nil {
+		return err
+	}
+	return f.addEntry(ndir, nname, in)
+}
+
+// parentOf returns the directory holding directory ino (from its INODE_REF).
+func (f *FS) parentOf(ino uint64) (uint64, error) {
+	it, err := f.rtree(format.FSTree).SeekLE(format.Key{ObjectID: ino, Type: format.InodeRefKey, Offset: ^uint64(0)})
+	if err != nil || it.Key.ObjectID != ino || it.Key.Type != format.InodeRefKey {
+		return 0, syscall.ENOENT
+	}
+	return it.Key.Offset, nil
+}
+
+// SetAttr changes mode bits, owner and times of the inode at p.
+type SetAttr struct {
+	Mode         *uint32 // permission bits only
+	UID, GID     *uint32
+	Atime, Mtime *format.Timespec
+}
+
+// Setattr applies a to the inode at p (symlinks themselves, not followed).
+func (f *FS) Setattr(p string, a SetAttr) error {
+	in, err := f.Resolve(p, false)
+	if err != nil {
+		return err
+	}
+	return wrapErr("setattr", p, f.setattrIno(in, a))
+}
+
+func (f *FS) setattrIno(in *Inode, a SetAttr) error {
+	if a.Mode != nil {
+		in.Mode = in.Mode&syscall.S_IFMT | *a.Mode&0o7777
+	}
+	if a.UID != nil {
+		in.UID = *a.UID
+	}
+	if a.GID != nil {
+		in.GID = *a.GID
+	}
+	if a.Atime != nil {
+		in.Atime = *a.Atime
+	}
+	if a.Mtime != nil {
+		in.Mtime = *a.Mtime
+	}
+	in.Ctime = f.Now()
+	return f.putInode(in)
+}
+
+// Base returns the last element of an image path ("/" for the root).
+func Base(p string) string { return path.Base(path.Clean("/" + p)) }
