@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -93,11 +96,16 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Devices = append(o.Devices, spec)
 	}
-	fs, err := mkfs.Make(o)
+	if o.Time, err = sourceDateEpoch(); err != nil {
+		return err
+	}
+	o.RootUID, o.RootGID = uint32(os.Getuid()), uint32(os.Getgid())
+	f, err := mkfs.Make(o)
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer f.Close()
+	fs := f.Store()
 	info := inspect.GetInfo(fs)
 	switch {
 	case *asJSON:
@@ -134,4 +142,18 @@ func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF) {
 		}
 		fmt.Fprintf(w, "  %3d  %10s  %3d  %6d  %8s/s  %s\n", d.DevID, units.Human(d.Size), rot, d.SeekSpeed, units.Human(d.Bandwidth), d.Path)
 	}
+}
+
+// sourceDateEpoch reads SOURCE_DATE_EPOCH (reproducible-builds.org): the
+// time every inode mkfs creates carries.
+func sourceDateEpoch() (time.Time, error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", v)
+	}
+	return time.Unix(sec, 0), nil
 }

@@ -3,6 +3,7 @@
 package testimages
 
 import (
+	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -11,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -65,22 +66,53 @@ func TestFrozenImagesOpenAndCheckClean(t *testing.T) {
 			if !rep.Clean() || rep.Devices != 2 || rep.Nodes < 4 {
 				t.Fatalf("check: %+v", rep)
 			}
-			fs, err := store.Open([]string{first}, volume.Options{})
+			st, err := store.Open([]string{first}, volume.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fs.Close()
-			n := 0
-			for it := fs.Tree(format.FSTree).First(); it.Valid(); it.Next() {
-				want := fmt.Sprintf("item %d of the frozen image", n)
-				if string(it.Item().Data) != want {
-					t.Fatalf("item %d: %q", n, it.Item().Data)
-				}
-				n++
+			f, err := fsys.New(st, fsys.Options{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if n != 400 {
-				t.Fatalf("%d items", n)
+			defer f.Close()
+			for i := 0; i < 300; i++ {
+				in, err := f.Resolve(fmt.Sprintf("/d/f%03d", i), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := content(i % 5)
+				got := make([]byte, in.Size)
+				if _, err := f.ReadAt(in, got, 0); err != nil && err != io.EOF {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) || in.UID != 1000 || in.Mode != 0o100644 {
+					t.Fatalf("/d/f%03d: %d bytes, uid %d, mode %o", i, len(got), in.UID, in.Mode)
+				}
+			}
+			if target, err := f.Readlink("/link"); err != nil || target != "d/f001" {
+				t.Fatalf("symlink: %q %v", target, err)
+			}
+			h, err := f.Resolve("/hard", false)
+			if err != nil || h.Nlink != 2 {
+				t.Fatalf("hard link: %v", err)
+			}
+			sp, err := f.Resolve("/sparse", false)
+			if err != nil || sp.Size != 40<<20+3 || sp.NBytes > 4096 {
+				t.Fatalf("sparse: %+v %v", sp, err)
+			}
+			d, _ := f.Resolve("/d", false)
+			if v, err := f.GetXattr(d, "user.frozen"); err != nil || string(v) != "v1" {
+				t.Fatalf("xattr %q %v", v, err)
 			}
 		})
 	}
+}
+
+// content mirrors gen.Content (package main cannot be imported).
+func content(i int) []byte {
+	b := make([]byte, 3000+i*1000)
+	for j := range b {
+		b[j] = byte(i + j*7)
+	}
+	return b
 }

@@ -46,7 +46,7 @@ func (f *FS) lookupChild(dir uint64, name string) (format.DirEntry, error) {
 func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
 	in, _, err := f.resolve(p, follow)
 	if err != nil {
-		return nil, &PathError{"lookup", p, err}
+		return nil, &PathError{Op: "lookup", Path: p, Err: err}
 	}
 	return in, nil
 }

@@ -65,6 +65,9 @@ func New(st *store.FS, opt Options) (*FS, error) {
 	return f, nil
 }
 
+// Adopt makes tx (already begun on the store) the running transaction.
+func (f *FS) Adopt(tx *store.Txn) { f.tx = tx }
+
 // Store returns the underlying store.
 func (f *FS) Store() *store.FS { return f.st }
 

@@ -111,13 +111,13 @@ func TestWriteReadPatterns(t *testing.T) {
 		}
 		return b
 	}
-	write(0, []byte("hello"))                   // inline
-	write(3, []byte("p me"))                    // still inline
-	write(5000, rnd(10000))                     // leaves inline: hole, then extent
-	write(7000, rnd(100))                       // overwrite in the middle: split
-	write(20<<20, rnd(9<<20))                   // sparse gap, two extents
-	write(20<<20+4096, make([]byte, 3*4096))    // zeros written over data: hole
-	write(1<<20, rnd(1))                        // one byte in a hole
+	write(0, []byte("hello"))                // inline
+	write(3, []byte("p me"))                 // still inline
+	write(5000, rnd(10000))                  // leaves inline: hole, then extent
+	write(7000, rnd(100))                    // overwrite in the middle: split
+	write(20<<20, rnd(9<<20))                // sparse gap, two extents
+	write(20<<20+4096, make([]byte, 3*4096)) // zeros written over data: hole
+	write(1<<20, rnd(1))                     // one byte in a hole
 	for _, sync := range []bool{false, true} {
 		if sync {
 			if err := f.Sync(); err != nil {

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -31,6 +33,11 @@ type Options struct {
 	NodeSize    uint32
 	Csum        format.CsumType
 	AllocPolicy format.AllocPolicy
+	// Time stamps the root directory and everything mkfs creates
+	// (SOURCE_DATE_EPOCH for reproducible images); zero: now.
+	Time time.Time
+	// RootUID and RootGID own the root directory.
+	RootUID, RootGID uint32
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -45,8 +52,9 @@ func DefaultProfiles(ndev int) (data, meta format.Profile) {
 	return format.ProfileSingle, format.ProfileDup
 }
 
-// Make creates the filesystem and returns it open for writing.
-func Make(o Options) (*store.FS, error) {
+// Make creates the filesystem with an empty root directory and returns it
+// open for writing.
+func Make(o Options) (*fsys.FS, error) {
 	if len(o.Devices) == 0 {
 		return nil, errors.New("no device given")
 	}
@@ -122,12 +130,28 @@ func Make(o Options) (*store.FS, error) {
 		}
 		p.Devices = append(p.Devices, newDevice(dev, s, baseDir))
 	}
-	fs, err := store.Create(p)
+	st, tx, err := store.CreateTx(p)
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now
+	if !o.Time.IsZero() {
+		now = func() time.Time { return o.Time }
+	}
+	f, err := fsys.New(st, fsys.Options{Now: now})
+	if err == nil {
+		f.Adopt(tx)
+		err = f.InitRoot(fsys.Attr{Mode: 0o755, UID: o.RootUID, GID: o.RootGID})
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	ok = true
-	return fs, nil
+	return f, nil
 }
 
 func checkSizes(sector, node uint32) error {

@@ -51,16 +51,30 @@ func DevUUID(fsid [16]byte, devid uint64) [16]byte {
 // Create writes a new, empty filesystem onto the devices (devids 1..n in
 // order) and returns it opened for writing.
 func Create(p CreateParams) (*FS, error) {
+	fs, tx, err := CreateTx(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// CreateTx is Create with its first transaction left open, so the caller
+// adds the first files (the root directory) to generation 1: nothing is
+// on the devices until that transaction commits.
+func CreateTx(p CreateParams) (*FS, *Txn, error) {
 	if len(p.Devices) == 0 {
-		return nil, fmt.Errorf("no devices")
+		return nil, nil, fmt.Errorf("no devices")
 	}
 	for _, prof := range []format.Profile{p.Data, p.Metadata} {
 		pi, ok := prof.Info()
 		if !ok || !prof.Supported() {
-			return nil, fmt.Errorf("profile %v is not supported", prof)
+			return nil, nil, fmt.Errorf("profile %v is not supported", prof)
 		}
 		if len(p.Devices) < pi.MinDevices {
-			return nil, fmt.Errorf("profile %v needs at least %d devices, %d given", prof, pi.MinDevices, len(p.Devices))
+			return nil, nil, fmt.Errorf("profile %v needs at least %d devices, %d given", prof, pi.MinDevices, len(p.Devices))
 		}
 	}
 	sb := format.Superblock{
@@ -84,25 +98,22 @@ func Create(p CreateParams) (*FS, error) {
 	fs.Vol = volume.New(devs, &fs.sb, true)
 	tx, err := fs.Begin()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// One chunk of each type up front, so the first writes need no chunk
 	// allocation and the layout is predictable.
 	for _, t := range []format.ChunkType{format.ChunkSystem, format.ChunkMetadata, format.ChunkData} {
 		if _, err := tx.newChunk(t); err != nil {
 			tx.Abort()
-			return nil, fmt.Errorf("create first %v chunk: %w", t, err)
+			return nil, nil, fmt.Errorf("create first %v chunk: %w", t, err)
 		}
 	}
 	for _, id := range []format.TreeID{format.ChunkTree, format.ExtentTree, format.FSTree} {
 		if err := tx.Tree(id).EnsureRoot(); err != nil {
 			tx.Abort()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	tx.devDirty = true
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return fs, nil
+	return fs, tx, nil
 }
