@@ -268,17 +268,16 @@ func dataRun(p []byte, off, ss, max uint64) uint64 {
 	return n
 }
 
+var zeroBlock = make([]byte, 64<<10)
+
+// isZero reports whether b is all zero bytes (memcmp speed).
 func isZero(b []byte) bool {
-	for len(b) >= 8 {
-		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroBlock))
+		if !bytes.Equal(b[:n], zeroBlock[:n]) {
 			return false
 		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
+		b = b[n:]
 	}
 	return true
 }

@@ -298,6 +298,9 @@ func (f *FS) Setattr(p string, a SetAttr) error {
 	return wrapErr("setattr", p, f.setattrIno(in, a))
 }
 
+// SetattrInode applies a to an inode already resolved.
+func (f *FS) SetattrInode(in *Inode, a SetAttr) error { return f.setattrIno(in, a) }
+
 func (f *FS) setattrIno(in *Inode, a SetAttr) error {
 	if a.Mode != nil {
 		in.Mode = in.Mode&syscall.S_IFMT | *a.Mode&0o7777

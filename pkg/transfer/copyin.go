@@ -1,0 +1,350 @@
+// Package transfer copies trees between the host and an image (cp in and
+// out, mkfs --rootdir) and streams tar archives in and out. Copying out
+// goes through os.Root, so no name, ".." or symlink in an image can make
+// it write outside the destination.
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// Options say what a copy keeps, as cp's flags do.
+type Options struct {
+	Recursive bool // -r: copy directories
+	Archive   bool // -a: keep mode, owners, times, symlinks, hard links, xattrs, special files
+	Preserve  bool // -p: keep mode, owners and times
+	NoClobber bool // -n: never replace an existing file
+	Follow    bool // -L: follow symlinks in the source
+	// Owner normalisation (mkfs --all-root, --force-uid/--force-gid).
+	ForceUID, ForceGID *uint32
+	// Progress, if set, is told how many data bytes were copied.
+	Progress func(n int64)
+}
+
+func (o *Options) keepAttrs() bool { return o.Archive || o.Preserve }
+
+// bufSize is the copy buffer: one data extent.
+const bufSize = 8 << 20
+
+// copier holds the state of one copy-in.
+type copier struct {
+	f     *fsys.FS
+	o     Options
+	buf   []byte
+	links map[[2]uint64]string // host (dev, ino) -> image path, for -a
+	uid   uint32
+	gid   uint32
+}
+
+// CopyIn copies the host path src to image path dst, as `cp SRC DST`
+// would: into dst/base(src) when dst is a directory. When contentsOnly is
+// set (mkfs --rootdir), the contents of the directory src go into dst.
+func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
+	c := &copier{f: f, o: o, buf: make([]byte, bufSize), links: map[[2]uint64]string{}, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	st, err := c.stat(src, true)
+	if err != nil {
+		return err
+	}
+	if contentsOnly {
+		if !st.IsDir() {
+			return &fs.PathError{Op: "copy", Path: src, Err: syscall.ENOTDIR}
+		}
+		root, err := f.Resolve(dst, true)
+		if err != nil {
+			return err
+		}
+		if err := c.copyDirContents(src, dst); err != nil {
+			return err
+		}
+		if o.keepAttrs() {
+			if err := c.applyAttrs(root, src, st); err != nil {
+				return err
+			}
+		}
+		return f.Sync()
+	}
+	if st.IsDir() && !o.Recursive {
+		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
+	}
+	target := dst
+	if in, err := f.Resolve(dst, true); err == nil && in.IsDir() {
+		target = path.Join(dst, filepath.Base(filepath.Clean(src)))
+	}
+	if err := c.copy(src, target, st); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func (c *copier) stat(p string, top bool) (os.FileInfo, error) {
+	// cp follows a symlink named on the command line unless recursive.
+	if c.o.Follow || (top && !c.o.Recursive && !c.o.Archive) {
+		return os.Stat(p)
+	}
+	return os.Lstat(p)
+}
+
+func (c *copier) copyDirContents(src, dst string) error {
+	ents, err := os.ReadDir(src) // sorted: images come out the same every time
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		sp := filepath.Join(src, e.Name())
+		st, err := c.stat(sp, false)
+		if err != nil {
+			return err
+		}
+		if err := c.copy(sp, path.Join(dst, e.Name()), st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copy copies one host entry to image path dst.
+func (c *copier) copy(src, dst string, st os.FileInfo) error {
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	if c.o.Archive && sys != nil && !st.IsDir() && sys.Nlink > 1 {
+		id := [2]uint64{uint64(sys.Dev), sys.Ino}
+		if first, ok := c.links[id]; ok {
+			return c.f.Link(first, dst)
+		}
+		c.links[id] = dst
+	}
+	existing, err := c.f.Resolve(dst, false)
+	if err == nil {
+		if existing.IsDir() && st.IsDir() {
+			return c.fillDir(src, dst, existing, st)
+		}
+		if c.o.NoClobber {
+			return nil
+		}
+		if existing.IsDir() {
+			return &fs.PathError{Op: "copy", Path: dst, Err: syscall.EISDIR}
+		}
+		if err := c.f.Remove(dst); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	a := c.attr(st)
+	switch m := st.Mode(); {
+	case m.IsDir():
+		in, err := c.f.Mkdir(dst, a)
+		if err != nil {
+			return err
+		}
+		return c.fillDir(src, dst, in, st)
+	case m&fs.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		in, err := c.f.Symlink(target, dst, a)
+		if err != nil {
+			return err
+		}
+		return c.finish(in, src, st)
+	case m.IsRegular():
+		in, err := c.f.Create(dst, a)
+		if err != nil {
+			return err
+		}
+		if err := c.copyData(src, dst, in); err != nil {
+			return err
+		}
+		return c.finish(in, src, st)
+	default:
+		if !c.o.Archive {
+			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
+		}
+		if sys != nil {
+			a.Rdev = uint64(sys.Rdev)
+		}
+		in, err := c.f.Create(dst, a)
+		if err != nil {
+			return err
+		}
+		return c.finish(in, src, st)
+	}
+}
+
+// fillDir copies a directory's contents, then its attributes (times last,
+// as the children change them).
+func (c *copier) fillDir(src, dst string, in *fsys.Inode, st os.FileInfo) error {
+	if err := c.copyDirContents(src, dst); err != nil {
+		return err
+	}
+	in, err := c.f.Resolve(dst, false)
+	if err != nil {
+		return err
+	}
+	return c.finish(in, src, st)
+}
+
+// attr is the new inode's attributes from the host file.
+func (c *copier) attr(st os.FileInfo) fsys.Attr {
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	a := fsys.Attr{UID: c.uid, GID: c.gid}
+	if sys != nil {
+		a.Mode = sys.Mode
+		if !c.o.keepAttrs() {
+			a.Mode &^= syscall.S_ISUID | syscall.S_ISGID
+		}
+	} else {
+		a.Mode = uint32(st.Mode().Perm())
+	}
+	if c.o.keepAttrs() && sys != nil {
+		a.UID, a.GID = sys.Uid, sys.Gid
+		now := c.f.Now()
+		a.Atime = format.Timespec{Sec: sys.Atim.Sec, Nsec: uint32(sys.Atim.Nsec)}
+		a.Mtime = format.Timespec{Sec: sys.Mtim.Sec, Nsec: uint32(sys.Mtim.Nsec)}
+		a.Ctime, a.Btime, a.HasTimes = now, now, true
+	}
+	if c.o.ForceUID != nil {
+		a.UID = *c.o.ForceUID
+	}
+	if c.o.ForceGID != nil {
+		a.GID = *c.o.ForceGID
+	}
+	return a
+}
+
+// finish applies what must come after the data: xattrs, times, and the
+// batch commit point (a file is whole before a commit can expose it).
+func (c *copier) finish(in *fsys.Inode, src string, st os.FileInfo) error {
+	if c.o.keepAttrs() {
+		if err := c.applyAttrs(in, src, st); err != nil {
+			return err
+		}
+	}
+	return c.f.MaybeCommit()
+}
+
+func (c *copier) applyAttrs(in *fsys.Inode, src string, st os.FileInfo) error {
+	if c.o.Archive {
+		if err := c.copyXattrs(in, src); err != nil {
+			return err
+		}
+	}
+	a := c.attr(st)
+	return c.f.SetattrInode(in, fsys.SetAttr{Atime: &a.Atime, Mtime: &a.Mtime})
+}
+
+func (c *copier) copyXattrs(in *fsys.Inode, src string) error {
+	sz, err := unix.Llistxattr(src, nil)
+	if err != nil || sz == 0 {
+		return nil // no xattrs, or the host filesystem has none
+	}
+	names := make([]byte, sz)
+	sz, err = unix.Llistxattr(src, names)
+	if err != nil {
+		return nil
+	}
+	for _, name := range splitNul(names[:sz]) {
+		vs, err := unix.Lgetxattr(src, name, nil)
+		if err != nil {
+			continue
+		}
+		v := make([]byte, vs)
+		vs, err = unix.Lgetxattr(src, name, v)
+		if err != nil {
+			continue
+		}
+		if err := c.f.SetXattr(in, name, v[:vs]); err != nil {
+			return &fs.PathError{Op: "setxattr", Path: src, Err: err}
+		}
+	}
+	return nil
+}
+
+func splitNul(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != 0 {
+			i++
+		}
+		if i > 0 {
+			out = append(out, string(b[:i]))
+		}
+		if i < len(b) {
+			i++
+		}
+		b = b[i:]
+	}
+	return out
+}
+
+// copyData copies a file's bytes, skipping the holes of a sparse source.
+func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
+	fh, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(int(fh.Fd()), off, unix.SEEK_DATA)
+		if err != nil {
+			if errors.Is(err, syscall.ENXIO) {
+				break // only a hole is left
+			}
+			data = off // no SEEK_DATA: copy everything
+		}
+		hole, err := unix.Seek(int(fh.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			hole = size
+		}
+		for p := data; p < hole; {
+			n, err := fh.ReadAt(c.buf[:min(int64(len(c.buf)), hole-p)], p)
+			if n > 0 {
+				if werr := c.f.WriteAt(in, c.buf[:n], uint64(p)); werr != nil {
+					return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
+				}
+				if c.o.Progress != nil {
+					c.o.Progress(int64(n))
+				}
+				p += int64(n)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		off = hole
+	}
+	if in.Size < uint64(size) { // a trailing hole
+		return c.f.Truncate(in, uint64(size))
+	}
+	return nil
+}
+
+func unwrapErrno(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
+}
+

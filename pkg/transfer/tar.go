@@ -1,0 +1,271 @@
+package transfer
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+const xattrPAX = "SCHILY.xattr."
+
+// TarIn extracts a tar stream (GNU, PAX, ustar) into image directory dir,
+// keeping modes, owners, times, hard links, symlinks, device nodes and
+// xattrs. Names with ".." components are refused.
+func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
+	tr := tar.NewReader(r)
+	buf := make([]byte, bufSize)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read archive: %w", err)
+		}
+		rel, err := cleanTarName(h.Name)
+		if err != nil {
+			return err
+		}
+		if rel == "" {
+			continue // "./" itself
+		}
+		dst := path.Join(dir, rel)
+		if err := tarEntry(f, tr, h, dst, dir, buf, o); err != nil {
+			return err
+		}
+		if err := f.MaybeCommit(); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+func cleanTarName(name string) (string, error) {
+	n := strings.TrimLeft(name, "/")
+	for _, part := range strings.Split(n, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("archive entry %q leaves the target directory", name)
+		}
+	}
+	n = path.Clean("/" + n)
+	return strings.TrimPrefix(n, "/"), nil
+}
+
+func tarAttr(h *tar.Header, o Options) fsys.Attr {
+	a := fsys.Attr{
+		Mode: uint32(h.Mode) & 0o7777, UID: uint32(h.Uid), GID: uint32(h.Gid),
+		Mtime: fsys.TimespecOf(h.ModTime), HasTimes: true,
+	}
+	a.Atime = a.Mtime
+	if !h.AccessTime.IsZero() {
+		a.Atime = fsys.TimespecOf(h.AccessTime)
+	}
+	a.Ctime, a.Btime = a.Mtime, a.Mtime
+	if !h.ChangeTime.IsZero() {
+		a.Ctime = fsys.TimespecOf(h.ChangeTime)
+	}
+	if o.ForceUID != nil {
+		a.UID = *o.ForceUID
+	}
+	if o.ForceGID != nil {
+		a.GID = *o.ForceGID
+	}
+	return a
+}
+
+func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []byte, o Options) error {
+	a := tarAttr(h, o)
+	// An entry replaces what is there, except a directory over a directory.
+	if old, err := f.Resolve(dst, false); err == nil {
+		if old.IsDir() && h.Typeflag == tar.TypeDir {
+			return f.SetattrInode(old, fsys.SetAttr{Mode: &a.Mode, UID: &a.UID, GID: &a.GID, Atime: &a.Atime, Mtime: &a.Mtime})
+		}
+		if err := f.Remove(dst); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var in *fsys.Inode
+	var err error
+	switch h.Typeflag {
+	case tar.TypeDir:
+		in, err = f.Mkdir(dst, a)
+	case tar.TypeReg, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[h.Typeflag]
+		a.Rdev = unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor))
+		if in, err = f.Create(dst, a); err == nil && h.Typeflag == tar.TypeReg {
+			err = tarData(f, tr, in, dst, buf)
+		}
+	case tar.TypeSymlink:
+		in, err = f.Symlink(h.Linkname, dst, a)
+	case tar.TypeLink:
+		target, terr := cleanTarName(h.Linkname)
+		if terr != nil {
+			return terr
+		}
+		return f.Link(path.Join(dir, target), dst)
+	default:
+		return nil // pax globals, GNU long names are handled by archive/tar; others skipped
+	}
+	if err != nil {
+		return err
+	}
+	for k, v := range h.PAXRecords {
+		if name, ok := strings.CutPrefix(k, xattrPAX); ok {
+			if err := f.SetXattr(in, name, []byte(v)); err != nil {
+				return &fs.PathError{Op: "setxattr", Path: dst, Err: err}
+			}
+		}
+	}
+	if h.Typeflag != tar.TypeSymlink {
+		return f.SetattrInode(in, fsys.SetAttr{Atime: &a.Atime, Mtime: &a.Mtime})
+	}
+	return nil
+}
+
+func tarData(f *fsys.FS, r io.Reader, in *fsys.Inode, dst string, buf []byte) error {
+	var off uint64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if werr := f.WriteAt(in, buf[:n], off); werr != nil {
+				return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
+			}
+			off += uint64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// TarOut writes the tree at image path dir as a PAX tar stream, with
+// xattrs, hard links, symlinks and device nodes. Names are relative to dir.
+func TarOut(f *fsys.FS, w io.Writer, dir string) error {
+	in, err := f.Resolve(dir, true)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	t := &tarWriter{f: f, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
+	if in.IsDir() {
+		err = t.dir(in, dir, "")
+	} else {
+		err = t.entry(in, dir, fsys.Base(dir))
+	}
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+type tarWriter struct {
+	f     *fsys.FS
+	tw    *tar.Writer
+	links map[uint64]string
+	buf   []byte
+}
+
+func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
+	var ents []fsys.DirEntry
+	if err := t.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		child, err := t.f.Inode(e.Ino)
+		if err != nil {
+			return err
+		}
+		if err := t.entry(child, path.Join(src, e.Name), path.Join(name, e.Name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
+	h := &tar.Header{
+		Name: name, Mode: int64(in.Mode & 0o7777), Uid: int(in.UID), Gid: int(in.GID),
+		ModTime: fsys.Time(in.Mtime), AccessTime: fsys.Time(in.Atime), ChangeTime: fsys.Time(in.Ctime),
+		Format: tar.FormatPAX,
+	}
+	if xs, err := t.f.ListXattrs(in); err == nil && len(xs) > 0 {
+		h.PAXRecords = map[string]string{}
+		for _, x := range xs {
+			h.PAXRecords[xattrPAX+x.Name] = string(x.Value)
+		}
+	} else if err != nil {
+		return err
+	}
+	if !in.IsDir() && in.Nlink > 1 {
+		if first, ok := t.links[in.Ino]; ok {
+			h.Typeflag, h.Linkname = tar.TypeLink, first
+			return t.tw.WriteHeader(h)
+		}
+		t.links[in.Ino] = name
+	}
+	switch format.FileTypeOfMode(in.Mode) {
+	case format.FileTypeDir:
+		h.Typeflag, h.Name = tar.TypeDir, name+"/"
+		if err := t.tw.WriteHeader(h); err != nil {
+			return err
+		}
+		return t.dir(in, src, name)
+	case format.FileTypeSymlink:
+		target, err := t.f.Readlink(src)
+		if err != nil {
+			return err
+		}
+		h.Typeflag, h.Linkname = tar.TypeSymlink, target
+		return t.tw.WriteHeader(h)
+	case format.FileTypeRegular:
+		h.Typeflag, h.Size = tar.TypeReg, int64(in.Size)
+		if err := t.tw.WriteHeader(h); err != nil {
+			return err
+		}
+		for off := uint64(0); off < in.Size; {
+			n, err := t.f.ReadAt(in, t.buf, off)
+			if n > 0 {
+				if _, werr := t.tw.Write(t.buf[:n]); werr != nil {
+					return werr
+				}
+				off += uint64(n)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		switch format.FileTypeOfMode(in.Mode) {
+		case format.FileTypeCharDev:
+			h.Typeflag = tar.TypeChar
+		case format.FileTypeBlockDev:
+			h.Typeflag = tar.TypeBlock
+		case format.FileTypeFIFO:
+			h.Typeflag = tar.TypeFifo
+		default:
+			return nil // sockets cannot be archived, as GNU tar skips them
+		}
+		h.Devmajor, h.Devminor = int64(unix.Major(in.Rdev)), int64(unix.Minor(in.Rdev))
+		return t.tw.WriteHeader(h)
+	}
+}
+
