@@ -11,4 +11,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+require (
+	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)

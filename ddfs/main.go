@@ -17,8 +17,23 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"info": {"show superblock, devices, chunks and tree roots", cmdInfo},
-	"df":   {"show space by type/profile and by device", cmdDF},
+	"info":    {"show superblock, devices, chunks and tree roots", cmdInfo},
+	"df":      {"show space by type/profile and by device", cmdDF},
+	"ls":      {"list directory contents", cmdLs},
+	"cat":     {"print files", cmdCat},
+	"stat":    {"show inode details (--json)", cmdStat},
+	"cp":      {"copy into, out of, or inside an image", cmdCp},
+	"mkdir":   {"make directories", cmdMkdir},
+	"rm":      {"remove files or directories", cmdRm},
+	"mv":      {"move or rename inside an image", cmdMv},
+	"ln":      {"make hard or symbolic links", cmdLn},
+	"touch":   {"create files or set their times to now", cmdTouch},
+	"chmod":   {"change permission bits", cmdChmod},
+	"chown":   {"change owner and group", cmdChown},
+	"du":      {"show space used by files", cmdDu},
+	"xattr":   {"get, set, list or remove extended attributes", cmdXattr},
+	"tar-in":  {"extract a tar archive from stdin into an image", cmdTarIn},
+	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
 }
 
 func main() {
@@ -50,5 +65,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nIMAGE is any device of the set; the others are found next to it.\nRun 'ddfs COMMAND --help' for the options of a command.\n\nExamples:\n  ddfs info disk.img\n  ddfs df --json disk.img\n")
+	fmt.Fprintf(w, "\nIMAGE is any device of the set; the others are found next to it.\nRun 'ddfs COMMAND --help' for the options of a command.\n\nExamples:\n  ddfs cp -r ./tree disk.img:/\n  ddfs ls -l disk.img:/tree\n  ddfs cat disk.img:/tree/README\n  ddfs cp -a disk.img:/tree ./out\n  ddfs tar-out disk.img | tar -tf -\n  ddfs info disk.img\n  ddfs df --json disk.img\n")
 }

@@ -87,7 +87,7 @@ func JSON(w io.Writer, v any) error {
 func plain(err error) string {
 	var pe *fs.PathError
 	var errno syscall.Errno
-	if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) && errors.As(err, &pe) && errors.As(pe.Err, &errno) {
+	if errors.As(err, &pe) && errors.As(pe.Err, &errno) {
 		m := errno.Error()
 		return pe.Path + ": " + strings.ToUpper(m[:1]) + m[1:]
 	}

@@ -347,4 +347,3 @@ func unwrapErrno(err error) error {
 	}
 	return err
 }
-

@@ -268,4 +268,3 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		return t.tw.WriteHeader(h)
 	}
 }
-

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path"
+
+	"golang.org/x/term"
+
+	"github.com/ddfs/ddfs/pkg/transfer"
+)
+
+const cpExamples = `  ddfs cp -r ./tree disk.img:/              host tree into the image root
+  ddfs cp -a disk.img:/etc ./etc-copy        out of the image, keeping everything
+  ddfs cp disk.img:/a disk.img:/b            inside one image
+  ddfs cp ./x:y disk.img:/                   a host file whose name has a colon
+`
+
+func cmdCp(args []string, stdout, stderr io.Writer) error {
+	fl, of := newCmd("cp", "cp [-r] [-a] [-p] [-n] [-L] SRC... DST", cpExamples, stdout)
+	var o transfer.Options
+	fl.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories recursively")
+	fl.BoolVarP(&o.Recursive, "R", "R", false, "same as -r")
+	fl.BoolVarP(&o.Archive, "archive", "a", false, "keep mode, owners, times, symlinks, hard links, xattrs, special files; implies -r")
+	fl.BoolVarP(&o.Preserve, "preserve", "p", false, "keep mode, owners and times")
+	fl.BoolVarP(&o.NoClobber, "no-clobber", "n", false, "do not replace existing files")
+	fl.BoolVarP(&o.Follow, "dereference", "L", false, "follow symlinks in SRC")
+	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	if o.Archive {
+		o.Recursive = true
+	}
+	if fl.NArg() < 2 {
+		return usageErr("want SRC... DST")
+	}
+	srcs := make([]operand, 0, fl.NArg()-1)
+	for _, a := range fl.Args()[:fl.NArg()-1] {
+		srcs = append(srcs, parseOperand(a))
+	}
+	dst := parseOperand(fl.Arg(fl.NArg() - 1))
+	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+		bar := newProgress(f)
+		defer bar.done()
+		o.Progress = bar.add
+	}
+	if dst.image != "" {
+		return copyInto(of, srcs, dst, o)
+	}
+	return copyOut(of, srcs, dst, o)
+}
+
+// copyInto copies host paths, or paths of the same image, into an image.
+func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) error {
+	im, err := of.openImage(dst.image, true)
+	if err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		switch {
+		case s.image == "":
+			err = transfer.CopyIn(im.f, s.path, abs(dst.path), o, false)
+		case s.image == dst.image:
+			err = transfer.CopyWithin(im.f, abs(s.path), abs(dst.path), o)
+		default:
+			err = usageErr("copying between two images is not supported yet: copy out, then in")
+		}
+		if err != nil {
+			im.f.Abort()
+			im.close()
+			return im.err(err)
+		}
+	}
+	return im.close()
+}
+
+// copyOut copies image paths to the host.
+func copyOut(of *openFlags, srcs []operand, dst operand, o transfer.Options) error {
+	if len(srcs) > 1 {
+		if st, err := os.Stat(dst.path); err != nil || !st.IsDir() {
+			return usageErr("target '%s' is not a directory", dst.path)
+		}
+	}
+	for _, s := range srcs {
+		if s.image == "" {
+			return usageErr("%s: neither SRC nor DST is in an image (use IMAGE:PATH)", s.path)
+		}
+		im, err := of.openImage(s.image, false)
+		if err != nil {
+			return err
+		}
+		err = transfer.CopyOut(im.f, path.Clean(abs(s.path)), dst.path, o)
+		cerr := im.close()
+		if err != nil {
+			return im.err(err)
+		}
+		if cerr != nil {
+			return cerr
+		}
+	}
+	return nil
+}

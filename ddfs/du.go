@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+func cmdDu(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("du", "du [-s] [-h] IMAGE:PATH...", "  ddfs du -sh disk.img:/usr\n", stdout)
+	summary := fl.BoolP("summarize", "s", false, "only a total for each argument")
+	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, false)
+	if err != nil {
+		return err
+	}
+	defer im.close()
+	for _, p := range paths {
+		in, err := im.f.Resolve(p, false)
+		if err != nil {
+			return im.err(err)
+		}
+		seen := map[uint64]bool{}
+		var walk func(in *fsys.Inode, p string) (uint64, error)
+		walk = func(in *fsys.Inode, p string) (uint64, error) {
+			total := in.NBytes
+			if !in.IsDir() {
+				if seen[in.Ino] { // count hard links once, as du does
+					return 0, nil
+				}
+				seen[in.Ino] = true
+				return total, nil
+			}
+			var ents []fsys.DirEntry
+			if err := im.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+				return 0, err
+			}
+			for _, e := range ents {
+				c, err := im.f.Inode(e.Ino)
+				if err != nil {
+					return 0, err
+				}
+				n, err := walk(c, path.Join(p, e.Name))
+				if err != nil {
+					return 0, err
+				}
+				total += n
+			}
+			if !*summary {
+				fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), img, p)
+			}
+			return total, nil
+		}
+		total, err := walk(in, p)
+		if err != nil {
+			return im.err(err)
+		}
+		if *summary || !in.IsDir() {
+			fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), img, p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// operand is one command-line path: a host path, or IMAGE:PATH.
+type operand struct {
+	image string // "" for a host path
+	path  string
+}
+
+func (o operand) String() string {
+	if o.image == "" {
+		return o.path
+	}
+	return o.image + ":" + o.path
+}
+
+// parseOperand splits IMAGE:PATH. Like scp, a "./" prefix always means
+// a host path; otherwise the text before the first colon is an image when
+// it names an existing file or device (or FILE@N, a partition of one).
+func parseOperand(arg string) operand {
+	if strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") {
+		return operand{path: arg}
+	}
+	i := strings.IndexByte(arg, ':')
+	if i <= 0 {
+		return operand{path: arg}
+	}
+	img := arg[:i]
+	check := img
+	if at := strings.LastIndexByte(img, '@'); at > 0 {
+		if _, err := os.Stat(img); err != nil {
+			check = img[:at]
+		}
+	}
+	if st, err := os.Stat(check); err != nil || st.IsDir() {
+		return operand{path: arg}
+	}
+	p := arg[i+1:]
+	if p == "" {
+		p = "/"
+	}
+	return operand{image: img, path: p}
+}
+
+// image is an opened image with the name the user gave it.
+type image struct {
+	name string
+	f    *fsys.FS
+}
+
+func (of *openFlags) openImage(name string, write bool) (*image, error) {
+	st, err := store.Open([]string{name}, volume.Options{Write: write, Wait: of.wait, Extra: of.devices})
+	if err != nil {
+		return nil, err
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &image{name: name, f: f}, nil
+}
+
+// close commits (for writers) and releases the image.
+func (im *image) close() error { return im.err(im.f.Close()) }
+
+// err names image paths the way users wrote them: "disk.img:/x".
+func (im *image) err(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !strings.Contains(pe.Path, ":") && strings.HasPrefix(pe.Path, "/") {
+		return &fs.PathError{Op: pe.Op, Path: im.name + ":" + pe.Path, Err: pe.Err}
+	}
+	return err
+}
+
+// abs makes an image path absolute.
+func abs(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return p
+	}
+	return "/" + p
+}
+
+// imageOperands parses operands that must all be in one image.
+func imageOperands(args []string) (string, []string, error) {
+	var img string
+	var paths []string
+	for _, a := range args {
+		o := parseOperand(a)
+		if o.image == "" {
+			return "", nil, usageErr("%s: not IMAGE:PATH (the image file must exist)", a)
+		}
+		if img != "" && o.image != img {
+			return "", nil, usageErr("all paths must be in one image (%s and %s)", img, o.image)
+		}
+		img = o.image
+		paths = append(paths, abs(o.path))
+	}
+	return img, paths, nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+func cmdLs(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("ls", "ls [-l] [-a] [-R] [-h] IMAGE:PATH...", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n", stdout)
+	long := fl.BoolP("long", "l", false, "long listing")
+	all := fl.BoolP("all", "a", false, "show entries starting with .")
+	rec := fl.BoolP("recursive", "R", false, "list subdirectories recursively")
+	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G (with -l)")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, false)
+	if err != nil {
+		return err
+	}
+	defer im.close()
+	l := &lister{im: im, w: stdout, long: *long, all: *all, rec: *rec, human: *human, header: len(paths) > 1 || *rec}
+	for i, p := range paths {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := l.list(p); err != nil {
+			return im.err(err)
+		}
+	}
+	return nil
+}
+
+type lister struct {
+	im                            *image
+	w                             io.Writer
+	long, all, rec, human, header bool
+}
+
+func (l *lister) list(p string) error {
+	in, err := l.im.f.Resolve(p, true)
+	if err != nil {
+		return err
+	}
+	if !in.IsDir() {
+		l.line(in, p, path.Base(p))
+		return nil
+	}
+	type ent struct {
+		name string
+		in   *fsys.Inode
+	}
+	var ents []ent
+	var ferr error
+	err = l.im.f.ReadDir(in, func(e fsys.DirEntry) bool {
+		if !l.all && strings.HasPrefix(e.Name, ".") {
+			return true
+		}
+		c, err := l.im.f.Inode(e.Ino)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		ents = append(ents, ent{e.Name, c})
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+	if l.header {
+		fmt.Fprintf(l.w, "%s:%s:\n", l.im.name, p)
+	}
+	for _, e := range ents {
+		l.line(e.in, path.Join(p, e.name), e.name)
+	}
+	if l.rec {
+		for _, e := range ents {
+			if e.in.IsDir() {
+				fmt.Fprintln(l.w)
+				if err := l.list(path.Join(p, e.name)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (l *lister) line(in *fsys.Inode, full, name string) {
+	if !l.long {
+		fmt.Fprintln(l.w, name)
+		return
+	}
+	if in.IsSymlink() {
+		if t, err := l.im.f.Readlink(full); err == nil {
+			name += " -> " + t
+		}
+	}
+	size := sizeString(in.Size, l.human)
+	if in.Mode&0o170000 == 0o020000 || in.Mode&0o170000 == 0o060000 {
+		size = fmt.Sprintf("%d, %d", in.Rdev>>8&0xfff, in.Rdev&0xff|in.Rdev>>12&0xfff00)
+	}
+	fmt.Fprintf(l.w, "%s %3d %5d %5d %8s %s %s\n", modeString(in.Mode), in.Nlink, in.UID, in.GID, size, timeString(in), name)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"path"
+	"strconv"
+	"syscall"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+func cmdMkdir(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("mkdir", "mkdir [-p] [-m MODE] IMAGE:PATH...", "  ddfs mkdir -p disk.img:/usr/local/bin\n", stdout)
+	parents := fl.BoolP("parents", "p", false, "make parents as needed; no error if it exists")
+	modeStr := fl.StringP("mode", "m", "755", "permission bits (octal)")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	mode, err := strconv.ParseUint(*modeStr, 8, 32)
+	if err != nil || mode > 0o7777 {
+		return usageErr("invalid mode %q (octal)", *modeStr)
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, true)
+	if err != nil {
+		return err
+	}
+	a := fsys.Attr{Mode: uint32(mode), UID: uid(), GID: gid()}
+	for _, p := range paths {
+		if err := mkdir(im.f, p, a, *parents); err != nil {
+			im.f.Abort()
+			im.close()
+			return im.err(err)
+		}
+	}
+	return im.close()
+}
+
+func mkdir(f *fsys.FS, p string, a fsys.Attr, parents bool) error {
+	if !parents {
+		_, err := f.Mkdir(p, a)
+		return err
+	}
+	if in, err := f.Resolve(p, true); err == nil {
+		if !in.IsDir() {
+			return pathErr("mkdir", p, syscall.EEXIST)
+		}
+		return nil
+	}
+	if parent := path.Dir(path.Clean(p)); parent != "/" {
+		if err := mkdir(f, parent, a, true); err != nil {
+			return err
+		}
+	}
+	_, err := f.Mkdir(p, a)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"path"
+	"syscall"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+func cmdRm(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("rm", "rm [-r] [-f] IMAGE:PATH...", "  ddfs rm disk.img:/tmp/x\n  ddfs rm -rf disk.img:/var/cache\n", stdout)
+	rec := fl.BoolP("recursive", "r", false, "remove directories and their contents")
+	fl.BoolVarP(rec, "R", "R", false, "same as -r")
+	force := fl.BoolP("force", "f", false, "ignore missing paths")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 && !*force {
+		return usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, true)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if path.Clean(p) == "/" {
+			im.close()
+			return usageErr("refusing to remove the root directory")
+		}
+		err := remove(im.f, p, *rec)
+		if *force && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			im.f.Abort()
+			im.close()
+			return im.err(err)
+		}
+	}
+	return im.close()
+}
+
+// remove deletes p, its contents first when recursive; the batch may
+// commit between files, so a crash leaves a prefix of the removal done.
+func remove(f *fsys.FS, p string, recursive bool) error {
+	in, err := f.Resolve(p, false)
+	if err != nil {
+		return err
+	}
+	if in.IsDir() {
+		if !recursive {
+			return pathErr("remove", p, syscall.EISDIR)
+		}
+		var names []string
+		if err := f.ReadDir(in, func(e fsys.DirEntry) bool { names = append(names, e.Name); return true }); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := remove(f, path.Join(p, n), true); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Remove(p); err != nil {
+		return err
+	}
+	return f.MaybeCommit()
+}

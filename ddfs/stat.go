@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// statJSON is `ddfs stat --json`.
+type statJSON struct {
+	Path   string            `json:"path"`
+	Ino    uint64            `json:"ino"`
+	Type   string            `json:"type"`
+	Mode   string            `json:"mode"` // octal permission bits
+	Nlink  uint32            `json:"nlink"`
+	UID    uint32            `json:"uid"`
+	GID    uint32            `json:"gid"`
+	Size   uint64            `json:"size"`
+	Bytes  uint64            `json:"bytes"` // bytes of extents referenced
+	Rdev   uint64            `json:"rdev"`
+	Atime  string            `json:"atime"`
+	Mtime  string            `json:"mtime"`
+	Ctime  string            `json:"ctime"`
+	Btime  string            `json:"btime"`
+	Target string            `json:"target,omitempty"`
+	Xattrs map[string]string `json:"xattrs,omitempty"`
+}
+
+func cmdStat(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("stat", "stat [--json] IMAGE:PATH...", "  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n", stdout)
+	asJSON := fl.Bool("json", false, "print JSON (an array when several paths are given)")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, false)
+	if err != nil {
+		return err
+	}
+	defer im.close()
+	var out []statJSON
+	for _, p := range paths {
+		in, err := im.f.Resolve(p, false)
+		if err != nil {
+			return im.err(err)
+		}
+		s := statJSON{
+			Path: p, Ino: in.Ino, Type: fileType(in), Mode: fmt.Sprintf("%04o", in.Mode&0o7777), Nlink: in.Nlink,
+			UID: in.UID, GID: in.GID, Size: in.Size, Bytes: in.NBytes, Rdev: in.Rdev,
+			Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime), Btime: ts(in.Btime),
+		}
+		if in.IsSymlink() {
+			s.Target, _ = im.f.Readlink(p)
+		}
+		xs, err := im.f.ListXattrs(in)
+		if err != nil {
+			return im.err(err)
+		}
+		for _, x := range xs {
+			if s.Xattrs == nil {
+				s.Xattrs = map[string]string{}
+			}
+			s.Xattrs[x.Name] = string(x.Value)
+		}
+		out = append(out, s)
+	}
+	if *asJSON {
+		if len(out) == 1 {
+			return cli.JSON(stdout, out[0])
+		}
+		return cli.JSON(stdout, out)
+	}
+	for _, s := range out {
+		fmt.Fprintf(stdout, "  File: %s:%s", img, s.Path)
+		if s.Target != "" {
+			fmt.Fprintf(stdout, " -> %s", s.Target)
+		}
+		fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
+		fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
+		for k, v := range s.Xattrs {
+			fmt.Fprintf(stdout, " Xattr: %s=%q\n", k, v)
+		}
+	}
+	return nil
+}
+
+func ts(t format.Timespec) string { return fsys.Time(t).UTC().Format(time.RFC3339Nano) }
+
+func fileType(in *fsys.Inode) string {
+	switch format.FileTypeOfMode(in.Mode) {
+	case format.FileTypeRegular:
+		return "regular file"
+	case format.FileTypeDir:
+		return "directory"
+	case format.FileTypeSymlink:
+		return "symbolic link"
+	case format.FileTypeCharDev:
+		return "character special file"
+	case format.FileTypeBlockDev:
+		return "block special file"
+	case format.FileTypeFIFO:
+		return "fifo"
+	case format.FileTypeSocket:
+		return "socket"
+	}
+	return "unknown"
+}

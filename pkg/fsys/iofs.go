@@ -1,0 +1,499 @@
+package fsys
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// IOFS returns a read-only io/fs view of f, for code written against the
+// standard interfaces (fs.WalkDir, fstest, template.ParseFS, http.FS, ...).
+//
+// The value implements fs.FS, fs.ReadDirFS, fs.StatFS, fs.ReadFileFS and
+// fs.ReadLinkFS. Names are io/fs names: unrooted, slash-separated, checked
+// with fs.ValidPath, "." being the root of the image. Open, Stat, ReadDir
+// and ReadFile follow symbolic links as os.DirFS does; Lstat and ReadLink
+// do not. Links never leave the image: an absolute target resolves from
+// the image root and ".." stops there (Resolve), and more than 40 links in
+// one lookup fail with ELOOP.
+//
+// Opened files implement fs.File, fs.ReadDirFile, io.ReaderAt and
+// io.Seeker; FileInfo.Sys returns the *Inode. Devices, fifos and sockets
+// open and read as empty files. ReadDir lists are sorted by name, and
+// entries whose stored name is not a valid file name (corruption, which
+// fsck reports) are left out, so a damaged image cannot hand a caller a
+// name such as "../x". Errors are *fs.PathError carrying the io/fs name,
+// so errors.Is(err, fs.ErrNotExist) and friends work.
+//
+// Reading never begins a transaction: the view reads the committed trees,
+// or the running transaction's view if the FS has one. The view serializes
+// its own calls, so it may be used from several goroutines, but not while
+// the FS is changed through its other methods. An open file keeps the inode
+// it opened (size, times) and a small read-ahead window.
+func (f *FS) IOFS() fs.FS { return &ioFS{f: f} }
+
+// ioFS is the view IOFS returns.
+type ioFS struct {
+	mu sync.Mutex // serializes calls into f
+	f  *FS
+}
+
+var (
+	_ fs.ReadDirFS   = (*ioFS)(nil)
+	_ fs.StatFS      = (*ioFS)(nil)
+	_ fs.ReadFileFS  = (*ioFS)(nil)
+	_ fs.ReadLinkFS  = (*ioFS)(nil)
+	_ fs.ReadDirFile = (*ioFile)(nil)
+	_ io.ReaderAt    = (*ioFile)(nil)
+	_ io.Seeker      = (*ioFile)(nil)
+)
+
+// ioWindow is the read-ahead window of an open file: reads smaller than
+// this are served from one cached, window-aligned block, so byte-sized
+// Read and ReadAt calls do not each walk the extent and csum trees.
+const ioWindow = 128 << 10
+
+// maxSymlinkTarget bounds a symlink target ReadLink returns, as Symlink
+// does when making one (PATH_MAX - 1).
+const maxSymlinkTarget = 4095
+
+// Unix permission bits beyond rwx, as in InodeItem.Mode (FORMAT.md §6.2).
+const (
+	modeSetuid uint32 = 0o4000
+	modeSetgid uint32 = 0o2000
+	modeSticky uint32 = 0o1000
+)
+
+// imagePath turns a valid io/fs name into a path inside the image.
+func imagePath(name string) string {
+	if name == "." {
+		return "/"
+	}
+	return "/" + name
+}
+
+// ioErr puts err under the io/fs name: the errno of an fsys PathError is
+// kept, its path (the image form) replaced.
+func ioErr(op, name string, err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// resolve returns the inode name refers to, following a final symlink if
+// follow is set.
+func (v *ioFS) resolve(op, name string, follow bool) (*Inode, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	v.mu.Lock()
+	in, err := v.f.Resolve(imagePath(name), follow)
+	v.mu.Unlock()
+	if err != nil {
+		return nil, ioErr(op, name, err)
+	}
+	return in, nil
+}
+
+// Open opens name, following symlinks.
+func (v *ioFS) Open(name string) (fs.File, error) {
+	in, err := v.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	return &ioFile{v: v, name: name, in: in}, nil
+}
+
+// Stat describes name, following symlinks.
+func (v *ioFS) Stat(name string) (fs.FileInfo, error) {
+	in, err := v.resolve("stat", name, true)
+	if err != nil {
+		return nil, err
+	}
+	return &fileInfo{name: path.Base(name), in: in}, nil
+}
+
+// Lstat describes name; a final symlink is described itself.
+func (v *ioFS) Lstat(name string) (fs.FileInfo, error) {
+	in, err := v.resolve("lstat", name, false)
+	if err != nil {
+		return nil, err
+	}
+	return &fileInfo{name: path.Base(name), in: in}, nil
+}
+
+// ReadLink returns the target of the symlink name, as stored.
+func (v *ioFS) ReadLink(name string) (string, error) {
+	in, err := v.resolve("readlink", name, false)
+	if err != nil {
+		return "", err
+	}
+	if !in.IsSymlink() {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.EINVAL}
+	}
+	if in.Size > maxSymlinkTarget {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.ENAMETOOLONG}
+	}
+	v.mu.Lock()
+	target, err := v.f.readlinkIno(in)
+	v.mu.Unlock()
+	if err != nil {
+		return "", ioErr("readlink", name, err)
+	}
+	return target, nil
+}
+
+// ReadFile returns the contents of name, following symlinks.
+func (v *ioFS) ReadFile(name string) ([]byte, error) {
+	in, err := v.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if in.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	if in.Size > math.MaxInt {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EFBIG}
+	}
+	b := make([]byte, in.Size)
+	n, err := v.readAt(in, b, 0)
+	if err != nil && err != io.EOF {
+		return nil, ioErr("read", name, err)
+	}
+	return b[:n], nil
+}
+
+// ReadDir lists directory name, following symlinks, sorted by name.
+func (v *ioFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	in, err := v.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	return v.list(name, in)
+}
+
+// readAt reads file data at off.
+func (v *ioFS) readAt(in *Inode, p []byte, off int64) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.f.ReadAt(in, p, uint64(off))
+}
+
+// list returns the entries of directory in (named name), sorted by name.
+func (v *ioFS) list(name string, in *Inode) ([]fs.DirEntry, error) {
+	if !in.IsDir() {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: syscall.ENOTDIR}
+	}
+	var out []fs.DirEntry
+	v.mu.Lock()
+	err := v.f.ReadDir(in, func(e DirEntry) bool {
+		if format.ValidName(e.Name) {
+			out = append(out, &dirEntry{v: v, dir: name, e: e})
+		}
+		return true
+	})
+	v.mu.Unlock()
+	if err != nil {
+		return nil, ioErr("readdir", name, err)
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// ioFile is an open file or directory of the view.
+type ioFile struct {
+	v    *ioFS
+	name string // as opened
+	in   *Inode
+
+	mu     sync.Mutex // guards the fields below (io.ReaderAt allows parallel calls)
+	closed bool
+	off    int64  // Read and Seek position
+	win    []byte // cached file bytes at winOff
+	winOff int64
+	ents   []fs.DirEntry // directory listing, read at the first ReadDir
+	listed bool
+	pos    int // next entry of ents
+}
+
+func (fl *ioFile) errf(op string, err error) error {
+	return &fs.PathError{Op: op, Path: fl.name, Err: err}
+}
+
+// Stat describes the file as opened.
+func (fl *ioFile) Stat() (fs.FileInfo, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.closed {
+		return nil, fl.errf("stat", fs.ErrClosed)
+	}
+	return &fileInfo{name: path.Base(fl.name), in: fl.in}, nil
+}
+
+// Close releases the file; a second Close reports fs.ErrClosed.
+func (fl *ioFile) Close() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.closed {
+		return fl.errf("close", fs.ErrClosed)
+	}
+	fl.closed = true
+	fl.win, fl.ents = nil, nil
+	return nil
+}
+
+// readable reports why op cannot read file data, if it cannot.
+func (fl *ioFile) readable(op string) error {
+	if fl.closed {
+		return fl.errf(op, fs.ErrClosed)
+	}
+	if fl.in.IsDir() {
+		return fl.errf(op, syscall.EISDIR)
+	}
+	return nil
+}
+
+// Read reads from the current position.
+func (fl *ioFile) Read(p []byte) (int, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if err := fl.readable("read"); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := fl.readAt(p, fl.off)
+	fl.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// ReadAt reads at off, as io.ReaderAt (io.EOF with a short count at the end).
+func (fl *ioFile) ReadAt(p []byte, off int64) (int, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if err := fl.readable("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, fl.errf("read", fs.ErrInvalid)
+	}
+	return fl.readAt(p, off)
+}
+
+// readAt serves reads smaller than ioWindow from the cached window and
+// reads larger ones directly.
+func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
+	size := int64(fl.in.Size)
+	if fl.in.Size > math.MaxInt64 {
+		size = math.MaxInt64
+	}
+	if off >= size {
+		return 0, io.EOF
+	}
+	want := len(p)
+	if int64(len(p)) > size-off {
+		p = p[:size-off]
+	}
+	n := 0
+	for n < len(p) {
+		pos := off + int64(n)
+		if pos >= fl.winOff && pos < fl.winOff+int64(len(fl.win)) {
+			n += copy(p[n:], fl.win[pos-fl.winOff:])
+			continue
+		}
+		if len(p)-n >= ioWindow {
+			m, err := fl.v.readAt(fl.in, p[n:], pos)
+			n += m
+			if err != nil && err != io.EOF {
+				return n, fl.errf("read", err)
+			}
+			if m == 0 {
+				break
+			}
+			continue
+		}
+		start := pos / ioWindow * ioWindow
+		l := min(int64(ioWindow), size-start)
+		if int64(cap(fl.win)) < l {
+			fl.win = make([]byte, l)
+		}
+		m, err := fl.v.readAt(fl.in, fl.win[:l], start)
+		if err != nil && err != io.EOF {
+			fl.win = fl.win[:0]
+			return n, fl.errf("read", err)
+		}
+		fl.win, fl.winOff = fl.win[:m], start
+		if int64(m) <= pos-start {
+			break // the inode's data ends early; report a short read
+		}
+	}
+	if n < want {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Seek sets the Read position. On a directory only Seek(0, io.SeekStart)
+// works; it restarts ReadDir.
+func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.closed {
+		return 0, fl.errf("seek", fs.ErrClosed)
+	}
+	if fl.in.IsDir() {
+		if offset != 0 || whence != io.SeekStart {
+			return 0, fl.errf("seek", fs.ErrInvalid)
+		}
+		fl.ents, fl.listed, fl.pos = nil, false, 0
+		return 0, nil
+	}
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = fl.off + offset
+	case io.SeekEnd:
+		abs = int64(fl.in.Size) + offset
+	default:
+		return 0, fl.errf("seek", fs.ErrInvalid)
+	}
+	if abs < 0 {
+		return 0, fl.errf("seek", fs.ErrInvalid)
+	}
+	fl.off = abs
+	return abs, nil
+}
+
+// ReadDir returns the next n entries (all remaining if n <= 0), sorted by
+// name, as fs.ReadDirFile: with n > 0 an empty remainder is io.EOF, with
+// n <= 0 it is an empty list and nil.
+func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.closed {
+		return nil, fl.errf("readdir", fs.ErrClosed)
+	}
+	if !fl.listed {
+		ents, err := fl.v.list(fl.name, fl.in)
+		if err != nil {
+			return nil, err
+		}
+		fl.ents, fl.listed = ents, true
+	}
+	rest := fl.ents[fl.pos:]
+	if n <= 0 {
+		fl.pos = len(fl.ents)
+		return rest[:len(rest):len(rest)], nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	k := min(n, len(rest))
+	fl.pos += k
+	return rest[:k:k], nil
+}
+
+// fileInfo is the fs.FileInfo of an inode.
+type fileInfo struct {
+	name string
+	in   *Inode
+}
+
+func (fi *fileInfo) Name() string       { return fi.name }
+func (fi *fileInfo) Size() int64        { return int64(fi.in.Size) }
+func (fi *fileInfo) Mode() fs.FileMode  { return FileMode(fi.in.Mode) }
+func (fi *fileInfo) ModTime() time.Time { return Time(fi.in.Mtime) }
+func (fi *fileInfo) IsDir() bool        { return fi.in.IsDir() }
+func (fi *fileInfo) Sys() any           { return fi.in }
+func (fi *fileInfo) String() string     { return fs.FormatFileInfo(fi) }
+
+// FileMode converts a Unix mode (InodeItem.Mode, type bits included) to
+// an fs.FileMode, as os.Stat does. Unknown type bits give ModeIrregular.
+func FileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & format.ModeTypeMask {
+	case format.ModeRegular:
+	case format.ModeDir:
+		mode |= fs.ModeDir
+	case format.ModeSymlink:
+		mode |= fs.ModeSymlink
+	case format.ModeCharDev:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case format.ModeBlockDev:
+		mode |= fs.ModeDevice
+	case format.ModeFIFO:
+		mode |= fs.ModeNamedPipe
+	case format.ModeSocket:
+		mode |= fs.ModeSocket
+	default:
+		mode |= fs.ModeIrregular
+	}
+	if m&modeSetuid != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&modeSetgid != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&modeSticky != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// dirEntry is the fs.DirEntry of a directory entry; Info reads the inode
+// when first asked.
+type dirEntry struct {
+	v    *ioFS
+	dir  string // io/fs name of the directory listed
+	e    DirEntry
+	info *fileInfo
+}
+
+func (d *dirEntry) Name() string { return d.e.Name }
+func (d *dirEntry) IsDir() bool  { return d.e.Type == format.FileTypeDir }
+
+// Type is the type bits of the entry's file type (ModeIrregular for an
+// invalid one).
+func (d *dirEntry) Type() fs.FileMode {
+	if !d.e.Type.Valid() {
+		return fs.ModeIrregular
+	}
+	return FileMode(d.e.Type.Mode()).Type()
+}
+
+// Info describes the entry itself (a symlink is not followed).
+func (d *dirEntry) Info() (fs.FileInfo, error) {
+	if d.info != nil {
+		return d.info, nil
+	}
+	d.v.mu.Lock()
+	in, err := d.v.f.Inode(d.e.Ino)
+	d.v.mu.Unlock()
+	if err != nil {
+		return nil, ioErr("stat", path.Join(d.dir, d.e.Name), err)
+	}
+	d.info = &fileInfo{name: d.e.Name, in: in}
+	return d.info, nil
+}
+
+func (d *dirEntry) String() string { return fs.FormatDirEntry(d) }
+
+// errors is used by the tests of this file through errors.Is; keep the
+// import explicit for the PathError checks above.
+var _ = errors.Is

@@ -1,0 +1,147 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// CopyWithin copies image path src to dst in the same image, as cp does
+// (into dst/base(src) when dst is a directory). Data is copied, not
+// shared (reflinks come with dedupe).
+func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
+	in, err := f.Resolve(src, !o.Recursive || o.Follow)
+	if err != nil {
+		return err
+	}
+	if in.IsDir() && !o.Recursive {
+		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
+	}
+	target := dst
+	if d, err := f.Resolve(dst, true); err == nil && d.IsDir() {
+		target = path.Join(dst, fsys.Base(src))
+	}
+	s, t := path.Clean(src), path.Clean(target)
+	if in.IsDir() && (t == s || strings.HasPrefix(t, s+"/")) {
+		return fmt.Errorf("cannot copy a directory, '%s', into itself, '%s'", src, target)
+	}
+	w := &within{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]string{}}
+	if err := w.copy(in, s, t); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+type within struct {
+	f     *fsys.FS
+	o     Options
+	buf   []byte
+	links map[uint64]string
+}
+
+func (w *within) copy(in *fsys.Inode, src, dst string) error {
+	if w.o.Archive && !in.IsDir() && in.Nlink > 1 {
+		if first, ok := w.links[in.Ino]; ok {
+			return w.f.Link(first, dst)
+		}
+		w.links[in.Ino] = dst
+	}
+	if old, err := w.f.Resolve(dst, false); err == nil {
+		if w.o.NoClobber || (old.IsDir() && in.IsDir()) {
+			if !in.IsDir() {
+				return nil
+			}
+		} else if err := w.f.Remove(dst); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	a := fsys.Attr{Mode: in.Mode, UID: in.UID, GID: in.GID, Rdev: in.Rdev}
+	keep := w.o.keepAttrs()
+	if keep {
+		a.Atime, a.Mtime, a.Ctime, a.Btime, a.HasTimes = in.Atime, in.Mtime, w.f.Now(), w.f.Now(), true
+	}
+	switch {
+	case in.IsDir():
+		d, err := w.f.Resolve(dst, false)
+		if err != nil {
+			if d, err = w.f.Mkdir(dst, a); err != nil {
+				return err
+			}
+		}
+		var ents []fsys.DirEntry
+		if err := w.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+			return err
+		}
+		for _, e := range ents {
+			c, err := w.f.Inode(e.Ino)
+			if err != nil {
+				return err
+			}
+			if err := w.copy(c, path.Join(src, e.Name), path.Join(dst, e.Name)); err != nil {
+				return err
+			}
+		}
+		if keep {
+			return w.f.SetattrInode(d, fsys.SetAttr{Atime: &in.Atime, Mtime: &in.Mtime})
+		}
+		return nil
+	case in.IsSymlink():
+		target, err := w.f.Readlink(src)
+		if err != nil {
+			return err
+		}
+		_, err = w.f.Symlink(target, dst, a)
+		return err
+	default:
+		out, err := w.f.Create(dst, a)
+		if err != nil {
+			return err
+		}
+		if in.IsRegular() {
+			for off := uint64(0); off < in.Size; {
+				n, err := w.f.ReadAt(in, w.buf, off)
+				if n > 0 {
+					if werr := w.f.WriteAt(out, w.buf[:n], off); werr != nil {
+						return werr
+					}
+					off += uint64(n)
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if out.Size < in.Size {
+				if err := w.f.Truncate(out, in.Size); err != nil {
+					return err
+				}
+			}
+		}
+		if w.o.Archive {
+			xs, err := w.f.ListXattrs(in)
+			if err != nil {
+				return err
+			}
+			for _, x := range xs {
+				if err := w.f.SetXattr(out, x.Name, x.Value); err != nil {
+					return err
+				}
+			}
+		}
+		if keep {
+			if err := w.f.SetattrInode(out, fsys.SetAttr{Atime: &in.Atime, Mtime: &in.Mtime}); err != nil {
+				return err
+			}
+		}
+		return w.f.MaybeCommit()
+	}
+}
