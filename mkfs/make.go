@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,11 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	node := fl.StringP("nodesize", "n", "16K", "B-tree node size")
 	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3")
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
+	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")
+	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin)")
+	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
+	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
+	forceGID := fl.Int64("force-gid", -1, "make GID the group of every file")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
 	if err := cli.Parse(fl, args); err != nil {
@@ -100,6 +106,12 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.RootUID, o.RootGID = uint32(os.Getuid()), uint32(os.Getgid())
+	if err := populateOptions(&o, *rootdir, *tarFile, *allRoot, *forceUID, *forceGID); err != nil {
+		return err
+	}
+	if c, ok := o.Tar.(io.Closer); ok && o.Tar != os.Stdin {
+		defer c.Close()
+	}
 	f, err := mkfs.Make(o)
 	if err != nil {
 		return err
@@ -156,4 +168,38 @@ func sourceDateEpoch() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", v)
 	}
 	return time.Unix(sec, 0), nil
+}
+
+func populateOptions(o *mkfs.Options, rootdir, tarFile string, allRoot bool, uid, gid int64) error {
+	if rootdir != "" && tarFile != "" {
+		return cli.Usagef("--rootdir and --tar exclude each other")
+	}
+	o.RootDir = rootdir
+	switch tarFile {
+	case "":
+	case "-":
+		o.Tar = bufio.NewReaderSize(os.Stdin, 1<<20)
+	default:
+		f, err := os.Open(tarFile)
+		if err != nil {
+			return err
+		}
+		o.Tar = f
+	}
+	if allRoot {
+		uid, gid = 0, 0
+	}
+	for _, v := range []struct {
+		id  int64
+		dst **uint32
+	}{{uid, &o.ForceUID}, {gid, &o.ForceGID}} {
+		if v.id > 0xFFFFFFFF {
+			return cli.Usagef("owner id %d out of range", v.id)
+		}
+		if v.id >= 0 {
+			id := uint32(v.id)
+			*v.dst = &id
+		}
+	}
+	return nil
 }

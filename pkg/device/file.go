@@ -17,6 +17,10 @@ type fileDevice struct {
 
 var _ Device = (*fileDevice)(nil)
 
+// writebackMin: writes this large start their writeback at once (data
+// extents); small ones (nodes, superblocks) wait for the flush.
+const writebackMin = 256 << 10
+
 // openFile opens and locks an existing image file.
 func openFile(path string, opt OpenOptions) (*fileDevice, error) {
 	flag := os.O_RDONLY
@@ -78,6 +82,9 @@ func (d *fileDevice) WriteAt(p []byte, off int64) (int, error) {
 	n, err := d.f.WriteAt(p, off)
 	if err != nil {
 		return n, fmt.Errorf("write %s at %d: %w", d.name, off, err)
+	}
+	if n >= writebackMin {
+		startWriteback(d.f, off, int64(n))
 	}
 	return n, nil
 }

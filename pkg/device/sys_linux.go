@@ -65,3 +65,11 @@ func ignoringEINTR(fn func() error) error {
 		}
 	}
 }
+
+// startWriteback asks the kernel to begin writing a range now, so a
+// later flush has little left to do and the disk works while we compute.
+func startWriteback(f *os.File, off, n int64) {
+	_ = withFd(f, func(fd int) error {
+		return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
+	})
+}

@@ -3,9 +3,11 @@ package mkfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +16,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
 // MinDeviceSize is the smallest device mkfs accepts: room for the
@@ -38,6 +41,14 @@ type Options struct {
 	Time time.Time
 	// RootUID and RootGID own the root directory.
 	RootUID, RootGID uint32
+	// RootDir populates the filesystem from a host directory (as cp -a
+	// DIR/. /), Tar from a tar stream; at most one of them.
+	RootDir string
+	Tar     io.Reader
+	// ForceUID/ForceGID normalise every owner (--all-root sets both to 0).
+	ForceUID, ForceGID *uint32
+	// Progress is told the data bytes copied.
+	Progress func(int64)
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -144,9 +155,13 @@ func Make(o Options) (*fsys.FS, error) {
 		err = f.InitRoot(fsys.Attr{Mode: 0o755, UID: o.RootUID, GID: o.RootGID})
 	}
 	if err == nil {
+		err = populate(f, o)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
+		f.Abort()
 		st.Close()
 		return nil, err
 	}
@@ -267,4 +282,40 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// populate fills a new filesystem from --rootdir or --tar.
+func populate(f *fsys.FS, o Options) error {
+	to := transfer.Options{Recursive: true, Archive: true, ForceUID: o.ForceUID, ForceGID: o.ForceGID, Progress: o.Progress}
+	switch {
+	case o.RootDir != "":
+		st, err := os.Stat(o.RootDir)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("--rootdir %s: not a directory", o.RootDir)
+		}
+		// The root takes the directory's mode and owner, as mkfs.btrfs -r does.
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			root, err := f.Resolve("/", false)
+			if err != nil {
+				return err
+			}
+			mode, uid, gid := sys.Mode&0o7777, sys.Uid, sys.Gid
+			if o.ForceUID != nil {
+				uid = *o.ForceUID
+			}
+			if o.ForceGID != nil {
+				gid = *o.ForceGID
+			}
+			if err := f.SetattrInode(root, fsys.SetAttr{Mode: &mode, UID: &uid, GID: &gid}); err != nil {
+				return err
+			}
+		}
+		return transfer.CopyIn(f, o.RootDir, "/", to, true)
+	case o.Tar != nil:
+		return transfer.TarIn(f, o.Tar, "/", to)
+	}
+	return nil
 }
