@@ -1,15 +1,16 @@
 package alloc
 
 import (
-	"errors"
 	"fmt"
 	"sort"
+	"syscall"
 
 	"github.com/ddfs/ddfs/format"
 )
 
-// ErrNoSpace: no device space is left for what was asked.
-var ErrNoSpace = errors.New("no space left on device")
+// ErrNoSpace: no device space is left for what was asked. It is ENOSPC
+// itself, so every layer and the CLIs report it the usual way.
+var ErrNoSpace error = syscall.ENOSPC
 
 // Reserved device ranges chunks never use: the first MiB (boot loaders,
 // partition tables, the primary superblock) and the superblock copies.

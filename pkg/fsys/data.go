@@ -8,6 +8,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 // maxExtent bounds one data extent: big enough for sequential
@@ -226,7 +227,7 @@ func (f *FS) writeExtents(in *Inode, p []byte, off uint64) error {
 			continue
 		}
 		n := dataRun(p, off, ss, maxExtent)
-		if err := f.writeExtent(in, p[:n], off); err != nil {
+		if err := f.writeSplitting(in, p[:n], off); err != nil {
 			return err
 		}
 		p, off = p[n:], off+n
@@ -280,6 +281,21 @@ func isZero(b []byte) bool {
 		b = b[n:]
 	}
 	return true
+}
+
+// writeSplitting writes p as one extent, or as smaller ones when free
+// space is too fragmented for one (down to a sector).
+func (f *FS) writeSplitting(in *Inode, p []byte, off uint64) error {
+	err := f.writeExtent(in, p, off)
+	ss := uint64(f.st.Super().SectorSize)
+	if !errors.Is(err, store.ErrNoSpace) || uint64(len(p)) <= ss {
+		return err
+	}
+	half := (uint64(len(p))/2 + ss - 1) / ss * ss
+	if err := f.writeSplitting(in, p[:half], off); err != nil {
+		return err
+	}
+	return f.writeSplitting(in, p[half:], off+half)
 }
 
 // writeExtent writes one new data extent holding p at file offset off.

@@ -287,6 +287,10 @@ func article(word string) string {
 // populate fills a new filesystem from --rootdir or --tar.
 func populate(f *fsys.FS, o Options) error {
 	to := transfer.Options{Recursive: true, Archive: true, ForceUID: o.ForceUID, ForceGID: o.ForceGID, Progress: o.Progress}
+	if !o.Time.IsZero() {
+		t := fsys.TimespecOf(o.Time)
+		to.Clamp = &t
+	}
 	switch {
 	case o.RootDir != "":
 		st, err := os.Stat(o.RootDir)

@@ -31,6 +31,9 @@ type Options struct {
 	ForceUID, ForceGID *uint32
 	// Progress, if set, is told how many data bytes were copied.
 	Progress func(n int64)
+	// Clamp, if set, makes copies reproducible (SOURCE_DATE_EPOCH): every
+	// time becomes Clamp, except mtimes that are older.
+	Clamp *format.Timespec
 }
 
 func (o *Options) keepAttrs() bool { return o.Archive || o.Preserve }
@@ -214,6 +217,12 @@ func (c *copier) attr(st os.FileInfo) fsys.Attr {
 		a.Atime = format.Timespec{Sec: sys.Atim.Sec, Nsec: uint32(sys.Atim.Nsec)}
 		a.Mtime = format.Timespec{Sec: sys.Mtim.Sec, Nsec: uint32(sys.Mtim.Nsec)}
 		a.Ctime, a.Btime, a.HasTimes = now, now, true
+	}
+	if t := c.o.Clamp; t != nil {
+		a.Atime, a.Ctime, a.Btime, a.HasTimes = *t, *t, *t, true
+		if a.Mtime.Sec > t.Sec || (a.Mtime.Sec == t.Sec && a.Mtime.Nsec > t.Nsec) || !c.o.keepAttrs() {
+			a.Mtime = *t
+		}
 	}
 	if c.o.ForceUID != nil {
 		a.UID = *c.o.ForceUID
