@@ -3,6 +3,11 @@
 // inode number. Changes are grouped into batched transactions: a call
 // changes the running transaction, and Sync (or a batch limit reached at
 // a safe point) commits it.
+//
+// A call that fails on a precondition (ENOENT, EEXIST, ENOTEMPTY, EISDIR,
+// ENOTDIR, EINVAL, ELOOP) changes nothing. Any other failure (ENOSPC, I/O,
+// corruption) may leave the running transaction half-changed: the caller
+// must Abort it, and the image keeps its last committed state.
 package fsys
 
 import (

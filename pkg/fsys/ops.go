@@ -118,6 +118,12 @@ func (f *FS) Link(oldp, newp string) error {
 }
 
 func (f *FS) linkIn(dir *Inode, name string, in *Inode) error {
+	// Check before changing anything: a failed call leaves no trace.
+	if _, err := f.lookupChild(dir.Ino, name); err == nil {
+		return syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
 	in.Nlink++
 	in.Ctime = f.Now()
 	if err := f.putInode(in); err != nil {
