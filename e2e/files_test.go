@@ -139,3 +139,25 @@ func TestImageFull(t *testing.T) {
 	}
 	must(t, run(t, dir, "fsck.ddfs", "small.img"), 0)
 }
+
+// TestShrink: --shrink truncates the image to what it holds.
+func TestShrink(t *testing.T) {
+	dir := t.TempDir()
+	sampleTree(t, dir)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--shrink", "-r", "src", "s.img"), 0)
+	st, _ := os.Stat(filepath.Join(dir, "s.img"))
+	if st.Size() > 96<<20 {
+		t.Fatalf("shrunk image is %d bytes", st.Size())
+	}
+	must(t, run(t, dir, "fsck.ddfs", "s.img"), 0)
+	r := must(t, run(t, dir, "ddfs", "cat", "s.img:/sub/big.bin"), 0)
+	if r.stdout != strings.Repeat("0123456789abcdef", 300000) {
+		t.Fatal("content changed by --shrink")
+	}
+	// A shrunk image is full: more data fits or fails cleanly.
+	r = run(t, dir, "ddfs", "cp", "src/sub/big.bin", "s.img:/again")
+	if r.code != 0 && !strings.Contains(r.stderr, "No space left on device") {
+		t.Fatalf("cp into a shrunk image: %d %q", r.code, r.stderr)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "s.img"), 0)
+}

@@ -44,6 +44,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
 	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
 	forceGID := fl.Int64("force-gid", -1, "make GID the group of every file")
+	shrink := fl.Bool("shrink", false, "truncate image files to what the populated filesystem needs")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
 	if err := cli.Parse(fl, args); err != nil {
@@ -106,6 +107,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.RootUID, o.RootGID = uint32(os.Getuid()), uint32(os.Getgid())
+	o.Shrink = *shrink
 	if err := populateOptions(&o, *rootdir, *tarFile, *allRoot, *forceUID, *forceGID); err != nil {
 		return err
 	}

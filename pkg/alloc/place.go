@@ -53,6 +53,9 @@ type Request struct {
 	StripeSize uint64
 	MinStripe  uint64
 	Policy     format.AllocPolicy
+	// Compact packs chunks at the lowest offsets (dup copies side by side),
+	// so a device can later be cut after its last chunk (mkfs --shrink).
+	Compact bool
 }
 
 // Placement is the result: the stripes of the chunk and its length.
@@ -151,6 +154,9 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 	for _, c := range cands {
 		if req.Profile == format.ProfileDup {
 			a, b := dupOffsets(c.holes, size)
+			if req.Compact {
+				a, b = compactDup(c.holes, size)
+			}
 			p.Stripes = append(p.Stripes, format.Stripe{DevID: c.dev.DevID, Offset: a, DevUUID: c.dev.UUID},
 				format.Stripe{DevID: c.dev.DevID, Offset: b, DevUUID: c.dev.UUID})
 			continue
@@ -210,4 +216,24 @@ func lowestFit(holes []Range, size uint64) uint64 {
 		}
 	}
 	return best
+}
+
+// compactDup places both dup copies as low as possible: in the lowest
+// hole that holds both, or the lowest two holes that hold one each.
+func compactDup(holes []Range, size uint64) (uint64, uint64) {
+	byStart := append([]Range(nil), holes...)
+	sort.Slice(byStart, func(i, j int) bool { return byStart[i].Start < byStart[j].Start })
+	var found []uint64
+	for _, h := range byStart {
+		for off := h.Start; off+size <= h.End() && len(found) < 2; off += size {
+			found = append(found, off)
+		}
+		if len(found) == 2 {
+			break
+		}
+	}
+	if len(found) < 2 {
+		return dupOffsets(holes, size)
+	}
+	return found[0], found[1]
 }

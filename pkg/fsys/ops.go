@@ -308,6 +308,11 @@ func (f *FS) Setattr(p string, a SetAttr) error {
 func (f *FS) SetattrInode(in *Inode, a SetAttr) error { return f.setattrIno(in, a) }
 
 func (f *FS) setattrIno(in *Inode, a SetAttr) error {
+	// Start from the stored inode: the caller's copy may predate changes
+	// made since (entries added to a directory change its size).
+	if err := f.refresh(in); err != nil {
+		return err
+	}
 	if a.Mode != nil {
 		in.Mode = in.Mode&syscall.S_IFMT | *a.Mode&0o7777
 	}
@@ -329,3 +334,13 @@ func (f *FS) setattrIno(in *Inode, a SetAttr) error {
 
 // Base returns the last element of an image path ("/" for the root).
 func Base(p string) string { return path.Base(path.Clean("/" + p)) }
+
+// refresh reloads in from the running state, in place.
+func (f *FS) refresh(in *Inode) error {
+	cur, err := f.Inode(in.Ino)
+	if err != nil {
+		return err
+	}
+	*in = *cur
+	return nil
+}

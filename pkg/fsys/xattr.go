@@ -66,6 +66,9 @@ func (f *FS) SetXattr(in *Inode, name string, value []byte) error {
 	if err := t.Put(k, format.MarshalXattrs(kept)); err != nil {
 		return err
 	}
+	if err := f.refresh(in); err != nil {
+		return err
+	}
 	in.Ctime = f.Now()
 	return f.putInode(in)
 }
@@ -99,6 +102,9 @@ func (f *FS) RemoveXattr(in *Inode, name string) error {
 		err = t.Put(k, format.MarshalXattrs(kept))
 	}
 	if err != nil {
+		return err
+	}
+	if err := f.refresh(in); err != nil {
 		return err
 	}
 	in.Ctime = f.Now()

@@ -49,6 +49,8 @@ type Options struct {
 	ForceUID, ForceGID *uint32
 	// Progress is told the data bytes copied.
 	Progress func(int64)
+	// Shrink truncates image files to what the populated filesystem needs.
+	Shrink bool
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -122,7 +124,7 @@ func Make(o Options) (*fsys.FS, error) {
 	}()
 	p := store.CreateParams{
 		FSID: o.UUID, Label: o.Label, Csum: o.Csum, NodeSize: o.NodeSize, SectorSize: o.SectorSize,
-		Data: data, Metadata: meta, AllocPolicy: o.AllocPolicy,
+		Data: data, Metadata: meta, AllocPolicy: o.AllocPolicy, Compact: o.Shrink,
 	}
 	baseDir := filepath.Dir(o.Devices[0].Path)
 	for _, s := range o.Devices {
@@ -159,6 +161,9 @@ func Make(o Options) (*fsys.FS, error) {
 	}
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil && o.Shrink {
+		err = shrink(st, p.Devices)
 	}
 	if err != nil {
 		f.Abort()
@@ -320,6 +325,25 @@ func populate(f *fsys.FS, o Options) error {
 		return transfer.CopyIn(f, o.RootDir, "/", to, true)
 	case o.Tar != nil:
 		return transfer.TarIn(f, o.Tar, "/", to)
+	}
+	return nil
+}
+
+// shrink cuts the chunks to their contents and truncates image files to
+// the new device sizes (block devices and partitions keep their size).
+func shrink(st *store.FS, devs []store.NewDevice) error {
+	sizes, err := st.Shrink()
+	if err != nil {
+		return err
+	}
+	for i, d := range devs {
+		fi, err := os.Stat(d.Path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Truncate(d.Path, int64(sizes[uint64(i+1)])); err != nil {
+			return fmt.Errorf("shrink %s: %w", d.Path, err)
+		}
 	}
 	return nil
 }

@@ -32,6 +32,8 @@ type CreateParams struct {
 	Metadata    format.Profile
 	AllocPolicy format.AllocPolicy
 	Devices     []NewDevice
+	// Compact packs small chunks at the start of each device (mkfs --shrink).
+	Compact bool
 }
 
 // DevUUID derives a device's UUID from the filesystem UUID and its devid,
@@ -83,7 +85,7 @@ func CreateTx(p CreateParams) (*FS, *Txn, error) {
 		Label: p.Label, Settings: format.Settings{AllocPolicy: p.AllocPolicy},
 	}
 	var devs []*volume.Dev
-	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata}
+	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact}
 	for i, nd := range p.Devices {
 		id := uint64(i + 1)
 		uuid := DevUUID(p.FSID, id)

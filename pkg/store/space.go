@@ -104,6 +104,14 @@ var chunkSizes = map[format.ChunkType]uint64{
 
 const minStripe = 4 << 20
 
+// compactSizes are the chunk sizes of a compact filesystem (mkfs
+// --shrink): small, so the last chunk of each type wastes little.
+var compactSizes = map[format.ChunkType]uint64{
+	format.ChunkData:     64 << 20,
+	format.ChunkMetadata: 16 << 20,
+	format.ChunkSystem:   4 << 20,
+}
+
 func (fs *FS) profileFor(t format.ChunkType) format.Profile {
 	switch t {
 	case format.ChunkData:
@@ -131,8 +139,11 @@ func (fs *FS) deviceSpace() []alloc.DeviceSpace {
 func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
 	fs := tx.fs
 	want := min(chunkSizes[t], max(fs.sb.TotalBytes/10/(1<<20)*(1<<20), minStripe))
+	if fs.Compact {
+		want = min(want, compactSizes[t])
+	}
 	profile := fs.profileFor(t)
-	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy})
+	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact})
 	if err != nil {
 		return nil, err
 	}

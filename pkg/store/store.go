@@ -36,6 +36,9 @@ type FS struct {
 	// broken is set when a transaction failed half-way: the in-memory
 	// state no longer matches the disk, so no new transaction may start.
 	broken bool
+	// Compact makes new chunks small and packed low on the devices (mkfs
+	// --shrink); it is not stored.
+	Compact bool
 	// Profiles for new chunks, taken from the newest chunk of each kind.
 	dataProfile, metaProfile format.Profile
 }
