@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
@@ -41,9 +42,9 @@ func cmdCp(args []string, stdout, stderr io.Writer) error {
 	}
 	dst := parseOperand(fl.Arg(fl.NArg() - 1))
 	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar := newProgress(f)
-		defer bar.done()
-		o.Progress = bar.add
+		bar := progress.New(f)
+		defer bar.Done()
+		o.Progress = bar.Add
 	}
 	if dst.image != "" {
 		return copyInto(of, srcs, dst, o)

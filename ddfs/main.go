@@ -37,6 +37,7 @@ var commands = map[string]command{
 }
 
 func main() {
+	cli.SoftMemoryLimit(160 << 20)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

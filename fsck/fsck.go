@@ -22,8 +22,11 @@ const (
 )
 
 const help = `Checks every superblock copy, the device items, the chunk mapping, every
-copy of every tree node (checksum, header, key order, levels, generations)
-and the extent accounting. Nothing is changed (-n is the default).
+copy of every tree node (checksum, header, key order, levels, generations),
+the extent accounting, and the filesystem: directory entries and inodes,
+link counts, orphans, file sizes against extents, extent reference counts
+against all references, data checksum coverage (--check-data reads and
+verifies every data sector). Nothing is changed (-n is the default).
 
 Exit codes (as fsck(8)):
   0   no problems
@@ -40,6 +43,7 @@ const examples = `  fsck.ddfs disk.img
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := cli.NewFlags("fsck.ddfs", "fsck.ddfs [options] DEVICE...\n\n"+help, examples, stdout)
 	fl.BoolP("no-change", "n", true, "do not change anything (the default; repair comes later)")
+	checkData := fl.Bool("check-data", false, "also read every data sector (every copy) and verify its checksum")
 	asJSON := fl.Bool("json", false, "print the report as JSON")
 	quiet := fl.BoolP("quiet", "q", false, "print only problems")
 	verbose := fl.BoolP("verbose", "v", false, "print what was checked")
@@ -57,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fsck.ddfs: no device given\nTry 'fsck.ddfs --help' for more information.\n")
 		return exitUsage
 	}
-	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait})
+	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait, CheckData: *checkData})
 	if err != nil {
 		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return exitOperational

@@ -1,8 +1,13 @@
 // Command fsck.ddfs checks a ddfs filesystem.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+)
 
 func main() {
+	cli.SoftMemoryLimit(160 << 20)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func main() {
+	cli.SoftMemoryLimit(160 << 20)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

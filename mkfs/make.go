@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
+	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
@@ -113,6 +115,11 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	}
 	if c, ok := o.Tar.(io.Closer); ok && o.Tar != os.Stdin {
 		defer c.Close()
+	}
+	if fh, ok := stderr.(*os.File); ok && !*quiet && !*asJSON && term.IsTerminal(int(fh.Fd())) && (o.RootDir != "" || o.Tar != nil) {
+		bar := progress.New(fh)
+		defer bar.Done()
+		o.Progress = bar.Add
 	}
 	f, err := mkfs.Make(o)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 // Problem is one inconsistency, located as precisely as it can be.
 type Problem struct {
-	Kind    string `json:"kind"` // superblock, device, chunk, node, extent, block-group
+	Kind    string `json:"kind"` // superblock, device, chunk, node, extent, block-group, fs, data
 	Tree    string `json:"tree,omitempty"`
 	Logical uint64 `json:"logical,omitempty"`
 	DevID   uint64 `json:"devid,omitempty"`
@@ -39,7 +39,7 @@ func (p Problem) String() string {
 	}
 	if p.Device != "" {
 		s += fmt.Sprintf(" on %s (devid %d)", p.Device, p.DevID)
-		if p.Kind == "node" || p.Kind == "superblock" || p.Kind == "chunk" {
+		if p.Kind == "node" || p.Kind == "superblock" || p.Kind == "chunk" || p.Kind == "data" {
 			s += fmt.Sprintf(" offset %d", p.Offset)
 		}
 	}
@@ -70,10 +70,14 @@ func (r *Report) Clean() bool { return len(r.Problems) == 0 }
 type Options struct {
 	Extra []string // more device specs (--device)
 	Wait  bool
+	// CheckData reads every copy of every checksummed data sector and
+	// verifies its checksum (--check-data).
+	CheckData bool
 }
 
 type checker struct {
 	vol  *volume.Volume
+	opt  Options
 	sb   *format.Superblock
 	rep  *Report
 	seen map[uint64]format.TreeID
@@ -82,6 +86,7 @@ type checker struct {
 	metaItems map[uint64]format.Key
 	bgItems   map[uint64]*format.BlockGroupItem
 	extents   []format.Key // data extent keys, in order
+	fs        fsState      // the filesystem pass (fs.go)
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -92,14 +97,18 @@ func Check(specs []string, opt Options) (*Report, error) {
 		return nil, err
 	}
 	defer vol.Close()
-	return CheckVolume(vol)
+	return CheckVolume(vol, opt)
 }
 
-// CheckVolume checks an opened volume (tests, crash replay).
-func CheckVolume(vol *volume.Volume) (*Report, error) {
+// CheckVolume checks an opened volume (tests, crash replay); opts, if
+// given, are those of Check (only CheckData matters here).
+func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c := &checker{
 		vol: vol, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
 		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{},
+	}
+	if len(opts) > 0 {
+		c.opt = opts[0]
 	}
 	c.rep.UUID = uuid.UUID(c.sb.FSID).String()
 	c.rep.Generation = c.sb.Generation
@@ -114,6 +123,7 @@ func CheckVolume(vol *volume.Volume) (*Report, error) {
 		c.walk(id)
 	}
 	c.checkExtents()
+	c.checkFS()
 	c.rep.Devices = len(vol.Devices())
 	c.rep.Chunks = len(vol.Chunks.All())
 	c.rep.Nodes = len(c.seen)
@@ -125,7 +135,7 @@ func CheckVolume(vol *volume.Volume) (*Report, error) {
 	return c.rep, nil
 }
 
-var kindOrder = map[string]int{"superblock": 0, "device": 1, "chunk": 2, "node": 3, "block-group": 4, "extent": 5}
+var kindOrder = map[string]int{"superblock": 0, "device": 1, "chunk": 2, "node": 3, "block-group": 4, "extent": 5, "fs": 6, "data": 7}
 
 func (c *checker) add(p Problem) { c.rep.Problems = append(c.rep.Problems, p) }
 

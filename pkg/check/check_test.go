@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -34,8 +36,8 @@ func layouts() []layout {
 	return out
 }
 
-// build creates a filesystem and fills the fs tree over a few commits so
-// that trees have several levels.
+// build creates a filesystem and fills the fs tree with files over a few
+// commits so that trees have several levels.
 func build(t *testing.T, l layout, items int) []*device.MemDevice {
 	t.Helper()
 	var devs []*device.MemDevice
@@ -45,22 +47,28 @@ func build(t *testing.T, l layout, items int) []*device.MemDevice {
 		devs = append(devs, d)
 		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name()})
 	}
-	fs, err := store.Create(p)
+	st, tx, err := store.CreateTx(p)
 	if err != nil {
 		t.Fatalf("%+v: %v", l, err)
 	}
+	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Adopt(tx)
+	if err := f.InitRoot(fsys.Attr{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	for c := 0; c < 3; c++ {
-		tx, err := fs.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
 		for i := 0; i < items/3; i++ {
-			k := format.Key{ObjectID: uint64(1000 + c*items + i), Type: format.InodeItemKey}
-			if err := tx.Tree(format.FSTree).Insert(k, make([]byte, 100)); err != nil {
+			if _, err := f.Create(fmt.Sprintf("/f%d", c*items+i), fsys.Attr{Mode: 0o644}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if err := f.Sync(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,12 +35,22 @@ func TestCrashReplay(t *testing.T) {
 				d := device.NewMemDevice(fmt.Sprintf("d%d", i), size)
 				p.Devices = append(p.Devices, store.NewDevice{Dev: log.Wrap(d, i), Path: d.Name()})
 			}
-			fs, err := store.Create(p)
+			// Generation 1 holds the root directory; the transactions
+			// then put and delete xattrs of it.
+			fs, tx, err := store.CreateTx(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			models := map[uint64]snapshot{1: {}}
-			cur := snapshot{}
+			rootKey := format.Key{ObjectID: format.RootDirIno, Type: format.InodeItemKey}
+			rootItem := format.MarshalInodeItem(&format.InodeItem{Generation: 1, Nlink: 2, Mode: format.ModeDir | 0o755, Seq: 2})
+			if err := tx.Tree(format.FSTree).Insert(rootKey, rootItem); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			models := map[uint64]snapshot{1: {rootKey: string(rootItem)}}
+			cur := snapshot{rootKey: string(rootItem)}
 			r := rand.New(rand.NewPCG(11, uint64(l.devs)))
 			for g := 0; g < 6; g++ {
 				tx, err := fs.Begin()
@@ -48,7 +58,8 @@ func TestCrashReplay(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := 0; i < 120; i++ {
-					k := format.Key{ObjectID: uint64(r.IntN(300)), Type: format.InodeItemKey}
+					name := fmt.Sprintf("user.k%d", r.IntN(300))
+					k := format.Key{ObjectID: format.RootDirIno, Type: format.XattrItemKey, Offset: format.NameHash([]byte(name))}
 					if _, ok := cur[k]; ok && r.IntN(3) == 0 {
 						if err := tx.Tree(format.FSTree).Delete(k); err != nil {
 							t.Fatal(err)
@@ -57,10 +68,11 @@ func TestCrashReplay(t *testing.T) {
 						continue
 					}
 					v := fmt.Sprintf("gen %d item %d %s", g, i, bytes.Repeat([]byte("x"), r.IntN(200)))
-					if err := tx.Tree(format.FSTree).Put(k, []byte(v)); err != nil {
+					b := format.MarshalXattrs([]format.Xattr{{Name: name, Value: []byte(v)}})
+					if err := tx.Tree(format.FSTree).Put(k, b); err != nil {
 						t.Fatal(err)
 					}
-					cur[k] = v
+					cur[k] = string(b)
 				}
 				if err := tx.Commit(); err != nil {
 					t.Fatal(err)

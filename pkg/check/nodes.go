@@ -152,11 +152,13 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.metaItems[it.Key.ObjectID] = it.Key
 	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
-		if _, err := format.UnmarshalExtentItem(it.Data); err != nil {
+		e, err := format.UnmarshalExtentItem(it.Data)
+		if err != nil {
 			bad(err)
 			return
 		}
 		c.extents = append(c.extents, it.Key)
+		c.fs.dataExtent(it.Key, e)
 	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
 		g, err := format.UnmarshalBlockGroupItem(it.Data)
 		if err != nil {
@@ -164,5 +166,9 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			return
 		}
 		c.bgItems[it.Key.ObjectID] = g
+	case id == format.FSTree:
+		c.fsItem(it)
+	case id == format.CsumTree:
+		c.csumItem(it)
 	}
 }

@@ -22,8 +22,10 @@ func (f *FS) putCsums(logical uint64, buf []byte) error {
 	sb := f.st.Super()
 	ss, cl := int(sb.SectorSize), sb.CsumType.Len()
 	t := f.tx.Tree(format.CsumTree)
+	// An item must fit in a node: small nodes and long sums hold fewer.
+	perItem := min(maxSumsPerItem, format.MaxItemData(sb.NodeSize)/cl)
 	for len(buf) > 0 {
-		n := min(len(buf)/ss, maxSumsPerItem)
+		n := min(len(buf)/ss, perItem)
 		item := make([]byte, 0, n*cl)
 		for i := 0; i < n; i++ {
 			sum := format.Checksum(sb.CsumType, buf[i*ss:(i+1)*ss])

@@ -48,7 +48,7 @@ type FS struct {
 // New wraps an opened store.
 func New(st *store.FS, opt Options) (*FS, error) {
 	if opt.BatchNodes == 0 {
-		opt.BatchNodes = 8192
+		opt.BatchNodes = 4096 // 64 MiB of 16 KiB nodes
 	}
 	if opt.BatchBytes == 0 {
 		opt.BatchBytes = 1 << 30

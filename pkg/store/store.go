@@ -44,7 +44,7 @@ type FS struct {
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
-const cacheNodes = 4096
+const cacheNodes = 2048
 
 // Open opens the filesystem that specs belong to.
 func Open(specs []string, opt volume.Options) (*FS, error) {

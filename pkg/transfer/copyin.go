@@ -91,9 +91,10 @@ func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
 	return f.Sync()
 }
 
+// stat never follows a symlink unless -L asks: a symlink is copied as a
+// symlink, even when named on the command line.
 func (c *copier) stat(p string, top bool) (os.FileInfo, error) {
-	// cp follows a symlink named on the command line unless recursive.
-	if c.o.Follow || (top && !c.o.Recursive && !c.o.Archive) {
+	if c.o.Follow {
 		return os.Stat(p)
 	}
 	return os.Lstat(p)

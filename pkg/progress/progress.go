@@ -1,4 +1,7 @@
-package main
+// Package progress draws a byte counter on a terminal: one line on stderr,
+// redrawn at most ten times a second. Callers use it only when stderr is a
+// terminal.
+package progress
 
 import (
 	"fmt"
@@ -8,18 +11,19 @@ import (
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-// progress is a one-line byte counter on a terminal's stderr, redrawn at
-// most ten times a second. Only used when stderr is a terminal.
-type progress struct {
+// Bar is the counter.
+type Bar struct {
 	w     *os.File
 	n     uint64
 	start time.Time
 	last  time.Time
 }
 
-func newProgress(w *os.File) *progress { return &progress{w: w, start: time.Now()} }
+// New starts a counter on w.
+func New(w *os.File) *Bar { return &Bar{w: w, start: time.Now()} }
 
-func (p *progress) add(n int64) {
+// Add counts n more bytes.
+func (p *Bar) Add(n int64) {
 	p.n += uint64(n)
 	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond {
 		p.last = now
@@ -27,13 +31,14 @@ func (p *progress) add(n int64) {
 	}
 }
 
-func (p *progress) draw() {
+func (p *Bar) draw() {
 	secs := time.Since(p.start).Seconds()
 	rate := float64(p.n) / max(secs, 1e-9)
 	fmt.Fprintf(p.w, "\r%12s copied  %10s/s  %5.1fs ", units.Human(p.n), units.Human(uint64(rate)), secs)
 }
 
-func (p *progress) done() {
+// Done draws the final state.
+func (p *Bar) Done() {
 	if p.n > 0 {
 		p.draw()
 		fmt.Fprintln(p.w)

@@ -1,0 +1,866 @@
+package check
+
+// The filesystem pass (FORMAT.md §5, §6): the namespace and file data of
+// the fs tree against each other, against the data extents of the extent
+// tree and against the csum tree.
+//
+// Memory stays bounded by a few compact maps. The walk hands the fs tree's
+// items over in key order, so everything one inode owns (its inode item,
+// names, xattrs, directory entries, file extents) arrives together and is
+// checked when the next inode starts; only these survive an inode:
+//
+//   - names: per child inode, the balance of the DIR_INDEX entries naming
+//     it (+1 and a fingerprint of parent, index, name and type) and its
+//     own INODE_REF names (−1 and the same fingerprint with the child's
+//     real type). An entry is dropped when it balances, so only names
+//     whose two halves are still apart in the stream are held.
+//   - dirParent: the parent of every directory, for the loop check.
+//   - refs: per data extent, the file extent items that point at it.
+//   - csums: the logical span of every csum item.
+//
+// A directory's DIR_ITEM and DIR_INDEX entries are compared by a
+// fingerprint too. When a fingerprint does not balance, a second pass
+// re-reads the fs tree and looks every name of the directories and inodes
+// concerned up in its counterparts, so the report names the exact entry.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// fsState is what the filesystem pass gathers during the walk.
+type fsState struct {
+	started bool
+	cur     inodeState
+	names   map[uint64]balance // child ino -> DIR_INDEX entries minus INODE_REF names
+	dirFlag map[uint64]bool    // directories whose DIR_ITEM and DIR_INDEX entries disagree
+	// dirParent maps each directory with exactly one name to its parent.
+	dirParent map[uint64]uint64
+	rootSeen  bool
+	extents   []dataExtent           // data EXTENT_ITEMs, in walk (key) order
+	refs      map[extentID]extentUse // file extent items per (disk_logical, disk_len)
+	csums     []span                 // logical ranges of the csum items
+	lastCsum  uint64                 // end of the previous csum item
+}
+
+// inodeState is what the items of the current inode add up to.
+type inodeState struct {
+	ino        uint64
+	items      int               // items of this inode seen
+	orphaned   int               // items seen without an inode item before them
+	hasItem    bool              // an INODE_ITEM key was seen (it may not decode)
+	item       *format.InodeItem // the decoded inode item, nil if absent or bad
+	names      uint32            // names in INODE_REF items
+	parent     uint64            // parent directory of the last name
+	entries    uint64            // DIR_INDEX items
+	subdirs    uint64            // DIR_INDEX entries of type directory
+	dir        balance           // DIR_ITEM entries minus DIR_INDEX entries
+	nbytes     uint64            // num_bytes of non-hole extents plus inline lengths
+	extEnd     uint64            // end of the previous file extent
+	extents    int               // EXTENT_DATA items
+	inline     bool              // the first extent is inline
+	notDir     bool              // "has directory entries" already reported
+	notFile    bool              // "has file extents" already reported
+	extentLost bool              // an extent did not decode: nbytes is unknown
+}
+
+// balance is a multiset difference: a count and a sum of fingerprints.
+type balance struct {
+	n int64
+	h uint64
+}
+
+func (b balance) zero() bool { return b.n == 0 && b.h == 0 }
+
+type span struct{ start, end uint64 }
+
+type extentID struct{ logical, length uint64 }
+
+type dataExtent struct {
+	extentID
+	refs uint64
+}
+
+// extentUse counts the file extent items pointing at one data extent and
+// remembers the first of them for messages.
+type extentUse struct {
+	n       uint64
+	regular bool // at least one regular (not prealloc) item: needs checksums
+	ino     uint64
+	off     uint64
+}
+
+func (s *fsState) init() {
+	if s.names == nil {
+		s.names = map[uint64]balance{}
+		s.dirFlag = map[uint64]bool{}
+		s.dirParent = map[uint64]uint64{}
+		s.refs = map[extentID]extentUse{}
+	}
+}
+
+// dataExtent records a data EXTENT_ITEM (called by item()).
+func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
+	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs})
+}
+
+// fsProblem reports a problem of the namespace or file contents.
+func (c *checker) fsProblem(msg string, args ...any) {
+	c.add(Problem{Kind: "fs", Tree: format.FSTree.String(), Message: fmt.Sprintf(msg, args...)})
+}
+
+// nameMark is the fingerprint of one name of child in parent; DIR_INDEX
+// entries use the entry's type, INODE_REFs the child's real type.
+func nameMark(parent, child, index uint64, name string, t format.FileType) uint64 {
+	var b [25 + format.MaxNameLen]byte
+	binary.LittleEndian.PutUint64(b[0:], parent)
+	binary.LittleEndian.PutUint64(b[8:], child)
+	binary.LittleEndian.PutUint64(b[16:], index)
+	b[24] = byte(t)
+	n := 25 + copy(b[25:], name)
+	return xxhash.Sum64(b[:n])
+}
+
+// entryMark is the fingerprint of a directory entry (DIR_ITEM or DIR_INDEX).
+func entryMark(child uint64, t format.FileType, name string) uint64 {
+	var b [9 + format.MaxNameLen]byte
+	binary.LittleEndian.PutUint64(b[0:], child)
+	b[8] = byte(t)
+	n := 9 + copy(b[9:], name)
+	return xxhash.Sum64(b[:n])
+}
+
+// addName moves child's balance by one name.
+func (s *fsState) addName(child uint64, mark uint64, n int64) {
+	b := s.names[child]
+	b.n += n
+	if n > 0 {
+		b.h += mark
+	} else {
+		b.h -= mark
+	}
+	if b.zero() {
+		delete(s.names, child)
+	} else {
+		s.names[child] = b
+	}
+}
+
+func (in *inodeState) fileType() format.FileType {
+	if in.item == nil {
+		return 0
+	}
+	return in.item.FileType()
+}
+
+// fsItem takes one item of the fs tree, in key order (called by item()).
+func (c *checker) fsItem(it format.Item) {
+	s := &c.fs
+	s.init()
+	k := it.Key
+	if !s.started || k.ObjectID != s.cur.ino {
+		if s.started {
+			c.finishInode()
+		}
+		s.started = true
+		s.cur = inodeState{ino: k.ObjectID}
+	}
+	cur := &s.cur
+	cur.items++
+	if k.ObjectID < format.RootDirIno {
+		if cur.items == 1 {
+			c.fsProblem("item %v: object id %d is reserved (inodes start at %d)", k, k.ObjectID, format.RootDirIno)
+		}
+		return
+	}
+	if k.Type != format.InodeItemKey && !cur.hasItem {
+		cur.orphaned++
+	}
+	bad := func(err error) {
+		c.fsProblem("inode %d: item %v: %s", cur.ino, k, errString(err))
+	}
+	switch k.Type {
+	case format.InodeItemKey:
+		cur.hasItem = true
+		if cur.ino == format.RootDirIno {
+			s.rootSeen = true
+		}
+		in, err := format.UnmarshalInodeItem(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		if k.Offset != 0 {
+			c.fsProblem("inode %d: inode item key offset %d, want 0", cur.ino, k.Offset)
+		}
+		cur.item = in
+		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
+			c.fsProblem("inode %d: the root directory is a %v", cur.ino, in.FileType())
+		}
+	case format.InodeRefKey:
+		refs, err := format.UnmarshalInodeRefs(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		parent := k.Offset
+		if cur.ino == format.RootDirIno {
+			c.fsProblem("inode %d: the root directory has a name in directory %d", cur.ino, parent)
+		}
+		if parent == cur.ino {
+			c.fsProblem("inode %d: INODE_REF names the inode as its own parent", cur.ino)
+		}
+		for _, r := range refs {
+			cur.names++
+			cur.parent = parent
+			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
+		}
+	case format.XattrItemKey:
+		xs, err := format.UnmarshalXattrs(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		for _, x := range xs {
+			if h := format.NameHash([]byte(x.Name)); h != k.Offset {
+				c.fsProblem("inode %d: xattr %q is under key offset %#x, its name hash is %#x", cur.ino, x.Name, k.Offset, h)
+			}
+		}
+	case format.DirItemKey:
+		es, err := format.UnmarshalDirEntries(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		c.dirEntries(cur)
+		for _, e := range es {
+			if h := format.NameHash([]byte(e.Name)); h != k.Offset {
+				c.fsProblem("inode %d: DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", cur.ino, e.Name, k.Offset, h)
+			}
+			cur.dir.n++
+			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
+		}
+	case format.DirIndexKey:
+		e, err := format.UnmarshalDirEntry(it.Data)
+		if err != nil {
+			bad(err)
+			return
+		}
+		c.dirEntries(cur)
+		idx := k.Offset
+		if in := cur.item; in != nil && in.FileType() == format.FileTypeDir && (idx < 2 || idx >= in.Seq) {
+			c.fsProblem("inode %d: DIR_INDEX %d (%q) is outside [2, seq %d)", cur.ino, idx, e.Name, in.Seq)
+		}
+		if e.Ino == cur.ino {
+			c.fsProblem("inode %d: directory entry %q names the directory itself", cur.ino, e.Name)
+		}
+		cur.entries++
+		if e.Type == format.FileTypeDir {
+			cur.subdirs++
+		}
+		cur.dir.n--
+		cur.dir.h -= entryMark(e.Ino, e.Type, e.Name)
+		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, e.Name, e.Type), +1)
+	case format.FileExtentKey:
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err != nil {
+			cur.extentLost = true
+			bad(err)
+			return
+		}
+		c.fileExtent(cur, k.Offset, x)
+	case format.PropItemKey:
+		c.fsProblem("inode %d: PROP_ITEM %v (reserved: version 1 writes none)", cur.ino, k)
+	default:
+		c.fsProblem("inode %d: item %v of a type the fs tree does not hold", cur.ino, k)
+	}
+}
+
+// dirEntries reports directory entries of an inode that is no directory.
+func (c *checker) dirEntries(cur *inodeState) {
+	if t := cur.fileType(); t != 0 && t != format.FileTypeDir && !cur.notDir {
+		cur.notDir = true
+		c.fsProblem("inode %d: a %v has directory entries", cur.ino, t)
+	}
+}
+
+// fileExtent checks one EXTENT_DATA item against the inode's others and
+// counts its data extent reference.
+func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentItem) {
+	s := &c.fs
+	ss := uint64(c.sb.SectorSize)
+	t := cur.fileType()
+	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
+		cur.notFile = true
+		c.fsProblem("inode %d: a %v has file extents", cur.ino, t)
+	}
+	n := x.Len()
+	end := off + n
+	switch {
+	case end < off:
+		c.fsProblem("inode %d: extent at %d of %d bytes passes the end of the offset space", cur.ino, off, n)
+	case cur.extents > 0 && off < cur.extEnd:
+		c.fsProblem("inode %d: extent at %d overlaps the previous extent, which ends at %d", cur.ino, off, cur.extEnd)
+	}
+	if cur.inline && cur.extents > 0 {
+		c.fsProblem("inode %d: extent at %d follows an inline extent (inline must be the only extent)", cur.ino, off)
+	}
+	if x.Type == format.FileExtentInline {
+		if off != 0 {
+			c.fsProblem("inode %d: inline extent at %d (inline extents live at offset 0 only)", cur.ino, off)
+		} else if cur.extents == 0 {
+			cur.inline = true
+		}
+	}
+	if in := cur.item; in != nil {
+		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
+			c.fsProblem("inode %d: extent at %d lies wholly beyond the size %d", cur.ino, off, in.Size)
+		}
+	}
+	if x.Compression != format.CompressNone {
+		c.fsProblem("inode %d: extent at %d is compressed (%v) but the compression feature is not enabled", cur.ino, off, x.Compression)
+	}
+	cur.extents++
+	cur.extEnd = max(cur.extEnd, end)
+	if x.Type == format.FileExtentInline {
+		cur.nbytes += n
+		return
+	}
+	if x.DiskLogical == 0 {
+		return // a hole
+	}
+	cur.nbytes += n
+	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
+		c.fsProblem("inode %d: extent at %d points at %d+%d, not whole sectors of %d bytes", cur.ino, off, x.DiskLogical, x.DiskLen, ss)
+	}
+	id := extentID{x.DiskLogical, x.DiskLen}
+	u, ok := s.refs[id]
+	if !ok {
+		u.ino, u.off = cur.ino, off
+	}
+	u.n++
+	u.regular = u.regular || x.Type == format.FileExtentRegular
+	s.refs[id] = u
+}
+
+// finishInode checks what the items of the inode add up to.
+func (c *checker) finishInode() {
+	s := &c.fs
+	cur := &s.cur
+	if cur.ino < format.RootDirIno {
+		return
+	}
+	if !cur.dir.zero() {
+		s.dirFlag[cur.ino] = true
+	}
+	if !cur.hasItem {
+		c.fsProblem("inode %d: %d items but no inode item", cur.ino, cur.orphaned)
+		return
+	}
+	in := cur.item
+	if in == nil {
+		return // the inode item did not decode (reported)
+	}
+	t := in.FileType()
+	isDir := t == format.FileTypeDir
+	switch {
+	case cur.ino == format.RootDirIno:
+		// no name (reported with the INODE_REF otherwise)
+	case cur.names == 0:
+		c.fsProblem("inode %d: a %v with nlink %d has no name (orphan)", cur.ino, t, in.Nlink)
+	case isDir && cur.names > 1:
+		c.fsProblem("inode %d: directory has %d names, want 1", cur.ino, cur.names)
+	case !isDir && in.Nlink != cur.names:
+		c.fsProblem("inode %d: nlink %d, the inode has %d names", cur.ino, in.Nlink, cur.names)
+	}
+	if isDir {
+		if uint64(in.Nlink) != 2+cur.subdirs {
+			c.fsProblem("inode %d: directory nlink %d, want %d (2 + %d subdirectories)", cur.ino, in.Nlink, 2+cur.subdirs, cur.subdirs)
+		}
+		if in.Size != cur.entries {
+			c.fsProblem("inode %d: directory size %d, it has %d entries", cur.ino, in.Size, cur.entries)
+		}
+		if in.Seq < 2 {
+			c.fsProblem("inode %d: directory seq %d, want >= 2", cur.ino, in.Seq)
+		}
+		if cur.names == 1 && cur.ino != format.RootDirIno {
+			s.dirParent[cur.ino] = cur.parent
+		}
+	}
+	if t != format.FileTypeRegular && t != format.FileTypeSymlink && !isDir && in.Size != 0 {
+		c.fsProblem("inode %d: a %v with size %d, want 0", cur.ino, t, in.Size)
+	}
+	if t != format.FileTypeCharDev && t != format.FileTypeBlockDev && in.Rdev != 0 {
+		c.fsProblem("inode %d: a %v with device number %#x, want 0", cur.ino, t, in.Rdev)
+	}
+	if in.Flags != 0 {
+		c.fsProblem("inode %d: flags %#x (none are defined)", cur.ino, in.Flags)
+	}
+	if !cur.extentLost && in.NBytes != cur.nbytes {
+		c.fsProblem("inode %d: nbytes %d, its extents hold %d", cur.ino, in.NBytes, cur.nbytes)
+	}
+}
+
+// csumItem takes one item of the csum tree (called by item()).
+func (c *checker) csumItem(it format.Item) {
+	s := &c.fs
+	k := it.Key
+	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
+	p := Problem{Kind: "extent", Tree: format.CsumTree.String(), Logical: k.Offset}
+	switch {
+	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
+		p.Message = fmt.Sprintf("item %v is no checksum item", k)
+	case len(it.Data) == 0 || uint64(len(it.Data))%cl != 0:
+		p.Message = fmt.Sprintf("checksum item of %d bytes, not a positive multiple of %d", len(it.Data), cl)
+	case k.Offset%ss != 0:
+		p.Message = fmt.Sprintf("checksum item starts inside a sector of %d bytes", ss)
+	case k.Offset+uint64(len(it.Data))/cl*ss < k.Offset:
+		p.Message = "checksum item passes the end of the address space"
+	}
+	if p.Message != "" {
+		c.add(p)
+		return
+	}
+	end := k.Offset + uint64(len(it.Data))/cl*ss
+	if len(s.csums) > 0 && k.Offset < s.lastCsum {
+		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
+		c.add(p)
+	}
+	s.lastCsum = max(s.lastCsum, end)
+	s.csums = append(s.csums, span{k.Offset, end})
+	if c.opt.CheckData {
+		c.verifyData(k.Offset, it.Data)
+	}
+}
+
+// verifyData reads every copy of the sectors a checksum item covers and
+// compares each with its sum.
+func (c *checker) verifyData(logical uint64, sums []byte) {
+	ss, cl := uint64(c.sb.SectorSize), c.sb.CsumType.Len()
+	const batch = 256 // sectors per read
+	n := uint64(len(sums) / cl)
+	ch, ok := c.vol.Chunks.Lookup(logical)
+	if !ok || ch.Type != format.ChunkData || logical+n*ss > ch.End() {
+		return // reported by the coverage check
+	}
+	buf := make([]byte, min(n, batch)*ss)
+	for first := uint64(0); first < n; first += batch {
+		cnt := min(n-first, batch)
+		start := logical + first*ss
+		b := buf[:cnt*ss]
+		for m := 0; m < c.vol.Copies(start); m++ {
+			if err := c.vol.ReadCopy(start, b, m); err != nil {
+				c.add(c.dataProblem(start, m, errString(err)))
+				continue
+			}
+			for i := uint64(0); i < cnt; i++ {
+				want := sums[(first+i)*uint64(cl) : (first+i+1)*uint64(cl)]
+				if got := format.Checksum(c.sb.CsumType, b[i*ss:(i+1)*ss]); !bytes.Equal(got[:cl], want) {
+					c.add(c.dataProblem(start+i*ss, m, "data checksum mismatch"))
+				}
+			}
+		}
+	}
+}
+
+// dataProblem locates copy m of the data sector at logical.
+func (c *checker) dataProblem(logical uint64, m int, msg string) Problem {
+	p := Problem{Kind: "data", Logical: logical, Copy: m + 1, Message: msg}
+	if targets, err := c.vol.Locate(logical); err == nil && m < len(targets) {
+		p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
+		if d, ok := c.vol.Device(p.DevID); ok {
+			p.Device = d.Path
+		}
+	}
+	return p
+}
+
+// checkFS finishes the filesystem pass once every tree has been walked.
+func (c *checker) checkFS() {
+	s := &c.fs
+	s.init()
+	if s.started {
+		c.finishInode()
+	}
+	if !s.rootSeen {
+		c.fsProblem("inode %d: the root directory has no inode item", format.RootDirIno)
+	}
+	c.checkLoops()
+	if len(s.names) > 0 || len(s.dirFlag) > 0 {
+		c.matchNames()
+	}
+	c.checkCsums(c.checkRefs())
+}
+
+// checkLoops reports directories whose parent chain loops instead of
+// reaching the root.
+func (c *checker) checkLoops() {
+	s := &c.fs
+	const (
+		unknown = iota
+		walking
+		done
+	)
+	state := map[uint64]int{}
+	dirs := make([]uint64, 0, len(s.dirParent))
+	for d := range s.dirParent {
+		dirs = append(dirs, d)
+	}
+	sort.Slice(dirs, func(i, j int) bool { return dirs[i] < dirs[j] })
+	var path []uint64
+	for _, d := range dirs {
+		path = path[:0]
+		for x := d; ; {
+			if state[x] == done {
+				break
+			}
+			if state[x] == walking {
+				var loop []uint64
+				for i := len(path) - 1; i >= 0; i-- {
+					loop = append(loop, path[i])
+					if path[i] == x {
+						break
+					}
+				}
+				sort.Slice(loop, func(i, j int) bool { return loop[i] < loop[j] })
+				c.fsProblem("inode %d: directories %v are each other's ancestors, not connected to the root", loop[0], loop)
+				break
+			}
+			p, ok := s.dirParent[x]
+			if !ok {
+				break // the root, or a parent reported otherwise
+			}
+			state[x] = walking
+			path = append(path, x)
+			x = p
+		}
+		for _, x := range path {
+			state[x] = done
+		}
+	}
+}
+
+// checkRefs compares every data extent's reference count with the file
+// extent items that point at it, and returns the extents that regular
+// file extents use (they need checksums).
+func (c *checker) checkRefs() (need []span) {
+	s := &c.fs
+	ss := uint64(c.sb.SectorSize)
+	for _, e := range s.extents {
+		p := Problem{Kind: "extent", Tree: format.ExtentTree.String(), Logical: e.logical}
+		if e.logical%ss != 0 || e.length%ss != 0 {
+			p.Message = fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
+			c.add(p)
+		}
+		if ch, ok := c.vol.Chunks.Lookup(e.logical); ok && ch.Type != format.ChunkData {
+			p.Message = fmt.Sprintf("data extent lives in a %v chunk", ch.Type)
+			c.add(p)
+		}
+		u, ok := s.refs[e.extentID]
+		switch {
+		case !ok:
+			p.Message = fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
+			c.add(p)
+		case u.n != e.refs:
+			p.Message = fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
+			c.add(p)
+		}
+		if u.regular {
+			need = append(need, span{e.logical, e.logical + e.length})
+		}
+		delete(s.refs, e.extentID)
+	}
+	// What is left points at no extent item.
+	missing := make([]extentID, 0, len(s.refs))
+	for id := range s.refs {
+		missing = append(missing, id)
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].logical < missing[j].logical })
+	for _, id := range missing {
+		u := s.refs[id]
+		c.add(Problem{Kind: "extent", Tree: format.FSTree.String(), Logical: id.logical, Message: fmt.Sprintf(
+			"inode %d: extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.ino, u.off, id.logical, id.length, u.n)})
+	}
+	return need
+}
+
+// checkCsums requires exactly one checksum for every sector of the data
+// extents in need, and none outside data extents. Extents that are only
+// preallocated (or not referenced at all) may have sums.
+func (c *checker) checkCsums(need []span) {
+	s := &c.fs
+	all := make([]span, 0, len(s.extents))
+	for _, e := range s.extents {
+		all = append(all, span{e.logical, e.logical + e.length})
+	}
+	sortSpans(all)
+	sortSpans(need)
+	sortSpans(s.csums)
+	tree := format.CsumTree.String()
+	uncovered(s.csums, union(all), func(x span, a, b uint64) {
+		c.add(Problem{Kind: "extent", Tree: tree, Logical: a, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
+	})
+	uncovered(need, union(s.csums), func(x span, a, b uint64) {
+		c.add(Problem{Kind: "extent", Tree: tree, Logical: x.start, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
+	})
+}
+
+func sortSpans(s []span) { sort.Slice(s, func(i, j int) bool { return s[i].start < s[j].start }) }
+
+// union merges sorted spans into disjoint ones.
+func union(s []span) []span {
+	var out []span
+	for _, x := range s {
+		if n := len(out); n > 0 && x.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, x.end)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// uncovered calls fn for every piece [a, b) of a span of s (sorted) that no
+// span of cover (sorted, disjoint) covers.
+func uncovered(s, cover []span, fn func(x span, a, b uint64)) {
+	j := 0
+	for _, x := range s {
+		for j < len(cover) && cover[j].end <= x.start {
+			j++
+		}
+		pos := x.start
+		for k := j; k < len(cover) && cover[k].start < x.end && pos < x.end; k++ {
+			if cover[k].start > pos {
+				fn(x, pos, cover[k].start)
+			}
+			pos = max(pos, cover[k].end)
+		}
+		if pos < x.end {
+			fn(x, pos, x.end)
+		}
+	}
+}
+
+// nodeReader reads committed nodes from the first copy that validates;
+// the second pass uses it through a btree.
+type nodeReader struct {
+	c     *checker
+	cache map[uint64]*format.Node
+}
+
+var errReadOnly = errors.New("fsck reads only")
+
+func (r *nodeReader) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+	if n := r.cache[logical]; n != nil {
+		return n, nil
+	}
+	want := format.NodeExpect{FSID: r.c.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
+	buf := make([]byte, r.c.sb.NodeSize)
+	err := fmt.Errorf("logical %d: no copy", logical)
+	for m := 0; m < r.c.vol.Copies(logical); m++ {
+		if err = r.c.vol.ReadCopy(logical, buf, m); err != nil {
+			continue
+		}
+		var n *format.Node
+		if n, err = format.UnmarshalNode(buf, r.c.sb.CsumType, want); err == nil {
+			if len(r.cache) >= 256 {
+				clear(r.cache)
+			}
+			r.cache[logical] = n
+			return n, nil
+		}
+	}
+	return nil, err
+}
+func (r *nodeReader) NewNode(format.TreeID, uint8) (*format.Node, error) { return nil, errReadOnly }
+func (r *nodeReader) IsDirty(*format.Node) bool                          { return false }
+func (r *nodeReader) FreeNode(*format.Node) error                        { return errReadOnly }
+func (r *nodeReader) NodeSize() uint32                                   { return r.c.sb.NodeSize }
+
+// lookup is one item of the fs tree; ok false if absent, err for a node
+// that cannot be read (then nothing is concluded).
+type lookup struct{ t *btree.Tree }
+
+func (l lookup) get(k format.Key) (b []byte, ok bool, err error) {
+	b, err = l.t.Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+// inode returns the inode item of ino: exists says whether the key is
+// there; in is nil if it is absent or does not decode.
+func (l lookup) inode(ino uint64) (in *format.InodeItem, exists bool, err error) {
+	b, ok, err := l.get(format.Key{ObjectID: ino, Type: format.InodeItemKey})
+	if !ok {
+		return nil, false, err
+	}
+	in, _ = format.UnmarshalInodeItem(b)
+	return in, true, nil
+}
+
+// refIndex finds name among child's names in parent.
+func (l lookup) refIndex(child, parent uint64, name string) (idx uint64, ok bool, err error) {
+	b, ok, err := l.get(format.Key{ObjectID: child, Type: format.InodeRefKey, Offset: parent})
+	if !ok {
+		return 0, false, err
+	}
+	refs, err := format.UnmarshalInodeRefs(b)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range refs {
+		if r.Name == name {
+			return r.Index, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// dirItem finds name in the DIR_ITEM of dir.
+func (l lookup) dirItem(dir uint64, name string) (e format.DirEntry, ok bool, err error) {
+	b, ok, err := l.get(format.Key{ObjectID: dir, Type: format.DirItemKey, Offset: format.NameHash([]byte(name))})
+	if !ok {
+		return e, false, err
+	}
+	es, err := format.UnmarshalDirEntries(b)
+	if err != nil {
+		return e, false, err
+	}
+	for _, e := range es {
+		if e.Name == name {
+			return e, true, nil
+		}
+	}
+	return e, false, nil
+}
+
+// matchNames is the second pass: it re-reads the fs tree and checks each
+// name of the directories and inodes whose fingerprints disagree against
+// its counterparts (DIR_ITEM, DIR_INDEX, INODE_REF, the child's inode).
+func (c *checker) matchNames() {
+	s := &c.fs
+	root := c.sb.Roots.Root(format.FSTree)
+	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
+	l := lookup{t}
+	flagged := func(dir, child uint64) bool {
+		_, ok := s.names[child]
+		return ok || s.dirFlag[dir]
+	}
+	for it := t.First(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key
+		switch k.Type {
+		case format.DirItemKey:
+			es, err := format.UnmarshalDirEntries(item.Data)
+			if err != nil {
+				continue
+			}
+			for _, e := range es {
+				if flagged(k.ObjectID, e.Ino) {
+					c.matchDirItem(l, k.ObjectID, e)
+				}
+			}
+		case format.DirIndexKey:
+			e, err := format.UnmarshalDirEntry(item.Data)
+			if err == nil && flagged(k.ObjectID, e.Ino) {
+				c.matchDirIndex(l, k.ObjectID, k.Offset, e)
+			}
+		case format.InodeRefKey:
+			refs, err := format.UnmarshalInodeRefs(item.Data)
+			if err != nil {
+				continue
+			}
+			for _, r := range refs {
+				if flagged(k.Offset, k.ObjectID) {
+					c.matchInodeRef(l, k.ObjectID, k.Offset, r)
+				}
+			}
+		}
+	}
+}
+
+// matchDirItem: a DIR_ITEM entry needs an existing child with an
+// INODE_REF of its name (the INODE_REF's own check then finds the
+// DIR_INDEX).
+func (c *checker) matchDirItem(l lookup, dir uint64, e format.DirEntry) {
+	_, exists, err := l.inode(e.Ino)
+	if err != nil {
+		return
+	}
+	if !exists {
+		c.fsProblem("inode %d: directory entry %q names inode %d, which does not exist", dir, e.Name, e.Ino)
+		return
+	}
+	if _, ok, err := l.refIndex(e.Ino, dir, e.Name); err == nil && !ok {
+		c.fsProblem("inode %d: directory entry %q names inode %d, which has no INODE_REF for it", dir, e.Name, e.Ino)
+	}
+}
+
+// matchDirIndex: a DIR_INDEX entry needs the same entry in the DIR_ITEM,
+// a child of its type, and (when the DIR_ITEM is missing, so that
+// matchDirItem does not look) the child's INODE_REF.
+func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
+	de, hasItem, err := l.dirItem(dir, e.Name)
+	if err != nil {
+		return
+	}
+	if hasItem && (de.Ino != e.Ino || de.Type != e.Type) {
+		c.fsProblem("inode %d: DIR_INDEX %d names %q inode %d (%v), its DIR_ITEM entry inode %d (%v)", dir, idx, e.Name, e.Ino, e.Type, de.Ino, de.Type)
+	}
+	in, exists, err := l.inode(e.Ino)
+	if err != nil {
+		return
+	}
+	if !exists {
+		if !hasItem { // else matchDirItem reports it
+			c.fsProblem("inode %d: DIR_INDEX %d %q names inode %d, which does not exist", dir, idx, e.Name, e.Ino)
+		}
+		return
+	}
+	if in != nil && in.FileType() != e.Type {
+		c.fsProblem("inode %d: directory entry %q says %v, inode %d is a %v", dir, e.Name, e.Type, e.Ino, in.FileType())
+	}
+	if hasItem {
+		return
+	}
+	ri, hasRef, err := l.refIndex(e.Ino, dir, e.Name)
+	if err != nil {
+		return
+	}
+	missing := "DIR_ITEM entry"
+	if !hasRef || ri != idx {
+		missing += " and no INODE_REF with this index"
+	}
+	c.fsProblem("inode %d: DIR_INDEX %d %q (inode %d) has no %s", dir, idx, e.Name, e.Ino, missing)
+}
+
+// matchInodeRef: each name of an inode needs the DIR_INDEX its index names.
+func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) {
+	b, ok, err := l.get(format.Key{ObjectID: dir, Type: format.DirIndexKey, Offset: r.Index})
+	if err != nil {
+		return
+	}
+	if ok {
+		e, err := format.UnmarshalDirEntry(b)
+		if err != nil || (e.Ino == child && e.Name == r.Name) {
+			return
+		}
+		c.fsProblem("inode %d: name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", child, r.Name, dir, r.Index, e.Name, e.Ino)
+		return
+	}
+	if _, exists, err := l.inode(dir); err == nil && !exists {
+		c.fsProblem("inode %d: name %q is in directory %d, which does not exist", child, r.Name, dir)
+		return
+	}
+	c.fsProblem("inode %d: name %q in directory %d (index %d) has no DIR_INDEX", child, r.Name, dir, r.Index)
+}

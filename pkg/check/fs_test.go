@@ -1,0 +1,828 @@
+package check
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+var fsEpoch = time.Unix(1700000000, 0)
+
+// newFS creates a filesystem with a root directory, as mkfs does. Nodes
+// are 4 KiB (trees of several levels) unless nodeSize says otherwise.
+func newFS(t testing.TB, l layout, nodeSize ...uint32) (*fsys.FS, []*device.MemDevice) {
+	t.Helper()
+	p := store.CreateParams{FSID: [16]byte{9}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: l.data, Metadata: l.meta}
+	if len(nodeSize) > 0 {
+		p.NodeSize = nodeSize[0]
+	}
+	var devs []*device.MemDevice
+	for i := 0; i < l.devs; i++ {
+		d := device.NewMemDevice(fmt.Sprintf("f%d", i), 256<<20)
+		devs = append(devs, d)
+		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name()})
+	}
+	st, tx, err := store.CreateTx(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Adopt(tx)
+	if err := f.InitRoot(fsys.Attr{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return f, devs
+}
+
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*7+i/4096)
+	}
+	return b
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func resolve(t testing.TB, f *fsys.FS, p string) *fsys.Inode {
+	t.Helper()
+	in, err := f.Resolve(p, false)
+	must(t, err)
+	return in
+}
+
+// populate fills a filesystem with every kind of inode and extent layout:
+// directories three deep, inline, split, sparse and zero-holed files, a
+// truncated file, symlinks (inline and extent), hard links, special files,
+// xattrs, renames and removals, and enough names for a multi-level tree.
+func populate(t testing.TB, f *fsys.FS) {
+	t.Helper()
+	mkdir := func(p string) {
+		_, err := f.Mkdir(p, fsys.Attr{Mode: 0o755})
+		must(t, err)
+	}
+	file := func(p string, writes ...any) *fsys.Inode {
+		in, err := f.Create(p, fsys.Attr{Mode: 0o644})
+		must(t, err)
+		for i := 0; i < len(writes); i += 2 {
+			must(t, f.WriteAt(in, writes[i+1].([]byte), uint64(writes[i].(int))))
+		}
+		return in
+	}
+	mkdir("/dir")
+	mkdir("/dir/sub")
+	mkdir("/dir/sub/deep")
+	mkdir("/la")
+	mkdir("/la/lb")
+	file("/small", 0, []byte("hello"))
+	file("/mid", 0, pattern(8192, 1))
+	big := file("/big", 0, pattern(100<<10, 2))
+	must(t, f.WriteAt(big, pattern(10<<10, 3), 40<<10)) // overwrite: split
+	file("/sparse", 0, pattern(5000, 4), 1<<20, []byte("end"))
+	zeros := append(append(pattern(4096, 5), make([]byte, 3*4096)...), pattern(4096, 6)...)
+	file("/zeros", 0, zeros)
+	tr := file("/trunc", 0, pattern(20000, 7))
+	must(t, f.Truncate(tr, 5000))
+	must(t, f.Truncate(tr, 9000))
+	in := file("/inl", 0, []byte("abc"))
+	must(t, f.Truncate(in, 2))
+	_, err := f.Symlink("dir/sub", "/link", fsys.Attr{})
+	must(t, err)
+	_, err = f.Symlink(strings.Repeat("x/", 1500), "/longlink", fsys.Attr{})
+	must(t, err)
+	must(t, f.Link("/big", "/dir/hard"))
+	must(t, f.Link("/mid", "/dir/sub/hard"))
+	must(t, f.Remove("/dir/sub/hard"))
+	_, err = f.Create("/fifo", fsys.Attr{Mode: syscall.S_IFIFO | 0o600})
+	must(t, err)
+	_, err = f.Create("/cdev", fsys.Attr{Mode: syscall.S_IFCHR | 0o600, Rdev: 0x0103})
+	must(t, err)
+	must(t, f.SetXattr(resolve(t, f, "/dir"), "user.comment", []byte("a directory")))
+	must(t, f.SetXattr(resolve(t, f, "/small"), "user.a", nil))
+	must(t, f.Rename("/dir/sub/deep", "/deep2"))
+	file("/victim", 0, pattern(6000, 8))
+	file("/dir/over", 0, pattern(3000, 9))
+	must(t, f.Rename("/dir/over", "/victim")) // replaces /victim and frees its extent
+	for i := 0; i < 60; i++ {
+		file(fmt.Sprintf("/dir/f%02d", i), 0, pattern(100+i*90, byte(i)))
+	}
+	for i := 0; i < 60; i += 3 {
+		must(t, f.Remove(fmt.Sprintf("/dir/f%02d", i)))
+	}
+	must(t, f.Sync())
+}
+
+func fsckDevs(t testing.TB, devs []*device.MemDevice, opt Options) *Report {
+	t.Helper()
+	var ds []device.Device
+	for _, d := range devs {
+		ds = append(ds, d)
+	}
+	vol, err := volume.FromDevices(ds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckVolume(vol, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestFSClean: a populated filesystem checks clean on several layouts,
+// also when every data copy is read.
+func TestFSClean(t *testing.T) {
+	for _, l := range []layout{
+		{1, format.ProfileSingle, format.ProfileDup},
+		{2, format.ProfileRaid1, format.ProfileRaid1},
+		{4, format.ProfileRaid10, format.ProfileRaid1C3},
+	} {
+		t.Run(fmt.Sprintf("%d-%v-%v", l.devs, l.data, l.meta), func(t *testing.T) {
+			f, devs := newFS(t, l)
+			populate(t, f)
+			rep := fsckDevs(t, devs, Options{CheckData: true})
+			if !rep.Clean() {
+				t.Fatalf("problems: %v", rep.Problems)
+			}
+			if rep.TreeNodes["fs"] < 3 {
+				t.Fatalf("fs tree of %d nodes: want several levels", rep.TreeNodes["fs"])
+			}
+		})
+	}
+}
+
+// TestFSLargeFile: a file of several maximal data extents, each with
+// several checksum items, overwritten across an extent boundary.
+func TestFSLargeFile(t *testing.T) {
+	f, devs := newFS(t, layout{2, format.ProfileRaid0, format.ProfileRaid1}, 16384)
+	in, err := f.Create("/huge", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.WriteAt(in, pattern(17<<20, 10), 0))
+	must(t, f.WriteAt(in, pattern(64<<10, 11), 8<<20-4096))
+	must(t, f.Sync())
+	rep := fsckDevs(t, devs, Options{CheckData: true})
+	if !rep.Clean() {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+}
+
+// surgeon damages a copy of a base image through a store transaction.
+type surgeon struct {
+	t    *testing.T
+	devs []*device.MemDevice
+	st   *store.FS
+	f    *fsys.FS // for resolving paths (reads the committed state)
+	tx   *store.Txn
+}
+
+func newSurgeon(t *testing.T, base []*device.MemDevice) *surgeon {
+	t.Helper()
+	s := &surgeon{t: t}
+	var ds []device.Device
+	for _, d := range base {
+		c := d.Snapshot()
+		s.devs = append(s.devs, c)
+		ds = append(ds, c)
+	}
+	vol, err := volume.FromDevices(ds, true)
+	must(t, err)
+	s.st, err = store.OpenVolume(vol)
+	must(t, err)
+	s.f, err = fsys.New(s.st, fsys.Options{Now: func() time.Time { return fsEpoch }})
+	must(t, err)
+	s.tx, err = s.st.Begin()
+	must(t, err)
+	return s
+}
+
+func (s *surgeon) ino(p string) uint64 { s.t.Helper(); return resolve(s.t, s.f, p).Ino }
+
+func (s *surgeon) tree(id format.TreeID) *btree.Tree { return s.tx.Tree(id) }
+
+func (s *surgeon) get(id format.TreeID, k format.Key) []byte {
+	s.t.Helper()
+	b, err := s.tree(id).Get(k)
+	must(s.t, err)
+	return b
+}
+
+func (s *surgeon) put(id format.TreeID, k format.Key, b []byte) {
+	s.t.Helper()
+	must(s.t, s.tree(id).Put(k, b))
+}
+
+func (s *surgeon) del(id format.TreeID, k format.Key) {
+	s.t.Helper()
+	must(s.t, s.tree(id).Delete(k))
+}
+
+// move re-keys an item.
+func (s *surgeon) move(id format.TreeID, from, to format.Key) {
+	s.t.Helper()
+	b := bytes.Clone(s.get(id, from))
+	s.del(id, from)
+	s.put(id, to, b)
+}
+
+// items lists the items in [from, to).
+func (s *surgeon) items(id format.TreeID, from, to format.Key) []format.Item {
+	s.t.Helper()
+	var out []format.Item
+	must(s.t, s.tree(id).Scan(from, to, func(it format.Item) (bool, error) {
+		out = append(out, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
+		return true, nil
+	}))
+	return out
+}
+
+func inodeKey(ino uint64) format.Key { return format.Key{ObjectID: ino, Type: format.InodeItemKey} }
+
+func (s *surgeon) inode(ino uint64, change func(*format.InodeItem)) {
+	s.t.Helper()
+	in, err := format.UnmarshalInodeItem(s.get(format.FSTree, inodeKey(ino)))
+	must(s.t, err)
+	change(in)
+	s.put(format.FSTree, inodeKey(ino), format.MarshalInodeItem(in))
+}
+
+// extents returns the file extent items of ino.
+func (s *surgeon) extents(ino uint64) []format.Item {
+	return s.items(format.FSTree, format.Key{ObjectID: ino, Type: format.FileExtentKey}, format.Key{ObjectID: ino, Type: format.FileExtentKey + 1})
+}
+
+// diskExtent is the data extent of ino's first regular extent.
+func (s *surgeon) diskExtent(ino uint64) (logical, length uint64) {
+	s.t.Helper()
+	for _, it := range s.extents(ino) {
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		must(s.t, err)
+		if x.DiskLogical != 0 {
+			return x.DiskLogical, x.DiskLen
+		}
+	}
+	s.t.Fatalf("inode %d has no data extent", ino)
+	return 0, 0
+}
+
+// entry returns the DIR_INDEX of name in dir.
+func (s *surgeon) entry(dir uint64, name string) (uint64, format.DirEntry) {
+	s.t.Helper()
+	for _, it := range s.items(format.FSTree, format.Key{ObjectID: dir, Type: format.DirIndexKey}, format.Key{ObjectID: dir, Type: format.DirIndexKey + 1}) {
+		e, err := format.UnmarshalDirEntry(it.Data)
+		must(s.t, err)
+		if e.Name == name {
+			return it.Key.Offset, e
+		}
+	}
+	s.t.Fatalf("no entry %q in directory %d", name, dir)
+	return 0, format.DirEntry{}
+}
+
+func dirItemKey(dir uint64, name string) format.Key {
+	return format.Key{ObjectID: dir, Type: format.DirItemKey, Offset: format.NameHash([]byte(name))}
+}
+
+// link adds a consistent name (DIR_ITEM, DIR_INDEX, INODE_REF, directory
+// size and seq) without touching link counts.
+func (s *surgeon) link(dir uint64, name string, child uint64, t format.FileType) {
+	s.t.Helper()
+	var seq uint64
+	s.inode(dir, func(in *format.InodeItem) { seq = in.Seq; in.Seq++; in.Size++ })
+	e := format.DirEntry{Ino: child, Type: t, Name: name}
+	s.put(format.FSTree, dirItemKey(dir, name), format.MarshalDirEntries([]format.DirEntry{e}))
+	s.put(format.FSTree, format.Key{ObjectID: dir, Type: format.DirIndexKey, Offset: seq}, format.MarshalDirEntry(e))
+	rk := format.Key{ObjectID: child, Type: format.InodeRefKey, Offset: dir}
+	var refs []format.InodeRef
+	if b, err := s.tree(format.FSTree).Get(rk); err == nil {
+		refs, err = format.UnmarshalInodeRefs(b)
+		must(s.t, err)
+	}
+	s.put(format.FSTree, rk, format.MarshalInodeRefs(append(refs, format.InodeRef{Index: seq, Name: name})))
+}
+
+// unlink removes a name the way link adds it.
+func (s *surgeon) unlink(dir uint64, name string) {
+	s.t.Helper()
+	idx, e := s.entry(dir, name)
+	s.inode(dir, func(in *format.InodeItem) { in.Size-- })
+	s.del(format.FSTree, dirItemKey(dir, name))
+	s.del(format.FSTree, format.Key{ObjectID: dir, Type: format.DirIndexKey, Offset: idx})
+	s.del(format.FSTree, format.Key{ObjectID: e.Ino, Type: format.InodeRefKey, Offset: dir})
+}
+
+func (s *surgeon) check(opt Options) *Report {
+	s.t.Helper()
+	must(s.t, s.tx.Commit())
+	return fsckDevs(s.t, s.devs, opt)
+}
+
+// want is an expected problem: its kind, a substring of its message, the
+// inode the message names (0: none required) and its logical address (0:
+// any).
+type want struct {
+	kind    string
+	ino     uint64
+	logical uint64
+	text    string
+}
+
+func (w want) match(p Problem) bool {
+	return p.Kind == w.kind && strings.Contains(p.Message, w.text) &&
+		(w.ino == 0 || strings.HasPrefix(p.Message, fmt.Sprintf("inode %d: ", w.ino))) &&
+		(w.logical == 0 || p.Logical == w.logical)
+}
+
+// expect requires that every want is reported and nothing else is.
+func expect(t *testing.T, rep *Report, wants ...want) {
+	t.Helper()
+	var all []string
+	for _, p := range rep.Problems {
+		all = append(all, p.String())
+	}
+	for _, w := range wants {
+		found := false
+		for _, p := range rep.Problems {
+			found = found || w.match(p)
+		}
+		if !found {
+			t.Errorf("missing %+v", w)
+		}
+	}
+	for _, p := range rep.Problems {
+		ok := false
+		for _, w := range wants {
+			ok = ok || w.match(p)
+		}
+		if !ok {
+			t.Errorf("unexpected %v", p)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n  %s", strings.Join(all, "\n  "))
+	}
+}
+
+// TestFSSurgery damages one thing at a time and requires exactly the
+// problems it causes.
+func TestFSSurgery(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	if rep := fsckDevs(t, base, Options{}); !rep.Clean() {
+		t.Fatalf("base image: %v", rep.Problems)
+	}
+	const root = format.RootDirIno
+	fsT, extT, csT := format.FSTree, format.ExtentTree, format.CsumTree
+	ss := uint64(4096)
+	cases := []struct {
+		name   string
+		damage func(s *surgeon) []want
+	}{
+		{"inode ref deleted", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.del(fsT, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root})
+			return []want{
+				{kind: "fs", ino: small, text: "a reg with nlink 1 has no name (orphan)"},
+				{kind: "fs", ino: root, text: fmt.Sprintf(`directory entry "small" names inode %d, which has no INODE_REF for it`, small)},
+			}
+		}},
+		{"nlink bumped", func(s *surgeon) []want {
+			big := s.ino("/big")
+			s.inode(big, func(in *format.InodeItem) { in.Nlink++ })
+			return []want{{kind: "fs", ino: big, text: "nlink 3, the inode has 2 names"}}
+		}},
+		{"nlink of a directory", func(s *surgeon) []want {
+			dir := s.ino("/dir")
+			s.inode(dir, func(in *format.InodeItem) { in.Nlink = 2 })
+			return []want{{kind: "fs", ino: dir, text: "directory nlink 2, want 3 (2 + 1 subdirectories)"}}
+		}},
+		{"directory size", func(s *surgeon) []want {
+			dir := s.ino("/dir/sub")
+			s.inode(dir, func(in *format.InodeItem) { in.Size = 7 })
+			return []want{{kind: "fs", ino: dir, text: "directory size 7, it has 0 entries"}}
+		}},
+		{"seq behind the indexes", func(s *surgeon) []want {
+			s.inode(root, func(in *format.InodeItem) { in.Seq = 3 })
+			return []want{{kind: "fs", ino: root, text: "is outside [2, seq 3)"}}
+		}},
+		{"orphan inode", func(s *surgeon) []want {
+			in := &format.InodeItem{Mode: syscall.S_IFREG | 0o644, Nlink: 1, Generation: 1}
+			s.put(fsT, inodeKey(50000), format.MarshalInodeItem(in))
+			return []want{{kind: "fs", ino: 50000, text: "a reg with nlink 1 has no name (orphan)"}}
+		}},
+		{"undecodable inode item", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.put(fsT, inodeKey(mid), make([]byte, 100))
+			return []want{{kind: "fs", ino: mid, text: "inode item: 100 bytes, want 128"}}
+		}},
+		{"missing inode item", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.del(fsT, inodeKey(mid))
+			return []want{
+				{kind: "fs", ino: mid, text: "2 items but no inode item"},
+				{kind: "fs", ino: root, text: fmt.Sprintf(`directory entry "mid" names inode %d, which does not exist`, mid)},
+			}
+		}},
+		{"missing root", func(s *surgeon) []want {
+			s.del(fsT, inodeKey(root))
+			return []want{
+				{kind: "fs", ino: root, text: "the root directory has no inode item"},
+				{kind: "fs", ino: root, text: "items but no inode item"},
+			}
+		}},
+		{"dir index deleted", func(s *surgeon) []want {
+			small := s.ino("/small")
+			idx, _ := s.entry(root, "small")
+			s.del(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx})
+			return []want{
+				{kind: "fs", ino: root, text: "directory size 15, it has 14 entries"},
+				{kind: "fs", ino: small, text: fmt.Sprintf(`name "small" in directory 256 (index %d) has no DIR_INDEX`, idx)},
+			}
+		}},
+		{"dir item deleted", func(s *surgeon) []want {
+			idx, e := s.entry(root, "mid")
+			s.del(fsT, dirItemKey(root, "mid"))
+			return []want{{kind: "fs", ino: root, text: fmt.Sprintf(`DIR_INDEX %d "mid" (inode %d) has no DIR_ITEM entry`, idx, e.Ino)}}
+		}},
+		{"dir item under a wrong hash", func(s *surgeon) []want {
+			k := dirItemKey(root, "mid")
+			to := k
+			to.Offset++
+			s.move(fsT, k, to)
+			return []want{{kind: "fs", ino: root, text: `DIR_ITEM entry "mid" is under key offset`}}
+		}},
+		{"entry type differs from the inode", func(s *surgeon) []want {
+			idx, e := s.entry(root, "small")
+			e.Type = format.FileTypeSymlink
+			s.put(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.MarshalDirEntry(e))
+			s.put(fsT, dirItemKey(root, "small"), format.MarshalDirEntries([]format.DirEntry{e}))
+			return []want{{kind: "fs", ino: root, text: fmt.Sprintf(`directory entry "small" says symlink, inode %d is a reg`, e.Ino)}}
+		}},
+		{"dir index and dir item disagree", func(s *surgeon) []want {
+			idx, e := s.entry(root, "small")
+			e.Type = format.FileTypeFIFO
+			s.put(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.MarshalDirEntry(e))
+			return []want{
+				{kind: "fs", ino: root, text: fmt.Sprintf(`DIR_INDEX %d names "small" inode %d (fifo), its DIR_ITEM entry inode %d (reg)`, idx, e.Ino, e.Ino)},
+				{kind: "fs", ino: root, text: fmt.Sprintf(`directory entry "small" says fifo, inode %d is a reg`, e.Ino)},
+			}
+		}},
+		{"dangling entry", func(s *surgeon) []want {
+			s.link(root, "ghost", 90000, format.FileTypeRegular)
+			s.del(fsT, format.Key{ObjectID: 90000, Type: format.InodeRefKey, Offset: root})
+			return []want{{kind: "fs", ino: root, text: `directory entry "ghost" names inode 90000, which does not exist`}}
+		}},
+		{"directory with two names", func(s *surgeon) []want {
+			sub := s.ino("/dir/sub")
+			s.link(root, "sub2", sub, format.FileTypeDir)
+			s.inode(root, func(in *format.InodeItem) { in.Nlink++ })
+			return []want{{kind: "fs", ino: sub, text: "directory has 2 names, want 1"}}
+		}},
+		{"directory loop", func(s *surgeon) []want {
+			la, lb := s.ino("/la"), s.ino("/la/lb")
+			s.unlink(root, "la")
+			s.inode(root, func(in *format.InodeItem) { in.Nlink-- })
+			s.link(lb, "la", la, format.FileTypeDir)
+			s.inode(lb, func(in *format.InodeItem) { in.Nlink++ })
+			return []want{{kind: "fs", ino: min(la, lb), text: fmt.Sprintf("directories [%d %d] are each other's ancestors", min(la, lb), max(la, lb))}}
+		}},
+		{"xattr under a wrong hash", func(s *surgeon) []want {
+			dir := s.ino("/dir")
+			k := format.Key{ObjectID: dir, Type: format.XattrItemKey, Offset: format.NameHash([]byte("user.comment"))}
+			to := k
+			to.Offset--
+			s.move(fsT, k, to)
+			return []want{{kind: "fs", ino: dir, text: `xattr "user.comment" is under key offset`}}
+		}},
+		{"prop item", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.put(fsT, format.Key{ObjectID: mid, Type: format.PropItemKey, Offset: 1}, []byte("x"))
+			return []want{{kind: "fs", ino: mid, text: "PROP_ITEM"}}
+		}},
+		{"size below the extents", func(s *surgeon) []want {
+			big := s.ino("/big")
+			s.inode(big, func(in *format.InodeItem) { in.Size = 4000 })
+			return []want{{kind: "fs", ino: big, text: "lies wholly beyond the size 4000"}}
+		}},
+		{"nbytes", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.inode(mid, func(in *format.InodeItem) { in.NBytes = 1 })
+			return []want{{kind: "fs", ino: mid, text: "nbytes 1, its extents hold 8192"}}
+		}},
+		{"overlapping extents", func(s *surgeon) []want {
+			big := s.ino("/big")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 4096, RAMBytes: 4096}
+			s.put(fsT, format.Key{ObjectID: big, Type: format.FileExtentKey, Offset: 1}, format.MarshalFileExtentItem(hole))
+			return []want{{kind: "fs", ino: big, text: "extent at 1 overlaps the previous extent, which ends at"}}
+		}},
+		{"inline followed by an extent", func(s *surgeon) []want {
+			small := s.ino("/small")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 100, RAMBytes: 100}
+			s.put(fsT, format.Key{ObjectID: small, Type: format.FileExtentKey, Offset: 100}, format.MarshalFileExtentItem(hole))
+			return []want{{kind: "fs", ino: small, text: "extent at 100 follows an inline extent"}}
+		}},
+		{"inline not at offset 0", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.move(fsT, format.Key{ObjectID: small, Type: format.FileExtentKey}, format.Key{ObjectID: small, Type: format.FileExtentKey, Offset: 8})
+			return []want{{kind: "fs", ino: small, text: "inline extent at 8"}}
+		}},
+		{"extents on a fifo", func(s *surgeon) []want {
+			fifo := s.ino("/fifo")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 10, RAMBytes: 10}
+			s.put(fsT, format.Key{ObjectID: fifo, Type: format.FileExtentKey}, format.MarshalFileExtentItem(hole))
+			return []want{
+				{kind: "fs", ino: fifo, text: "a fifo has file extents"},
+				{kind: "fs", ino: fifo, text: "extent at 0 lies wholly beyond the size 0"},
+			}
+		}},
+		{"extent beyond its decompressed bytes", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			l, _ := s.diskExtent(mid)
+			k := format.Key{ObjectID: mid, Type: format.FileExtentKey}
+			b := s.get(fsT, k)
+			binary.LittleEndian.PutUint64(b[32:], 4096) // offset: 4096 + 8192 > ram_bytes
+			s.put(fsT, k, b)
+			return []want{
+				{kind: "fs", ino: mid, text: "file extent: [4096,+8192) of 8192 decompressed bytes"},
+				{kind: "extent", logical: l, text: "no file extent points at it"},
+			}
+		}},
+		{"extent of partial sectors", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			l, _ := s.diskExtent(mid)
+			k := format.Key{ObjectID: mid, Type: format.FileExtentKey}
+			x, err := format.UnmarshalFileExtentItem(s.get(fsT, k))
+			must(t, err)
+			x.DiskLen, x.RAMBytes = 8000, 8000
+			x.NumBytes = 8000
+			s.put(fsT, k, format.MarshalFileExtentItem(x))
+			s.inode(mid, func(in *format.InodeItem) { in.NBytes = 8000 })
+			return []want{
+				{kind: "fs", ino: mid, text: fmt.Sprintf("extent at 0 points at %d+8000, not whole sectors of 4096 bytes", l)},
+				{kind: "extent", ino: mid, logical: l, text: fmt.Sprintf("points at data extent %d+8000, which has no extent item", l)},
+				{kind: "extent", logical: l, text: "no file extent points at it"},
+			}
+		}},
+		{"extent refs", func(s *surgeon) []want {
+			l, n := s.diskExtent(s.ino("/mid"))
+			k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n}
+			e, err := format.UnmarshalExtentItem(s.get(extT, k))
+			must(t, err)
+			e.Refs = 2
+			s.put(extT, k, format.MarshalExtentItem(e))
+			return []want{{kind: "extent", logical: l, text: "data extent of 8192 bytes has refs 2, 1 file extents point at it"}}
+		}},
+		{"extent item missing", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			l, n := s.diskExtent(mid)
+			s.del(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			return []want{
+				{kind: "extent", ino: mid, logical: l, text: fmt.Sprintf("extent at 0 points at data extent %d+%d, which has no extent item", l, n)},
+				{kind: "extent", logical: l, text: fmt.Sprintf("checksums for [%d, %d) outside every data extent", l, l+n)},
+				{kind: "block-group", text: "bytes used, extents use"},
+			}
+		}},
+		{"file extent missing", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			l, _ := s.diskExtent(mid)
+			s.del(fsT, format.Key{ObjectID: mid, Type: format.FileExtentKey})
+			return []want{
+				{kind: "extent", logical: l, text: "data extent of 8192 bytes (refs 1): no file extent points at it"},
+				{kind: "fs", ino: mid, text: "nbytes 8192, its extents hold 0"},
+			}
+		}},
+		{"csum item deleted", func(s *surgeon) []want {
+			l, n := s.diskExtent(s.ino("/mid"))
+			s.del(csT, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l})
+			return []want{{kind: "extent", logical: l, text: fmt.Sprintf("data extent of 8192 bytes: [%d, %d) has no checksum", l, l+n)}}
+		}},
+		{"csum items overlap", func(s *surgeon) []want {
+			l, _ := s.diskExtent(s.ino("/mid"))
+			s.put(csT, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l + ss}, make([]byte, 4))
+			return []want{{kind: "extent", logical: l + ss, text: fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", l+2*ss)}}
+		}},
+		{"csum item of a partial sum", func(s *surgeon) []want {
+			l, _ := s.diskExtent(s.ino("/mid"))
+			k := format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l}
+			s.put(csT, k, s.get(csT, k)[:7])
+			return []want{
+				{kind: "extent", logical: l, text: "checksum item of 7 bytes, not a positive multiple of 4"},
+				{kind: "extent", logical: l, text: "has no checksum"},
+			}
+		}},
+		{"csum outside the data extents", func(s *surgeon) []want {
+			var at uint64
+			for _, ch := range s.st.Vol.Chunks.All() {
+				if ch.Type == format.ChunkData {
+					at = ch.End() - ss
+				}
+			}
+			s.put(csT, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: at}, make([]byte, 4))
+			return []want{{kind: "extent", logical: at, text: fmt.Sprintf("checksums for [%d, %d) outside every data extent", at, at+ss)}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSurgeon(t, base)
+			wants := tc.damage(s)
+			expect(t, s.check(Options{}), wants...)
+		})
+	}
+}
+
+// TestFSCheckData: a flipped data byte in one copy is found only when
+// data is read, and named by device, offset and copy.
+func TestFSCheckData(t *testing.T) {
+	f, devs := newFS(t, layout{2, format.ProfileRaid1, format.ProfileRaid1})
+	populate(t, f)
+	s := newSurgeon(t, devs)
+	l, _ := s.diskExtent(s.ino("/mid"))
+	s.tx.Abort()
+	vol := s.st.Vol
+	targets, err := vol.Locate(l + 4096)
+	must(t, err)
+	if len(targets) != 2 {
+		t.Fatalf("%d copies", len(targets))
+	}
+	tg := targets[1]
+	d := s.devs[tg.DevID-1]
+	flip(d, int64(tg.Physical)+100)
+	if rep := fsckDevs(t, s.devs, Options{}); !rep.Clean() {
+		t.Fatalf("without data checks: %v", rep.Problems)
+	}
+	rep := fsckDevs(t, s.devs, Options{CheckData: true})
+	if len(rep.Problems) != 1 {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+	p := rep.Problems[0]
+	if p.Kind != "data" || p.Logical != l+4096 || p.DevID != tg.DevID || p.Offset != tg.Physical || p.Copy != 2 || p.Device != d.Name() ||
+		!strings.Contains(p.String(), fmt.Sprintf("offset %d copy 2: data checksum mismatch", tg.Physical)) {
+		t.Fatalf("got %v (%+v), want copy 2 at devid %d offset %d", p, p, tg.DevID, tg.Physical)
+	}
+}
+
+// TestFSRandomOps: random sequences of namespace and data operations keep
+// the filesystem clean at every commit.
+func TestFSRandomOps(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runRandomOps(t, seed, 400)
+		})
+	}
+}
+
+func runRandomOps(t *testing.T, seed uint64, steps int) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	r := rand.New(rand.NewPCG(seed, 99))
+	names := []string{"a", "b", "c", "d1", "d2", "e"}
+	var existing []string // every path, refreshed now and then
+	list := func() {
+		existing = existing[:0]
+		var walk func(dir string, in *fsys.Inode)
+		walk = func(dir string, in *fsys.Inode) {
+			must(t, f.ReadDir(in, func(e fsys.DirEntry) bool {
+				p := dir + "/" + e.Name
+				existing = append(existing, p)
+				if e.Type == format.FileTypeDir {
+					walk(p, resolve(t, f, p))
+				}
+				return true
+			}))
+		}
+		walk("", resolve(t, f, "/"))
+	}
+	// randPath is mostly an existing path or a new name next to one.
+	randPath := func() string {
+		if len(existing) > 0 && r.IntN(4) > 0 {
+			p := existing[r.IntN(len(existing))]
+			if r.IntN(3) == 0 {
+				p += "/" + names[r.IntN(len(names))]
+			}
+			return p
+		}
+		p := ""
+		for d := r.IntN(2); d >= 0; d-- {
+			p += "/" + names[r.IntN(len(names))]
+		}
+		return p
+	}
+	// An errno is a refused operation (EEXIST, ENOTEMPTY, ...): fine.
+	// Anything else is a bug.
+	ok := func(step int, op string, err error) {
+		var errno syscall.Errno
+		if err != nil && !errors.As(err, &errno) {
+			t.Fatalf("step %d %s: %v", step, op, err)
+		}
+	}
+	var log []string
+	for step := 0; step < steps; step++ {
+		if step%10 == 0 {
+			list()
+		}
+		p, q := randPath(), randPath()
+		if r.IntN(2) == 0 { // a new name in an existing directory
+			q = path.Dir(q) + "/" + names[r.IntN(len(names))] + fmt.Sprint(r.IntN(4))
+		}
+		var err error
+		var op string
+		switch r.IntN(12) {
+		case 0, 1:
+			op = "create " + p
+			_, err = f.Create(p, fsys.Attr{Mode: 0o644})
+		case 2:
+			op = "mkdir " + p
+			_, err = f.Mkdir(p, fsys.Attr{Mode: 0o755})
+		case 3, 4, 5:
+			var in *fsys.Inode
+			if in, err = f.Resolve(p, false); err == nil {
+				n, off := r.IntN(4)*r.IntN(7000), r.IntN(4)*r.IntN(9000)
+				data := pattern(n, byte(step))
+				if r.IntN(4) == 0 {
+					data = make([]byte, n) // zeros: holes
+				}
+				op = fmt.Sprintf("write %s %d+%d", p, off, n)
+				err = f.WriteAt(in, data, uint64(off))
+			}
+		case 6:
+			var in *fsys.Inode
+			if in, err = f.Resolve(p, false); err == nil {
+				size := uint64(r.IntN(3) * r.IntN(12000))
+				op = fmt.Sprintf("truncate %s %d", p, size)
+				err = f.Truncate(in, size)
+			}
+		case 7:
+			op = "link " + p + " " + q
+			err = f.Link(p, q)
+		case 8:
+			op = "rename " + p + " " + q
+			err = f.Rename(p, q)
+		case 9:
+			op = "remove " + p
+			err = f.Remove(p)
+		case 10:
+			op = "symlink " + p
+			_, err = f.Symlink(strings.Repeat("t", 1+r.IntN(3)*r.IntN(1500)), p, fsys.Attr{})
+		case 11:
+			var in *fsys.Inode
+			if in, err = f.Resolve(p, false); err == nil {
+				op = "xattr " + p
+				name := fmt.Sprintf("user.%d", r.IntN(3))
+				if r.IntN(3) == 0 {
+					err = f.RemoveXattr(in, name)
+				} else {
+					err = f.SetXattr(in, name, pattern(r.IntN(200), 1))
+				}
+			}
+		}
+		if op != "" {
+			log = append(log, fmt.Sprintf("%d %s: %v", step, op, err))
+		}
+		ok(step, op, err)
+		if step%50 == 49 || step == steps-1 {
+			must(t, f.Sync())
+			if rep := fsckDevs(t, devs, Options{CheckData: step == steps-1}); !rep.Clean() {
+				t.Fatalf("after step %d: %v\nlast ops:\n%s", step, rep.Problems, strings.Join(log[max(0, len(log)-20):], "\n"))
+			}
+		}
+	}
+}
+
+// TestFSLinkOntoExistingName: a refused link leaves the link count alone.
+func TestFSLinkOntoExistingName(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	_, err := f.Create("/a", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	_, err = f.Create("/b", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	if err := f.Link("/a", "/b"); !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("link onto an existing name: %v", err)
+	}
+	must(t, f.Sync())
+	if rep := fsckDevs(t, devs, Options{}); !rep.Clean() {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+}
