@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -63,7 +64,7 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{})
+	f, err := fsys.New(st, fsys.Options{BatchNodes: batchNodes()})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -107,4 +108,11 @@ func imageOperands(args []string) (string, []string, error) {
 		paths = append(paths, abs(o.path))
 	}
 	return img, paths, nil
+}
+
+// batchNodes lets tests make transactions small (DDFS_BATCH_NODES), so a
+// kill lands between many commits; 0 keeps the default.
+func batchNodes() int {
+	n, _ := strconv.Atoi(os.Getenv("DDFS_BATCH_NODES"))
+	return n
 }
