@@ -155,8 +155,11 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 
 // WriteAt writes p at off into a regular file.
 func (f *FS) WriteAt(in *Inode, p []byte, off uint64) error {
-	if !in.IsRegular() && !in.IsSymlink() {
+	if in.IsDir() {
 		return syscall.EISDIR
+	}
+	if !in.IsRegular() {
+		return syscall.EINVAL // symlinks are written by Symlink only
 	}
 	if len(p) == 0 {
 		return nil

@@ -63,6 +63,9 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 	for i := 0; i < len(parts); i++ {
 		name := parts[i]
 		cur := stack[len(stack)-1]
+		if !cur.IsDir() {
+			return nil, nil, syscall.ENOTDIR
+		}
 		switch name {
 		case ".":
 			continue
@@ -71,9 +74,6 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 				stack = stack[:len(stack)-1]
 			}
 			continue
-		}
-		if !cur.IsDir() {
-			return nil, nil, syscall.ENOTDIR
 		}
 		e, err := f.lookupChild(cur.Ino, name)
 		if err != nil {
@@ -91,6 +91,9 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 			target, err := f.readlinkIno(child)
 			if err != nil {
 				return nil, nil, err
+			}
+			if target == "" {
+				return nil, nil, syscall.ENOENT // as Linux resolves an empty link
 			}
 			rest := append(splitPath(target), parts[i+1:]...)
 			if strings.HasPrefix(target, "/") {

@@ -62,6 +62,7 @@ type Attr struct {
 	Btime      format.Timespec
 	HasTimes   bool // use the times above instead of now
 	InheritDir *Inode
+	symlink    bool // set by Symlink, which writes the target
 }
 
 // newInode creates an inode item (nlink 0; the caller links it).

@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,11 +28,11 @@ import (
 //
 // Opened files implement fs.File, fs.ReadDirFile, io.ReaderAt and
 // io.Seeker; FileInfo.Sys returns the *Inode. Devices, fifos and sockets
-// open and read as empty files. ReadDir lists are sorted by name, and
-// entries whose stored name is not a valid file name (corruption, which
-// fsck reports) are left out, so a damaged image cannot hand a caller a
-// name such as "../x". Errors are *fs.PathError carrying the io/fs name,
-// so errors.Is(err, fs.ErrNotExist) and friends work.
+// open and read as empty files. ReadDir lists are sorted by name. A name
+// that is not a valid file name (such as "../x") is never listed: the
+// format rejects it as corruption, failing the listing, and the view
+// drops any that got through. Errors are *fs.PathError carrying the io/fs
+// name, so errors.Is(err, fs.ErrNotExist) and friends work.
 //
 // Reading never begins a transaction: the view reads the committed trees,
 // or the running transaction's view if the FS has one. The view serializes
@@ -62,19 +62,19 @@ var (
 // Read and ReadAt calls do not each walk the extent and csum trees.
 const ioWindow = 128 << 10
 
-// maxSymlinkTarget bounds a symlink target ReadLink returns, as Symlink
+// ioMaxSymlinkTarget bounds a symlink target ReadLink returns, as Symlink
 // does when making one (PATH_MAX - 1).
-const maxSymlinkTarget = 4095
+const ioMaxSymlinkTarget = 4095
 
 // Unix permission bits beyond rwx, as in InodeItem.Mode (FORMAT.md §6.2).
 const (
-	modeSetuid uint32 = 0o4000
-	modeSetgid uint32 = 0o2000
-	modeSticky uint32 = 0o1000
+	ioModeSetuid uint32 = 0o4000
+	ioModeSetgid uint32 = 0o2000
+	ioModeSticky uint32 = 0o1000
 )
 
-// imagePath turns a valid io/fs name into a path inside the image.
-func imagePath(name string) string {
+// ioImagePath turns a valid io/fs name into a path inside the image.
+func ioImagePath(name string) string {
 	if name == "." {
 		return "/"
 	}
@@ -97,7 +97,7 @@ func (v *ioFS) resolve(op, name string, follow bool) (*Inode, error) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	v.mu.Lock()
-	in, err := v.f.Resolve(imagePath(name), follow)
+	in, err := v.f.Resolve(ioImagePath(name), follow)
 	v.mu.Unlock()
 	if err != nil {
 		return nil, ioErr(op, name, err)
@@ -120,7 +120,7 @@ func (v *ioFS) Stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: path.Base(name), in: in}, nil
+	return &ioFileInfo{name: path.Base(name), in: in}, nil
 }
 
 // Lstat describes name; a final symlink is described itself.
@@ -129,7 +129,7 @@ func (v *ioFS) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: path.Base(name), in: in}, nil
+	return &ioFileInfo{name: path.Base(name), in: in}, nil
 }
 
 // ReadLink returns the target of the symlink name, as stored.
@@ -141,7 +141,7 @@ func (v *ioFS) ReadLink(name string) (string, error) {
 	if !in.IsSymlink() {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.EINVAL}
 	}
-	if in.Size > maxSymlinkTarget {
+	if in.Size > ioMaxSymlinkTarget {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.ENAMETOOLONG}
 	}
 	v.mu.Lock()
@@ -198,7 +198,7 @@ func (v *ioFS) list(name string, in *Inode) ([]fs.DirEntry, error) {
 	v.mu.Lock()
 	err := v.f.ReadDir(in, func(e DirEntry) bool {
 		if format.ValidName(e.Name) {
-			out = append(out, &dirEntry{v: v, dir: name, e: e})
+			out = append(out, &ioDirEntry{v: v, dir: name, e: e})
 		}
 		return true
 	})
@@ -216,14 +216,20 @@ type ioFile struct {
 	name string // as opened
 	in   *Inode
 
-	mu     sync.Mutex // guards the fields below (io.ReaderAt allows parallel calls)
-	closed bool
-	off    int64  // Read and Seek position
-	win    []byte // cached file bytes at winOff
-	winOff int64
-	ents   []fs.DirEntry // directory listing, read at the first ReadDir
-	listed bool
-	pos    int // next entry of ents
+	closed atomic.Bool
+	win    atomic.Pointer[ioWin] // the last window read; never changed once stored
+
+	mu     sync.Mutex // guards the Read position and the directory state
+	off    int64      // Read and Seek position
+	ents   []fs.DirEntry
+	listed bool // ents holds the listing, read at the first ReadDir
+	pos    int  // next entry of ents
+}
+
+// ioWin is a window of file bytes, shared by concurrent ReadAt calls.
+type ioWin struct {
+	off  int64
+	data []byte
 }
 
 func (fl *ioFile) errf(op string, err error) error {
@@ -232,29 +238,27 @@ func (fl *ioFile) errf(op string, err error) error {
 
 // Stat describes the file as opened.
 func (fl *ioFile) Stat() (fs.FileInfo, error) {
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
-	if fl.closed {
+	if fl.closed.Load() {
 		return nil, fl.errf("stat", fs.ErrClosed)
 	}
-	return &fileInfo{name: path.Base(fl.name), in: fl.in}, nil
+	return &ioFileInfo{name: path.Base(fl.name), in: fl.in}, nil
 }
 
 // Close releases the file; a second Close reports fs.ErrClosed.
 func (fl *ioFile) Close() error {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	if fl.closed {
+	if fl.closed.Swap(true) {
 		return fl.errf("close", fs.ErrClosed)
 	}
-	fl.closed = true
-	fl.win, fl.ents = nil, nil
+	fl.win.Store(nil)
+	fl.ents = nil
 	return nil
 }
 
 // readable reports why op cannot read file data, if it cannot.
 func (fl *ioFile) readable(op string) error {
-	if fl.closed {
+	if fl.closed.Load() {
 		return fl.errf(op, fs.ErrClosed)
 	}
 	if fl.in.IsDir() {
@@ -281,10 +285,9 @@ func (fl *ioFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadAt reads at off, as io.ReaderAt (io.EOF with a short count at the end).
+// ReadAt reads at off, as io.ReaderAt (io.EOF with a short count at the
+// end); parallel calls are allowed.
 func (fl *ioFile) ReadAt(p []byte, off int64) (int, error) {
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
 	if err := fl.readable("read"); err != nil {
 		return 0, err
 	}
@@ -311,8 +314,8 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
 		pos := off + int64(n)
-		if pos >= fl.winOff && pos < fl.winOff+int64(len(fl.win)) {
-			n += copy(p[n:], fl.win[pos-fl.winOff:])
+		if w := fl.win.Load(); w != nil && pos >= w.off && pos < w.off+int64(len(w.data)) {
+			n += copy(p[n:], w.data[pos-w.off:])
 			continue
 		}
 		if len(p)-n >= ioWindow {
@@ -327,19 +330,15 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		start := pos / ioWindow * ioWindow
-		l := min(int64(ioWindow), size-start)
-		if int64(cap(fl.win)) < l {
-			fl.win = make([]byte, l)
-		}
-		m, err := fl.v.readAt(fl.in, fl.win[:l], start)
+		buf := make([]byte, min(int64(ioWindow), size-start))
+		m, err := fl.v.readAt(fl.in, buf, start)
 		if err != nil && err != io.EOF {
-			fl.win = fl.win[:0]
 			return n, fl.errf("read", err)
 		}
-		fl.win, fl.winOff = fl.win[:m], start
 		if int64(m) <= pos-start {
 			break // the inode's data ends early; report a short read
 		}
+		fl.win.Store(&ioWin{off: start, data: buf[:m]})
 	}
 	if n < want {
 		return n, io.EOF
@@ -352,7 +351,7 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	if fl.closed {
+	if fl.closed.Load() {
 		return 0, fl.errf("seek", fs.ErrClosed)
 	}
 	if fl.in.IsDir() {
@@ -386,7 +385,7 @@ func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	if fl.closed {
+	if fl.closed.Load() {
 		return nil, fl.errf("readdir", fs.ErrClosed)
 	}
 	if !fl.listed {
@@ -409,23 +408,23 @@ func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	return rest[:k:k], nil
 }
 
-// fileInfo is the fs.FileInfo of an inode.
-type fileInfo struct {
+// ioFileInfo is the fs.FileInfo of an inode.
+type ioFileInfo struct {
 	name string
 	in   *Inode
 }
 
-func (fi *fileInfo) Name() string       { return fi.name }
-func (fi *fileInfo) Size() int64        { return int64(fi.in.Size) }
-func (fi *fileInfo) Mode() fs.FileMode  { return FileMode(fi.in.Mode) }
-func (fi *fileInfo) ModTime() time.Time { return Time(fi.in.Mtime) }
-func (fi *fileInfo) IsDir() bool        { return fi.in.IsDir() }
-func (fi *fileInfo) Sys() any           { return fi.in }
-func (fi *fileInfo) String() string     { return fs.FormatFileInfo(fi) }
+func (fi *ioFileInfo) Name() string       { return fi.name }
+func (fi *ioFileInfo) Size() int64        { return int64(fi.in.Size) }
+func (fi *ioFileInfo) Mode() fs.FileMode  { return ioFileMode(fi.in.Mode) }
+func (fi *ioFileInfo) ModTime() time.Time { return Time(fi.in.Mtime) }
+func (fi *ioFileInfo) IsDir() bool        { return fi.in.IsDir() }
+func (fi *ioFileInfo) Sys() any           { return fi.in }
+func (fi *ioFileInfo) String() string     { return fs.FormatFileInfo(fi) }
 
-// FileMode converts a Unix mode (InodeItem.Mode, type bits included) to
+// ioFileMode converts a Unix mode (InodeItem.Mode, type bits included) to
 // an fs.FileMode, as os.Stat does. Unknown type bits give ModeIrregular.
-func FileMode(m uint32) fs.FileMode {
+func ioFileMode(m uint32) fs.FileMode {
 	mode := fs.FileMode(m & 0o777)
 	switch m & format.ModeTypeMask {
 	case format.ModeRegular:
@@ -444,56 +443,52 @@ func FileMode(m uint32) fs.FileMode {
 	default:
 		mode |= fs.ModeIrregular
 	}
-	if m&modeSetuid != 0 {
+	if m&ioModeSetuid != 0 {
 		mode |= fs.ModeSetuid
 	}
-	if m&modeSetgid != 0 {
+	if m&ioModeSetgid != 0 {
 		mode |= fs.ModeSetgid
 	}
-	if m&modeSticky != 0 {
+	if m&ioModeSticky != 0 {
 		mode |= fs.ModeSticky
 	}
 	return mode
 }
 
-// dirEntry is the fs.DirEntry of a directory entry; Info reads the inode
+// ioDirEntry is the fs.DirEntry of a directory entry; Info reads the inode
 // when first asked.
-type dirEntry struct {
+type ioDirEntry struct {
 	v    *ioFS
 	dir  string // io/fs name of the directory listed
 	e    DirEntry
-	info *fileInfo
+	info *ioFileInfo // guarded by v.mu
 }
 
-func (d *dirEntry) Name() string { return d.e.Name }
-func (d *dirEntry) IsDir() bool  { return d.e.Type == format.FileTypeDir }
+func (d *ioDirEntry) Name() string { return d.e.Name }
+func (d *ioDirEntry) IsDir() bool  { return d.e.Type == format.FileTypeDir }
 
 // Type is the type bits of the entry's file type (ModeIrregular for an
 // invalid one).
-func (d *dirEntry) Type() fs.FileMode {
+func (d *ioDirEntry) Type() fs.FileMode {
 	if !d.e.Type.Valid() {
 		return fs.ModeIrregular
 	}
-	return FileMode(d.e.Type.Mode()).Type()
+	return ioFileMode(d.e.Type.Mode()).Type()
 }
 
 // Info describes the entry itself (a symlink is not followed).
-func (d *dirEntry) Info() (fs.FileInfo, error) {
+func (d *ioDirEntry) Info() (fs.FileInfo, error) {
+	d.v.mu.Lock()
+	defer d.v.mu.Unlock()
 	if d.info != nil {
 		return d.info, nil
 	}
-	d.v.mu.Lock()
 	in, err := d.v.f.Inode(d.e.Ino)
-	d.v.mu.Unlock()
 	if err != nil {
 		return nil, ioErr("stat", path.Join(d.dir, d.e.Name), err)
 	}
-	d.info = &fileInfo{name: d.e.Name, in: in}
+	d.info = &ioFileInfo{name: d.e.Name, in: in}
 	return d.info, nil
 }
 
-func (d *dirEntry) String() string { return fs.FormatDirEntry(d) }
-
-// errors is used by the tests of this file through errors.Is; keep the
-// import explicit for the PathError checks above.
-var _ = errors.Is
+func (d *ioDirEntry) String() string { return fs.FormatDirEntry(d) }

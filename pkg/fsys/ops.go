@@ -27,6 +27,9 @@ func (f *FS) createIn(dir *Inode, name string, a Attr) (*Inode, error) {
 	if a.Mode&syscall.S_IFMT == 0 {
 		a.Mode |= syscall.S_IFREG
 	}
+	if a.Mode&syscall.S_IFMT == syscall.S_IFLNK && !a.symlink {
+		return nil, syscall.EINVAL // a symlink needs its target: Symlink
+	}
 	if format.FileTypeOfMode(a.Mode) == 0 {
 		return nil, syscall.EINVAL
 	}
@@ -66,6 +69,7 @@ func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
 	a.Mode = syscall.S_IFLNK | 0o777
+	a.symlink = true
 	in, err := f.Create(p, a)
 	if err != nil {
 		return nil, err

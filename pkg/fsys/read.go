@@ -58,9 +58,15 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	if !in.IsSymlink() {
 		return "", syscall.EINVAL
 	}
+	if in.Size > maxSymlink {
+		return "", syscall.ENAMETOOLONG
+	}
 	b := make([]byte, in.Size)
 	if _, err := f.ReadAt(in, b, 0); err != nil && err != io.EOF {
 		return "", err
 	}
 	return string(b), nil
 }
+
+// maxSymlink is the longest symlink target (PATH_MAX - 1).
+const maxSymlink = 4095
