@@ -17,15 +17,43 @@ import (
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
-// outCopier writes below one host directory only: every path it touches
-// is relative to an os.Root, which refuses "..", absolute paths and
-// symlinks that lead out.
+// outCopier writes below one host directory only. Every directory is
+// entered as its own os.Root and every name used is a single checked
+// component, so no name, ".." or symlink in an image can lead a write
+// outside the destination, and no path is walked twice.
 type outCopier struct {
 	f     *fsys.FS
 	o     Options
-	root  *os.Root
 	buf   []byte
-	links map[uint64]string // image inode -> host path (relative to root), for -a
+	links map[uint64]linkRef // image inode -> first copy, for -a
+	dups  []*os.File         // directory handles the links refer to
+}
+
+// linkRef finds the first copy of a hard-linked file again.
+type linkRef struct {
+	dir  *os.File // kept open while links may point at it
+	name string
+}
+
+// hostDir is a directory being filled: its root and an open handle for
+// the *at calls os.Root does not offer (mknod, lutimes, linkat).
+type hostDir struct {
+	root *os.Root
+	fd   *os.File
+	dup  *os.File // a handle that outlives the directory walk, for hard links
+}
+
+func openHostDir(r *os.Root) (*hostDir, error) {
+	fd, err := r.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	return &hostDir{root: r, fd: fd}, nil
+}
+
+func (d *hostDir) close() {
+	d.fd.Close()
+	d.root.Close()
 }
 
 // CopyOut copies image path src to host path dst as `cp SRC DST`: into
@@ -49,81 +77,137 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	c := &outCopier{f: f, o: o, root: root, buf: make([]byte, bufSize), links: map[uint64]string{}}
-	return c.copy(in, src, name)
+	hd, err := openHostDir(root)
+	if err != nil {
+		root.Close()
+		return err
+	}
+	defer hd.close()
+	c := &outCopier{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]linkRef{}}
+	defer func() {
+		for _, d := range c.dups {
+			d.Close()
+		}
+	}()
+	return c.copy(in, src, hd, name, false)
 }
 
-// copy writes inode in (image path src) to rel inside the root.
-func (c *outCopier) copy(in *fsys.Inode, src, rel string) error {
-	if c.o.Archive && !in.IsDir() && in.Nlink > 1 {
-		if first, ok := c.links[in.Ino]; ok {
-			c.root.Remove(rel)
-			return c.root.Link(first, rel)
-		}
-		c.links[in.Ino] = rel
+// copy writes inode in (image path src) as name inside d. fresh says d
+// was just made by us, so nothing can be in the way.
+func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fresh bool) error {
+	if name != "." && !format.ValidName(name) {
+		return fmt.Errorf("%s: invalid name %q in image", src, name)
 	}
-	if !in.IsDir() && c.o.NoClobber {
-		if _, err := c.root.Lstat(rel); err == nil {
+	if !in.IsDir() && c.o.NoClobber && !fresh {
+		if _, err := d.root.Lstat(name); err == nil {
 			return nil
 		}
 	}
-	perm := fs.FileMode(in.Mode & 0o777)
-	switch {
-	case in.IsDir():
-		if rel != "." {
-			if err := c.root.Mkdir(rel, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
+	if !in.IsDir() && !fresh {
+		d.root.Remove(name) // replace; never write through what is there
+	}
+	if c.o.Archive && !in.IsDir() && in.Nlink > 1 {
+		if first, ok := c.links[in.Ino]; ok {
+			return unix.Linkat(int(first.dir.Fd()), first.name, int(d.fd.Fd()), name, 0)
 		}
-		var ents []fsys.DirEntry
-		if err := c.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
-			return err
-		}
-		for _, e := range ents {
-			if !format.ValidName(e.Name) {
-				return fmt.Errorf("%s: invalid name %q in image", src, e.Name)
-			}
-			child, err := c.f.Inode(e.Ino)
+		if d.dup == nil {
+			dup, err := d.root.Open(".")
 			if err != nil {
 				return err
 			}
-			if err := c.copy(child, path.Join(src, e.Name), path.Join(rel, e.Name)); err != nil {
-				return err
-			}
+			d.dup = dup
+			c.dups = append(c.dups, dup)
 		}
-		if rel != "." {
-			if err := c.root.Chmod(rel, perm|modeBits(in.Mode)); err != nil {
-				return err
-			}
-		}
+		c.links[in.Ino] = linkRef{d.dup, name}
+	}
+	switch {
+	case in.IsDir():
+		return c.copyDir(in, src, d, name)
 	case in.IsSymlink():
 		target, err := c.f.Readlink(src)
 		if err != nil {
 			return err
 		}
-		c.root.Remove(rel)
-		if err := c.root.Symlink(target, rel); err != nil { // created, never followed by us
+		if err := d.root.Symlink(target, name); err != nil { // made, never followed
 			return err
 		}
+		if c.o.keepAttrs() {
+			_ = unix.Fchownat(int(d.fd.Fd()), name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
+			return c.utimes(d, name, in, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return nil
 	case in.IsRegular():
-		if err := c.copyData(in, src, rel, perm); err != nil {
-			return err
-		}
+		return c.copyFile(in, src, d, name)
 	default:
 		if !c.o.Archive {
 			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
 		}
-		if err := c.mknod(in, rel); err != nil {
+		if err := unix.Mknodat(int(d.fd.Fd()), name, in.Mode, int(in.Rdev)); err != nil {
+			return &fs.PathError{Op: "mknod", Path: src, Err: err}
+		}
+		if c.o.keepAttrs() {
+			_ = unix.Fchownat(int(d.fd.Fd()), name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
+			_ = d.root.Chmod(name, fs.FileMode(in.Mode&0o777)|modeBits(in.Mode))
+			return c.utimes(d, name, in, 0)
+		}
+		return nil
+	}
+}
+
+func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string) error {
+	made := false
+	if name != "." {
+		err := d.root.Mkdir(name, 0o700)
+		made = err == nil
+		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	}
-	return c.attrs(in, src, rel)
+	sub, err := d.root.OpenRoot(name)
+	if err != nil {
+		return err
+	}
+	sd, err := openHostDir(sub)
+	if err != nil {
+		sub.Close()
+		return err
+	}
+	defer sd.close()
+	var ents []fsys.DirEntry
+	if err := c.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		child, err := c.f.Inode(e.Ino)
+		if err != nil {
+			return err
+		}
+		if err := c.copy(child, path.Join(src, e.Name), sd, e.Name, made); err != nil {
+			return err
+		}
+	}
+	if name == "." && !c.o.keepAttrs() {
+		return nil
+	}
+	f := sd.fd
+	if c.o.keepAttrs() {
+		_ = f.Chown(int(in.UID), int(in.GID))
+	}
+	if err := f.Chmod(fs.FileMode(in.Mode&0o777) | modeBits(in.Mode)); err != nil {
+		return err
+	}
+	if !c.o.keepAttrs() {
+		return nil
+	}
+	if c.o.Archive {
+		c.setXattrs(in, f)
+	}
+	return c.utimes(d, name, in, 0)
 }
 
-func (c *outCopier) copyData(in *fsys.Inode, src, rel string, perm fs.FileMode) error {
-	c.root.Remove(rel) // replace, never write through an existing symlink
-	fh, err := c.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string) error {
+	perm := fs.FileMode(in.Mode & 0o777)
+	fh, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
@@ -150,7 +234,51 @@ func (c *outCopier) copyData(in *fsys.Inode, src, rel string, perm fs.FileMode) 
 	if err := fh.Truncate(int64(in.Size)); err != nil {
 		return err
 	}
+	if !c.o.keepAttrs() {
+		return nil
+	}
+	_ = fh.Chown(int(in.UID), int(in.GID)) // as cp -p: not an error for a user
+	if err := fh.Chmod(perm | modeBits(in.Mode)); err != nil { // after chown, which clears setuid
+		return err
+	}
+	if c.o.Archive {
+		c.setXattrs(in, fh)
+	}
+	return c.utimes(d, name, in, 0)
+}
+
+// utimes sets atime and mtime (nanoseconds) of name in d.
+func (c *outCopier) utimes(d *hostDir, name string, in *fsys.Inode, flags int) error {
+	ts := []unix.Timespec{unix.NsecToTimespec(fsys.Time(in.Atime).UnixNano()), unix.NsecToTimespec(fsys.Time(in.Mtime).UnixNano())}
+	if err := unix.UtimesNanoAt(int(d.fd.Fd()), name, ts, flags); err != nil {
+		return &fs.PathError{Op: "utimes", Path: name, Err: err}
+	}
 	return nil
+}
+
+func modeBits(m uint32) fs.FileMode {
+	var out fs.FileMode
+	if m&syscall.S_ISUID != 0 {
+		out |= fs.ModeSetuid
+	}
+	if m&syscall.S_ISGID != 0 {
+		out |= fs.ModeSetgid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		out |= fs.ModeSticky
+	}
+	return out
+}
+
+// setXattrs copies xattrs; namespaces the user may not write are skipped.
+func (c *outCopier) setXattrs(in *fsys.Inode, fh *os.File) {
+	xs, err := c.f.ListXattrs(in)
+	if err != nil {
+		return
+	}
+	for _, x := range xs {
+		_ = unix.Fsetxattr(int(fh.Fd()), x.Name, x.Value, 0)
+	}
 }
 
 // holeBlock is the granularity of holes made when copying out.
@@ -187,88 +315,4 @@ func allZero(b []byte) bool {
 		b = b[n:]
 	}
 	return true
-}
-
-// mknod makes a device node, fifo or socket inside the root: the parent
-// is opened through the root and the node made relative to it.
-func (c *outCopier) mknod(in *fsys.Inode, rel string) error {
-	parent, err := c.root.Open(path.Dir(rel))
-	if err != nil {
-		return err
-	}
-	defer parent.Close()
-	err = unix.Mknodat(int(parent.Fd()), path.Base(rel), in.Mode, int(in.Rdev))
-	if err != nil {
-		return &fs.PathError{Op: "mknod", Path: rel, Err: err}
-	}
-	return nil
-}
-
-// attrs applies owners, xattrs and times as the options ask.
-func (c *outCopier) attrs(in *fsys.Inode, src, rel string) error {
-	if !c.o.keepAttrs() {
-		return nil
-	}
-	if os.Geteuid() == 0 || c.o.Archive {
-		// Like cp -p as a user: failing to chown is not an error.
-		_ = c.root.Lchown(rel, int(in.UID), int(in.GID))
-	}
-	if in.IsSymlink() {
-		return c.lutimes(in, rel)
-	}
-	if !in.IsDir() || rel != "." {
-		_ = c.root.Chmod(rel, fs.FileMode(in.Mode&0o777)|modeBits(in.Mode))
-	}
-	if c.o.Archive {
-		if err := c.setXattrs(in, rel); err != nil {
-			return err
-		}
-	}
-	return c.root.Chtimes(rel, fsys.Time(in.Atime), fsys.Time(in.Mtime))
-}
-
-func modeBits(m uint32) fs.FileMode {
-	var out fs.FileMode
-	if m&syscall.S_ISUID != 0 {
-		out |= fs.ModeSetuid
-	}
-	if m&syscall.S_ISGID != 0 {
-		out |= fs.ModeSetgid
-	}
-	if m&syscall.S_ISVTX != 0 {
-		out |= fs.ModeSticky
-	}
-	return out
-}
-
-func (c *outCopier) setXattrs(in *fsys.Inode, rel string) error {
-	xs, err := c.f.ListXattrs(in)
-	if err != nil || len(xs) == 0 {
-		return err
-	}
-	if !in.IsRegular() && !in.IsDir() {
-		return nil
-	}
-	fh, err := c.root.Open(rel)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	for _, x := range xs {
-		// Some namespaces need privileges the user may lack; skip those.
-		_ = unix.Fsetxattr(int(fh.Fd()), x.Name, x.Value, 0)
-	}
-	return nil
-}
-
-// lutimes sets a symlink's own times, relative to its parent opened
-// through the root.
-func (c *outCopier) lutimes(in *fsys.Inode, rel string) error {
-	parent, err := c.root.Open(path.Dir(rel))
-	if err != nil {
-		return err
-	}
-	defer parent.Close()
-	ts := []unix.Timespec{unix.NsecToTimespec(fsys.Time(in.Atime).UnixNano()), unix.NsecToTimespec(fsys.Time(in.Mtime).UnixNano())}
-	return unix.UtimesNanoAt(int(parent.Fd()), path.Base(rel), ts, unix.AT_SYMLINK_NOFOLLOW)
 }
