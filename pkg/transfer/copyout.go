@@ -237,7 +237,7 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 	if !c.o.keepAttrs() {
 		return nil
 	}
-	_ = fh.Chown(int(in.UID), int(in.GID)) // as cp -p: not an error for a user
+	_ = fh.Chown(int(in.UID), int(in.GID))                     // as cp -p: not an error for a user
 	if err := fh.Chmod(perm | modeBits(in.Mode)); err != nil { // after chown, which clears setuid
 		return err
 	}
