@@ -1,0 +1,43 @@
+package crashtest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// matrix is the profiles and device counts every crash test covers.
+var matrix = []Config{
+	{Devices: 1, Data: format.ProfileSingle, Meta: format.ProfileDup},
+	{Devices: 1, Data: format.ProfileDup, Meta: format.ProfileSingle},
+	{Devices: 2, Data: format.ProfileRaid1, Meta: format.ProfileRaid1},
+	{Devices: 3, Data: format.ProfileRaid0, Meta: format.ProfileRaid1C3},
+	{Devices: 4, Data: format.ProfileRaid10, Meta: format.ProfileRaid10},
+}
+
+// TestCrashMatrix replays well over 10,000 crash points across the matrix.
+func TestCrashMatrix(t *testing.T) {
+	total := 0
+	for i, base := range matrix {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := base
+			cfg.Seed, cfg.Ops, cfg.BatchNodes, cfg.Stride, cfg.Reordered, cfg.DevSize = seed+uint64(i)*100, 150, 24, 1, 300, 192<<20
+			t.Run(fmt.Sprintf("%d-%v-%v-seed%d", cfg.Devices, cfg.Data, cfg.Meta, cfg.Seed), func(t *testing.T) {
+				res, err := Run(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Generations < 10 {
+					t.Fatalf("only %d commits: too few to test", res.Generations)
+				}
+				total += res.Points
+				t.Logf("%d crash points, %d generations, %d writes", res.Points, res.Generations, res.Writes)
+			})
+		}
+	}
+	if total < 10000 {
+		t.Fatalf("%d crash points, want at least 10,000", total)
+	}
+	t.Logf("total: %d crash points", total)
+}

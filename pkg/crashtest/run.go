@@ -1,0 +1,221 @@
+package crashtest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// Config is one crash test: a seeded workload on a device set.
+type Config struct {
+	Seed       uint64
+	Devices    int
+	Data, Meta format.Profile
+	Ops        int   // workload operations
+	BatchNodes int   // small batches mean many commits
+	Stride     int   // replay every Stride-th write prefix (1: all)
+	Reordered  int   // states with unflushed writes reordered and torn
+	DevSize    int64 // bytes per device
+}
+
+func (c Config) String() string {
+	return fmt.Sprintf("seed=%d devices=%d data=%v meta=%v ops=%d batch=%d", c.Seed, c.Devices, c.Data, c.Meta, c.Ops, c.BatchNodes)
+}
+
+// Result counts what was checked.
+type Result struct {
+	Points      int // crash states verified
+	Generations int // commits of the workload
+	Writes      int // recorded operations
+}
+
+var epoch = func() time.Time { return time.Unix(1700000000, 0) }
+
+func create(cfg Config, wrap func(device.Device, int) device.Device) (*fsys.FS, []*device.MemDevice, error) {
+	p := store.CreateParams{FSID: [16]byte{0xc7, byte(cfg.Seed)}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: cfg.Data, Metadata: cfg.Meta}
+	var mems []*device.MemDevice
+	for i := 0; i < cfg.Devices; i++ {
+		m := device.NewMemDevice(fmt.Sprintf("d%d", i), cfg.DevSize)
+		mems = append(mems, m)
+		p.Devices = append(p.Devices, store.NewDevice{Dev: wrap(m, i), Path: m.Name()})
+	}
+	st, tx, err := store.CreateTx(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := fsys.New(st, fsys.Options{Now: epoch, BatchNodes: cfg.BatchNodes})
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Adopt(tx)
+	if err := f.InitRoot(fsys.Attr{Mode: 0o755}); err != nil {
+		return nil, nil, err
+	}
+	return f, mems, f.Sync()
+}
+
+// Run records the workload, then verifies every replayed crash state.
+func Run(cfg Config) (Result, error) {
+	log := device.NewLog()
+	f, _, err := create(cfg, log.Wrap)
+	if err != nil {
+		return Result{}, err
+	}
+	states, err := workload(cfg, f)
+	if err != nil {
+		return Result{}, err
+	}
+	ops := log.Ops()
+	res := Result{Generations: len(states), Writes: len(ops)}
+	stride := max(cfg.Stride, 1)
+	for upto := 0; upto <= len(ops); upto += stride {
+		devs := fresh(cfg)
+		if err := device.Replay(ops, upto, devs); err != nil {
+			return res, err
+		}
+		ok, err := verify(devs, states)
+		if err != nil {
+			return res, fmt.Errorf("%v: crash after write %d of %d: %w", cfg, upto, len(ops), err)
+		}
+		if ok {
+			res.Points++
+		}
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, 1))
+	flushes := device.FlushPoints(ops)
+	for i := 0; i < cfg.Reordered && len(flushes) > 0; i++ {
+		fi := r.IntN(len(flushes))
+		base, end := flushes[fi], len(ops)
+		if fi+1 < len(flushes) {
+			end = flushes[fi+1] - 1
+		}
+		devs := fresh(cfg)
+		if err := device.Replay(ops, base, devs); err != nil {
+			return res, err
+		}
+		var applied []device.Op
+		for _, op := range ops[base:end] {
+			if op.Kind == device.OpWrite && r.IntN(2) == 0 {
+				applied = append(applied, op)
+			}
+		}
+		r.Shuffle(len(applied), func(a, b int) { applied[a], applied[b] = applied[b], applied[a] })
+		for j, op := range applied {
+			data := op.Data
+			if j == len(applied)-1 && len(data) > 512 {
+				data = data[:512*(1+r.IntN(len(data)/512))] // torn: a prefix of its sectors
+			}
+			devs[op.Dev].WriteAt(data, op.Off)
+		}
+		ok, err := verify(devs, states)
+		if err != nil {
+			return res, fmt.Errorf("%v: reordered writes after flush %d: %w", cfg, base, err)
+		}
+		if ok {
+			res.Points++
+		}
+	}
+	return res, nil
+}
+
+// workload runs the operations, committing between them as the tools do,
+// and returns the tree of every committed generation.
+func workload(cfg Config, f *fsys.FS) (map[uint64]string, error) {
+	states := map[uint64]string{}
+	snap := func() error {
+		s, err := treeState(f)
+		states[f.Store().Super().Generation] = s
+		return err
+	}
+	if err := snap(); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, 2))
+	for i := 0; i < cfg.Ops; i++ {
+		before := f.Store().Super().Generation
+		if err := step(f, r, i); err != nil {
+			return nil, fmt.Errorf("%v: op %d: %w", cfg, i, err)
+		}
+		var err error
+		if r.IntN(8) == 0 {
+			err = f.Sync()
+		} else {
+			err = f.MaybeCommit()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f.Store().Super().Generation != before {
+			if err := snap(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	return states, snap()
+}
+
+func fresh(cfg Config) []*device.MemDevice {
+	var out []*device.MemDevice
+	for i := 0; i < cfg.Devices; i++ {
+		out = append(out, device.NewMemDevice(fmt.Sprintf("d%d", i), cfg.DevSize))
+	}
+	return out
+}
+
+// verify opens a crash state and checks it: false when no superblock was
+// durable yet (the crash hit mkfs).
+func verify(mems []*device.MemDevice, states map[uint64]string) (bool, error) {
+	var ds []device.Device
+	for _, d := range mems {
+		ds = append(ds, d)
+	}
+	vol, err := volume.FromDevices(ds, false)
+	if errors.Is(err, volume.ErrNoSuperblock) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st, err := store.OpenVolume(vol)
+	if err != nil {
+		return false, fmt.Errorf("open: %w", err)
+	}
+	gen := st.Super().Generation
+	want, ok := states[gen]
+	if !ok {
+		return false, fmt.Errorf("generation %d was never committed", gen)
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		return false, err
+	}
+	got, err := treeState(f)
+	if err != nil {
+		return false, fmt.Errorf("generation %d: read tree: %w", gen, err)
+	}
+	if got != want {
+		return false, fmt.Errorf("generation %d: tree differs from the committed one:\n%s\n--- want ---\n%s", gen, got, want)
+	}
+	rep, err := check.CheckVolume(vol)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range rep.Problems {
+		// A superblock copy that lags or is torn is expected mid-commit.
+		if p.Kind != "superblock" {
+			return false, fmt.Errorf("generation %d: fsck: %v", gen, p)
+		}
+	}
+	return true, nil
+}
