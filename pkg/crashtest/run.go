@@ -39,7 +39,7 @@ type Result struct {
 
 var epoch = func() time.Time { return time.Unix(1700000000, 0) }
 
-func create(cfg Config, wrap func(device.Device, int) device.Device) (*fsys.FS, []*device.MemDevice, error) {
+func create(cfg Config, wrap func(device.Device, int) device.Device, rec *recorder) (*fsys.FS, []*device.MemDevice, error) {
 	p := store.CreateParams{FSID: [16]byte{0xc7, byte(cfg.Seed)}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: cfg.Data, Metadata: cfg.Meta}
 	var mems []*device.MemDevice
 	for i := 0; i < cfg.Devices; i++ {
@@ -51,7 +51,11 @@ func create(cfg Config, wrap func(device.Device, int) device.Device) (*fsys.FS, 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{Now: epoch, BatchNodes: cfg.BatchNodes})
+	opt := fsys.Options{Now: epoch, BatchNodes: cfg.BatchNodes, OnCommit: rec.snap}
+	if rec.pending != nil {
+		opt.BeforeCommit = rec.before
+	}
+	f, err := fsys.New(st, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,14 +69,20 @@ func create(cfg Config, wrap func(device.Device, int) device.Device) (*fsys.FS, 
 // Run records the workload, then verifies every replayed crash state.
 func Run(cfg Config) (Result, error) {
 	log := device.NewLog()
-	f, _, err := create(cfg, log.Wrap)
+	rec := &recorder{states: map[uint64]string{}}
+	f, _, err := create(cfg, log.Wrap, rec)
 	if err != nil {
 		return Result{}, err
 	}
-	states, err := workload(cfg, f)
-	if err != nil {
+	rec.f = f
+	rec.snap()
+	if err := workload(cfg, f); err != nil {
 		return Result{}, err
 	}
+	if rec.err != nil {
+		return Result{}, rec.err
+	}
+	states := rec.states
 	ops := log.Ops()
 	res := Result{Generations: len(states), Writes: len(ops)}
 	stride := max(cfg.Stride, 1)
@@ -126,23 +136,62 @@ func Run(cfg Config) (Result, error) {
 	return res, nil
 }
 
-// workload runs the operations, committing between them as the tools do,
-// and returns the tree of every committed generation.
-func workload(cfg Config, f *fsys.FS) (map[uint64]string, error) {
-	states := map[uint64]string{}
-	snap := func() error {
-		s, err := treeState(f)
-		states[f.Store().Super().Generation] = s
-		return err
+// recorder keeps the tree of every committed generation (fsys calls
+// snap after each commit, also those inside multi-step operations).
+type recorder struct {
+	f      *fsys.FS
+	states map[uint64]string
+	err    error
+	// around, if set, wraps the snapshot (fault tests lift the faults
+	// while reading what was committed).
+	around func(func())
+	// pending, if set, collects the state each commit is about to make
+	// durable, for commits that fail after reaching some devices.
+	pending map[uint64]string
+}
+
+func (r *recorder) before(gen uint64) {
+	if r.f == nil {
+		return
 	}
-	if err := snap(); err != nil {
-		return nil, err
+	take := func() {
+		s, err := treeState(r.f)
+		if err == nil {
+			r.pending[gen] = s
+		}
 	}
+	if r.around != nil {
+		r.around(take)
+		return
+	}
+	take()
+}
+
+func (r *recorder) snap() {
+	if r.f == nil {
+		return // mkfs's own commit: recorded once the FS is known
+	}
+	if r.around != nil {
+		r.around(r.take)
+		return
+	}
+	r.take()
+}
+
+func (r *recorder) take() {
+	s, err := treeState(r.f)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	r.states[r.f.Store().Super().Generation] = s
+}
+
+// workload runs the operations, committing between them as the tools do.
+func workload(cfg Config, f *fsys.FS) error {
 	r := rand.New(rand.NewPCG(cfg.Seed, 2))
 	for i := 0; i < cfg.Ops; i++ {
-		before := f.Store().Super().Generation
 		if err := step(f, r, i); err != nil {
-			return nil, fmt.Errorf("%v: op %d: %w", cfg, i, err)
+			return fmt.Errorf("%v: op %d: %w", cfg, i, err)
 		}
 		var err error
 		if r.IntN(8) == 0 {
@@ -151,18 +200,10 @@ func workload(cfg Config, f *fsys.FS) (map[uint64]string, error) {
 			err = f.MaybeCommit()
 		}
 		if err != nil {
-			return nil, err
-		}
-		if f.Store().Super().Generation != before {
-			if err := snap(); err != nil {
-				return nil, err
-			}
+			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return states, snap()
+	return f.Sync()
 }
 
 func fresh(cfg Config) []*device.MemDevice {

@@ -33,6 +33,13 @@ type Options struct {
 	Now func() time.Time
 	// MaxInline is the largest file stored inside the tree.
 	MaxInline int
+	// OnCommit, if set, is called after every successful commit (tests
+	// snapshot each generation with it).
+	OnCommit func()
+	// BeforeCommit, if set, is called with the generation about to be
+	// committed, while the running state is still readable (fault tests:
+	// a commit that reports an error may still have become durable).
+	BeforeCommit func(gen uint64)
 }
 
 // FS is a filesystem opened for namespace operations. Not safe for
@@ -124,9 +131,18 @@ func (f *FS) Sync() error {
 	if f.tx == nil {
 		return nil
 	}
+	if f.opt.BeforeCommit != nil {
+		f.opt.BeforeCommit(f.tx.Generation())
+	}
 	tx := f.tx
 	f.tx = nil
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if f.opt.OnCommit != nil {
+		f.opt.OnCommit()
+	}
+	return nil
 }
 
 // MaybeCommit commits if the batch is full. Callers call it only between
