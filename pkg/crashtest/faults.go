@@ -11,7 +11,7 @@ import (
 
 // Fault kinds RunFault can inject.
 const (
-	FaultWriteEIO   = "write-eio"   // a device write fails with EIO
+	FaultWriteEIO   = "write-eio" // a device write fails with EIO
 	FaultWriteNoSpc = "write-enospc"
 	FaultShortWrite = "short-write" // a write lands half and fails
 	FaultFlush      = "flush"       // a flush fails
