@@ -5,7 +5,11 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Time budget of each fuzz target inside `make test` (bounded, seeds + a short run).
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz bench demo testimages clean vet
+.PHONY: all build test test-unit fuzz bench demo testimages clean vet stress
+
+# Crash/fault stress until the budget ends; failing seeds land in
+# pkg/crashtest/testdata/ and are replayed by make test from then on.
+STRESS_BUDGET ?= 10m
 
 all: build
 
@@ -31,6 +35,9 @@ fuzz:
 		echo "fuzz $$t ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime=0 ./format/ || exit 1; \
 	done
+
+stress: build
+	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/
 
 bench: build
 	BIN=$(BIN) bench/run.sh

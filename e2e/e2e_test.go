@@ -324,8 +324,10 @@ func TestPrimarySuperblockFlip(t *testing.T) {
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "x.img"), 0)
 	flipAt(t, filepath.Join(dir, "x.img"), 64<<10+300)
-	r := must(t, run(t, dir, "fsck.ddfs", "x.img"), 4)
-	if !strings.Contains(r.stdout, "superblock on x.img (devid 1) offset 65536") {
+	// Reported; a warning, since the copy at 64 MiB is current (a torn
+	// primary looks the same after a crash, and the next commit rewrites it).
+	r := must(t, run(t, dir, "fsck.ddfs", "x.img"), 0)
+	if !strings.Contains(r.stdout, "warning: superblock on x.img (devid 1) offset 65536") {
 		t.Fatalf("fsck: %s", r.stdout)
 	}
 	must(t, run(t, dir, "ddfs", "info", "x.img"), 0)

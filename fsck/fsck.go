@@ -76,8 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if !*quiet || !rep.Clean() {
 			state := "clean"
+			if w := len(rep.Problems) - rep.Errors(); w > 0 {
+				state = "clean (" + plural(w, "warning") + ": superblock copies the next commit rewrites)"
+			}
 			if !rep.Clean() {
-				state = plural(len(rep.Problems), "problem") + " found, none corrected"
+				state = plural(rep.Errors(), "problem") + " found, none corrected"
 			}
 			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %s, %s, %s (%d copies), %s: %s\n",
 				fl.Arg(0), rep.Generation, plural(rep.Devices, "device"), plural(rep.Chunks, "chunk"),

@@ -27,10 +27,17 @@ type Problem struct {
 	Offset  uint64 `json:"offset,omitempty"` // physical byte offset on Device
 	Copy    int    `json:"copy,omitempty"`   // 1-based copy number, 0 = not copy-specific
 	Message string `json:"message"`
+	// Warning marks what a crash or failed commit leaves behind and the
+	// next commit repairs (a superblock copy that lags or is torn while
+	// the device has a current one); it does not make the check fail.
+	Warning bool `json:"warning,omitempty"`
 }
 
 func (p Problem) String() string {
 	s := p.Kind
+	if p.Warning {
+		s = "warning: " + s
+	}
 	if p.Tree != "" {
 		s += " " + p.Tree + " tree"
 	}
@@ -64,7 +71,18 @@ type Report struct {
 }
 
 // Clean reports whether no problem was found.
-func (r *Report) Clean() bool { return len(r.Problems) == 0 }
+func (r *Report) Clean() bool { return r.Errors() == 0 }
+
+// Errors counts the problems that are not warnings.
+func (r *Report) Errors() int {
+	n := 0
+	for _, p := range r.Problems {
+		if !p.Warning {
+			n++
+		}
+	}
+	return n
+}
 
 // Options control a check.
 type Options struct {
@@ -141,7 +159,12 @@ func (c *checker) add(p Problem) { c.rep.Problems = append(c.rep.Problems, p) }
 
 func (c *checker) checkSupers() {
 	for _, d := range c.vol.Devices() {
-		for _, sc := range volume.ReadSuperCopies(d.Dev) {
+		copies := volume.ReadSuperCopies(d.Dev)
+		current := false
+		for _, sc := range copies {
+			current = current || (sc.Err == nil && sc.SB.FSID == c.sb.FSID && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
+		}
+		for _, sc := range copies {
 			p := Problem{Kind: "superblock", DevID: d.ID, Device: d.Path, Offset: sc.Offset}
 			switch {
 			case sc.Err != nil:
@@ -153,6 +176,9 @@ func (c *checker) checkSupers() {
 			default:
 				continue
 			}
+			// With a current copy on the device, the others are the trace of
+			// an interrupted superblock write; a device with none is stale.
+			p.Warning = current && (sc.Err != nil || sc.SB.Generation < c.sb.Generation)
 			c.add(p)
 		}
 	}

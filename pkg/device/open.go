@@ -48,6 +48,14 @@ type OpenOptions struct {
 // partition only when the literal path@N does not exist and path is a
 // regular file, so image names containing '@' keep working.
 func Open(spec string, opt OpenOptions) (Device, error) {
+	dev, err := open(spec, opt)
+	if err != nil {
+		return nil, err
+	}
+	return faultFromEnv(spec, dev)
+}
+
+func open(spec string, opt OpenOptions) (Device, error) {
 	if opt.Mode != ReadOnly && opt.Mode != ReadWrite {
 		return nil, fmt.Errorf("open %s: invalid mode %d", spec, opt.Mode)
 	}
