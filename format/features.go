@@ -40,7 +40,7 @@ const (
 const (
 	SupportedCompat   CompatFeatures   = 0
 	SupportedRoCompat RoCompatFeatures = 0
-	SupportedIncompat IncompatFeatures = 0
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

@@ -186,7 +186,7 @@ const (
 //	  8    8 size         file size in bytes (symlink: target length)
 //	 16    8 nbytes       bytes of extents the file references
 //	 24    8 rdev         device number of a char/block device
-//	 32    8 flags        none defined; zero
+//	 32    8 flags        bit 0 InodeNoCompress: data did not shrink, skip compression
 //	 40    4 nlink
 //	 44    4 mode         Unix mode with type bits
 //	 48    4 uid
@@ -769,3 +769,10 @@ func UnmarshalDedupeItem(b []byte) (*DedupeItem, error) {
 	}
 	return d, nil
 }
+
+// InodeNoCompress marks a file whose data did not compress: later writes
+// skip compression (as btrfs does).
+const InodeNoCompress uint64 = 1
+
+// KnownInodeFlags are the flags this version defines.
+const KnownInodeFlags = InodeNoCompress

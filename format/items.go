@@ -203,23 +203,37 @@ func (c Compression) String() string {
 //	 24    1 compression  Compression
 //	 25    1 flags        bit 0: indexed in the dedupe tree
 //	 26    6 reserved     zero
+//	 32    8 hash_prefix  only with flag bit 0: the first 8 bytes of the
+//	                      block's hash, locating its DEDUPE_ITEM
 type ExtentItem struct {
 	Refs        uint64
 	Generation  uint64
 	RAMBytes    uint64
 	Compression Compression
 	Flags       uint8
+	HashPrefix  uint64
 }
 
 // ExtentFlagDeduped marks an extent that has a dedupe tree entry.
 const ExtentFlagDeduped uint8 = 1
 
-// ExtentItemSize is the encoded size.
-const ExtentItemSize = 32
+// ExtentItemSize is the encoded size; ExtentItemDedupedSize with the
+// hash prefix of a deduped extent.
+const (
+	ExtentItemSize        = 32
+	ExtentItemDedupedSize = 40
+)
 
 // MarshalExtentItem encodes e.
 func MarshalExtentItem(e *ExtentItem) []byte {
-	b := make([]byte, ExtentItemSize)
+	n := ExtentItemSize
+	if e.Flags&ExtentFlagDeduped != 0 {
+		n = ExtentItemDedupedSize
+	}
+	b := make([]byte, n)
+	if n == ExtentItemDedupedSize {
+		binary.LittleEndian.PutUint64(b[32:], e.HashPrefix)
+	}
 	binary.LittleEndian.PutUint64(b[0:], e.Refs)
 	binary.LittleEndian.PutUint64(b[8:], e.Generation)
 	binary.LittleEndian.PutUint64(b[16:], e.RAMBytes)
@@ -230,7 +244,7 @@ func MarshalExtentItem(e *ExtentItem) []byte {
 
 // UnmarshalExtentItem decodes a data extent item.
 func UnmarshalExtentItem(b []byte) (*ExtentItem, error) {
-	if len(b) != ExtentItemSize {
+	if len(b) != ExtentItemSize && len(b) != ExtentItemDedupedSize {
 		return nil, corruptf(ErrShort, "extent item: %d bytes", len(b))
 	}
 	e := &ExtentItem{
@@ -240,8 +254,11 @@ func UnmarshalExtentItem(b []byte) (*ExtentItem, error) {
 		Compression: Compression(b[24]),
 		Flags:       b[25],
 	}
-	if e.Refs == 0 || e.Compression > CompressS2 {
-		return nil, corruptf(nil, "extent item: refs %d compression %d", e.Refs, b[24])
+	if e.Refs == 0 || e.Compression > CompressS2 || e.Flags&^ExtentFlagDeduped != 0 || (len(b) == ExtentItemDedupedSize) != (e.Flags&ExtentFlagDeduped != 0) {
+		return nil, corruptf(nil, "extent item: refs %d compression %d flags %#x in %d bytes", e.Refs, b[24], e.Flags, len(b))
+	}
+	if len(b) == ExtentItemDedupedSize {
+		e.HashPrefix = binary.LittleEndian.Uint64(b[32:])
 	}
 	return e, nil
 }

@@ -90,11 +90,11 @@ func TestMetadataItem(t *testing.T) {
 func TestExtentItem(t *testing.T) {
 	for _, e := range []*ExtentItem{
 		{Refs: 1, Generation: 3, RAMBytes: 4096},
-		{Refs: 7, Generation: 3, RAMBytes: 128 << 10, Compression: CompressZstd, Flags: ExtentFlagDeduped},
+		{Refs: 7, Generation: 3, RAMBytes: 128 << 10, Compression: CompressZstd, Flags: ExtentFlagDeduped, HashPrefix: 0x1122334455667788},
 		{Refs: 2, Generation: 3, RAMBytes: 1 << 20, Compression: CompressS2},
 	} {
 		b := MarshalExtentItem(e)
-		if len(b) != ExtentItemSize {
+		if want := map[bool]int{false: ExtentItemSize, true: ExtentItemDedupedSize}[e.Flags&ExtentFlagDeduped != 0]; len(b) != want {
 			t.Fatalf("%d bytes", len(b))
 		}
 		if got, err := UnmarshalExtentItem(b); err != nil || !reflect.DeepEqual(got, e) {

@@ -57,6 +57,25 @@ type SysChunk struct {
 // area (FORMAT.md §3.2). Later versions add fields; absent ones are zero.
 type Settings struct {
 	AllocPolicy AllocPolicy
+	// Dedupe turns inband dedupe on for new writes (IncompatDedupe).
+	Dedupe bool
+	// DedupeBlockLog2 is log2 of the dedupe block size, 12..23 (0: 17, 128 KiB).
+	DedupeBlockLog2 uint8
+	// DedupeHash is the hash of dedupe blocks: CsumSHA256 or CsumBLAKE3.
+	DedupeHash CsumType
+	// Compression of new data extents (IncompatCompression) and its level.
+	Compression      Compression
+	CompressionLevel uint8
+	// DedupeHits counts blocks stored as references to existing extents.
+	DedupeHits uint64
+}
+
+// DedupeBlockSize is the dedupe block size in bytes.
+func (s Settings) DedupeBlockSize() uint64 {
+	if s.DedupeBlockLog2 == 0 {
+		return 128 << 10
+	}
+	return 1 << s.DedupeBlockLog2
 }
 
 // AllocPolicy selects how chunks are placed on devices.
@@ -138,6 +157,12 @@ const (
 	sbLabel      = 256
 	sbSettings   = 512
 	sbAllocPol   = sbSettings + 0
+	sbDedupe     = sbSettings + 1
+	sbDedupeLog2 = sbSettings + 2
+	sbDedupeHash = sbSettings + 3
+	sbCompress   = sbSettings + 4
+	sbCompLevel  = sbSettings + 5
+	sbDedupeHits = sbSettings + 8
 	sbRoots      = 768
 	sbBackups    = sbRoots + RootSetSize
 	sbSysSize    = sbBackups + NumBackupRoots*RootSetSize
@@ -205,6 +230,14 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
 	copy(b[sbLabel:sbLabel+LabelSize], sb.Label)
 	b[sbAllocPol] = byte(sb.Settings.AllocPolicy)
+	if sb.Settings.Dedupe {
+		b[sbDedupe] = 1
+	}
+	b[sbDedupeLog2] = sb.Settings.DedupeBlockLog2
+	b[sbDedupeHash] = byte(sb.Settings.DedupeHash)
+	b[sbCompress] = byte(sb.Settings.Compression)
+	b[sbCompLevel] = sb.Settings.CompressionLevel
+	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
 		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
@@ -265,6 +298,15 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	label = label[:i]
 	sb.Label = string(label)
 	sb.Settings.AllocPolicy = AllocPolicy(b[sbAllocPol])
+	sb.Settings.Dedupe = b[sbDedupe] != 0
+	sb.Settings.DedupeBlockLog2 = b[sbDedupeLog2]
+	sb.Settings.DedupeHash = CsumType(b[sbDedupeHash])
+	sb.Settings.Compression = Compression(b[sbCompress])
+	sb.Settings.CompressionLevel = b[sbCompLevel]
+	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
+	if s := sb.Settings; b[sbDedupe] > 1 || (s.DedupeBlockLog2 != 0 && (s.DedupeBlockLog2 < 12 || s.DedupeBlockLog2 > 23)) || s.Compression > CompressS2 || s.CompressionLevel > 19 {
+		return nil, corruptf(nil, "superblock: settings dedupe %d/%d compression %d:%d", b[sbDedupe], s.DedupeBlockLog2, s.Compression, s.CompressionLevel)
+	}
 	sb.Roots = getRootSet(b[sbRoots:])
 	for i := range sb.Backups {
 		sb.Backups[i] = getRootSet(b[sbBackups+i*RootSetSize:])

@@ -105,6 +105,7 @@ type checker struct {
 	bgItems   map[uint64]*format.BlockGroupItem
 	extents   []format.Key // data extent keys, in order
 	fs        fsState      // the filesystem pass (fs.go)
+	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -142,6 +143,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	}
 	c.checkExtents()
 	c.checkFS()
+	c.checkDedupe()
 	c.rep.Devices = len(vol.Devices())
 	c.rep.Chunks = len(vol.Chunks.All())
 	c.rep.Nodes = len(c.seen)

@@ -325,7 +325,7 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 			c.fsProblem("inode %d: extent at %d lies wholly beyond the size %d", cur.ino, off, in.Size)
 		}
 	}
-	if x.Compression != format.CompressNone {
+	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
 		c.fsProblem("inode %d: extent at %d is compressed (%v) but the compression feature is not enabled", cur.ino, off, x.Compression)
 	}
 	cur.extents++
@@ -401,8 +401,8 @@ func (c *checker) finishInode() {
 	if t != format.FileTypeCharDev && t != format.FileTypeBlockDev && in.Rdev != 0 {
 		c.fsProblem("inode %d: a %v with device number %#x, want 0", cur.ino, t, in.Rdev)
 	}
-	if in.Flags != 0 {
-		c.fsProblem("inode %d: flags %#x (none are defined)", cur.ino, in.Flags)
+	if in.Flags&^format.KnownInodeFlags != 0 {
+		c.fsProblem("inode %d: unknown flags %#x", cur.ino, in.Flags)
 	}
 	if !cur.extentLost && in.NBytes != cur.nbytes {
 		c.fsProblem("inode %d: nbytes %d, its extents hold %d", cur.ino, in.NBytes, cur.nbytes)

@@ -159,6 +159,9 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.extents = append(c.extents, it.Key)
 		c.fs.dataExtent(it.Key, e)
+		if e.Flags&format.ExtentFlagDeduped != 0 {
+			c.dedupe.extent(it.Key, e)
+		}
 	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
 		g, err := format.UnmarshalBlockGroupItem(it.Data)
 		if err != nil {
@@ -170,5 +173,7 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		c.fsItem(it)
 	case id == format.CsumTree:
 		c.csumItem(it)
+	case id == format.DedupeTree:
+		c.dedupeItem(it)
 	}
 }

@@ -14,6 +14,8 @@ var matrix = []Config{
 	{Devices: 2, Data: format.ProfileRaid1, Meta: format.ProfileRaid1},
 	{Devices: 3, Data: format.ProfileRaid0, Meta: format.ProfileRaid1C3},
 	{Devices: 4, Data: format.ProfileRaid10, Meta: format.ProfileRaid10},
+	{Devices: 2, Data: format.ProfileSingle, Meta: format.ProfileRaid1,
+		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 12, Compression: format.CompressZstd, CompressionLevel: 3}},
 }
 
 // TestCrashMatrix replays well over 10,000 crash points across the matrix.

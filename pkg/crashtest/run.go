@@ -24,6 +24,8 @@ type Config struct {
 	Stride     int   // replay every Stride-th write prefix (1: all)
 	Reordered  int   // states with unflushed writes reordered and torn
 	DevSize    int64 // bytes per device
+	// Settings: dedupe and compression of the filesystem.
+	Settings format.Settings
 }
 
 func (c Config) String() string {
@@ -40,7 +42,7 @@ type Result struct {
 var epoch = func() time.Time { return time.Unix(1700000000, 0) }
 
 func create(cfg Config, wrap func(device.Device, int) device.Device, rec *recorder) (*fsys.FS, []*device.MemDevice, error) {
-	p := store.CreateParams{FSID: [16]byte{0xc7, byte(cfg.Seed)}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: cfg.Data, Metadata: cfg.Meta}
+	p := store.CreateParams{FSID: [16]byte{0xc7, byte(cfg.Seed)}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: cfg.Data, Metadata: cfg.Meta, Settings: cfg.Settings}
 	var mems []*device.MemDevice
 	for i := 0; i < cfg.Devices; i++ {
 		m := device.NewMemDevice(fmt.Sprintf("d%d", i), cfg.DevSize)

@@ -147,6 +147,12 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	if err := ext.Delete(k); err != nil {
 		return err
 	}
+	if f.lastExtent.logical == logical {
+		f.lastExtent.data = nil // its space may be reused
+	}
+	if err := f.dropDedupe(logical, e); err != nil {
+		return err
+	}
 	if err := f.deleteCsums(logical, diskLen); err != nil {
 		return err
 	}
@@ -230,7 +236,11 @@ func (f *FS) writeExtents(in *Inode, p []byte, off uint64) error {
 			continue
 		}
 		n := dataRun(p, off, ss, maxExtent)
-		if err := f.writeSplitting(in, p[:n], off); err != nil {
+		if pol := f.policy(in); !pol.plain() {
+			if err := f.writeBlocks(in, p[:n], off, pol); err != nil {
+				return err
+			}
+		} else if err := f.writeSplitting(in, p[:n], off); err != nil {
 			return err
 		}
 		p, off = p[n:], off+n

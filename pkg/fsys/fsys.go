@@ -36,6 +36,8 @@ type Options struct {
 	// OnCommit, if set, is called after every successful commit (tests
 	// snapshot each generation with it).
 	OnCommit func()
+	// IndexCache bounds the in-memory dedupe index (entries).
+	IndexCache int
 	// BeforeCommit, if set, is called with the generation about to be
 	// committed, while the running state is still readable (fault tests:
 	// a commit that reports an error may still have become durable).
@@ -50,6 +52,14 @@ type FS struct {
 	opt       Options
 	nextIno   uint64
 	dataBytes uint64
+	index     dedupeIndex
+	// dedupeHits counts references made in the running transaction.
+	dedupeHits uint64
+	// lastExtent caches the last decompressed extent.
+	lastExtent struct {
+		logical uint64
+		data    []byte
+	}
 }
 
 // New wraps an opened store.
@@ -66,7 +76,10 @@ func New(st *store.FS, opt Options) (*FS, error) {
 	if opt.MaxInline == 0 {
 		opt.MaxInline = 2048
 	}
-	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno}
+	if opt.IndexCache == 0 {
+		opt.IndexCache = 1 << 20 // entries: ~32 MiB
+	}
+	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno, index: dedupeIndex{max: opt.IndexCache}}
 	// The next inode number follows the largest object id in the fs tree.
 	it, err := st.Tree(format.FSTree).SeekLE(format.Key{ObjectID: format.CsumObjectID - 1, Type: 0xFF, Offset: ^uint64(0)})
 	if err == nil && it.Key.ObjectID >= format.FirstFreeIno {
@@ -136,6 +149,8 @@ func (f *FS) Sync() error {
 	}
 	tx := f.tx
 	f.tx = nil
+	tx.AddDedupeHits(f.dedupeHits)
+	f.dedupeHits = 0
 	if err := tx.Commit(); err != nil {
 		return err
 	}

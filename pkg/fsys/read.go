@@ -1,10 +1,12 @@
 package fsys
 
 import (
+	"fmt"
 	"io"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/codec"
 )
 
 // ReadAt reads file bytes at off into p; it returns io.EOF at the end of
@@ -35,6 +37,16 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 			copy(dst, x.Inline[s-x.off:])
 		case x.Type == format.FileExtentPrealloc || x.DiskLogical == 0:
 			// reads as zeros
+		case x.Compression != format.CompressNone:
+			data, err := f.decompressed(x)
+			if err != nil {
+				return 0, err
+			}
+			from := x.Offset + (s - x.off)
+			if from+(e-s) > uint64(len(data)) {
+				return 0, fmt.Errorf("inode %d: extent at %d reaches past its data: %w", in.Ino, x.off, format.ErrCorrupt)
+			}
+			copy(dst, data[from:])
 		default:
 			// Read whole sectors so each can be checked.
 			from := x.Offset + (s - x.off)
@@ -70,3 +82,21 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 
 // maxSymlink is the longest symlink target (PATH_MAX - 1).
 const maxSymlink = 4095
+
+// decompressed returns the decompressed bytes of a compressed extent,
+// keeping the last one: sequential reads meet each extent many times.
+func (f *FS) decompressed(x fileExtent) ([]byte, error) {
+	if f.lastExtent.logical == x.DiskLogical && f.lastExtent.data != nil {
+		return f.lastExtent.data, nil
+	}
+	disk := make([]byte, x.DiskLen)
+	if err := f.readVerified(x.DiskLogical, disk); err != nil {
+		return nil, err
+	}
+	data, err := codec.Decompress(disk, x.Compression, x.RAMBytes)
+	if err != nil {
+		return nil, fmt.Errorf("extent %d: %w", x.DiskLogical, err)
+	}
+	f.lastExtent.logical, f.lastExtent.data = x.DiskLogical, data
+	return data, nil
+}

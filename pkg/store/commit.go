@@ -189,6 +189,18 @@ func (tx *Txn) nextSuper() format.Superblock {
 		sb.Backups[0] = sb.Roots
 	}
 	sb.Generation = tx.gen
+	if s := tx.settings; s != nil {
+		hits := sb.Settings.DedupeHits
+		sb.Settings = *s
+		sb.Settings.DedupeHits = hits
+		if s.Dedupe {
+			sb.Incompat |= format.IncompatDedupe
+		}
+		if s.Compression != format.CompressNone {
+			sb.Incompat |= format.IncompatCompression
+		}
+	}
+	sb.Settings.DedupeHits += tx.dedupeHits
 	sb.Roots = format.RootSet{Generation: tx.gen}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())

@@ -34,6 +34,8 @@ type CreateParams struct {
 	Devices     []NewDevice
 	// Compact packs small chunks at the start of each device (mkfs --shrink).
 	Compact bool
+	// Settings: dedupe and compression (AllocPolicy above wins).
+	Settings format.Settings
 }
 
 // DevUUID derives a device's UUID from the filesystem UUID and its devid,
@@ -82,7 +84,14 @@ func CreateTx(p CreateParams) (*FS, *Txn, error) {
 	sb := format.Superblock{
 		Version: format.CurrentVersion, CsumType: p.Csum, FSID: p.FSID,
 		SectorSize: p.SectorSize, NodeSize: p.NodeSize, StripeLen: format.DefaultStripeLen,
-		Label: p.Label, Settings: format.Settings{AllocPolicy: p.AllocPolicy},
+		Label: p.Label, Settings: p.Settings,
+	}
+	sb.Settings.AllocPolicy = p.AllocPolicy
+	if sb.Settings.Dedupe {
+		sb.Incompat |= format.IncompatDedupe
+	}
+	if sb.Settings.Compression != format.CompressNone {
+		sb.Incompat |= format.IncompatCompression
 	}
 	var devs []*volume.Dev
 	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact}

@@ -33,7 +33,16 @@ type Txn struct {
 	// Fallbacks counts chunks the policy had to place outside its
 	// preferred devices.
 	Fallbacks int
+	dedupeHits uint64
+	settings   *format.Settings
 }
+
+// SetSettings changes the filesystem settings from this commit on, and
+// sets the incompat features they need.
+func (tx *Txn) SetSettings(s format.Settings) { tx.settings = &s }
+
+// AddDedupeHits adds to the dedupe hit counter the commit stores.
+func (tx *Txn) AddDedupeHits(n uint64) { tx.dedupeHits += n }
 
 // Begin starts a transaction.
 func (fs *FS) Begin() (*Txn, error) {

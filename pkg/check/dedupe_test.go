@@ -1,0 +1,93 @@
+package check
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// TestDedupeClean: random writes, overwrites and removals with dedupe and
+// compression on keep fsck (with --check-data) clean; removing a dedupe
+// entry, or an extent's marking, is reported.
+func TestDedupeClean(t *testing.T) {
+	d := device.NewMemDevice("m", 512<<20)
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{11}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
+		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 14, Compression: format.CompressZstd, CompressionLevel: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := fsys.New(st, fsys.Options{Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	f.Adopt(tx)
+	f.InitRoot(fsys.Attr{Mode: 0o755})
+	r := rand.New(rand.NewPCG(4, 4))
+	blocks := [][]byte{bytes.Repeat([]byte("abc"), 6000), make([]byte, 16384), bytes.Repeat([]byte{1, 2, 3, 4, 5}, 4000)}
+	rb := make([]byte, 16384)
+	for i := range rb {
+		rb[i] = byte(r.Uint32())
+	}
+	blocks = append(blocks, rb)
+	for i := 0; i < 300; i++ {
+		p := fmt.Sprintf("/f%d", r.IntN(8))
+		if r.IntN(5) == 0 {
+			f.Remove(p)
+			continue
+		}
+		in, err := f.Resolve(p, false)
+		if err != nil {
+			in, _ = f.Create(p, fsys.Attr{Mode: 0o644})
+		}
+		if err := f.WriteAt(in, blocks[r.IntN(len(blocks))], uint64(r.IntN(5))*16384); err != nil {
+			t.Fatal(err)
+		}
+		if i%40 == 0 {
+			f.Sync()
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	vol, _ := volume.FromDevices([]device.Device{d}, true)
+	rep, err := CheckVolume(vol, Options{CheckData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+	// Surgery: drop one dedupe entry.
+	st2, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim format.Key
+	st2.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) { victim = it.Key; return false, nil })
+	if victim.Type == 0 {
+		t.Fatal("no dedupe entries: test too weak")
+	}
+	tx2, _ := st2.Begin()
+	if err := tx2.Tree(format.DedupeTree).Delete(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	vol2, _ := volume.FromDevices([]device.Device{d}, false)
+	rep, _ = CheckVolume(vol2)
+	found := false
+	for _, p := range rep.Problems {
+		found = found || (p.Kind == "dedupe" && p.Logical == victim.Offset && strings.Contains(p.Message, "0 index entries"))
+	}
+	if !found {
+		t.Fatalf("dropped entry not reported: %v", rep.Problems)
+	}
+}

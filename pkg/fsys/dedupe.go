@@ -1,0 +1,328 @@
+package fsys
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ddfs/ddfs/pkg/codec"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// compressUnit is the block size of compression without dedupe (as btrfs).
+const compressUnit = 128 << 10
+
+// dataPolicy is how a file's new data is stored.
+type dataPolicy struct {
+	dedupe   bool
+	block    uint64
+	hash     format.CsumType
+	compress format.Compression
+	level    uint8
+}
+
+func (p dataPolicy) plain() bool { return !p.dedupe && p.compress == format.CompressNone }
+
+// policy resolves the file's properties against the filesystem settings.
+func (f *FS) policy(in *Inode) dataPolicy {
+	s := f.st.Super().Settings
+	p := dataPolicy{dedupe: s.Dedupe, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel}
+	switch in.Dedupe {
+	case format.DedupeOn:
+		p.dedupe = true
+	case format.DedupeOff:
+		p.dedupe = false
+	}
+	if c, ok := in.Compression.Compression(); ok {
+		p.compress = c
+	}
+	if in.Flags&format.InodeNoCompress != 0 {
+		p.compress = format.CompressNone
+	}
+	if p.hash != format.CsumBLAKE3 {
+		p.hash = format.CsumSHA256
+	}
+	if !p.dedupe {
+		p.block = compressUnit
+	}
+	return p
+}
+
+// block is one dedupe/compression unit of a write.
+type block struct {
+	off    uint64 // file offset
+	data   []byte
+	hash   [format.CsumSize]byte
+	framed []byte // compressed, framed; nil: store raw
+}
+
+// writeBlocks stores p at off as dedupe/compression blocks: hashes are
+// computed in parallel (bounded by GOMAXPROCS, in order), known blocks
+// become references to their extent, new ones are compressed in parallel
+// and written.
+func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error {
+	var blocks []block
+	for len(p) > 0 {
+		n := min(uint64(len(p)), pol.block-off%pol.block)
+		blocks = append(blocks, block{off: off, data: p[:n]})
+		p, off = p[n:], off+n
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if pol.dedupe {
+		var g errgroup.Group
+		g.SetLimit(workers)
+		for i := range blocks {
+			b := &blocks[i]
+			g.Go(func() error { b.hash = format.Checksum(pol.hash, b.data); return nil })
+		}
+		g.Wait()
+	}
+	// Look up every block first, so only new ones are compressed.
+	hits := make([]*dedupeHit, len(blocks))
+	if pol.dedupe {
+		for i := range blocks {
+			h, err := f.lookupBlock(blocks[i].hash, uint64(len(blocks[i].data)))
+			if err != nil {
+				return err
+			}
+			hits[i] = h
+		}
+	}
+	if pol.compress != format.CompressNone {
+		var g errgroup.Group
+		g.SetLimit(workers)
+		ss := int(f.st.Super().SectorSize)
+		for i := range blocks {
+			if hits[i] != nil {
+				continue
+			}
+			b := &blocks[i]
+			g.Go(func() error {
+				fr, ok, err := codec.Compress(b.data, pol.compress, pol.level, ss)
+				if ok {
+					b.framed = fr
+				}
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	shrunk := false
+	for i, b := range blocks {
+		if hits[i] != nil {
+			if err := f.referenceBlock(in, b, hits[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		shrunk = shrunk || b.framed != nil
+		if err := f.writeBlock(in, b, pol); err != nil {
+			return err
+		}
+		// Duplicates inside this very write find the block just written.
+		if pol.dedupe {
+			for j := i + 1; j < len(blocks); j++ {
+				if hits[j] == nil && blocks[j].hash == b.hash && len(blocks[j].data) == len(b.data) {
+					h, err := f.lookupBlock(b.hash, uint64(len(b.data)))
+					if err != nil {
+						return err
+					}
+					hits[j] = h
+				}
+			}
+		}
+	}
+	if pol.compress != format.CompressNone && !shrunk && len(blocks) > 0 && len(blocks) == countNil(hits) {
+		in.Flags |= format.InodeNoCompress // did not shrink: stop trying for this file
+	}
+	return nil
+}
+
+func countNil(h []*dedupeHit) int {
+	n := 0
+	for _, x := range h {
+		if x == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// dedupeHit is an existing extent holding a block.
+type dedupeHit struct {
+	logical, diskLen, ram uint64
+	compression           format.Compression
+}
+
+// lookupBlock finds an extent whose block has this hash and length: the
+// in-memory cache first, then the dedupe tree (prefix, DEDUPE_ITEM, *).
+func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, error) {
+	prefix := format.DedupeHashPrefix(hash)
+	t := f.rtree(format.DedupeTree)
+	var found uint64
+	check := func(it format.Item) (bool, error) {
+		d, err := format.UnmarshalDedupeItem(it.Data)
+		if err != nil {
+			return false, err
+		}
+		if d.Hash == hash && d.Length == n {
+			found = it.Key.Offset
+			return false, nil
+		}
+		return true, nil
+	}
+	if l, ok := f.index.get(prefix); ok {
+		b, err := t.Get(format.Key{ObjectID: prefix, Type: format.DedupeItemKey, Offset: l})
+		if err == nil {
+			if _, err := check(format.Item{Key: format.Key{Offset: l}, Data: b}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if found == 0 {
+		start := format.Key{ObjectID: prefix, Type: format.DedupeItemKey}
+		if err := t.Scan(start, format.Key{ObjectID: prefix, Type: format.DedupeItemKey + 1}, check); err != nil {
+			return nil, err
+		}
+	}
+	if found == 0 {
+		return nil, nil
+	}
+	f.index.put(prefix, found)
+	it := f.rtree(format.ExtentTree).Seek(format.Key{ObjectID: found, Type: format.ExtentItemKey})
+	if !it.Valid() || it.Key().ObjectID != found || it.Key().Type != format.ExtentItemKey {
+		return nil, errors.Join(it.Err(), fmt.Errorf("dedupe entry for %d without its extent: %w", found, format.ErrCorrupt))
+	}
+	e, err := format.UnmarshalExtentItem(it.Item().Data)
+	if err != nil {
+		return nil, err
+	}
+	return &dedupeHit{logical: found, diskLen: it.Key().Offset, ram: e.RAMBytes, compression: e.Compression}, nil
+}
+
+// referenceBlock maps a block of the file onto an existing extent.
+func (f *FS) referenceBlock(in *Inode, b block, h *dedupeHit) error {
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	x := &format.FileExtentItem{
+		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: h.compression,
+		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(b.data)), RAMBytes: h.ram,
+	}
+	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, b.off), format.MarshalFileExtentItem(x)); err != nil {
+		return err
+	}
+	if err := f.addRefs(h.logical, h.diskLen, 1); err != nil {
+		return err
+	}
+	in.NBytes += uint64(len(b.data))
+	f.dedupeHits++
+	return nil
+}
+
+// writeBlock writes a new extent for a block (compressed if that saved
+// space) and indexes it when dedupe is on.
+func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	ss := uint64(f.st.Super().SectorSize)
+	payload, comp := b.data, format.CompressNone
+	if b.framed != nil {
+		payload, comp = b.framed, pol.compress
+	}
+	diskLen := (uint64(len(payload)) + ss - 1) / ss * ss
+	logical, err := tx.AllocData(diskLen)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, diskLen)
+	copy(buf, payload)
+	if err := f.st.Vol.Write(logical, buf); err != nil {
+		return err
+	}
+	if err := f.putCsums(logical, buf); err != nil {
+		return err
+	}
+	ram := uint64(len(b.data))
+	if comp == format.CompressNone {
+		ram = diskLen
+	}
+	e := &format.ExtentItem{Refs: 1, Generation: tx.Generation(), RAMBytes: ram, Compression: comp}
+	if pol.dedupe {
+		e.Flags, e.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(b.hash)
+		d := &format.DedupeItem{Hash: b.hash, Length: uint64(len(b.data)), HashAlgo: pol.hash}
+		k := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical}
+		if err := tx.Tree(format.DedupeTree).Insert(k, format.MarshalDedupeItem(d)); err != nil {
+			return err
+		}
+		f.index.put(e.HashPrefix, logical)
+	}
+	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
+		return err
+	}
+	x := &format.FileExtentItem{
+		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: comp,
+		DiskLogical: logical, DiskLen: diskLen, NumBytes: uint64(len(b.data)), RAMBytes: ram,
+	}
+	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, b.off), format.MarshalFileExtentItem(x)); err != nil {
+		return err
+	}
+	in.NBytes += uint64(len(b.data))
+	return nil
+}
+
+// dropDedupe removes the index entry of a freed extent.
+func (f *FS) dropDedupe(logical uint64, e *format.ExtentItem) error {
+	if e.Flags&format.ExtentFlagDeduped == 0 {
+		return nil
+	}
+	f.index.del(e.HashPrefix, logical)
+	err := f.tx.Tree(format.DedupeTree).Delete(format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical})
+	if errors.Is(err, btree.ErrNotFound) {
+		return fmt.Errorf("extent %d is marked deduped but has no index entry: %w", logical, format.ErrCorrupt)
+	}
+	return err
+}
+
+// dedupeIndex is the in-memory cache in front of the dedupe tree: hash
+// prefix -> extent logical, 16 bytes of payload per entry, bounded.
+type dedupeIndex struct {
+	m   map[uint64]uint64
+	max int
+}
+
+func (x *dedupeIndex) get(prefix uint64) (uint64, bool) {
+	l, ok := x.m[prefix]
+	return l, ok
+}
+
+func (x *dedupeIndex) put(prefix, logical uint64) {
+	if x.m == nil {
+		x.m = map[uint64]uint64{}
+	}
+	if len(x.m) >= x.max {
+		for k := range x.m { // evict an arbitrary entry: the tree still has it
+			delete(x.m, k)
+			break
+		}
+	}
+	x.m[prefix] = logical
+}
+
+func (x *dedupeIndex) del(prefix, logical uint64) {
+	if x.m[prefix] == logical {
+		delete(x.m, prefix)
+	}
+}
+
+// Len is the number of cached entries.
+func (x *dedupeIndex) Len() int { return len(x.m) }
