@@ -186,7 +186,7 @@ run_once() {
 measure() {
 	local setup=$1 i ts=() rs=()
 	shift
-	MERR="" MN=0
+	MERR="" MN=0 MTS=""
 	for ((i = 0; i < RUNS; i++)); do
 		if ! "$setup"; then
 			MT=FAIL MR="-" MERR="setup $setup failed"
@@ -206,6 +206,7 @@ measure() {
 	done
 	MT=$(median "${ts[@]}")
 	MR=$(median "${rs[@]}")
+	MTS="${ts[*]}"
 }
 
 # alloc_kib FILES...: allocated KiB (st_blocks), summed.
@@ -435,7 +436,10 @@ case_mkfs() {
 
 # Results of the data groups, by key "group/data/tool": seconds, RSS KiB, runs, alloc KiB.
 declare -A RT=() RR=() RN=() RA=()
-keep() { RT[$1]=$MT RR[$1]=$MR RN[$1]=${MN:-0} RA[$1]=${2:--}; }
+keep() {
+	RT[$1]=$MT RR[$1]=$MR RN[$1]=${MN:-0} RA[$1]=${2:--}
+	echo "bench: $1: runs ${MTS:--} s, median $MT s" >&2
+}
 skip_key() { RT[$1]="-" RR[$1]="-" RN[$1]=0 RA[$1]="-"; }
 get() { # get ARRAY KEY: the value or "-"
 	local -n a=$1

@@ -32,7 +32,7 @@ type Txn struct {
 	hint         map[format.ChunkType]uint64
 	// Fallbacks counts chunks the policy had to place outside its
 	// preferred devices.
-	Fallbacks int
+	Fallbacks  int
 	dedupeHits uint64
 	settings   *format.Settings
 }
