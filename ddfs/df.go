@@ -28,8 +28,15 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 	}
 	defer fs.Close()
 	df := inspect.GetDF(fs)
+	data, err := inspect.GetDedupeStatus(fs)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		return cli.JSON(stdout, df)
+		return cli.JSON(stdout, struct {
+			*inspect.DF
+			Data *inspect.DedupeStatus `json:"data"`
+		}{df, data})
 	}
 	size := units.Human
 	if *raw {
@@ -44,5 +51,7 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "%-5d %14s %14s %14s  %s\n", d.DevID, size(d.Size), size(d.Allocated), size(d.Free), d.Path)
 	}
 	fmt.Fprintf(stdout, "\nTotal %s, allocated %s, used %s\n", size(df.TotalBytes), size(df.Allocated), size(df.Used))
+	fmt.Fprintf(stdout, "File data: %s logical, %s stored; saved %s by dedupe (%d hits, %d index entries), %s by compression\n",
+		size(data.LogicalBytes), size(data.PhysicalBytes), size(data.DedupeSavedBytes), data.DedupeHits, data.IndexEntries, size(data.CompressSavedBytes))
 	return nil
 }

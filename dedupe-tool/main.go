@@ -1,16 +1,49 @@
-// Command dedupe-tool is a placeholder until its issue lands; it prints usage.
+// Command dedupe-tool manages inband dedupe of a ddfs image: its settings
+// and the status of the index.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/ddfs/ddfs/pkg/cli"
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "-h" || os.Args[1] == "--help") {
-		fmt.Println("Usage: dedupe-tool ... (not implemented yet: see the project's issues)")
-		return
+	cli.SoftMemoryLimit(160 << 20)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+var commands = map[string]func(args []string, stdout io.Writer) error{
+	"status":  cmdStatus,
+	"enable":  cmdEnable,
+	"disable": cmdDisable,
+}
+
+const usage = `Usage: dedupe-tool COMMAND [options] IMAGE
+
+Commands:
+  status [--json] IMAGE                         logical/physical bytes, savings, index size
+  enable [--block SIZE] [--hash ALGO] IMAGE     dedupe new writes (the index persists in the image)
+  disable IMAGE                                 stop deduping new writes (shared data stays shared)
+
+Examples:
+  dedupe-tool status --json backup.img
+  dedupe-tool enable --block 64K --hash blake3 backup.img
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return cli.ExitUsage
+		}
+		return cli.ExitOK
 	}
-	fmt.Fprintln(os.Stderr, "dedupe-tool: not implemented yet")
-	os.Exit(1)
+	c, ok := commands[args[0]]
+	if !ok {
+		return cli.Report(stderr, "dedupe-tool", cli.Usagef("unknown command %q", args[0]))
+	}
+	return cli.Report(stderr, "dedupe-tool: "+args[0], c(args[1:], stdout))
 }

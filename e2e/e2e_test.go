@@ -19,13 +19,20 @@ import (
 
 var binDir string
 
+// extraBinaries are built too (files add theirs in init).
+var extraBinaries = map[string]string{}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "ddfs-e2e-bin")
 	if err != nil {
 		panic(err)
 	}
 	binDir = dir
-	for name, pkg := range map[string]string{"mkfs.ddfs": "../mkfs", "ddfs": "../ddfs", "fsck.ddfs": "../fsck"} {
+	bins := map[string]string{"mkfs.ddfs": "../mkfs", "ddfs": "../ddfs", "fsck.ddfs": "../fsck"}
+	for k, v := range extraBinaries {
+		bins[k] = v
+	}
+	for name, pkg := range bins {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)

@@ -47,6 +47,10 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
 	forceGID := fl.Int64("force-gid", -1, "make GID the group of every file")
 	shrink := fl.Bool("shrink", false, "truncate image files to what the populated filesystem needs")
+	dedupe := fl.Bool("dedupe", false, "dedupe data on every write path (blocks stored once, shared)")
+	dedupeBlock := fl.String("dedupe-block", "128K", "dedupe block size: a power of two from 4K to 8M")
+	dedupeHash := fl.String("dedupe-hash", "sha256", "dedupe hash: sha256 or blake3")
+	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
 	if err := cli.Parse(fl, args); err != nil {
@@ -110,6 +114,9 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	}
 	o.RootUID, o.RootGID = uint32(os.Getuid()), uint32(os.Getgid())
 	o.Shrink = *shrink
+	if err := dataSettings(&o.Settings, *dedupe, *dedupeBlock, *dedupeHash, *compress); err != nil {
+		return err
+	}
 	if err := populateOptions(&o, *rootdir, *tarFile, *allRoot, *forceUID, *forceGID); err != nil {
 		return err
 	}
@@ -209,6 +216,24 @@ func populateOptions(o *mkfs.Options, rootdir, tarFile string, allRoot bool, uid
 			id := uint32(v.id)
 			*v.dst = &id
 		}
+	}
+	return nil
+}
+
+func dataSettings(s *format.Settings, dedupe bool, block, hash, compress string) error {
+	s.Dedupe = dedupe
+	size, err := units.ParseSize(block)
+	if err != nil {
+		return cli.Usagef("--dedupe-block: %v", err)
+	}
+	if s.DedupeBlockLog2, err = mkfs.DedupeBlockLog2(size); err != nil {
+		return cli.Usagef("--dedupe-block: %v", err)
+	}
+	if s.DedupeHash, err = mkfs.ParseDedupeHash(hash); err != nil {
+		return cli.Usagef("--dedupe-hash: %v", err)
+	}
+	if s.Compression, s.CompressionLevel, err = mkfs.ParseCompression(compress); err != nil {
+		return cli.Usagef("--compress: %v", err)
 	}
 	return nil
 }

@@ -52,3 +52,28 @@ func (t *Tree) verifyNode(n *format.Node, isRoot bool, last **format.Key) error 
 	}
 	return nil
 }
+
+// WalkNodes calls fn for every node of the tree, parents first.
+func (t *Tree) WalkNodes(fn func(*format.Node) error) error {
+	n, err := t.readRoot()
+	if err != nil || n == nil {
+		return err
+	}
+	var walk func(n *format.Node) error
+	walk = func(n *format.Node) error {
+		if err := fn(n); err != nil {
+			return err
+		}
+		for i := range n.Ptrs {
+			c, err := t.readChild(n, i)
+			if err != nil {
+				return err
+			}
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(n)
+}

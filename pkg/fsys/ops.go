@@ -348,3 +348,26 @@ func (f *FS) refresh(in *Inode) error {
 	*in = *cur
 	return nil
 }
+
+// SetProps are per-inode properties, inherited by new children.
+type SetProps struct {
+	Dedupe      *format.DedupeProp
+	Compression *format.CompressProp
+}
+
+// SetProps changes an inode's properties; a new write follows them (a
+// file's "did not compress" mark is cleared so it is tried again).
+func (f *FS) SetProps(in *Inode, p SetProps) error {
+	if err := f.refresh(in); err != nil {
+		return err
+	}
+	if p.Dedupe != nil {
+		in.Dedupe = *p.Dedupe
+	}
+	if p.Compression != nil {
+		in.Compression = *p.Compression
+		in.Flags &^= format.InodeNoCompress
+	}
+	in.Ctime = f.Now()
+	return f.putInode(in)
+}

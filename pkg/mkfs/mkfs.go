@@ -51,6 +51,8 @@ type Options struct {
 	Progress func(int64)
 	// Shrink truncates image files to what the populated filesystem needs.
 	Shrink bool
+	// Settings: dedupe and compression.
+	Settings format.Settings
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -124,7 +126,7 @@ func Make(o Options) (*fsys.FS, error) {
 	}()
 	p := store.CreateParams{
 		FSID: o.UUID, Label: o.Label, Csum: o.Csum, NodeSize: o.NodeSize, SectorSize: o.SectorSize,
-		Data: data, Metadata: meta, AllocPolicy: o.AllocPolicy, Compact: o.Shrink,
+		Data: data, Metadata: meta, AllocPolicy: o.AllocPolicy, Compact: o.Shrink, Settings: o.Settings,
 	}
 	baseDir := filepath.Dir(o.Devices[0].Path)
 	for _, s := range o.Devices {

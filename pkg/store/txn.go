@@ -136,3 +136,19 @@ func (tx *Txn) Abort() {
 	tx.fs.tx = nil
 	tx.fs.broken = true
 }
+
+// UpdateSettings changes the filesystem settings in a transaction of its
+// own (dedupe-tool enable/disable, prop set on the image).
+func (fs *FS) UpdateSettings(change func(*format.Settings) error) error {
+	tx, err := fs.Begin()
+	if err != nil {
+		return err
+	}
+	s := fs.sb.Settings
+	if err := change(&s); err != nil {
+		tx.Abort()
+		return err
+	}
+	tx.SetSettings(s)
+	return tx.Commit()
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/mkfs"
+)
+
+const propExamples = `  ddfs prop get disk.img                      image properties
+  ddfs prop set disk.img:/var/cache dedupe off   a subtree without dedupe (inherited)
+  ddfs prop set disk.img:/logs compression zstd:9
+  ddfs prop set disk.img compression s2          the image default
+Properties: dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit);
+on the image also alloc-policy (classic, ssd-metadata, tiered).
+`
+
+func cmdProp(args []string, stdout, _ io.Writer) error {
+	fl, of := newCmd("prop", "prop get|set IMAGE[:PATH] [NAME [VALUE]]", propExamples, stdout)
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	a := fl.Args()
+	if len(a) < 2 || (a[0] == "get" && len(a) > 3) || (a[0] == "set" && len(a) != 4) || (a[0] != "get" && a[0] != "set") {
+		return usageErr("usage: prop get|set IMAGE[:PATH] [NAME [VALUE]]")
+	}
+	o := parseOperand(a[1])
+	image, path := o.image, abs(o.path)
+	if o.image == "" {
+		image, path = a[1], ""
+	}
+	im, err := of.openImage(image, a[0] == "set")
+	if err != nil {
+		return err
+	}
+	var name string
+	if len(a) > 2 {
+		name = a[2]
+	}
+	if a[0] == "get" {
+		defer im.close()
+		props, err := getProps(im, path)
+		if err != nil {
+			return im.err(err)
+		}
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			if name == "" || k == name {
+				keys = append(keys, k)
+			}
+		}
+		if name != "" && len(keys) == 0 {
+			return usageErr("unknown property %q", name)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(stdout, "%s=%s\n", k, props[k])
+		}
+		return nil
+	}
+	if err := setProp(im, path, name, a[3]); err != nil {
+		im.f.Abort()
+		im.close()
+		return im.err(err)
+	}
+	return im.close()
+}
+
+func getProps(im *image, path string) (map[string]string, error) {
+	s := im.f.Store().Super().Settings
+	if path == "" {
+		dd := "off"
+		if s.Dedupe {
+			dd = "on"
+		}
+		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String()}, nil
+	}
+	in, err := im.f.Resolve(path, false)
+	if err != nil {
+		return nil, err
+	}
+	dd := map[format.DedupeProp]string{format.DedupeInherit: "inherit", format.DedupeOn: "on", format.DedupeOff: "off"}[in.Dedupe]
+	comp := "inherit"
+	if c, ok := in.Compression.Compression(); ok {
+		comp = compressionName(c, 0)
+	}
+	return map[string]string{"dedupe": dd, "compression": comp}, nil
+}
+
+func compressionName(c format.Compression, level uint8) string {
+	if c == format.CompressZstd && level > 0 {
+		return "zstd:" + strconv.Itoa(int(level))
+	}
+	return c.String()
+}
+
+func setProp(im *image, path, name, value string) error {
+	if path == "" {
+		return im.f.Store().UpdateSettings(func(s *format.Settings) error {
+			switch name {
+			case "dedupe":
+				on, err := onOff(value)
+				s.Dedupe = on
+				return err
+			case "compression":
+				c, l, err := mkfs.ParseCompression(value)
+				s.Compression, s.CompressionLevel = c, l
+				return err
+			case "alloc-policy":
+				p, err := format.ParseAllocPolicy(value)
+				s.AllocPolicy = p
+				return err
+			}
+			return usageErr("unknown image property %q (dedupe, compression, alloc-policy)", name)
+		})
+	}
+	in, err := im.f.Resolve(path, false)
+	if err != nil {
+		return err
+	}
+	var a fsys.SetProps
+	switch name {
+	case "dedupe":
+		d := map[string]format.DedupeProp{"inherit": format.DedupeInherit, "on": format.DedupeOn, "off": format.DedupeOff}
+		v, ok := d[value]
+		if !ok {
+			return usageErr("dedupe: want on, off or inherit")
+		}
+		a.Dedupe = &v
+	case "compression":
+		v := format.CompressInherit
+		if value != "inherit" {
+			c, _, err := mkfs.ParseCompression(value)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			v = format.CompressPropOf(c)
+		}
+		a.Compression = &v
+	default:
+		return usageErr("unknown property %q (dedupe, compression)", name)
+	}
+	return im.f.SetProps(in, a)
+}
+
+func onOff(v string) (bool, error) {
+	switch v {
+	case "on", "1", "true":
+		return true, nil
+	case "off", "0", "false":
+		return false, nil
+	}
+	return false, usageErr("want on or off, not %q", v)
+}
