@@ -68,6 +68,9 @@ type Settings struct {
 	CompressionLevel uint8
 	// DedupeHits counts blocks stored as references to existing extents.
 	DedupeHits uint64
+	// DedupeCDC cuts dedupe blocks by content (gear hash, sizes
+	// block/4..block*4) instead of at fixed offsets.
+	DedupeCDC bool
 }
 
 // DedupeBlockSize is the dedupe block size in bytes.
@@ -162,6 +165,7 @@ const (
 	sbDedupeHash = sbSettings + 3
 	sbCompress   = sbSettings + 4
 	sbCompLevel  = sbSettings + 5
+	sbChunking   = sbSettings + 6
 	sbDedupeHits = sbSettings + 8
 	sbRoots      = 768
 	sbBackups    = sbRoots + RootSetSize
@@ -237,6 +241,9 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	b[sbDedupeHash] = byte(sb.Settings.DedupeHash)
 	b[sbCompress] = byte(sb.Settings.Compression)
 	b[sbCompLevel] = sb.Settings.CompressionLevel
+	if sb.Settings.DedupeCDC {
+		b[sbChunking] = 1
+	}
 	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
@@ -304,6 +311,10 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.Compression = Compression(b[sbCompress])
 	sb.Settings.CompressionLevel = b[sbCompLevel]
 	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
+	sb.Settings.DedupeCDC = b[sbChunking] == 1
+	if b[sbChunking] > 1 {
+		return nil, corruptf(nil, "superblock: dedupe chunking %d", b[sbChunking])
+	}
 	if s := sb.Settings; b[sbDedupe] > 1 || (s.DedupeBlockLog2 != 0 && (s.DedupeBlockLog2 < 12 || s.DedupeBlockLog2 > 23)) || s.Compression > CompressS2 || s.CompressionLevel > 19 {
 		return nil, corruptf(nil, "superblock: settings dedupe %d/%d compression %d:%d", b[sbDedupe], s.DedupeBlockLog2, s.Compression, s.CompressionLevel)
 	}

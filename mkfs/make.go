@@ -50,6 +50,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	dedupe := fl.Bool("dedupe", false, "dedupe data on every write path (blocks stored once, shared)")
 	dedupeBlock := fl.String("dedupe-block", "128K", "dedupe block size: a power of two from 4K to 8M")
 	dedupeHash := fl.String("dedupe-hash", "sha256", "dedupe hash: sha256 or blake3")
+	chunking := fl.String("dedupe-chunking", "fixed", "fixed blocks, or cdc: content-defined (block/4..block*4, average block) so shifted data dedupes")
 	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
@@ -116,6 +117,13 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	o.Shrink = *shrink
 	if err := dataSettings(&o.Settings, *dedupe, *dedupeBlock, *dedupeHash, *compress); err != nil {
 		return err
+	}
+	switch *chunking {
+	case "fixed":
+	case "cdc":
+		o.Settings.DedupeCDC = true
+	default:
+		return cli.Usagef("--dedupe-chunking %q: want fixed or cdc", *chunking)
 	}
 	if err := populateOptions(&o, *rootdir, *tarFile, *allRoot, *forceUID, *forceGID); err != nil {
 		return err

@@ -12,7 +12,9 @@ import (
 )
 
 // maxExtent bounds one data extent: big enough for sequential
-// throughput, small enough that an overwrite rewrites little.
+// throughput, small enough that an overwrite rewrites little. It is also
+// the unit dedupe and compression work on per call (a multiple of every
+// dedupe block size).
 const maxExtent = 8 << 20
 
 func extentKey(ino, off uint64) format.Key {

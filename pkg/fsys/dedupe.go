@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/codec"
 
 	"github.com/ddfs/ddfs/format"
@@ -19,6 +20,7 @@ const compressUnit = 128 << 10
 // dataPolicy is how a file's new data is stored.
 type dataPolicy struct {
 	dedupe   bool
+	cdc      bool
 	block    uint64
 	hash     format.CsumType
 	compress format.Compression
@@ -30,7 +32,7 @@ func (p dataPolicy) plain() bool { return !p.dedupe && p.compress == format.Comp
 // policy resolves the file's properties against the filesystem settings.
 func (f *FS) policy(in *Inode) dataPolicy {
 	s := f.st.Super().Settings
-	p := dataPolicy{dedupe: s.Dedupe, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel}
+	p := dataPolicy{dedupe: s.Dedupe, cdc: s.DedupeCDC, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel}
 	switch in.Dedupe {
 	case format.DedupeOn:
 		p.dedupe = true
@@ -68,6 +70,9 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 	var blocks []block
 	for len(p) > 0 {
 		n := min(uint64(len(p)), pol.block-off%pol.block)
+		if pol.dedupe && pol.cdc {
+			n = uint64(cdc.Cut(p, cdc.ForAverage(int(pol.block))))
+		}
 		blocks = append(blocks, block{off: off, data: p[:n]})
 		p, off = p[n:], off+n
 	}

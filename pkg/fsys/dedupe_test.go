@@ -232,3 +232,20 @@ func TestIndexNeverDangles(t *testing.T) {
 		t.Fatal("empty index: test too weak")
 	}
 }
+
+// TestCDCFindsShiftedCopy: with content-defined chunking, a copy shifted
+// by one byte shares almost all its blocks.
+func TestCDCFindsShiftedCopy(t *testing.T) {
+	f, _ := newDedupeFS(t, format.Settings{Dedupe: true, DedupeCDC: true, DedupeBlockLog2: 15})
+	data := rnd(5, 4<<20)
+	write(t, f, "/a", data)
+	before := physical(f)
+	write(t, f, "/b", append([]byte{1}, data...))
+	grown := physical(f) - before
+	if grown > uint64(len(data))/10 {
+		t.Fatalf("shifted copy took %d bytes of %d", grown, len(data))
+	}
+	if !bytes.Equal(readAll(t, f, "/b")[1:], data) {
+		t.Fatal("shifted copy reads back wrong")
+	}
+}

@@ -14,6 +14,7 @@ type DedupeStatus struct {
 	Enabled            bool   `json:"enabled"`
 	BlockSize          uint64 `json:"block_size"`
 	Hash               string `json:"hash"`
+	Chunking           string `json:"chunking"`
 	Compression        string `json:"compression"`
 	LogicalBytes       uint64 `json:"logical_bytes"`        // file bytes that have data (holes excluded)
 	PhysicalBytes      uint64 `json:"physical_bytes"`       // bytes of data extents on disk (one copy)
@@ -33,7 +34,10 @@ const IndexEntryMemory = 32
 func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	sb := fs.Super()
 	s := sb.Settings
-	st := &DedupeStatus{Enabled: s.Dedupe, BlockSize: s.DedupeBlockSize(), Hash: "sha256", Compression: s.Compression.String(), DedupeHits: s.DedupeHits}
+	st := &DedupeStatus{Enabled: s.Dedupe, BlockSize: s.DedupeBlockSize(), Hash: "sha256", Chunking: "fixed", Compression: s.Compression.String(), DedupeHits: s.DedupeHits}
+	if s.DedupeCDC {
+		st.Chunking = "cdc"
+	}
 	if s.DedupeHash == format.CsumBLAKE3 {
 		st.Hash = "blake3"
 	}
