@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 )
 
 // fileDevice is an image file. Its size is fixed at open: a write past the
@@ -13,13 +14,14 @@ type fileDevice struct {
 	size int64
 	ro   bool
 	lock *devLock
+	// dirty counts bytes written since writeback was last started.
+	dirty atomic.Int64
 }
 
 var _ Device = (*fileDevice)(nil)
 
-// writebackMin: writes this large start their writeback at once (data
-// extents); small ones (nodes, superblocks) wait for the flush.
-const writebackMin = 256 << 10
+// writebackMin: after this many bytes written, writeback of the file starts.
+const writebackMin = 4 << 20
 
 // openFile opens and locks an existing image file.
 func openFile(path string, opt OpenOptions) (*fileDevice, error) {
@@ -83,8 +85,11 @@ func (d *fileDevice) WriteAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return n, fmt.Errorf("write %s at %d: %w", d.name, off, err)
 	}
-	if n >= writebackMin {
-		startWriteback(d.f, off, int64(n))
+	// Start writeback once a few MiB are dirty, so the flush at commit
+	// has little left and the disk works while we compute.
+	if d.dirty.Add(int64(n)) >= writebackMin {
+		d.dirty.Store(0)
+		startWriteback(d.f, 0, 0)
 	}
 	return n, nil
 }

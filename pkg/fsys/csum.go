@@ -65,6 +65,10 @@ var ErrDataChecksum = errors.New("data checksum mismatch")
 // readVerified reads sector-aligned buf at logical, checking every sector
 // against the csum tree and trying the other copies of a bad one.
 func (f *FS) readVerified(logical uint64, buf []byte) error {
+	// Data still queued for writing must land before it is read back.
+	if err := f.data.drain(); err != nil {
+		return err
+	}
 	sb := f.st.Super()
 	ss, cl := uint64(sb.SectorSize), sb.CsumType.Len()
 	if err := f.st.Vol.ReadCopy(logical, buf, 0); err != nil {

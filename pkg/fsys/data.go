@@ -325,12 +325,10 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 	if err != nil {
 		return err
 	}
-	buf := p
-	if uint64(len(p)) != diskLen {
-		buf = make([]byte, diskLen)
-		copy(buf, p)
-	}
-	if err := f.st.Vol.Write(logical, buf); err != nil {
+	// The caller may reuse p: the background writer gets its own copy.
+	buf := make([]byte, diskLen)
+	copy(buf, p)
+	if err := f.data.write(logical, buf); err != nil {
 		return err
 	}
 	if err := f.putCsums(logical, buf); err != nil {

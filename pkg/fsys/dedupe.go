@@ -251,7 +251,7 @@ func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
 	}
 	buf := make([]byte, diskLen)
 	copy(buf, payload)
-	if err := f.st.Vol.Write(logical, buf); err != nil {
+	if err := f.data.write(logical, buf); err != nil {
 		return err
 	}
 	if err := f.putCsums(logical, buf); err != nil {

@@ -55,6 +55,8 @@ type FS struct {
 	index     dedupeIndex
 	// dedupeHits counts references made in the running transaction.
 	dedupeHits uint64
+	// data writes extents in the background (drained before commits and reads).
+	data dataWriter
 	// lastExtent caches the last decompressed extent.
 	lastExtent struct {
 		logical uint64
@@ -80,6 +82,7 @@ func New(st *store.FS, opt Options) (*FS, error) {
 		opt.IndexCache = 1 << 20 // entries: ~32 MiB
 	}
 	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno, index: dedupeIndex{max: opt.IndexCache}}
+	f.data.vol = st.Vol
 	// The next inode number follows the largest object id in the fs tree.
 	it, err := st.Tree(format.FSTree).SeekLE(format.Key{ObjectID: format.CsumObjectID - 1, Type: 0xFF, Offset: ^uint64(0)})
 	if err == nil && it.Key.ObjectID >= format.FirstFreeIno {
@@ -144,6 +147,11 @@ func (f *FS) Sync() error {
 	if f.tx == nil {
 		return nil
 	}
+	// The data the commit references must be on the devices first.
+	if err := f.data.drain(); err != nil {
+		f.Abort()
+		return err
+	}
 	if f.opt.BeforeCommit != nil {
 		f.opt.BeforeCommit(f.tx.Generation())
 	}
@@ -172,6 +180,7 @@ func (f *FS) MaybeCommit() error {
 // Abort drops the running transaction (after a failed operation); the
 // FS can no longer change anything.
 func (f *FS) Abort() {
+	f.data.drain()
 	if f.tx != nil {
 		f.tx.Abort()
 		f.tx = nil
@@ -181,6 +190,9 @@ func (f *FS) Abort() {
 // Close commits and closes the store.
 func (f *FS) Close() error {
 	err := f.Sync()
+	if derr := f.data.stop(); err == nil {
+		err = derr
+	}
 	if cerr := f.st.Close(); err == nil {
 		err = cerr
 	}
