@@ -71,6 +71,9 @@ type Settings struct {
 	// DedupeCDC cuts dedupe blocks by content (gear hash, sizes
 	// block/4..block*4) instead of at fixed offsets.
 	DedupeCDC bool
+	// DedupeVerify byte-compares a block with the extent it matched
+	// before sharing it (for weak-hash paranoia; costs a read).
+	DedupeVerify bool
 }
 
 // DedupeBlockSize is the dedupe block size in bytes.
@@ -166,6 +169,7 @@ const (
 	sbCompress   = sbSettings + 4
 	sbCompLevel  = sbSettings + 5
 	sbChunking   = sbSettings + 6
+	sbVerify     = sbSettings + 7
 	sbDedupeHits = sbSettings + 8
 	sbRoots      = 768
 	sbBackups    = sbRoots + RootSetSize
@@ -244,6 +248,9 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	if sb.Settings.DedupeCDC {
 		b[sbChunking] = 1
 	}
+	if sb.Settings.DedupeVerify {
+		b[sbVerify] = 1
+	}
 	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
@@ -312,7 +319,8 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.CompressionLevel = b[sbCompLevel]
 	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
 	sb.Settings.DedupeCDC = b[sbChunking] == 1
-	if b[sbChunking] > 1 {
+	sb.Settings.DedupeVerify = b[sbVerify] == 1
+	if b[sbChunking] > 1 || b[sbVerify] > 1 {
 		return nil, corruptf(nil, "superblock: dedupe chunking %d", b[sbChunking])
 	}
 	if s := sb.Settings; b[sbDedupe] > 1 || (s.DedupeBlockLog2 != 0 && (s.DedupeBlockLog2 < 12 || s.DedupeBlockLog2 > 23)) || s.Compression > CompressS2 || s.CompressionLevel > 19 {

@@ -51,6 +51,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	dedupeBlock := fl.String("dedupe-block", "128K", "dedupe block size: a power of two from 4K to 8M")
 	dedupeHash := fl.String("dedupe-hash", "sha256", "dedupe hash: sha256 or blake3")
 	chunking := fl.String("dedupe-chunking", "fixed", "fixed blocks, or cdc: content-defined (block/4..block*4, average block) so shifted data dedupes")
+	verify := fl.Bool("dedupe-verify", false, "byte-compare a block with its match before sharing it")
 	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
@@ -118,6 +119,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	if err := dataSettings(&o.Settings, *dedupe, *dedupeBlock, *dedupeHash, *compress); err != nil {
 		return err
 	}
+	o.Settings.DedupeVerify = *verify
 	switch *chunking {
 	case "fixed":
 	case "cdc":

@@ -152,6 +152,7 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	if f.lastExtent.logical == logical {
 		f.lastExtent.data = nil // its space may be reused
 	}
+	delete(f.decomp, logical)
 	if err := f.dropDedupe(logical, e); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -21,6 +22,7 @@ const compressUnit = 128 << 10
 type dataPolicy struct {
 	dedupe   bool
 	cdc      bool
+	verify   bool
 	block    uint64
 	hash     format.CsumType
 	compress format.Compression
@@ -32,7 +34,7 @@ func (p dataPolicy) plain() bool { return !p.dedupe && p.compress == format.Comp
 // policy resolves the file's properties against the filesystem settings.
 func (f *FS) policy(in *Inode) dataPolicy {
 	s := f.st.Super().Settings
-	p := dataPolicy{dedupe: s.Dedupe, cdc: s.DedupeCDC, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel}
+	p := dataPolicy{dedupe: s.Dedupe, cdc: s.DedupeCDC, verify: s.DedupeVerify, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel}
 	switch in.Dedupe {
 	case format.DedupeOn:
 		p.dedupe = true
@@ -93,6 +95,15 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 			h, err := f.lookupBlock(blocks[i].hash, uint64(len(blocks[i].data)))
 			if err != nil {
 				return err
+			}
+			if h != nil && pol.verify {
+				same, err := f.sameData(h, blocks[i].data)
+				if err != nil {
+					return err
+				}
+				if !same {
+					h = nil // a hash collision: store the block on its own
+				}
 			}
 			hits[i] = h
 		}
@@ -331,3 +342,23 @@ func (x *dedupeIndex) del(prefix, logical uint64) {
 
 // Len is the number of cached entries.
 func (x *dedupeIndex) Len() int { return len(x.m) }
+
+// sameData compares a block with the start of the extent it matched.
+func (f *FS) sameData(h *dedupeHit, p []byte) (bool, error) {
+	x := fileExtent{FileExtentItem: &format.FileExtentItem{Type: format.FileExtentRegular, Compression: h.compression,
+		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(p)), RAMBytes: h.ram}}
+	var data []byte
+	if h.compression != format.CompressNone {
+		d, err := f.decompressed(x)
+		if err != nil {
+			return false, err
+		}
+		data = d
+	} else {
+		data = make([]byte, h.diskLen)
+		if err := f.readVerified(h.logical, data); err != nil {
+			return false, err
+		}
+	}
+	return uint64(len(data)) >= uint64(len(p)) && bytes.Equal(data[:len(p)], p), nil
+}

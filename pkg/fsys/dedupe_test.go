@@ -249,3 +249,28 @@ func TestCDCFindsShiftedCopy(t *testing.T) {
 		t.Fatal("shifted copy reads back wrong")
 	}
 }
+
+func TestDedupeVerify(t *testing.T) {
+	f, _ := newDedupeFS(t, format.Settings{Dedupe: true, DedupeVerify: true, Compression: format.CompressS2})
+	data := bytes.Repeat([]byte("verify me "), 60000)
+	write(t, f, "/a", data)
+	write(t, f, "/b", data)
+	if f.dedupeHits == 0 {
+		t.Fatal("verified blocks were not shared")
+	}
+	if !bytes.Equal(readAll(t, f, "/b"), data) {
+		t.Fatal("b differs")
+	}
+}
+
+func TestBigCompressedRead(t *testing.T) {
+	f, _ := newDedupeFS(t, format.Settings{Compression: format.CompressZstd, CompressionLevel: 1})
+	data := bytes.Repeat([]byte("0123456789 big compressed read "), 200000) // ~6 MB: many 128 KiB extents
+	write(t, f, "/a", data)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readAll(t, f, "/a"), data) {
+		t.Fatal("big read differs")
+	}
+}

@@ -3,6 +3,9 @@ package fsys
 import (
 	"fmt"
 	"io"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -26,6 +29,9 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 		return 0, err
 	}
 	ss := uint64(f.st.Super().SectorSize)
+	if err := f.predecompress(xs); err != nil {
+		return 0, err
+	}
 	for _, x := range xs {
 		s, e := max(x.off, off), min(x.end(), off+n)
 		if s >= e {
@@ -89,6 +95,11 @@ func (f *FS) decompressed(x fileExtent) ([]byte, error) {
 	if f.lastExtent.logical == x.DiskLogical && f.lastExtent.data != nil {
 		return f.lastExtent.data, nil
 	}
+	if d, ok := f.decomp[x.DiskLogical]; ok {
+		delete(f.decomp, x.DiskLogical)
+		f.lastExtent.logical, f.lastExtent.data = x.DiskLogical, d
+		return d, nil
+	}
 	disk := make([]byte, x.DiskLen)
 	if err := f.readVerified(x.DiskLogical, disk); err != nil {
 		return nil, err
@@ -99,4 +110,47 @@ func (f *FS) decompressed(x fileExtent) ([]byte, error) {
 	}
 	f.lastExtent.logical, f.lastExtent.data = x.DiskLogical, data
 	return data, nil
+}
+
+// predecompress decompresses the compressed extents of a big read in
+// parallel (reads and checksum checks stay sequential; only the CPU work
+// fans out), leaving the results for decompressed to find.
+func (f *FS) predecompress(xs []fileExtent) error {
+	var todo []fileExtent
+	for _, x := range xs {
+		if x.Type != format.FileExtentInline && x.DiskLogical != 0 && x.Compression != format.CompressNone && f.lastExtent.logical != x.DiskLogical {
+			todo = append(todo, x)
+		}
+	}
+	if len(todo) < 2 {
+		return nil
+	}
+	disks := make([][]byte, len(todo))
+	for i, x := range todo {
+		disks[i] = make([]byte, x.DiskLen)
+		if err := f.readVerified(x.DiskLogical, disks[i]); err != nil {
+			return err
+		}
+	}
+	out := make([][]byte, len(todo))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range todo {
+		g.Go(func() error {
+			var err error
+			out[i], err = codec.Decompress(disks[i], todo[i].Compression, todo[i].RAMBytes)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("decompress: %w", err)
+	}
+	if f.decomp == nil {
+		f.decomp = map[uint64][]byte{}
+	}
+	clear(f.decomp)
+	for i, x := range todo {
+		f.decomp[x.DiskLogical] = out[i]
+	}
+	return nil
 }
