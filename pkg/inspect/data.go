@@ -18,7 +18,7 @@ type DedupeStatus struct {
 	Compression        string `json:"compression"`
 	LogicalBytes       uint64 `json:"logical_bytes"`        // file bytes that have data (holes excluded)
 	PhysicalBytes      uint64 `json:"physical_bytes"`       // bytes of data extents on disk (one copy)
-	DedupeSavedBytes   uint64 `json:"dedupe_saved_bytes"`   // logical bytes minus the bytes of distinct extents
+	DedupeSavedBytes   uint64 `json:"dedupe_saved_bytes"`   // bytes not stored again: (references - 1) x size of each deduped extent
 	CompressSavedBytes uint64 `json:"compress_saved_bytes"` // decompressed minus on-disk bytes of compressed extents
 	DedupeHits         uint64 `json:"dedupe_hits"`
 	IndexEntries       uint64 `json:"index_entries"`
@@ -60,7 +60,6 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var distinct uint64
 	err = fs.Tree(format.ExtentTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		if it.Key.Type != format.ExtentItemKey {
 			return true, nil
@@ -70,7 +69,9 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 			return false, err
 		}
 		st.PhysicalBytes += it.Key.Offset
-		distinct += e.RAMBytes
+		if e.Flags&format.ExtentFlagDeduped != 0 {
+			st.DedupeSavedBytes += (e.Refs - 1) * e.RAMBytes
+		}
 		if e.Compression != format.CompressNone && e.RAMBytes > it.Key.Offset {
 			st.CompressSavedBytes += e.RAMBytes - it.Key.Offset
 		}
@@ -78,9 +79,6 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if st.LogicalBytes > distinct {
-		st.DedupeSavedBytes = st.LogicalBytes - distinct
 	}
 	dt := fs.Tree(format.DedupeTree)
 	err = dt.Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { st.IndexEntries++; return true, nil })
