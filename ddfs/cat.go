@@ -7,17 +7,7 @@ import (
 
 func cmdCat(args []string, stdout, _ io.Writer) error {
 	fl, of := newCmd("cat", "cat IMAGE:PATH...", "  ddfs cat disk.img:/etc/hostname\n", stdout)
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, false)
+	im, paths, err := openOperands(fl, of, args, false)
 	if err != nil {
 		return err
 	}

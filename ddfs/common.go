@@ -89,3 +89,23 @@ func pathErrOf(op, p string, err error) error {
 	}
 	return err
 }
+
+// openOperands parses the flags and IMAGE:PATH operands of a command and
+// opens their image (at least one path is required).
+func openOperands(fl *pflag.FlagSet, of *openFlags, args []string, write bool) (*image, []string, error) {
+	if err := parseFlags(fl, args); err != nil {
+		return nil, nil, err
+	}
+	img, paths, err := imageOperands(fl.Args())
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(paths) == 0 {
+		return nil, nil, usageErr("missing IMAGE:PATH")
+	}
+	im, err := of.openImage(img, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	return im, paths, nil
+}

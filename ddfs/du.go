@@ -12,17 +12,7 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 	fl, of := newCmd("du", "du [-s] [-h] IMAGE:PATH...", "  ddfs du -sh disk.img:/usr\n", stdout)
 	summary := fl.BoolP("summarize", "s", false, "only a total for each argument")
 	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, false)
+	im, paths, err := openOperands(fl, of, args, false)
 	if err != nil {
 		return err
 	}
@@ -59,7 +49,7 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 				total += n
 			}
 			if !*summary {
-				fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), img, p)
+				fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), im.name, p)
 			}
 			return total, nil
 		}
@@ -68,7 +58,7 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 			return im.err(err)
 		}
 		if *summary || !in.IsDir() {
-			fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), img, p)
+			fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), im.name, p)
 		}
 	}
 	return nil

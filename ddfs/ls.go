@@ -16,17 +16,7 @@ func cmdLs(args []string, stdout, _ io.Writer) error {
 	all := fl.BoolP("all", "a", false, "show entries starting with .")
 	rec := fl.BoolP("recursive", "R", false, "list subdirectories recursively")
 	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G (with -l)")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, false)
+	im, paths, err := openOperands(fl, of, args, false)
 	if err != nil {
 		return err
 	}

@@ -15,23 +15,14 @@ func cmdMkdir(args []string, stdout, _ io.Writer) error {
 	fl, of := newCmd("mkdir", "mkdir [-p] [-m MODE] IMAGE:PATH...", "  ddfs mkdir -p disk.img:/usr/local/bin\n", stdout)
 	parents := fl.BoolP("parents", "p", false, "make parents as needed; no error if it exists")
 	modeStr := fl.StringP("mode", "m", "755", "permission bits (octal)")
-	if err := parseFlags(fl, args); err != nil {
+	im, paths, err := openOperands(fl, of, args, true)
+	if err != nil {
 		return err
 	}
 	mode, err := strconv.ParseUint(*modeStr, 8, 32)
 	if err != nil || mode > 0o7777 {
+		im.close()
 		return usageErr("invalid mode %q (octal)", *modeStr)
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, true)
-	if err != nil {
-		return err
 	}
 	a := fsys.Attr{Mode: uint32(mode), UID: uid(), GID: gid()}
 	for _, p := range paths {

@@ -33,17 +33,7 @@ type statJSON struct {
 func cmdStat(args []string, stdout, _ io.Writer) error {
 	fl, of := newCmd("stat", "stat [--json] IMAGE:PATH...", "  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n", stdout)
 	asJSON := fl.Bool("json", false, "print JSON (an array when several paths are given)")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, false)
+	im, paths, err := openOperands(fl, of, args, false)
 	if err != nil {
 		return err
 	}
@@ -81,7 +71,7 @@ func cmdStat(args []string, stdout, _ io.Writer) error {
 		return cli.JSON(stdout, out)
 	}
 	for _, s := range out {
-		fmt.Fprintf(stdout, "  File: %s:%s", img, s.Path)
+		fmt.Fprintf(stdout, "  File: %s:%s", im.name, s.Path)
 		if s.Target != "" {
 			fmt.Fprintf(stdout, " -> %s", s.Target)
 		}
