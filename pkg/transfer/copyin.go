@@ -301,6 +301,8 @@ func splitNul(b []byte) []string {
 }
 
 // copyData copies a file's bytes, skipping the holes of a sparse source.
+// Files bigger than the buffer are read ahead by a goroutine, so reading
+// the source overlaps hashing, compression and writing in the image.
 func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 	fh, err := os.Open(src)
 	if err != nil {
@@ -312,42 +314,78 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 		return err
 	}
 	size := st.Size()
+	chunks := make(chan chunk, 1)
+	free := make(chan []byte, 2)
+	free <- c.buf
+	if size > int64(len(c.buf)) {
+		free <- make([]byte, len(c.buf)) // double buffering for big files
+	}
+	go readChunks(fh, size, free, chunks)
+	for ch := range chunks {
+		if ch.err != nil {
+			drain(chunks)
+			return ch.err
+		}
+		if werr := c.f.WriteAt(in, ch.data, uint64(ch.off)); werr != nil {
+			drain(chunks)
+			return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
+		}
+		if c.o.Progress != nil {
+			c.o.Progress(int64(len(ch.data)))
+		}
+		free <- ch.data[:cap(ch.data)]
+	}
+	if in.Size < uint64(size) { // a trailing hole
+		return c.f.Truncate(in, uint64(size))
+	}
+	return nil
+}
+
+// chunk is a piece of a source file (or the error that ended reading).
+type chunk struct {
+	off  int64
+	data []byte
+	err  error
+}
+
+func drain(ch <-chan chunk) {
+	for range ch {
+	}
+}
+
+// readChunks reads the data ranges of f (SEEK_DATA/SEEK_HOLE) into
+// buffers taken from free and sends them on out, which it closes.
+func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk) {
+	defer close(out)
 	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(fh.Fd()), off, unix.SEEK_DATA)
+		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
 		if err != nil {
 			if errors.Is(err, syscall.ENXIO) {
-				break // only a hole is left
+				return // only a hole is left
 			}
 			data = off // no SEEK_DATA: copy everything
 		}
-		hole, err := unix.Seek(int(fh.Fd()), data, unix.SEEK_HOLE)
+		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
 		if err != nil {
 			hole = size
 		}
 		for p := data; p < hole; {
-			n, err := fh.ReadAt(c.buf[:min(int64(len(c.buf)), hole-p)], p)
+			buf := <-free
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if n > 0 {
-				if werr := c.f.WriteAt(in, c.buf[:n], uint64(p)); werr != nil {
-					return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
-				}
-				if c.o.Progress != nil {
-					c.o.Progress(int64(n))
-				}
+				out <- chunk{off: p, data: buf[:n]}
 				p += int64(n)
 			}
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return err
+				out <- chunk{err: err}
+				return
 			}
 		}
 		off = hole
 	}
-	if in.Size < uint64(size) { // a trailing hole
-		return c.f.Truncate(in, uint64(size))
-	}
-	return nil
 }
 
 func unwrapErrno(err error) error {

@@ -271,3 +271,25 @@ func TestCopyOutNeverEscapes(t *testing.T) {
 		t.Fatalf("rel: %q %v", target, err)
 	}
 }
+
+// TestSmallSparseFile: a small file with several data ranges copies whole.
+func TestSmallSparseFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s")
+	fh, _ := os.Create(p)
+	for i := int64(0); i < 8; i++ {
+		fh.WriteAt([]byte("data"), i*256<<10)
+	}
+	fh.Close()
+	f := newFS(t, 256<<20)
+	if err := CopyIn(f, p, "/s", Options{}, false); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(p)
+	in, _ := f.Resolve("/s", false)
+	got := make([]byte, in.Size)
+	f.ReadAt(in, got, 0)
+	if !bytes.Equal(got, want) {
+		t.Fatal("small sparse file differs")
+	}
+}
