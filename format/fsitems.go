@@ -723,49 +723,58 @@ func UnmarshalExtentDataRef(b []byte) (*ExtentDataRef, error) {
 
 // DedupeItem indexes one data extent by the hash of its contents: the
 // value of (DedupeHashPrefix(hash), DEDUPE_ITEM, extent logical) in the
-// dedupe tree (FORMAT.md §6.8 "DEDUPE_ITEM").
+// dedupe tree (FORMAT.md §6.8 "DEDUPE_ITEM"). The index keeps the first
+// DedupeHashLen bytes of the hash (160 bits): the first 8 in the key, the
+// next 12 here, so an entry costs about 60 bytes on disk.
 //
 //	off size field
-//	  0   32 hash       HashAlgo sum of the block's bytes, zero-padded
-//	 32    8 length     bytes of the block the hash covers
-//	 40    1 hash_algo  CsumType
-//	 41    7 reserved   zero
+//	  0   12 hash_rest  hash bytes 8..19
+//	 12    4 length     bytes of the block the hash covers (≤ 8 MiB)
+//	 16    1 hash_algo  CsumType (sha256 or blake3)
 type DedupeItem struct {
-	Hash     [CsumSize]byte
+	Hash     [CsumSize]byte // DedupeHashLen bytes, the rest zero
 	Length   uint64
 	HashAlgo CsumType
 }
 
-// DedupeItemSize is the encoded size of a DedupeItem.
-const DedupeItemSize = 48
+// DedupeItemSize is the encoded size of a DedupeItem; DedupeHashLen the
+// bytes of hash an entry keeps.
+const (
+	DedupeItemSize = 17
+	DedupeHashLen  = 20
+	maxDedupeBlock = 8 << 20
+)
+
+// DedupeHash cuts a full hash to what the index keeps.
+func DedupeHash(sum [CsumSize]byte) [CsumSize]byte {
+	clear(sum[DedupeHashLen:])
+	return sum
+}
 
 // DedupeHashPrefix is the key objectid of a dedupe item: the first 8 hash
 // bytes as a little-endian u64.
 func DedupeHashPrefix(hash [CsumSize]byte) uint64 { return binary.LittleEndian.Uint64(hash[:8]) }
 
-// MarshalDedupeItem encodes d.
+// MarshalDedupeItem encodes d (its hash's first 8 bytes go in the key).
 func MarshalDedupeItem(d *DedupeItem) []byte {
 	b := make([]byte, DedupeItemSize)
-	copy(b[0:32], d.Hash[:])
-	binary.LittleEndian.PutUint64(b[32:], d.Length)
-	b[40] = byte(d.HashAlgo)
+	copy(b[0:12], d.Hash[8:DedupeHashLen])
+	binary.LittleEndian.PutUint32(b[12:], uint32(d.Length))
+	b[16] = byte(d.HashAlgo)
 	return b
 }
 
-// UnmarshalDedupeItem decodes and validates a dedupe item.
-func UnmarshalDedupeItem(b []byte) (*DedupeItem, error) {
+// UnmarshalDedupeItem decodes and validates a dedupe item; prefix is its
+// key's objectid.
+func UnmarshalDedupeItem(prefix uint64, b []byte) (*DedupeItem, error) {
 	if len(b) != DedupeItemSize {
 		return nil, sizeError("dedupe item", len(b), DedupeItemSize)
 	}
-	d := &DedupeItem{Length: binary.LittleEndian.Uint64(b[32:]), HashAlgo: CsumType(b[40])}
-	copy(d.Hash[:], b[0:32])
-	if !d.HashAlgo.Valid() || d.Length == 0 {
-		return nil, corruptf(nil, "dedupe item: hash %d length %d", b[40], d.Length)
-	}
-	for _, c := range d.Hash[d.HashAlgo.Len():] {
-		if c != 0 {
-			return nil, corruptf(nil, "dedupe item: %v hash with non-zero padding", d.HashAlgo)
-		}
+	d := &DedupeItem{Length: uint64(binary.LittleEndian.Uint32(b[12:])), HashAlgo: CsumType(b[16])}
+	binary.LittleEndian.PutUint64(d.Hash[:8], prefix)
+	copy(d.Hash[8:DedupeHashLen], b[0:12])
+	if (d.HashAlgo != CsumSHA256 && d.HashAlgo != CsumBLAKE3) || d.Length == 0 || d.Length > maxDedupeBlock {
+		return nil, corruptf(nil, "dedupe item: hash %d length %d", b[16], d.Length)
 	}
 	return d, nil
 }

@@ -190,6 +190,7 @@ func FuzzUnmarshalExtentDataRef(f *testing.F) {
 }
 
 func FuzzUnmarshalDedupeItem(f *testing.F) {
-	f.Add(MarshalDedupeItem(&DedupeItem{Hash: Checksum(CsumBLAKE3, []byte("x")), Length: 4096, HashAlgo: CsumBLAKE3}))
-	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, UnmarshalDedupeItem, MarshalDedupeItem) })
+	f.Add(MarshalDedupeItem(&DedupeItem{Hash: DedupeHash(Checksum(CsumBLAKE3, []byte("x"))), Length: 4096, HashAlgo: CsumBLAKE3}))
+	unmarshal := func(b []byte) (*DedupeItem, error) { return UnmarshalDedupeItem(7, b) }
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, unmarshal, MarshalDedupeItem) })
 }

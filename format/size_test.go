@@ -43,7 +43,7 @@ func TestSizes(t *testing.T) {
 		{"FileExtentHeaderSize", FileExtentHeaderSize, 16},
 		{"FileExtentRegSize", FileExtentRegSize, 56},
 		{"ExtentDataRefSize", ExtentDataRefSize, 28},
-		{"DedupeItemSize", DedupeItemSize, 48},
+		{"DedupeItemSize", DedupeItemSize, 17},
 		// Encoded sizes agree with the constants.
 		{"len(MarshalBlockGroupItem)", len(MarshalBlockGroupItem(&BlockGroupItem{})), BlockGroupItemSize},
 		{"len(MarshalMetadataItem)", len(MarshalMetadataItem(&MetadataItem{})), MetadataItemSize},

@@ -40,7 +40,7 @@ func (c *checker) dedupeItem(it format.Item) {
 		c.add(p)
 		return
 	}
-	d, err := format.UnmarshalDedupeItem(it.Data)
+	d, err := format.UnmarshalDedupeItem(it.Key.ObjectID, it.Data)
 	if err != nil {
 		p.Message = fmt.Sprintf("item %v: %s", it.Key, errString(err))
 		c.add(p)
@@ -62,8 +62,6 @@ func (c *checker) checkDedupe() {
 		p := Problem{Kind: "dedupe", Tree: "dedupe", Logical: e.key.Offset}
 		x, ok := s.extents[e.key.Offset]
 		switch {
-		case format.DedupeHashPrefix(e.item.Hash) != e.key.ObjectID:
-			p.Message = fmt.Sprintf("entry under prefix %#x holds a hash with prefix %#x", e.key.ObjectID, format.DedupeHashPrefix(e.item.Hash))
 		case !ok:
 			p.Message = "entry points at no live extent marked as indexed (stale index entry)"
 		case x.prefix != e.key.ObjectID:
@@ -109,7 +107,7 @@ func (c *checker) checkDedupeData(e dedupeEntry, x dedupedExtent, p Problem) {
 			return
 		}
 	}
-	if uint64(len(data)) < e.item.Length || format.Checksum(e.item.HashAlgo, data[:e.item.Length]) != e.item.Hash {
+	if uint64(len(data)) < e.item.Length || format.DedupeHash(format.Checksum(e.item.HashAlgo, data[:e.item.Length])) != e.item.Hash {
 		p.Message = "the extent's data no longer hashes to its index entry"
 		c.add(p)
 	}

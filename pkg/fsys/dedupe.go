@@ -84,7 +84,7 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 		g.SetLimit(workers)
 		for i := range blocks {
 			b := &blocks[i]
-			g.Go(func() error { b.hash = format.Checksum(pol.hash, b.data); return nil })
+			g.Go(func() error { b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data)); return nil })
 		}
 		g.Wait()
 	}
@@ -183,7 +183,7 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 	t := f.rtree(format.DedupeTree)
 	var found uint64
 	check := func(it format.Item) (bool, error) {
-		d, err := format.UnmarshalDedupeItem(it.Data)
+		d, err := format.UnmarshalDedupeItem(prefix, it.Data)
 		if err != nil {
 			return false, err
 		}

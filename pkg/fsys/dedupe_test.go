@@ -208,7 +208,7 @@ func TestIndexNeverDangles(t *testing.T) {
 	n := 0
 	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		n++
-		d, err := format.UnmarshalDedupeItem(it.Data)
+		d, err := format.UnmarshalDedupeItem(it.Key.ObjectID, it.Data)
 		if err != nil {
 			return false, err
 		}
@@ -220,7 +220,7 @@ func TestIndexNeverDangles(t *testing.T) {
 		if err := f.st.Vol.ReadCopy(it.Key.Offset, buf, 0); err != nil {
 			return false, err
 		}
-		if format.Checksum(format.CsumSHA256, buf) != d.Hash {
+		if format.DedupeHash(format.Checksum(format.CsumSHA256, buf)) != d.Hash {
 			t.Fatalf("dedupe entry %v: data no longer hashes to it", it.Key)
 		}
 		return true, nil
