@@ -41,6 +41,7 @@ stress: build
 
 bench: build
 	BIN=$(BIN) bench/run.sh
+	BIN=$(BIN) bench/dedupe.sh
 
 # The main job on built-in sample data: a four-device set, inspected and checked.
 demo: build

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Inband dedupe and compression benchmark (issue 5), ddfs only against
+# itself (dedupe off vs on) and the machine's hash speed; each writer ends
+# with the fdatasync of its commit. SIZE defaults to 2 GiB per data set
+# (the issue's 4 GiB with SIZE=4G). Prints a table and ratios.
+set -euo pipefail
+BIN=${BIN:-bin}
+SIZE=${SIZE:-2G}
+root=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-dedupe.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+bytes=$(numfmt --from=iec "$SIZE")
+go build -o "$root/dedupegen" ./bench/dedupegen
+"$root/dedupegen" "$root/dup75" "$bytes" 75
+"$root/dedupegen" "$root/uniq" "$bytes" 0
+"$root/dedupegen" "$root/zeros" "$bytes" -1
+cat "$root/dup75" "$root/uniq" "$root/zeros" >/dev/null # warm the page cache
+
+# run LABEL MKFS_ARGS... -- FILE: median of 3 of `ddfs cp FILE img:/x`.
+run() {
+	local label=$1
+	shift
+	local args=()
+	while [ "$1" != "--" ]; do args+=("$1"); shift; done
+	local file=$2 times=()
+	for _ in 1 2 3; do
+		rm -f "$root/img"
+		"$BIN/mkfs.ddfs" -q -b "$((bytes * 3))" "${args[@]}" "$root/img"
+		sync
+		local t0 t1
+		t0=$(date +%s.%N)
+		"$BIN/ddfs" cp "$file" "$root/img:/x"
+		t1=$(date +%s.%N)
+		times+=("$(echo "$t1 - $t0" | bc)")
+	done
+	local med
+	med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+	local phys
+	phys=$("$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' '/"physical_bytes"/{print $2}')
+	printf '%-34s %8.3f s  %8.1f MB/s  stored %6.1f%%\n' "$label" "$med" "$(echo "$bytes / $med / 1000000" | bc -l)" "$(echo "100 * $phys / $bytes" | bc -l)"
+	echo "$med" >"$root/last"
+}
+
+echo "# dedupe benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $SIZE per data set, $(nproc) cores"
+run "zeros, dedupe off" -- "$root/zeros"
+run "zeros, dedupe on" --dedupe -- "$root/zeros"
+run "75% dup, dedupe off" -- "$root/dup75"; off=$(cat "$root/last")
+run "75% dup, dedupe on (sha256)" --dedupe -- "$root/dup75"; on=$(cat "$root/last")
+echo "  -> dedupe on is $(echo "scale=2; $off / $on" | bc)x the speed of off (target >= 1.35)"
+run "unique, dedupe off" -- "$root/uniq"; uoff=$(cat "$root/last")
+run "unique, dedupe on (sha256)" --dedupe -- "$root/uniq"; uon=$(cat "$root/last")
+run "unique, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/uniq"; ub3=$(cat "$root/last")
+echo "  -> dedupe cost on unique data: sha256 $(echo "scale=1; 100 * ($uon - $uoff) / $uoff" | bc)%, blake3 $(echo "scale=1; 100 * ($ub3 - $uoff) / $uoff" | bc)% (target <= 10%)"
+for p in 1 2; do
+	rm -f "$root/img"; "$BIN/mkfs.ddfs" -q -b "$((bytes * 3))" --dedupe "$root/img"; sync
+	t0=$(date +%s.%N); GOMAXPROCS=$p "$BIN/ddfs" cp "$root/uniq" "$root/img:/x"; t1=$(date +%s.%N)
+	printf '%-34s %8.3f s\n' "unique, dedupe on, GOMAXPROCS=$p" "$(echo "$t1 - $t0" | bc)"
+done
+for c in none s2 zstd:3; do
+	rm -f "$root/img"
+	t0=$(date +%s.%N)
+	"$BIN/mkfs.ddfs" -q -b 4G --compress "$c" -r /usr/local/go "$root/img"
+	t1=$(date +%s.%N)
+	phys=$("$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' '/"physical_bytes"/{print $2}')
+	printf '%-34s %8.3f s  stored %6.1f MB\n' "Go tree, compress $c" "$(echo "$t1 - $t0" | bc)" "$(echo "$phys / 1000000" | bc -l)"
+done
+rm -f "$root/img"
+"$BIN/mkfs.ddfs" -q -b 4G --dedupe --dedupe-block 4K -r /usr/local/go "$root/img"
+"$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' '
+	/"index_entries"/{e=$2} /"index_disk_bytes"/{d=$2} /"index_memory_bytes"/{m=$2}
+	END{printf "index (Go tree, 4K blocks): %d entries, %.1f bytes/entry on disk (target <= 64), %.1f in memory (target <= 32)\n", e, d/e, m/e
+	    printf "  1 TiB of unique 128 KiB blocks: %d entries, %.0f MiB on disk, %.0f MiB in memory\n", 8388608, 8388608*d/e/1048576, 8388608*m/e/1048576}'

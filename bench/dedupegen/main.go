@@ -1,0 +1,67 @@
+// Command dedupegen writes deterministic test data for the dedupe
+// benchmark: SIZE bytes in 128 KiB blocks of seeded random bytes, DUP
+// percent of them copies of earlier blocks (as the btrfs dedupe thread's
+// test data), or zeros.
+//
+//	dedupegen FILE SIZE DUP_PERCENT [SEED]     DUP_PERCENT -1: all zeros
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+)
+
+func main() {
+	if len(os.Args) < 4 {
+		fmt.Fprintln(os.Stderr, "usage: dedupegen FILE SIZE DUP_PERCENT [SEED]")
+		os.Exit(2)
+	}
+	size, err1 := strconv.ParseInt(os.Args[2], 10, 64)
+	dup, err2 := strconv.Atoi(os.Args[3])
+	seed := uint64(1)
+	if len(os.Args) > 4 {
+		seed, _ = strconv.ParseUint(os.Args[4], 10, 64)
+	}
+	if err1 != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "dedupegen: bad SIZE or DUP_PERCENT")
+		os.Exit(2)
+	}
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dedupegen:", err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	r := rand.New(rand.NewPCG(seed, 7))
+	const bs = 128 << 10
+	var pool [][]byte
+	zero := make([]byte, bs)
+	for off := int64(0); off < size; off += bs {
+		switch {
+		case dup < 0:
+			w.Write(zero)
+		case len(pool) > 0 && r.IntN(100) < dup:
+			w.Write(pool[r.IntN(len(pool))])
+		default:
+			b := make([]byte, bs)
+			for i := 0; i < bs; i += 8 {
+				v := r.Uint64()
+				for j := 0; j < 8; j++ {
+					b[i+j] = byte(v >> (8 * j))
+				}
+			}
+			if len(pool) < 4096 {
+				pool = append(pool, b)
+			}
+			w.Write(b)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "dedupegen:", err)
+		os.Exit(1)
+	}
+	f.Close()
+}
