@@ -61,6 +61,7 @@ type block struct {
 	off    uint64 // file offset
 	data   []byte
 	hash   [format.CsumSize]byte
+	hashed bool   // hash came from Hashes
 	framed []byte // compressed, framed; nil: store raw
 }
 
@@ -69,24 +70,16 @@ type block struct {
 // become references to their extent, new ones are compressed in parallel
 // and written.
 func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error {
-	var blocks []block
-	for len(p) > 0 {
-		n := min(uint64(len(p)), pol.block-off%pol.block)
-		if pol.dedupe && pol.cdc {
-			n = uint64(cdc.Cut(p, cdc.ForAverage(int(pol.block))))
-		}
-		blocks = append(blocks, block{off: off, data: p[:n]})
-		p, off = p[n:], off+n
-	}
+	blocks := cutBlocks(p, off, pol)
 	workers := runtime.GOMAXPROCS(0)
 	if pol.dedupe {
-		var g errgroup.Group
-		g.SetLimit(workers)
-		for i := range blocks {
-			b := &blocks[i]
-			g.Go(func() error { b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data)); return nil })
+		if f.prehash != nil {
+			for i := range blocks {
+				b := &blocks[i]
+				b.hash, b.hashed = f.prehash.m[hashKey{b.off, len(b.data), &b.data[0]}]
+			}
 		}
-		g.Wait()
+		hashBlocks(blocks, pol)
 	}
 	// Look up every block first, so only new ones are compressed.
 	hits := make([]*dedupeHit, len(blocks))
@@ -362,3 +355,5 @@ func (f *FS) sameData(h *dedupeHit, p []byte) (bool, error) {
 	}
 	return uint64(len(data)) >= uint64(len(p)) && bytes.Equal(data[:len(p)], p), nil
 }
+
+func cdcCut(p []byte, avg uint64) int { return cdc.Cut(p, cdc.ForAverage(int(avg))) }

@@ -57,6 +57,8 @@ type FS struct {
 	dedupeHits uint64
 	// data writes extents in the background (drained before commits and reads).
 	data dataWriter
+	// prehash holds hashes computed ahead for the running WriteAtHashed.
+	prehash *Hashes
 	// decomp holds extents decompressed ahead by a big read.
 	decomp map[uint64][]byte
 	// lastExtent caches the last decompressed extent.

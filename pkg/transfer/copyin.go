@@ -320,13 +320,14 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 	if size > int64(len(c.buf)) {
 		free <- make([]byte, len(c.buf)) // double buffering for big files
 	}
-	go readChunks(fh, size, free, chunks)
+	pol := c.f.Policy(in)
+	go readChunks(fh, size, free, chunks, pol)
 	for ch := range chunks {
 		if ch.err != nil {
 			drain(chunks)
 			return ch.err
 		}
-		if werr := c.f.WriteAt(in, ch.data, uint64(ch.off)); werr != nil {
+		if werr := c.f.WriteAtHashed(in, ch.data, uint64(ch.off), ch.hashes); werr != nil {
 			drain(chunks)
 			return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
 		}
@@ -343,9 +344,10 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 
 // chunk is a piece of a source file (or the error that ended reading).
 type chunk struct {
-	off  int64
-	data []byte
-	err  error
+	off    int64
+	data   []byte
+	hashes *fsys.Hashes // dedupe hashes computed by the reader
+	err    error
 }
 
 func drain(ch <-chan chunk) {
@@ -355,7 +357,7 @@ func drain(ch <-chan chunk) {
 
 // readChunks reads the data ranges of f (SEEK_DATA/SEEK_HOLE) into
 // buffers taken from free and sends them on out, which it closes.
-func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk) {
+func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, pol fsys.DataPolicy) {
 	defer close(out)
 	for off := int64(0); off < size; {
 		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
@@ -373,7 +375,7 @@ func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk) {
 			buf := <-free
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if n > 0 {
-				out <- chunk{off: p, data: buf[:n]}
+				out <- chunk{off: p, data: buf[:n], hashes: pol.Hashes(buf[:n], uint64(p))}
 				p += int64(n)
 			}
 			if err == io.EOF {

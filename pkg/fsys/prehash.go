@@ -1,0 +1,97 @@
+package fsys
+
+import (
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// DataPolicy is how a file's new data will be cut and hashed. It is
+// taken in the FS's goroutine (Policy) and may then be used from any
+// goroutine to hash data ahead of the write (Hashes): a copier hashes
+// the next buffer while the FS stores the current one.
+type DataPolicy struct {
+	p  dataPolicy
+	ss uint64
+}
+
+// Policy returns the data policy of in.
+func (f *FS) Policy(in *Inode) DataPolicy {
+	return DataPolicy{p: f.policy(in), ss: uint64(f.st.Super().SectorSize)}
+}
+
+// Dedupe reports whether writes under the policy are hashed.
+func (dp DataPolicy) Dedupe() bool { return dp.p.dedupe }
+
+type hashKey struct {
+	off uint64
+	n   int
+	at  *byte // the block's first byte: the hash is for this very data
+}
+
+// Hashes are dedupe hashes computed ahead of a write.
+type Hashes struct {
+	m map[hashKey][format.CsumSize]byte
+}
+
+// Hashes cuts data (to be written at off) the way a write will and hashes
+// the blocks in parallel. Pure: safe from any goroutine.
+func (dp DataPolicy) Hashes(data []byte, off uint64) *Hashes {
+	if !dp.p.dedupe {
+		return nil
+	}
+	var blocks []block
+	for p, o := data, off; len(p) > 0; {
+		if z := zeroPrefix(p, o, dp.ss); z > 0 {
+			p, o = p[z:], o+z
+			continue
+		}
+		n := dataRun(p, o, dp.ss, maxExtent)
+		blocks = append(blocks, cutBlocks(p[:n], o, dp.p)...)
+		p, o = p[n:], o+n
+	}
+	hashBlocks(blocks, dp.p)
+	h := &Hashes{m: make(map[hashKey][format.CsumSize]byte, len(blocks))}
+	for _, b := range blocks {
+		h.m[hashKey{b.off, len(b.data), &b.data[0]}] = b.hash
+	}
+	return h
+}
+
+// WriteAtHashed is WriteAt with hashes from Hashes for the same data.
+func (f *FS) WriteAtHashed(in *Inode, p []byte, off uint64, h *Hashes) error {
+	f.prehash = h
+	defer func() { f.prehash = nil }()
+	return f.WriteAt(in, p, off)
+}
+
+// cutBlocks splits a run into dedupe/compression blocks.
+func cutBlocks(p []byte, off uint64, pol dataPolicy) []block {
+	var blocks []block
+	for len(p) > 0 {
+		n := min(uint64(len(p)), pol.block-off%pol.block)
+		if pol.dedupe && pol.cdc {
+			n = uint64(cdcCut(p, pol.block))
+		}
+		blocks = append(blocks, block{off: off, data: p[:n]})
+		p, off = p[n:], off+n
+	}
+	return blocks
+}
+
+// hashBlocks hashes blocks in parallel (bounded by GOMAXPROCS), skipping
+// those already hashed.
+func hashBlocks(blocks []block, pol dataPolicy) {
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range blocks {
+		b := &blocks[i]
+		if b.hashed {
+			continue
+		}
+		g.Go(func() error { b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data)); return nil })
+	}
+	g.Wait()
+}
