@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -27,6 +28,9 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer fs.Close()
+	if of.stats {
+		defer func() { inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs)) }()
+	}
 	df := inspect.GetDF(fs)
 	data, err := inspect.GetDedupeStatus(fs)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -55,8 +56,9 @@ func parseOperand(arg string) operand {
 
 // image is an opened image with the name the user gave it.
 type image struct {
-	name string
-	f    *fsys.FS
+	name  string
+	f     *fsys.FS
+	stats bool
 }
 
 func (of *openFlags) openImage(name string, write bool) (*image, error) {
@@ -69,11 +71,22 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 		st.Close()
 		return nil, err
 	}
-	return &image{name: name, f: f}, nil
+	return &image{name: name, f: f, stats: of.stats}, nil
 }
 
-// close commits (for writers) and releases the image.
-func (im *image) close() error { return im.err(im.f.Close()) }
+// close commits (for writers) and releases the image; --stats prints the
+// I/O the command did.
+func (im *image) close() error {
+	st := im.f.Store()
+	err := im.f.Sync()
+	if im.stats {
+		inspect.PrintIOStats(os.Stderr, inspect.IOStats(st))
+	}
+	if cerr := im.f.Close(); err == nil {
+		err = cerr
+	}
+	return im.err(err)
+}
 
 // err names image paths the way users wrote them: "disk.img:/x".
 func (im *image) err(err error) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -25,6 +26,9 @@ func cmdInfo(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer fs.Close()
+	if of.stats {
+		defer func() { inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs)) }()
+	}
 	info := inspect.GetInfo(fs)
 	if *asJSON {
 		return cli.JSON(stdout, info)

@@ -11,11 +11,13 @@ import (
 type openFlags struct {
 	devices []string
 	wait    bool
+	stats   bool
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
+	fl.BoolVar(&o.stats, "stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
 }
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {

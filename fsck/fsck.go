@@ -11,6 +11,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
 )
 
 // Exit codes of fsck(8).
@@ -50,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
 	wait := fl.Bool("wait", false, "wait for a busy device")
+	stats := fl.Bool("stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitClean
@@ -65,6 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return exitOperational
+	}
+	if *stats {
+		inspect.PrintIOStats(stderr, rep.IO)
 	}
 	if *asJSON {
 		if err := cli.JSON(stdout, rep); err != nil {

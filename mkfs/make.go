@@ -55,6 +55,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
+	stats := fl.Bool("stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
@@ -144,6 +145,9 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	fs := f.Store()
+	if *stats {
+		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
+	}
 	info := inspect.GetInfo(fs)
 	switch {
 	case *asJSON:

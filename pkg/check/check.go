@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -65,6 +66,8 @@ type Report struct {
 	Nodes      int    `json:"nodes"`
 	NodeCopies int    `json:"node_copies"`
 	Items      int    `json:"items"`
+	// IO is the I/O the check did, per device.
+	IO []inspect.DeviceIO `json:"io,omitempty"`
 	// TreeNodes counts the nodes of each tree.
 	TreeNodes map[string]int `json:"tree_nodes"`
 	Problems  []Problem      `json:"problems"`
@@ -145,6 +148,11 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.checkFS()
 	c.checkDedupe()
 	c.rep.Devices = len(vol.Devices())
+	items := make([]*format.DevItem, 0, len(c.devItems))
+	for _, id := range sortedIDs(c.devItems) {
+		items = append(items, c.devItems[id])
+	}
+	c.rep.IO = inspect.VolumeIO(vol, items)
 	c.rep.Chunks = len(vol.Chunks.All())
 	c.rep.Nodes = len(c.seen)
 	c.rep.TreeNodes = map[string]int{}

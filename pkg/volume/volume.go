@@ -61,6 +61,9 @@ func (o Options) devOpts() device.OpenOptions {
 func New(devs []*Dev, super *format.Superblock, writable bool) *Volume {
 	v := &Volume{devs: map[uint64]*Dev{}, Super: super, writable: writable}
 	for _, d := range devs {
+		if _, ok := d.Dev.(*device.Counting); !ok {
+			d.Dev = device.NewCounting(d.Dev)
+		}
 		v.devs[d.ID] = d
 	}
 	if len(devs) > 0 {
@@ -137,10 +140,11 @@ func (v *Volume) add(d *Dev) error {
 }
 
 func openDev(spec string, o device.OpenOptions) (*Dev, error) {
-	dev, err := device.Open(spec, o)
+	raw, err := device.Open(spec, o)
 	if err != nil {
 		return nil, err
 	}
+	dev := device.NewCounting(raw)
 	sb, err := BestSuper(ReadSuperCopies(dev))
 	if err != nil {
 		dev.Close()
@@ -258,7 +262,8 @@ func (v *Volume) Close() error {
 // replay): each must carry a valid superblock of the same filesystem.
 func FromDevices(devs []device.Device, write bool) (*Volume, error) {
 	v := &Volume{devs: map[uint64]*Dev{}, writable: write}
-	for _, dev := range devs {
+	for _, raw := range devs {
+		dev := device.NewCounting(raw)
 		sb, err := BestSuper(ReadSuperCopies(dev))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dev.Name(), err)
@@ -280,4 +285,12 @@ func FromDevices(devs []device.Device, write bool) (*Volume, error) {
 		}
 	}
 	return v, nil
+}
+
+// Stats returns the I/O accounting of the device (zero if not counted).
+func (d *Dev) Stats() device.Stats {
+	if c, ok := d.Dev.(*device.Counting); ok {
+		return c.Stats()
+	}
+	return device.Stats{}
 }

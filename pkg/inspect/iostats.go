@@ -1,0 +1,54 @@
+package inspect
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/units"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// DeviceIO is the I/O one command did on one device, and what it would
+// have cost on a device with the item's properties (`--stats`).
+type DeviceIO struct {
+	DevID uint64 `json:"devid"`
+	Path  string `json:"path"`
+	device.Stats
+	Rotational     bool    `json:"rotational"`
+	ModeledSeconds float64 `json:"modeled_seconds"`
+}
+
+// IOStats collects the counters of every device of fs.
+func IOStats(fs *store.FS) []DeviceIO { return VolumeIO(fs.Vol, fs.DevItems()) }
+
+// VolumeIO collects the counters of an opened volume (fsck has no FS).
+func VolumeIO(vol *volume.Volume, devItems []*format.DevItem) []DeviceIO {
+	items := map[uint64]struct {
+		rot        bool
+		seek, band uint64
+	}{}
+	for _, d := range devItems {
+		items[d.DevID] = struct {
+			rot        bool
+			seek, band uint64
+		}{d.Rotational, d.SeekSpeed, d.Bandwidth}
+	}
+	var out []DeviceIO
+	for _, d := range vol.Devices() {
+		s := d.Stats()
+		it := items[d.ID]
+		out = append(out, DeviceIO{DevID: d.ID, Path: d.Path, Stats: s, Rotational: it.rot, ModeledSeconds: s.ModeledSeconds(it.seek, it.band)})
+	}
+	return out
+}
+
+// PrintIOStats writes one line per device.
+func PrintIOStats(w io.Writer, stats []DeviceIO) {
+	for _, s := range stats {
+		fmt.Fprintf(w, "io: devid %d %s: reads %d (%s), writes %d (%s), flushes %d, discards %d (%s), seeks %d; modeled %.3f s\n",
+			s.DevID, s.Path, s.Reads, units.Human(s.ReadBytes), s.Writes, units.Human(s.WriteBytes), s.Flushes, s.Discards, units.Human(s.DiscardBytes), s.Seeks, s.ModeledSeconds)
+	}
+}
