@@ -5,7 +5,7 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Time budget of each fuzz target inside `make test` (bounded, seeds + a short run).
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-unit fuzz bench demo testimages clean vet stress
+.PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -28,7 +28,13 @@ vet:
 # short run of each fuzz target. Expensive invariant checks are on (tag ddfs_invariants).
 test: build vet
 	$(GO) test -tags ddfs_invariants -count=1 ./...
+	$(MAKE) race
 	$(MAKE) fuzz
+
+# The concurrent paths (background data writer, read-ahead) under the race detector.
+race:
+	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
+	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \

@@ -71,7 +71,7 @@ func (f *FS) readVerified(logical uint64, buf []byte) error {
 	}
 	sb := f.st.Super()
 	ss, cl := uint64(sb.SectorSize), sb.CsumType.Len()
-	if err := f.st.Vol.ReadCopy(logical, buf, 0); err != nil {
+	if err := f.readAnyCopy(logical, buf); err != nil {
 		return err
 	}
 	t := f.rtree(format.CsumTree)
@@ -118,4 +118,21 @@ func (f *FS) repairSector(logical uint64, sector, want []byte) bool {
 		}
 	}
 	return false
+}
+
+// readAnyCopy reads buf from the first copy that can be read (a missing
+// or failing device falls back to the mirror; checksums are checked by
+// the caller, per sector, with their own fallback).
+func (f *FS) readAnyCopy(logical uint64, buf []byte) error {
+	var first error
+	for m := 0; m < max(f.st.Vol.Copies(logical), 1); m++ {
+		err := f.st.Vol.ReadCopy(logical, buf, m)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -147,7 +147,7 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 			}
 		}
 	}
-	if pol.compress != format.CompressNone && !shrunk && len(blocks) > 0 && len(blocks) == countNil(hits) {
+	if pol.compress != format.CompressNone && !shrunk && len(blocks) > 0 && len(blocks) == countNil(hits) && len(blocks[0].data) >= compressUnit {
 		in.Flags |= format.InodeNoCompress // did not shrink: stop trying for this file
 	}
 	return nil

@@ -274,3 +274,25 @@ func TestBigCompressedRead(t *testing.T) {
 		t.Fatal("big read differs")
 	}
 }
+
+// TestWriteWhileChunksGrow: background data writes run while new chunks
+// are added (run with -race to check the chunk map's locking).
+func TestWriteWhileChunksGrow(t *testing.T) {
+	f, _ := newTestFS(t, 128<<20, 1)
+	in, err := f.Create("/big", Attr{Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := rnd(9, 60<<20)
+	for off := 0; off < len(data); off += 1 << 20 {
+		if err := f.WriteAt(in, data[off:off+1<<20], uint64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readAll(t, f, "/big"), data) {
+		t.Fatal("contents differ")
+	}
+}

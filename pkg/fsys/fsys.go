@@ -184,7 +184,7 @@ func (f *FS) MaybeCommit() error {
 // Abort drops the running transaction (after a failed operation); the
 // FS can no longer change anything.
 func (f *FS) Abort() {
-	f.data.drain()
+	f.data.stop()
 	if f.tx != nil {
 		f.tx.Abort()
 		f.tx = nil

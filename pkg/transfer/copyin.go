@@ -316,19 +316,26 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 	size := st.Size()
 	chunks := make(chan chunk, 1)
 	free := make(chan []byte, 2)
+	done := make(chan struct{})
 	free <- c.buf
 	if size > int64(len(c.buf)) {
 		free <- make([]byte, len(c.buf)) // double buffering for big files
 	}
 	pol := c.f.Policy(in)
-	go readChunks(fh, size, free, chunks, pol)
+	go readChunks(fh, size, free, chunks, done, pol)
+	// stop ends the reader and waits for it, so neither the buffers nor
+	// the file are used after we return.
+	stop := func() {
+		close(done)
+		drain(chunks)
+	}
 	for ch := range chunks {
 		if ch.err != nil {
-			drain(chunks)
+			stop()
 			return ch.err
 		}
 		if werr := c.f.WriteAtHashed(in, ch.data, uint64(ch.off), ch.hashes); werr != nil {
-			drain(chunks)
+			stop()
 			return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
 		}
 		if c.o.Progress != nil {
@@ -357,7 +364,7 @@ func drain(ch <-chan chunk) {
 
 // readChunks reads the data ranges of f (SEEK_DATA/SEEK_HOLE) into
 // buffers taken from free and sends them on out, which it closes.
-func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, pol fsys.DataPolicy) {
+func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, done <-chan struct{}, pol fsys.DataPolicy) {
 	defer close(out)
 	for off := int64(0); off < size; {
 		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
@@ -372,17 +379,29 @@ func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, pol 
 			hole = size
 		}
 		for p := data; p < hole; {
-			buf := <-free
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-done:
+				return
+			}
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if n > 0 {
-				out <- chunk{off: p, data: buf[:n], hashes: pol.Hashes(buf[:n], uint64(p))}
+				select {
+				case out <- chunk{off: p, data: buf[:n], hashes: pol.Hashes(buf[:n], uint64(p))}:
+				case <-done:
+					return
+				}
 				p += int64(n)
 			}
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				out <- chunk{err: err}
+				select {
+				case out <- chunk{err: err}:
+				case <-done:
+				}
 				return
 			}
 		}

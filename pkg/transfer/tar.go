@@ -40,6 +40,9 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 			continue // "./" itself
 		}
 		dst := path.Join(dir, rel)
+		if err := noSymlinkParents(f, dir, rel); err != nil {
+			return err
+		}
 		if err := tarEntry(f, tr, h, dst, dir, buf, o); err != nil {
 			return err
 		}
@@ -113,6 +116,9 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []
 		target, terr := cleanTarName(h.Linkname)
 		if terr != nil {
 			return terr
+		}
+		if err := noSymlinkParents(f, dir, target); err != nil {
+			return err
 		}
 		return f.Link(path.Join(dir, target), dst)
 	default:
@@ -267,4 +273,23 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		h.Devmajor, h.Devminor = int64(unix.Major(in.Rdev)), int64(unix.Minor(in.Rdev))
 		return t.tw.WriteHeader(h)
 	}
+}
+
+// noSymlinkParents refuses an entry whose path below dir passes through a
+// symlink (an earlier entry "x -> /etc" must not let "x/passwd" write
+// outside dir), as bsdtar does.
+func noSymlinkParents(f *fsys.FS, dir, rel string) error {
+	parts := strings.Split(rel, "/")
+	cur := dir
+	for _, part := range parts[:len(parts)-1] {
+		cur = path.Join(cur, part)
+		in, err := f.Resolve(cur, false)
+		if err != nil {
+			return nil // missing: the entry itself will fail or make it
+		}
+		if in.IsSymlink() {
+			return fmt.Errorf("archive entry %q: cannot extract through symlink %s", rel, cur)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package transfer
 
 import (
+	"archive/tar"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -291,5 +293,66 @@ func TestSmallSparseFile(t *testing.T) {
 	f.ReadAt(in, got, 0)
 	if !bytes.Equal(got, want) {
 		t.Fatal("small sparse file differs")
+	}
+}
+
+// TestReviewFixes covers what an independent review found: a symlink
+// entry cannot redirect later tar entries, cp of a file onto itself is
+// refused, and a write error on a big file does not hang the copy.
+func TestReviewFixes(t *testing.T) {
+	f := newFS(t, 256<<20)
+	if _, err := f.Mkdir("/etc", fsys.Attr{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := f.Create("/etc/passwd", fsys.Attr{Mode: 0o644})
+	f.WriteAt(in, []byte("root"), 0)
+	f.Mkdir("/opt", fsys.Attr{Mode: 0o755})
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Name: "evil", Typeflag: tar.TypeSymlink, Linkname: "/etc", Mode: 0o777})
+	tw.WriteHeader(&tar.Header{Name: "evil/passwd", Typeflag: tar.TypeReg, Mode: 0o644, Size: 5})
+	tw.Write([]byte("owned"))
+	tw.Close()
+	if err := TarIn(f, &b, "/opt", Options{}); err == nil || !strings.Contains(err.Error(), "through symlink") {
+		t.Fatalf("tar through a symlink: %v", err)
+	}
+	f.Abort()
+	g := newFS(t, 256<<20)
+	a, _ := g.Create("/a", fsys.Attr{Mode: 0o644})
+	g.WriteAt(a, bytes.Repeat([]byte("x"), 65536), 0)
+	g.Sync()
+	if err := CopyWithin(g, "/a", "/a", Options{}); err == nil {
+		t.Fatal("cp a a succeeded")
+	}
+	if got := make([]byte, 65536); true {
+		a, _ = g.Resolve("/a", false)
+		g.ReadAt(a, got, 0)
+		if !bytes.Equal(got, bytes.Repeat([]byte("x"), 65536)) {
+			t.Fatal("cp a a damaged a")
+		}
+	}
+	// A 100 MiB file into a 64 MiB image: ENOSPC, no hang.
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	fh, _ := os.Create(big)
+	r := rand.New(rand.NewPCG(1, 2))
+	chunk := make([]byte, 1<<20)
+	for i := 0; i < 100; i++ {
+		for j := range chunk {
+			chunk[j] = byte(r.Uint32())
+		}
+		fh.Write(chunk)
+	}
+	fh.Close()
+	h := newFS(t, 64<<20)
+	done := make(chan error, 1)
+	go func() { done <- CopyIn(h, big, "/big", Options{}, false) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("got %v, want ENOSPC", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("copy of a file bigger than the image hangs")
 	}
 }

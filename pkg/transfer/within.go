@@ -52,6 +52,9 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		w.links[in.Ino] = dst
 	}
 	if old, err := w.f.Resolve(dst, false); err == nil {
+		if old.Ino == in.Ino {
+			return fmt.Errorf("'%s' and '%s' are the same file", src, dst)
+		}
 		if w.o.NoClobber || (old.IsDir() && in.IsDir()) {
 			if !in.IsDir() {
 				return nil

@@ -3,6 +3,7 @@ package volume
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -68,12 +69,17 @@ func (c *Chunk) Map(off, length uint64) ([]Segment, error) {
 }
 
 // ChunkMap is the logical address space: chunks sorted by logical start.
+// It is safe for concurrent use: background data writes look chunks up
+// while the transaction adds new ones.
 type ChunkMap struct {
+	mu     sync.RWMutex
 	chunks []*Chunk
 }
 
 // Add inserts a chunk; overlapping chunks are corruption.
 func (m *ChunkMap) Add(logical uint64, item *format.ChunkItem) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	c := &Chunk{Logical: logical, ChunkItem: item}
 	i := sort.Search(len(m.chunks), func(i int) bool { return m.chunks[i].Logical >= logical })
 	if i < len(m.chunks) && m.chunks[i].Logical == logical {
@@ -93,6 +99,8 @@ func (m *ChunkMap) Add(logical uint64, item *format.ChunkItem) error {
 
 // Lookup finds the chunk holding logical.
 func (m *ChunkMap) Lookup(logical uint64) (*Chunk, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	i := sort.Search(len(m.chunks), func(i int) bool { return m.chunks[i].End() > logical })
 	if i < len(m.chunks) && m.chunks[i].Logical <= logical {
 		return m.chunks[i], true
@@ -101,11 +109,17 @@ func (m *ChunkMap) Lookup(logical uint64) (*Chunk, bool) {
 }
 
 // All returns the chunks in logical order; the slice must not be modified.
-func (m *ChunkMap) All() []*Chunk { return m.chunks }
+func (m *ChunkMap) All() []*Chunk {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.chunks[:len(m.chunks):len(m.chunks)]
+}
 
 // End is the first logical address after every chunk (where the next
 // chunk may start).
 func (m *ChunkMap) End() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if len(m.chunks) == 0 {
 		return 0
 	}
@@ -121,7 +135,7 @@ type DevExtent struct {
 // DevExtents lists the physical ranges that chunks occupy on devid, sorted.
 func (m *ChunkMap) DevExtents(devid uint64) []DevExtent {
 	var out []DevExtent
-	for _, c := range m.chunks {
+	for _, c := range m.All() {
 		sl := c.StripeLength()
 		for _, s := range c.Stripes {
 			if s.DevID == devid {
