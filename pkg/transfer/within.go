@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -53,7 +54,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 	}
 	if old, err := w.f.Resolve(dst, false); err == nil {
 		if old.Ino == in.Ino {
-			return fmt.Errorf("'%s' and '%s' are the same file", src, dst)
+			return sameFileError{src, dst}
 		}
 		if w.o.NoClobber || (old.IsDir() && in.IsDir()) {
 			if !in.IsDir() {
@@ -148,3 +149,13 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		return w.f.MaybeCommit()
 	}
 }
+
+// sameFileError is cp's refusal to copy a file onto itself; it is an
+// EINVAL (a precondition: nothing was changed).
+type sameFileError struct{ src, dst string }
+
+func (e sameFileError) Error() string {
+	return fmt.Sprintf("'%s' and '%s' are the same file", e.src, e.dst)
+}
+
+func (e sameFileError) Is(target error) bool { return target == syscall.EINVAL }
