@@ -26,7 +26,7 @@
 #   BIN      directory with mkfs.ddfs, ddfs, fsck.ddfs   (default: bin)
 #   RUNS     runs per measurement, the median is reported (default: 3)
 #   SLOW     a command whose first run takes longer than this many seconds is run
-#            only once (default: 5)
+#            only once (default: 10)
 #   TMPDIR   where the scratch directory is made          (default: /tmp)
 #   TIMEOUT  seconds after which one command is killed    (default: 30; the data
 #            groups use LONG_TIMEOUT, default 600)
@@ -51,7 +51,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BIN=${BIN:-bin}
 RUNS=${RUNS:-3}
-SLOW=${SLOW:-5}
+SLOW=${SLOW:-10}
 TIMEOUT=${TIMEOUT:-30}
 LONG_TIMEOUT=${LONG_TIMEOUT:-600}
 CASES=${CASES:-mkfs build copyout small randwrite mem}
