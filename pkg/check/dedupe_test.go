@@ -91,3 +91,49 @@ func TestDedupeClean(t *testing.T) {
 		t.Fatalf("dropped entry not reported: %v", rep.Problems)
 	}
 }
+
+// TestFileExtentDisagrees: a file extent that reads a compressed extent
+// as uncompressed is reported (it would read garbage).
+func TestFileExtentDisagrees(t *testing.T) {
+	d := device.NewMemDevice("m", 256<<20)
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
+		Settings: format.Settings{Compression: format.CompressS2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := fsys.New(st, fsys.Options{})
+	f.Adopt(tx)
+	f.InitRoot(fsys.Attr{Mode: 0o755})
+	in, _ := f.Create("/t", fsys.Attr{Mode: 0o644})
+	if err := f.WriteAt(in, bytes.Repeat([]byte("squeeze "), 40000), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tx2, _ := st.Begin()
+	k := format.Key{ObjectID: in.Ino, Type: format.FileExtentKey, Offset: 0}
+	b, err := tx2.Tree(format.FSTree).Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := format.UnmarshalFileExtentItem(b)
+	if x.Compression != format.CompressS2 {
+		t.Fatalf("extent not compressed: %+v", x)
+	}
+	x.Compression = format.CompressNone
+	tx2.Tree(format.FSTree).Put(k, format.MarshalFileExtentItem(x))
+	if err := tx2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	vol, _ := volume.FromDevices([]device.Device{d}, false)
+	rep, _ := CheckVolume(vol)
+	found := false
+	for _, p := range rep.Problems {
+		found = found || (p.Kind == "extent" && strings.Contains(p.Message, "reads it differently"))
+	}
+	if !found {
+		t.Fatalf("not reported: %v", rep.Problems)
+	}
+}

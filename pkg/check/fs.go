@@ -86,7 +86,9 @@ type extentID struct{ logical, length uint64 }
 
 type dataExtent struct {
 	extentID
-	refs uint64
+	refs        uint64
+	ram         uint64
+	compression format.Compression
 }
 
 // extentUse counts the file extent items pointing at one data extent and
@@ -96,6 +98,11 @@ type extentUse struct {
 	regular bool // at least one regular (not prealloc) item: needs checksums
 	ino     uint64
 	off     uint64
+	// mismatch names the first file extent whose compression or
+	// ram_bytes disagrees with another pointing at the same extent.
+	compression format.Compression
+	ram         uint64
+	mismatch    string
 }
 
 func (s *fsState) init() {
@@ -109,7 +116,7 @@ func (s *fsState) init() {
 
 // dataExtent records a data EXTENT_ITEM (called by item()).
 func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
-	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs})
+	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs, e.RAMBytes, e.Compression})
 }
 
 // fsProblem reports a problem of the namespace or file contents.
@@ -344,7 +351,9 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	id := extentID{x.DiskLogical, x.DiskLen}
 	u, ok := s.refs[id]
 	if !ok {
-		u.ino, u.off = cur.ino, off
+		u.ino, u.off, u.compression, u.ram = cur.ino, off, x.Compression, x.RAMBytes
+	} else if u.mismatch == "" && (u.compression != x.Compression || u.ram != x.RAMBytes) {
+		u.mismatch = fmt.Sprintf("inode %d extent at %d", cur.ino, off)
 	}
 	u.n++
 	u.regular = u.regular || x.Type == format.FileExtentRegular
@@ -571,6 +580,15 @@ func (c *checker) checkRefs() (need []span) {
 			c.add(p)
 		case u.n != e.refs:
 			p.Message = fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
+			c.add(p)
+		case u.compression != e.compression || u.ram != e.ram || u.mismatch != "":
+			// A file extent that reads the extent as something else
+			// (compressed or not, another size) would read garbage.
+			where := u.mismatch
+			if where == "" {
+				where = fmt.Sprintf("inode %d extent at %d", u.ino, u.off)
+			}
+			p.Message = fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
 			c.add(p)
 		}
 		if u.regular {
