@@ -92,8 +92,8 @@ func TestDedupeClean(t *testing.T) {
 	}
 }
 
-// TestFileExtentDisagrees: a file extent that reads a compressed extent
-// as uncompressed is reported (it would read garbage).
+// TestFileExtentDisagrees: a file extent that reads an s2 extent as zstd
+// is reported (it would read garbage).
 func TestFileExtentDisagrees(t *testing.T) {
 	d := device.NewMemDevice("m", 256<<20)
 	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
@@ -122,7 +122,7 @@ func TestFileExtentDisagrees(t *testing.T) {
 	if x.Compression != format.CompressS2 {
 		t.Fatalf("extent not compressed: %+v", x)
 	}
-	x.Compression = format.CompressNone
+	x.Compression = format.CompressZstd // still valid on its own; wrong for this extent
 	tx2.Tree(format.FSTree).Put(k, format.MarshalFileExtentItem(x))
 	if err := tx2.Commit(); err != nil {
 		t.Fatal(err)
