@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"tar-in":  {"extract a tar archive from stdin into an image", cmdTarIn},
 	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
 	"prop":    {"get or set properties: dedupe, compression, alloc-policy", cmdProp},
+	"device":  {"device usage, set properties, add a device", cmdDevice},
 }
 
 func main() {

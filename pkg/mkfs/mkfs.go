@@ -349,3 +349,27 @@ func shrink(st *store.FS, devs []store.NewDevice) error {
 	}
 	return nil
 }
+
+// PrepareDevice opens (or creates, sparse, with size) one device for a
+// set, refusing one that holds a filesystem unless force, and fills its
+// properties (device add uses it; baseDir anchors the path hint).
+func PrepareDevice(s DeviceSpec, size uint64, force bool, baseDir string) (store.NewDevice, bool, error) {
+	dev, isNew, err := openTarget(s.Path, size)
+	if err != nil {
+		return store.NewDevice{}, false, err
+	}
+	if !isNew {
+		if err := checkExisting(dev, s.Path, force); err != nil {
+			dev.Close()
+			return store.NewDevice{}, false, err
+		}
+	}
+	if dev.Size() < MinDeviceSize {
+		dev.Close()
+		if isNew {
+			os.Remove(s.Path)
+		}
+		return store.NewDevice{}, false, fmt.Errorf("%s: %d bytes is too small (at least %d MiB)", s.Path, dev.Size(), MinDeviceSize>>20)
+	}
+	return newDevice(dev, s, baseDir), isNew, nil
+}

@@ -215,7 +215,12 @@ func (v *Volume) AddDevice(spec string, devid uint64, opt Options) error {
 }
 
 // AttachDevice adds an opened device (mkfs, device add).
-func (v *Volume) AttachDevice(d *Dev) { v.devs[d.ID] = d }
+func (v *Volume) AttachDevice(d *Dev) {
+	if _, ok := d.Dev.(*device.Counting); !ok {
+		d.Dev = device.NewCounting(d.Dev)
+	}
+	v.devs[d.ID] = d
+}
 
 // AddChunk makes a chunk's logical range addressable.
 func (v *Volume) AddChunk(logical uint64, c *format.ChunkItem) error { return v.Chunks.Add(logical, c) }
