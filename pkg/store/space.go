@@ -229,3 +229,18 @@ func (tx *Txn) FreeData(logical, n uint64, allocatedNow bool) error {
 }
 
 var _ btree.Store = (*Txn)(nil)
+
+// FreeRanges returns the free logical ranges of a block group as of the
+// committed state (trimtool discards them).
+func (fs *FS) FreeRanges(bg *BlockGroup) ([]alloc.Range, error) {
+	if bg.free == nil {
+		if err := fs.loadFree(bg); err != nil {
+			return nil, err
+		}
+	}
+	return append([]alloc.Range(nil), bg.free.Ranges()...), nil
+}
+
+// DeviceSpace describes every device for placement and for trim: size and
+// the physical ranges chunk stripes use.
+func (fs *FS) DeviceSpace() []alloc.DeviceSpace { return fs.deviceSpace() }

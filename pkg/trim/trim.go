@@ -1,0 +1,158 @@
+// Package trim discards the free space of an offline filesystem (the
+// FITRIM of trimtool): unallocated device space and the free ranges inside
+// chunks, mapped to every stripe copy, merged per device, and handed to
+// the device as discards (hole punching on image files, BLKDISCARD on
+// block devices). It changes no metadata.
+package trim
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// Options are fstrim's.
+type Options struct {
+	Offset, Length uint64 // physical window on each device (Length 0: to the end)
+	Minimum        uint64 // skip free ranges shorter than this
+	DryRun         bool
+}
+
+// DeviceResult is what was (or would be) discarded on one device.
+type DeviceResult struct {
+	DevID    uint64 `json:"devid"`
+	Path     string `json:"path"`
+	Bytes    uint64 `json:"bytes"`
+	Discards uint64 `json:"discards"`
+	Note     string `json:"note,omitempty"` // e.g. discard not supported
+}
+
+// Run discards the free space of every device of fs.
+func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
+	free := map[uint64][]alloc.Range{}
+	// Unallocated device space: the holes between stripes.
+	for _, ds := range fs.DeviceSpace() {
+		free[ds.DevID] = append(free[ds.DevID], ds.Holes()...)
+	}
+	// Free space inside chunks, on every copy.
+	for _, bg := range fs.BlockGroups() {
+		ranges, err := fs.FreeRanges(bg)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range ranges {
+			segs, err := bg.Chunk.Map(r.Start-bg.Chunk.Logical, r.Len)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range segs {
+				for _, t := range s.Targets {
+					free[t.DevID] = append(free[t.DevID], alloc.Range{Start: t.Physical, Len: uint64(s.Len)})
+				}
+			}
+		}
+	}
+	var out []DeviceResult
+	for _, d := range fs.Vol.Devices() {
+		res := DeviceResult{DevID: d.ID, Path: d.Path}
+		for _, r := range window(merge(free[d.ID]), o) {
+			if r.Len < max(o.Minimum, 1) {
+				continue
+			}
+			res.Bytes += r.Len
+			res.Discards++
+			if o.DryRun {
+				continue
+			}
+			if err := d.Dev.Discard(int64(r.Start), int64(r.Len)); err != nil {
+				if errors.Is(err, device.ErrNotSupported) {
+					res.Note = "discard not supported; nothing done"
+					res.Bytes, res.Discards = 0, 0
+					break
+				}
+				return out, fmt.Errorf("%s: discard [%d,+%d): %w", d.Path, r.Start, r.Len, err)
+			}
+		}
+		out = append(out, res)
+	}
+	if !o.DryRun {
+		if err := fs.Vol.Flush(); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// merge sorts ranges and joins overlapping or adjacent ones, then cuts out
+// the superblock copies, which are never discarded.
+func merge(rs []alloc.Range) []alloc.Range {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
+	var out []alloc.Range
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].End() >= r.Start {
+			out[n-1].Len = max(out[n-1].End(), r.End()) - out[n-1].Start
+			continue
+		}
+		out = append(out, r)
+	}
+	var cut []alloc.Range
+	for _, r := range out {
+		cut = append(cut, exclude(r, protected)...)
+	}
+	return cut
+}
+
+// protected are the device areas trim never touches: the first MiB (boot
+// area, primary superblock) and the superblock copies.
+var protected = []alloc.Range{{Start: 0, Len: 1 << 20}}
+
+func init() {
+	for _, off := range format.SuperblockOffsets[1:] {
+		protected = append(protected, alloc.Range{Start: off, Len: 64 << 10})
+	}
+}
+
+func exclude(r alloc.Range, holes []alloc.Range) []alloc.Range {
+	out := []alloc.Range{r}
+	for _, h := range holes {
+		var next []alloc.Range
+		for _, x := range out {
+			if h.End() <= x.Start || h.Start >= x.End() {
+				next = append(next, x)
+				continue
+			}
+			if x.Start < h.Start {
+				next = append(next, alloc.Range{Start: x.Start, Len: h.Start - x.Start})
+			}
+			if x.End() > h.End() {
+				next = append(next, alloc.Range{Start: h.End(), Len: x.End() - h.End()})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// window keeps the parts of the ranges inside [Offset, Offset+Length).
+func window(rs []alloc.Range, o Options) []alloc.Range {
+	if o.Offset == 0 && o.Length == 0 {
+		return rs
+	}
+	end := ^uint64(0)
+	if o.Length > 0 {
+		end = o.Offset + o.Length
+	}
+	var out []alloc.Range
+	for _, r := range rs {
+		s, e := max(r.Start, o.Offset), min(r.End(), end)
+		if s < e {
+			out = append(out, alloc.Range{Start: s, Len: e - s})
+		}
+	}
+	return out
+}
