@@ -20,7 +20,12 @@ func TestKill9DuringCopy(t *testing.T) {
 		t.Skip("no Go source tree")
 	}
 	total := 0
-	for _, delay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
+	// Longer delays only matter on a slow machine, where the short ones may
+	// all land before the first commit; stop once enough was checked.
+	for _, delay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, 1500 * time.Millisecond} {
+		if total >= 25 && delay > 150*time.Millisecond {
+			break
+		}
 		dir := t.TempDir()
 		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "disk.img"), 0)
 		cmd := exec.Command(filepath.Join(binDir, "ddfs"), "cp", "-r", src, "disk.img:/")
