@@ -33,8 +33,8 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 				seen[in.Ino] = true
 				return total, nil
 			}
-			var ents []fsys.DirEntry
-			if err := im.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+			ents, err := im.f.List(in)
+			if err != nil {
 				return 0, err
 			}
 			for _, e := range ents {

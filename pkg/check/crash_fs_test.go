@@ -24,8 +24,8 @@ func treeState(t *testing.T, f *fsys.FS) string {
 	var lines []string
 	var walk func(p string, in *fsys.Inode)
 	walk = func(p string, in *fsys.Inode) {
-		var ents []fsys.DirEntry
-		if err := f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+		ents, err := f.List(in)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range ents {

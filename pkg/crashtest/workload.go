@@ -100,8 +100,8 @@ func treeState(f *fsys.FS) (string, error) {
 	var lines []string
 	var walk func(p string, in *fsys.Inode) error
 	walk = func(p string, in *fsys.Inode) error {
-		var ents []fsys.DirEntry
-		if err := f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+		ents, err := f.List(in)
+		if err != nil {
 			return err
 		}
 		for _, e := range ents {

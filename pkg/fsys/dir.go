@@ -281,3 +281,11 @@ func (f *FS) ReadDir(dir *Inode, fn func(DirEntry) bool) error {
 		return fn(DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}), nil
 	})
 }
+
+// List returns a directory's entries in creation order. It holds them all
+// in memory: for very large directories, ReadDir streams.
+func (f *FS) List(dir *Inode) ([]DirEntry, error) {
+	var ents []DirEntry
+	err := f.ReadDir(dir, func(e DirEntry) bool { ents = append(ents, e); return true })
+	return ents, err
+}

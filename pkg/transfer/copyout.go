@@ -173,8 +173,8 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		return err
 	}
 	defer sd.close()
-	var ents []fsys.DirEntry
-	if err := c.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+	ents, err := c.f.List(in)
+	if err != nil {
 		return err
 	}
 	for _, e := range ents {

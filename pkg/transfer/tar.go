@@ -187,8 +187,8 @@ type tarWriter struct {
 }
 
 func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
-	var ents []fsys.DirEntry
-	if err := t.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+	ents, err := t.f.List(in)
+	if err != nil {
 		return err
 	}
 	for _, e := range ents {

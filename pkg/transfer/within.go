@@ -79,8 +79,8 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 				return err
 			}
 		}
-		var ents []fsys.DirEntry
-		if err := w.f.ReadDir(in, func(e fsys.DirEntry) bool { ents = append(ents, e); return true }); err != nil {
+		ents, err := w.f.List(in)
+		if err != nil {
 			return err
 		}
 		for _, e := range ents {
