@@ -43,3 +43,26 @@ func TestDeviceCommands(t *testing.T) {
 		t.Fatalf("adding a member again: %q", r.stderr)
 	}
 }
+
+// TestFallbackReported: ssd-metadata with one SSD cannot place raid1
+// metadata on SSDs only; df says so. With dup metadata it can.
+func TestFallbackReported(t *testing.T) {
+	dir := t.TempDir()
+	var df struct {
+		Fallbacks []struct {
+			Type   string   `json:"type"`
+			DevIDs []uint64 `json:"devids"`
+		} `json:"fallbacks"`
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "--alloc-policy", "ssd-metadata", "s.img", "h.img:rotational=1"), 0)
+	json.Unmarshal([]byte(must(t, run(t, dir, "ddfs", "df", "--json", "s.img"), 0).stdout), &df)
+	if len(df.Fallbacks) != 2 || df.Fallbacks[1].Type != "metadata" {
+		t.Fatalf("raid1 metadata with one SSD: %+v", df.Fallbacks)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-f", "-m", "dup", "--alloc-policy", "ssd-metadata", "s.img", "h.img:rotational=1"), 0)
+	df.Fallbacks = nil
+	json.Unmarshal([]byte(must(t, run(t, dir, "ddfs", "df", "--json", "s.img"), 0).stdout), &df)
+	if len(df.Fallbacks) != 0 {
+		t.Fatalf("dup metadata fits the SSD: %+v", df.Fallbacks)
+	}
+}

@@ -139,6 +139,18 @@ type DF struct {
 	Used       uint64        `json:"used"`
 	Types      []Usage       `json:"types"`
 	Devices    []DeviceUsage `json:"devices"`
+	// AllocPolicy and Fallbacks: chunks the policy placed outside the
+	// device class it prefers for their type (it ran out of room there).
+	AllocPolicy string     `json:"alloc_policy"`
+	Fallbacks   []Fallback `json:"fallbacks"`
+}
+
+// Fallback is a chunk outside its preferred devices.
+type Fallback struct {
+	Logical uint64   `json:"logical"`
+	Type    string   `json:"type"`
+	Profile string   `json:"profile"`
+	DevIDs  []uint64 `json:"devids"`
 }
 
 // GetDF sums chunk usage per type/profile and per device.
@@ -171,9 +183,46 @@ func GetDF(fs *store.FS) *DF {
 		}
 		return a.Profile < b.Profile
 	})
+	df.AllocPolicy = fs.Super().Settings.AllocPolicy.String()
+	df.Fallbacks = fallbacks(fs)
 	for _, d := range Devices(fs) {
 		df.TotalBytes += d.Size
 		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - d.Used})
 	}
 	return df
+}
+
+// fallbacks lists the chunks whose devices are not the class the policy
+// prefers for their type: with ssd-metadata (and tiered), metadata and
+// system chunks belong on non-rotational devices, data on rotational ones
+// (when the set has both kinds).
+func fallbacks(fs *store.FS) []Fallback {
+	p := fs.Super().Settings.AllocPolicy
+	out := []Fallback{}
+	if p != format.AllocSSDMetadata && p != format.AllocTiered {
+		return out
+	}
+	rot := map[uint64]bool{}
+	kinds := map[bool]bool{}
+	for _, d := range fs.DevItems() {
+		rot[d.DevID] = d.Rotational
+		kinds[d.Rotational] = true
+	}
+	if len(kinds) < 2 {
+		return out // one class only: nothing to prefer
+	}
+	for _, bg := range fs.BlockGroups() {
+		c := bg.Chunk
+		wantRot := c.Type == format.ChunkData
+		var devs []uint64
+		off := false
+		for _, s := range c.Stripes {
+			devs = append(devs, s.DevID)
+			off = off || rot[s.DevID] != wantRot
+		}
+		if off {
+			out = append(out, Fallback{Logical: c.Logical, Type: c.Type.String(), Profile: c.Profile.String(), DevIDs: devs})
+		}
+	}
+	return out
 }
