@@ -50,14 +50,23 @@ bench: build
 	BIN=$(BIN) bench/run.sh
 	BIN=$(BIN) bench/dedupe.sh
 
-# The main job on built-in sample data: a four-device set, inspected and checked.
+# The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
+# with dedupe and compression, filled from this repository's own source,
+# listed, read back, copied out and compared, inspected and checked.
 demo: build
 	@rm -rf demo && mkdir -p demo
-	$(BIN)/mkfs.ddfs -L demo -b 1G -d raid0 -m raid1 demo/ssd0.img demo/ssd1.img \
+	$(BIN)/mkfs.ddfs -L demo -b 1G -d raid0 -m raid1 --alloc-policy ssd-metadata --dedupe --compress zstd:3 \
+		demo/ssd0.img demo/ssd1.img \
 		demo/hdd0.img:rotational=1,seek_speed=120,bandwidth=150M demo/hdd1.img:rotational=1
+	$(BIN)/ddfs cp -r format pkg demo/ssd0.img:/
+	$(BIN)/ddfs cp -r pkg demo/ssd0.img:/pkg-again
+	$(BIN)/ddfs ls -l demo/ssd0.img:/format
+	$(BIN)/ddfs cat demo/ssd0.img:/format/doc.go | head -5
+	$(BIN)/ddfs cp -a demo/ssd0.img:/pkg demo/out-pkg && diff -r pkg demo/out-pkg && echo "copied out: identical"
 	$(BIN)/ddfs info demo/ssd0.img
-	$(BIN)/ddfs df demo/ssd0.img
-	$(BIN)/fsck.ddfs demo/hdd1.img
+	$(BIN)/ddfs df demo/hdd1.img
+	$(BIN)/dedupe-tool status demo/ssd1.img
+	$(BIN)/fsck.ddfs --check-data demo/hdd1.img
 	@du -h demo/*.img
 
 # Rebuild the frozen images under testimages/ (only when the format gains a version).
