@@ -21,20 +21,16 @@ func cmdCat(args []string, stdout, _ io.Writer) error {
 		if in.IsDir() {
 			return im.err(pathErr("cat", p, syscall.EISDIR))
 		}
-		for off := uint64(0); off < in.Size; {
-			n, err := im.f.ReadAt(in, buf, off)
-			if n > 0 {
-				if _, werr := stdout.Write(buf[:n]); werr != nil {
-					return werr
-				}
-				off += uint64(n)
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return im.err(err)
-			}
+		var werr error
+		err = im.f.ReadChunks(in, buf, func(p []byte, _ uint64) error {
+			_, werr = stdout.Write(p)
+			return werr
+		})
+		if werr != nil {
+			return werr
+		}
+		if err != nil {
+			return im.err(err)
 		}
 	}
 	return nil

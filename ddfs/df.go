@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -17,20 +16,11 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
 	var of openFlags
 	of.add(fl)
-	if err := cli.Parse(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return cli.Usagef("want exactly one IMAGE")
-	}
-	fs, err := of.open(fl.Arg(0), false)
+	fs, done, err := of.openOnly(fl, args)
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
-	if of.stats {
-		defer func() { inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs)) }()
-	}
+	defer done()
 	df := inspect.GetDF(fs)
 	data, err := inspect.GetDedupeStatus(fs)
 	if err != nil {

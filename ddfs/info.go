@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -15,20 +14,11 @@ func cmdInfo(args []string, stdout, _ io.Writer) error {
 	asJSON := fl.Bool("json", false, "print JSON")
 	var of openFlags
 	of.add(fl)
-	if err := cli.Parse(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return cli.Usagef("want exactly one IMAGE")
-	}
-	fs, err := of.open(fl.Arg(0), false)
+	fs, done, err := of.openOnly(fl, args)
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
-	if of.stats {
-		defer func() { inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs)) }()
-	}
+	defer done()
 	info := inspect.GetInfo(fs)
 	if *asJSON {
 		return cli.JSON(stdout, info)

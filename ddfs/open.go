@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/pflag"
 
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -22,4 +25,24 @@ func (o *openFlags) add(fl *pflag.FlagSet) {
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
 	return store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices})
+}
+
+// openOnly parses the flags of a command that takes exactly one IMAGE
+// and opens it read-only; done prints --stats and closes it.
+func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, done func(), err error) {
+	if err := parseFlags(fl, args); err != nil {
+		return nil, nil, err
+	}
+	if fl.NArg() != 1 {
+		return nil, nil, usageErr("want exactly one IMAGE")
+	}
+	if fs, err = o.open(fl.Arg(0), false); err != nil {
+		return nil, nil, err
+	}
+	return fs, func() {
+		if o.stats {
+			inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs))
+		}
+		fs.Close()
+	}, nil
 }

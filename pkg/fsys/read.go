@@ -154,3 +154,24 @@ func (f *FS) predecompress(xs []fileExtent) error {
 	}
 	return nil
 }
+
+// ReadChunks reads a whole file through buf and calls fn with each piece
+// and its offset, in order (cat, copy-out, tar-out and copies use it).
+func (f *FS) ReadChunks(in *Inode, buf []byte, fn func(p []byte, off uint64) error) error {
+	for off := uint64(0); off < in.Size; {
+		n, err := f.ReadAt(in, buf, off)
+		if n > 0 {
+			if ferr := fn(buf[:n], off); ferr != nil {
+				return ferr
+			}
+			off += uint64(n)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -212,24 +212,22 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 		return err
 	}
 	defer fh.Close()
-	for off := uint64(0); off < in.Size; {
-		n, err := c.f.ReadAt(in, c.buf, off)
-		if n > 0 {
-			// Keep holes: write only the runs of non-zero blocks, then set the size.
-			if werr := writeNonZero(fh, c.buf[:n], int64(off)); werr != nil {
-				return werr
-			}
-			if c.o.Progress != nil {
-				c.o.Progress(int64(n))
-			}
-			off += uint64(n)
+	var werr error
+	err = c.f.ReadChunks(in, c.buf, func(p []byte, off uint64) error {
+		// Keep holes: write only the runs of non-zero blocks, then set the size.
+		if werr = writeNonZero(fh, p, int64(off)); werr != nil {
+			return werr
 		}
-		if err == io.EOF {
-			break
+		if c.o.Progress != nil {
+			c.o.Progress(int64(len(p)))
 		}
-		if err != nil {
-			return &fs.PathError{Op: "read", Path: src, Err: err}
-		}
+		return nil
+	})
+	if werr != nil {
+		return werr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: src, Err: err}
 	}
 	if err := fh.Truncate(int64(in.Size)); err != nil {
 		return err

@@ -243,22 +243,10 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}
-		for off := uint64(0); off < in.Size; {
-			n, err := t.f.ReadAt(in, t.buf, off)
-			if n > 0 {
-				if _, werr := t.tw.Write(t.buf[:n]); werr != nil {
-					return werr
-				}
-				off += uint64(n)
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
+			_, err := t.tw.Write(p)
+			return err
+		})
 	default:
 		switch format.FileTypeOfMode(in.Mode) {
 		case format.FileTypeCharDev:

@@ -3,7 +3,6 @@ package transfer
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -109,20 +108,9 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 			return err
 		}
 		if in.IsRegular() {
-			for off := uint64(0); off < in.Size; {
-				n, err := w.f.ReadAt(in, w.buf, off)
-				if n > 0 {
-					if werr := w.f.WriteAt(out, w.buf[:n], off); werr != nil {
-						return werr
-					}
-					off += uint64(n)
-				}
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					return err
-				}
+			err := w.f.ReadChunks(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
+			if err != nil {
+				return err
 			}
 			if out.Size < in.Size {
 				if err := w.f.Truncate(out, in.Size); err != nil {
