@@ -61,10 +61,7 @@ func (o Options) devOpts() device.OpenOptions {
 func New(devs []*Dev, super *format.Superblock, writable bool) *Volume {
 	v := &Volume{devs: map[uint64]*Dev{}, Super: super, writable: writable}
 	for _, d := range devs {
-		if _, ok := d.Dev.(*device.Counting); !ok {
-			d.Dev = device.NewCounting(d.Dev)
-		}
-		v.devs[d.ID] = d
+		v.AttachDevice(d)
 	}
 	if len(devs) > 0 {
 		v.Dir = filepath.Dir(devs[0].Path)
@@ -215,6 +212,7 @@ func (v *Volume) AddDevice(spec string, devid uint64, opt Options) error {
 }
 
 // AttachDevice adds an opened device (mkfs, device add).
+// Every device is counted (--stats), however it was opened.
 func (v *Volume) AttachDevice(d *Dev) {
 	if _, ok := d.Dev.(*device.Counting); !ok {
 		d.Dev = device.NewCounting(d.Dev)
