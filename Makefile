@@ -62,7 +62,7 @@ demo: build
 	$(BIN)/ddfs cp -r pkg demo/ssd0.img:/pkg-again
 	$(BIN)/ddfs ls -l demo/ssd0.img:/format
 	$(BIN)/ddfs cat demo/ssd0.img:/format/doc.go | head -5
-	$(BIN)/ddfs cp -a demo/ssd0.img:/pkg demo/out-pkg && diff -r pkg demo/out-pkg && echo "copied out: identical"
+	$(BIN)/ddfs cp -a demo/ssd0.img:/pkg demo/_out-pkg && diff -r pkg demo/_out-pkg && echo "copied out: identical"
 	$(BIN)/ddfs info demo/ssd0.img
 	$(BIN)/ddfs df demo/hdd1.img
 	$(BIN)/dedupe-tool status demo/ssd1.img

@@ -281,3 +281,50 @@ func TestTooLarge(t *testing.T) {
 		t.Fatal("failed insert changed the tree")
 	}
 }
+
+// TestLeafFill checks that shifting items to neighbours before splitting
+// keeps leaves full: appends pack them, random keys (the dedupe tree's
+// hashes) leave them well above the 69% of split-in-half trees.
+func TestLeafFill(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		key     func(i int, r *rand.Rand) uint64
+		minFill float64
+	}{
+		{"sequential", func(i int, _ *rand.Rand) uint64 { return uint64(i) }, 0.95},
+		{"random", func(_ int, r *rand.Rand) uint64 { return r.Uint64() }, 0.78},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newMemStore(t, 4096)
+			tr := New(s, format.DedupeTree, format.RootPtr{})
+			r := rand.New(rand.NewPCG(7, 7))
+			for i := range 20000 {
+				if err := tr.Put(format.Key{ObjectID: tc.key(i, r), Type: format.DedupeItemKey}, make([]byte, format.DedupeItemSize)); err != nil {
+					t.Fatal(err)
+				}
+				if i%1000 == 999 {
+					tr = New(s, format.DedupeTree, tr.Root())
+					s.commit()
+				}
+			}
+			used, leaves := 0, 0
+			if err := tr.WalkNodes(func(n *format.Node) error {
+				if n.IsLeaf() {
+					used += n.UsedBytes()
+					leaves++
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			fill := float64(used) / float64(leaves*tr.capacity())
+			t.Logf("%d leaves, %.1f%% full", leaves, 100*fill)
+			if fill < tc.minFill {
+				t.Errorf("leaves %.1f%% full, want ≥ %.0f%%", 100*fill, 100*tc.minFill)
+			}
+			if err := tr.Verify(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
