@@ -34,7 +34,7 @@ var commands = map[string]command{
 	"xattr":   {"get, set, list or remove extended attributes", cmdXattr},
 	"tar-in":  {"extract a tar archive from stdin into an image", cmdTarIn},
 	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
-	"prop":    {"get or set properties: dedupe, compression, alloc-policy", cmdProp},
+	"prop":    {"get or set properties: dedupe, compression, alloc-policy, discard", cmdProp},
 	"device":  {"device usage, set properties, add a device", cmdDevice},
 }
 

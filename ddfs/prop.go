@@ -16,7 +16,8 @@ const propExamples = `  ddfs prop get disk.img                      image proper
   ddfs prop set disk.img:/logs compression zstd:9
   ddfs prop set disk.img compression s2          the image default
 Properties: dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit);
-on the image also alloc-policy (classic, ssd-metadata, tiered).
+on the image also alloc-policy (classic, ssd-metadata, tiered) and discard (off, sync,
+async; thresholds: trimtool policy).
 `
 
 func cmdProp(args []string, stdout, _ io.Writer) error {
@@ -77,7 +78,7 @@ func getProps(im *image, path string) (map[string]string, error) {
 		if s.Dedupe {
 			dd = "on"
 		}
-		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String()}, nil
+		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String(), "discard": s.Discard.String()}, nil
 	}
 	in, err := im.f.Resolve(path, false)
 	if err != nil {
@@ -114,8 +115,12 @@ func setProp(im *image, path, name, value string) error {
 				p, err := format.ParseAllocPolicy(value)
 				s.AllocPolicy = p
 				return err
+			case "discard":
+				p, err := format.ParseDiscardPolicy(value)
+				s.Discard = p
+				return err
 			}
-			return usageErr("unknown image property %q (dedupe, compression, alloc-policy)", name)
+			return usageErr("unknown image property %q (dedupe, compression, alloc-policy, discard)", name)
 		})
 	}
 	in, err := im.f.Resolve(path, false)

@@ -54,26 +54,39 @@ func TestPartitionOfDiskImage(t *testing.T) {
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "disk.img@3"), 1)
 }
 
-// TestLoopDevice: a block device gets its size by ioctl and rotational
-// from sysfs. Needs root and losetup; skipped otherwise.
-func TestLoopDevice(t *testing.T) {
+// loopDevice attaches a 256 MiB image file in a temp dir as a loop device
+// (detached at cleanup) and returns the dir, the device and the file.
+// It skips the test where loop devices are unavailable (not root, no
+// losetup, no free loop device).
+func loopDevice(t *testing.T) (dir, loop, backing string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip("needs root for losetup")
 	}
 	if _, err := exec.LookPath("losetup"); err != nil {
 		t.Skip("no losetup")
 	}
-	dir := t.TempDir()
-	backing := filepath.Join(dir, "backing.img")
-	f, _ := os.Create(backing)
+	dir = t.TempDir()
+	backing = filepath.Join(dir, "backing.img")
+	f, err := os.Create(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.Truncate(256 << 20)
 	f.Close()
 	out, err := exec.Command("losetup", "-f", "--show", backing).Output()
 	if err != nil {
 		t.Skipf("losetup: %v", err)
 	}
-	loop := strings.TrimSpace(string(out))
-	defer exec.Command("losetup", "-d", loop).Run()
+	loop = strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
+	return dir, loop, backing
+}
+
+// TestLoopDevice: a block device gets its size by ioctl and rotational
+// from sysfs. Needs root and losetup; skipped otherwise.
+func TestLoopDevice(t *testing.T) {
+	dir, loop, _ := loopDevice(t)
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-f", loop), 0)
 	in := getInfo(t, dir, loop)
 	if in.Devices[0].Size != 256<<20 || in.Devices[0].Path != loop {

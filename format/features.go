@@ -27,6 +27,11 @@ const (
 	// RoCompatFreeSpaceTree: free ranges of each block group are cached in
 	// the free-space tree (tree 6). Writers unaware of it would leave it stale.
 	RoCompatFreeSpaceTree RoCompatFeatures = 1 << 0
+	// CompatDiscardTree: the discard tree (tree 7) records freed ranges
+	// not yet discarded. Records are hints intersected with free space
+	// before use, so a writer unaware of the tree stays safe (it only
+	// leaves some space untrimmed).
+	CompatDiscardTree CompatFeatures = 1 << 0
 
 	// IncompatCompression: file extents may be compressed (zstd, s2).
 	IncompatCompression IncompatFeatures = 1 << 0
@@ -38,7 +43,7 @@ const (
 
 // Feature sets this build understands.
 const (
-	SupportedCompat   CompatFeatures   = 0
+	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = 0
 	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe
 )

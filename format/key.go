@@ -16,14 +16,15 @@ const (
 	CsumTree      TreeID = 4 // data checksums per sector
 	DedupeTree    TreeID = 5 // dedupe index: hash -> data extent
 	FreeSpaceTree TreeID = 6 // free ranges per block group (RoCompatFreeSpaceTree)
+	DiscardTree   TreeID = 7 // freed ranges not yet discarded (RoCompatDiscardTree)
 
-	// NumTrees is the number of root slots in a root set; ids 7 and 8 are reserved.
+	// NumTrees is the number of root slots in a root set; id 8 is reserved.
 	NumTrees = 8
 )
 
 var treeNames = map[TreeID]string{
 	ChunkTree: "chunk", ExtentTree: "extent", FSTree: "fs", CsumTree: "csum",
-	DedupeTree: "dedupe", FreeSpaceTree: "free-space",
+	DedupeTree: "dedupe", FreeSpaceTree: "free-space", DiscardTree: "discard",
 }
 
 func (t TreeID) String() string {
@@ -52,6 +53,7 @@ const (
 	BlockGroupKey    KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
 	FreeSpaceInfoKey KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
 	FreeSpaceExtKey  KeyType = 199 // FreeSpaceTree: (start, 199, length), no data
+	DiscardItemKey   KeyType = 204 // DiscardTree: (start logical, 204, length), no data
 	DevItemKey       KeyType = 216 // ChunkTree: (DevItemsObjectID, 216, devid) -> DevItem
 	ChunkItemKey     KeyType = 228 // ChunkTree: (ChunkObjectID, 228, logical) -> ChunkItem
 	PropItemKey      KeyType = 240 // FSTree: (ino, 240, name hash) -> property (reserved)

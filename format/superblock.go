@@ -74,6 +74,56 @@ type Settings struct {
 	// DedupeVerify byte-compares a block with the extent it matched
 	// before sharing it (for weak-hash paranoia; costs a read).
 	DedupeVerify bool
+	// Discard is the online discard policy (FORMAT.md §3.2).
+	Discard DiscardPolicy
+	// DiscardMetadataMin: with async discard, freed metadata is discarded
+	// only where it lies in a free range at least this long (0: 1 MiB).
+	DiscardMetadataMin uint64
+	// DiscardMaxPerCommit bounds the bytes one commit discards with async
+	// discard (0: no bound); the rest stays recorded for later.
+	DiscardMaxPerCommit uint64
+}
+
+// DiscardPolicy says when freed space is discarded (trimmed).
+type DiscardPolicy uint8
+
+const (
+	DiscardOff   DiscardPolicy = 0 // only trimtool discards
+	DiscardSync  DiscardPolicy = 1 // every freed extent, inside its commit
+	DiscardAsync DiscardPolicy = 2 // batched after the commit, pending ranges recorded
+)
+
+// DefaultDiscardMetadataMin is the metadata threshold when the setting is 0.
+const DefaultDiscardMetadataMin = 1 << 20
+
+func (p DiscardPolicy) String() string {
+	switch p {
+	case DiscardOff:
+		return "off"
+	case DiscardSync:
+		return "sync"
+	case DiscardAsync:
+		return "async"
+	}
+	return fmt.Sprintf("discard(%d)", uint8(p))
+}
+
+// ParseDiscardPolicy maps off, sync or async to its value.
+func ParseDiscardPolicy(name string) (DiscardPolicy, error) {
+	for p := DiscardOff; p <= DiscardAsync; p++ {
+		if p.String() == name {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown discard policy %q (want off, sync or async)", name)
+}
+
+// MetadataMin is the async metadata discard threshold in bytes.
+func (s Settings) MetadataMin() uint64 {
+	if s.DiscardMetadataMin == 0 {
+		return DefaultDiscardMetadataMin
+	}
+	return s.DiscardMetadataMin
 }
 
 // DedupeBlockSize is the dedupe block size in bytes.
@@ -171,6 +221,9 @@ const (
 	sbChunking   = sbSettings + 6
 	sbVerify     = sbSettings + 7
 	sbDedupeHits = sbSettings + 8
+	sbDiscard    = sbSettings + 24 // 528..535 belong to the allocator
+	sbDiscardMin = sbSettings + 32
+	sbDiscardMax = sbSettings + 40
 	sbRoots      = 768
 	sbBackups    = sbRoots + RootSetSize
 	sbSysSize    = sbBackups + NumBackupRoots*RootSetSize
@@ -252,6 +305,9 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 		b[sbVerify] = 1
 	}
 	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
+	b[sbDiscard] = byte(sb.Settings.Discard)
+	le.PutUint64(b[sbDiscardMin:], sb.Settings.DiscardMetadataMin)
+	le.PutUint64(b[sbDiscardMax:], sb.Settings.DiscardMaxPerCommit)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
 		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
@@ -320,6 +376,12 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
 	sb.Settings.DedupeCDC = b[sbChunking] == 1
 	sb.Settings.DedupeVerify = b[sbVerify] == 1
+	sb.Settings.Discard = DiscardPolicy(b[sbDiscard])
+	sb.Settings.DiscardMetadataMin = le.Uint64(b[sbDiscardMin:])
+	sb.Settings.DiscardMaxPerCommit = le.Uint64(b[sbDiscardMax:])
+	if sb.Settings.Discard > DiscardAsync {
+		return nil, corruptf(nil, "superblock: discard policy %d", b[sbDiscard])
+	}
 	if b[sbChunking] > 1 || b[sbVerify] > 1 {
 		return nil, corruptf(nil, "superblock: dedupe chunking %d", b[sbChunking])
 	}

@@ -21,6 +21,10 @@ func richSuperblock(c CsumType) *Superblock {
 	sb.Bytenr = SuperblockOffsets[1]
 	sb.Label = strings.Repeat("L", LabelSize-1)
 	sb.Settings.AllocPolicy = AllocTiered
+	sb.Settings.Discard = DiscardAsync
+	sb.Settings.DiscardMetadataMin = 4 << 20
+	sb.Settings.DiscardMaxPerCommit = 1 << 30
+	sb.Roots.SetRoot(DiscardTree, RootPtr{Logical: 11 << 20, Generation: 6})
 	sb.Roots.SetRoot(DedupeTree, RootPtr{Logical: 9 << 20, Generation: 4, Level: 2})
 	sb.Roots.SetRoot(FreeSpaceTree, RootPtr{Logical: 10 << 20, Generation: 7, Level: 1})
 	for i := range sb.Backups {

@@ -26,12 +26,18 @@ func main() {
 const examples = `  trimtool -v disk.img                 discard all free space; per device bytes and discards
   trimtool --dry-run --json a.img      what would be discarded
   trimtool -m 1M -o 0 -l 10G disk.img  only free ranges of 1 MiB or more in the first 10 GiB
+  trimtool policy disk.img             show the online discard policy
+  trimtool policy disk.img async --metadata-min 2M --max-bytes-per-commit 1G
 Image files get holes punched (they give their space back to the host); block devices get
-BLKDISCARD. Allocated space, superblocks and the first MiB are never touched; no metadata
-changes, so a crash at any moment is harmless.
+BLKDISCARD. Allocated space, superblocks and the first MiB are never touched. A full run
+(no -o/-l/-m) then drops the async policy's records of pending discards in one commit;
+a crash at any moment is harmless.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "policy" {
+		return cli.Report(stderr, "trimtool: policy", policyCmd(args[1:], stdout, stderr))
+	}
 	return cli.Report(stderr, "trimtool", trimCmd(args, stdout, stderr))
 }
 
@@ -77,6 +83,12 @@ func trimCmd(args []string, stdout, stderr io.Writer) error {
 	res, err := trim.Run(fs, o)
 	if err != nil {
 		return err
+	}
+	if !o.DryRun && o.Offset == 0 && o.Length == 0 && o.Minimum == 0 {
+		// Everything free is discarded: pending records are done.
+		if err := fs.ClearDiscardRecords(); err != nil {
+			return err
+		}
 	}
 	if *stats {
 		inspect.PrintIOStats(stderr, inspect.IOStats(fs))

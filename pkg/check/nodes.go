@@ -175,5 +175,18 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		c.csumItem(it)
 	case id == format.DedupeTree:
 		c.dedupeItem(it)
+	case id == format.DiscardTree:
+		c.discardItem(it)
+	}
+}
+
+// discardItem checks a pending-discard record (FORMAT.md §6.10): records
+// may be stale, so only their shape is checked — a range inside one chunk.
+func (c *checker) discardItem(it format.Item) {
+	k := it.Key
+	ch, ok := c.vol.Chunks.Lookup(k.ObjectID)
+	if k.Type != format.DiscardItemKey || len(it.Data) != 0 || k.Offset == 0 || !ok || k.Offset > ch.End()-k.ObjectID {
+		c.add(Problem{Kind: "discard", Tree: format.DiscardTree.String(), Logical: k.ObjectID,
+			Message: fmt.Sprintf("discard record %v is not a range inside one chunk", k)})
 	}
 }

@@ -73,6 +73,7 @@ func (tx *Txn) Commit() error {
 		bg.isNew = false
 	}
 	fs.tx = nil
+	tx.discardAfterCommit()
 	return nil
 }
 
@@ -133,6 +134,12 @@ func (tx *Txn) foldAllocations() error {
 					return fmt.Errorf("record metadata extent %d: %w", l, err)
 				}
 			}
+		}
+		tx.recordFreed()
+		if changed, err := tx.reconcileDiscardTree(); err != nil {
+			return err
+		} else if changed {
+			progressed = true
 		}
 		for _, bg := range fs.bgs {
 			if bg.Used == bg.itemUsed {
@@ -204,6 +211,9 @@ func (tx *Txn) nextSuper() format.Superblock {
 	sb.Roots = format.RootSet{Generation: tx.gen}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())
+	}
+	if sb.Roots.Root(format.DiscardTree).Logical != 0 {
+		sb.Compat |= format.CompatDiscardTree
 	}
 	sb.BytesUsed, sb.TotalBytes = 0, 0
 	for _, bg := range fs.bgs {

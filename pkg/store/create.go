@@ -94,7 +94,7 @@ func CreateTx(p CreateParams) (*FS, *Txn, error) {
 		sb.Incompat |= format.IncompatCompression
 	}
 	var devs []*volume.Dev
-	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact}
+	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact, disc: newDiscardState()}
 	for i, nd := range p.Devices {
 		id := uint64(i + 1)
 		uuid := DevUUID(p.FSID, id)

@@ -41,6 +41,7 @@ type FS struct {
 	Compact bool
 	// Profiles for new chunks, taken from the newest chunk of each kind.
 	dataProfile, metaProfile format.Profile
+	disc                     discardState
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
@@ -61,7 +62,7 @@ func Open(specs []string, opt volume.Options) (*FS, error) {
 }
 
 func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
-	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}}
+	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, disc: newDiscardState()}
 	sb := &fs.sb
 	if err := format.CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, opt.Write); err != nil {
 		return nil, err
@@ -74,6 +75,11 @@ func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
 	}
 	if err := fs.loadBlockGroups(); err != nil {
 		return nil, err
+	}
+	if opt.Write {
+		if err := fs.loadDiscardRecords(); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range vol.Chunks.All() {
 		if c.Type == format.ChunkData {
@@ -169,7 +175,16 @@ func (fs *FS) findDevices(opt volume.Options) error {
 // Close releases the devices. An uncommitted transaction is dropped.
 func (fs *FS) Close() error {
 	fs.tx = nil
-	return fs.Vol.Close()
+	var err error
+	if fs.disc.dirty && !fs.broken && fs.Vol.Writable() {
+		// Async discard left records of ranges it has discarded since
+		// the last commit: drop them now, or the next writer repeats them.
+		var tx *Txn
+		if tx, err = fs.Begin(); err == nil {
+			err = tx.Commit()
+		}
+	}
+	return errors.Join(err, fs.Vol.Close())
 }
 
 // readOnly is the btree.Store for committed trees.

@@ -25,7 +25,9 @@ type Txn struct {
 	newMeta   map[uint64]metaRef
 	freedMeta map[uint64]metaRef
 	pinned    []alloc.Range
-	newChunks []*BlockGroup
+	// pinnedRecorded counts pinned ranges already in the discard records.
+	pinnedRecorded int
+	newChunks      []*BlockGroup
 	// chunksFolded counts newChunks already recorded in the trees.
 	chunksFolded int
 	devDirty     bool

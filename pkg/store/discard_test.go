@@ -1,0 +1,278 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/device"
+)
+
+func createWith(t *testing.T, devs []*device.MemDevice, data, meta format.Profile, s format.Settings) *FS {
+	t.Helper()
+	p := CreateParams{FSID: [16]byte{9, 9, 9}, Label: "t", Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: data, Metadata: meta, Settings: s}
+	for _, d := range devs {
+		p.Devices = append(p.Devices, NewDevice{Dev: d, Path: d.Name()})
+	}
+	fs, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// copies reads every physical copy of a logical range straight from the
+// memory devices (the volume would fail over; this must see each copy).
+func copies(t *testing.T, fs *FS, devs []*device.MemDevice, r alloc.Range) [][]byte {
+	t.Helper()
+	bg := fs.blockGroup(r.Start)
+	segs, err := bg.Chunk.Map(r.Start-bg.Chunk.Logical, r.Len)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, s := range segs {
+		for _, tg := range s.Targets {
+			b := make([]byte, s.Len)
+			if _, err := devs[tg.DevID-1].ReadAt(b, int64(tg.Physical)); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func allZero(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }
+
+// TestDiscardPolicies writes 16 extents, frees every other one plus a run
+// of four adjacent ones, and checks per policy which copies were discarded
+// (a MemDevice zeroes discarded ranges) and how many requests it took.
+func TestDiscardPolicies(t *testing.T) {
+	const ext = 64 << 10
+	for _, tc := range []struct {
+		policy        format.DiscardPolicy
+		wantDiscarded bool
+		// data discards per copy: sync one per freed extent (8),
+		// async one per merged run (6: 4 single + a run of 4 ... see below)
+		dataDiscards uint64
+	}{
+		{format.DiscardOff, false, 0},
+		{format.DiscardSync, true, 8},
+		{format.DiscardAsync, true, 5},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			devs := memDevs(2, 1<<30)
+			fs := createWith(t, devs, format.ProfileRaid1, format.ProfileRaid1, format.Settings{Discard: tc.policy})
+			tx, err := fs.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exts []alloc.Range
+			for i := range 16 {
+				l, err := tx.AllocData(ext)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := fs.Vol.Write(l, bytes.Repeat([]byte{byte(i + 1)}, ext)); err != nil {
+					t.Fatal(err)
+				}
+				exts = append(exts, alloc.Range{Start: l, Len: ext})
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			before := fs.DiscardStats()
+			// Free 0,2,4,6 (apart) and 10..13 (one adjacent run).
+			freed := map[int]bool{0: true, 2: true, 4: true, 6: true, 10: true, 11: true, 12: true, 13: true}
+			tx, err = fs.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range freed {
+				if err := tx.FreeData(exts[i].Start, ext, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			st := fs.DiscardStats()
+			for i, r := range exts {
+				for c, b := range copies(t, fs, devs, r) {
+					switch {
+					case !freed[i] && !bytes.Equal(b, bytes.Repeat([]byte{byte(i + 1)}, ext)):
+						t.Errorf("live extent %d copy %d damaged", i, c)
+					case freed[i] && allZero(b) != tc.wantDiscarded:
+						t.Errorf("freed extent %d copy %d: discarded %v, want %v", i, c, allZero(b), tc.wantDiscarded)
+					}
+				}
+			}
+			dataReqs := st.Discards - before.Discards
+			if tc.policy == format.DiscardSync {
+				// Sync also discards each freed metadata node on its own.
+				if dataReqs < 2*tc.dataDiscards {
+					t.Errorf("sync: %d discards, want ≥ %d", dataReqs, 2*tc.dataDiscards)
+				}
+			} else if dataReqs != 2*tc.dataDiscards {
+				t.Errorf("%v: %d discard requests, want %d (merged, per copy; metadata held back)", tc.policy, dataReqs, 2*tc.dataDiscards)
+			}
+			if err := fs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			fs = reopen(t, devs, true)
+			if tc.policy == format.DiscardAsync {
+				// What async held back is metadata only, recorded.
+				if p := fs.DiscardStats().PendingBytes; p == 0 || p%4096 != 0 || p >= 8*ext {
+					t.Errorf("pending after reopen: %d bytes, want a few metadata nodes", p)
+				}
+			}
+
+		})
+	}
+}
+
+// TestDiscardRecordsSurviveCrash holds data back with a tiny per-commit
+// budget, power-cuts, and checks the next writer discards what was freed.
+func TestDiscardRecordsSurviveCrash(t *testing.T) {
+	const ext = 256 << 10
+	devs := memDevs(1, 1<<30)
+	fs := createWith(t, devs, format.ProfileSingle, format.ProfileDup,
+		format.Settings{Discard: format.DiscardAsync, DiscardMaxPerCommit: 4096})
+	tx, _ := fs.Begin()
+	var exts []alloc.Range
+	for i := range 4 {
+		l, err := tx.AllocData(ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Vol.Write(l, bytes.Repeat([]byte{0xA0 + byte(i)}, ext)); err != nil {
+			t.Fatal(err)
+		}
+		exts = append(exts, alloc.Range{Start: l, Len: ext})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ = fs.Begin()
+	for _, r := range exts[:3] {
+		if err := tx.FreeData(r.Start, r.Len, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.DiscardStats(); got.Bytes != 4096 || got.PendingBytes < 3*ext-4096 {
+		t.Fatalf("budget 4 KiB: discarded %d, pending %d", got.Bytes, got.PendingBytes)
+	}
+	// Power cut right after the commit: the records are durable.
+	fs = reopen(t, devs, true)
+	if got := fs.DiscardStats(); got.PendingBytes < 3*ext-4096 {
+		t.Fatalf("after crash: pending %d, want the freed data", got.PendingBytes)
+	}
+	if err := fs.UpdateSettings(func(s *format.Settings) error { s.DiscardMaxPerCommit = 0; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range exts {
+		b := copies(t, fs, devs, r)[0]
+		if i < 3 && !allZero(b) {
+			t.Errorf("freed extent %d not discarded by the next commit", i)
+		}
+		if i == 3 && !bytes.Equal(b, bytes.Repeat([]byte{0xA3}, ext)) {
+			t.Errorf("live extent damaged")
+		}
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs = reopen(t, devs, false)
+	n := 0
+	if err := fs.Tree(format.DiscardTree).Scan(format.Key{}, format.Key{ObjectID: ^uint64(0)}, func(it format.Item) (bool, error) {
+		if it.Key.Type == format.DiscardItemKey && fs.blockGroup(it.Key.ObjectID).Chunk.Type == format.ChunkData {
+			n++
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d data discard records left after everything was discarded", n)
+	}
+	if fs.Super().Compat&format.CompatDiscardTree == 0 {
+		t.Error("CompatDiscardTree not set")
+	}
+	if err := fs.ClearDiscardRecords(); err != nil {
+		t.Fatal(err)
+	}
+	// Only the clearing commit's own freed nodes may be pending now.
+	if p := fs.DiscardStats().PendingBytes; p > 16*4096 {
+		t.Errorf("%d bytes still pending after ClearDiscardRecords", p)
+	}
+}
+
+// TestDiscardNeverHitsLiveData runs random allocate/write/free sequences
+// under both online policies and checks after every commit that every
+// live extent reads back intact on every copy (a wrong discard zeroes it),
+// against a model of what is allocated.
+func TestDiscardNeverHitsLiveData(t *testing.T) {
+	for _, policy := range []format.DiscardPolicy{format.DiscardSync, format.DiscardAsync} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprintf("%v-%d", policy, seed), func(t *testing.T) {
+				devs := memDevs(2, 512<<20)
+				s := format.Settings{Discard: policy, DiscardMetadataMin: 64 << 10}
+				if seed == 2 {
+					s.DiscardMaxPerCommit = 64 << 10
+				}
+				fs := createWith(t, devs, format.ProfileRaid1, format.ProfileDup, s)
+				r := rand.New(rand.NewPCG(seed, uint64(policy)))
+				live := map[alloc.Range]byte{}
+				for round := range 40 {
+					tx, err := fs.Begin()
+					if err != nil {
+						t.Fatal(err)
+					}
+					fresh := map[alloc.Range]bool{}
+					for range r.IntN(20) {
+						n := uint64(1+r.IntN(32)) * 4096
+						l, err := tx.AllocData(n)
+						if err != nil {
+							t.Fatal(err)
+						}
+						v := byte(1 + r.IntN(255))
+						if err := fs.Vol.Write(l, bytes.Repeat([]byte{v}, int(n))); err != nil {
+							t.Fatal(err)
+						}
+						live[alloc.Range{Start: l, Len: n}] = v
+						fresh[alloc.Range{Start: l, Len: n}] = true
+					}
+					for e := range live {
+						if r.IntN(3) == 0 {
+							if err := tx.FreeData(e.Start, e.Len, fresh[e]); err != nil {
+								t.Fatal(err)
+							}
+							delete(live, e)
+						}
+					}
+					if err := tx.Commit(); err != nil {
+						t.Fatal(err)
+					}
+					for e, v := range live {
+						for c, b := range copies(t, fs, devs, e) {
+							if !bytes.Equal(b, bytes.Repeat([]byte{v}, len(b))) {
+								t.Fatalf("round %d: live extent %d+%d copy %d damaged", round, e.Start, e.Len, c)
+							}
+						}
+					}
+				}
+				if fs.DiscardStats().Discards == 0 && policy == format.DiscardSync {
+					t.Error("no discards issued")
+				}
+
+			})
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/units"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+const policyExamples = `  trimtool policy disk.img                      show the policy
+  trimtool policy disk.img async                batched discards after each commit
+  trimtool policy disk.img async --metadata-min 4M --max-bytes-per-commit 512M
+  trimtool policy disk.img sync                 discard every freed extent in its commit
+  trimtool policy disk.img off                  leave discards to trimtool
+off: only trimtool discards. sync: each extent a commit frees is discarded right after the
+commit is durable (metadata too, every copy). async: freed ranges are recorded with the commit,
+then discarded in merged batches by the same command: data at once, metadata only inside a
+free range of at least --metadata-min (default 1M); --max-bytes-per-commit (0: no bound)
+holds the rest back, recorded, for a later command or trimtool.
+`
+
+// policyJSON is what `trimtool policy --json` prints.
+type policyJSON struct {
+	Discard           string `json:"discard"`
+	MetadataMin       uint64 `json:"metadata_min"`
+	MaxBytesPerCommit uint64 `json:"max_bytes_per_commit"`
+	PendingBytes      uint64 `json:"pending_bytes"`
+}
+
+func policyCmd(args []string, stdout, stderr io.Writer) error {
+	fl := cli.NewFlags("trimtool policy", "trimtool policy IMAGE [off|sync|async] [options]", policyExamples, stdout)
+	metaMin := fl.String("metadata-min", "", "async: discard freed metadata only in free ranges at least this long")
+	maxBytes := fl.String("max-bytes-per-commit", "", "async: discard at most this much after one commit (0: no bound)")
+	asJSON := fl.Bool("json", false, "print JSON")
+	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	var extra []string
+	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
+	if err := cli.Parse(fl, args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fl.NArg() < 1 || fl.NArg() > 2 {
+		return cli.Usagef("want IMAGE and optionally off, sync or async")
+	}
+	change := fl.NArg() == 2 || *metaMin != "" || *maxBytes != ""
+	var set func(*format.Settings) error
+	if change {
+		var policy *format.DiscardPolicy
+		if fl.NArg() == 2 {
+			p, err := format.ParseDiscardPolicy(fl.Arg(1))
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			policy = &p
+		}
+		var mm, mb *uint64
+		for _, f := range []struct {
+			val  string
+			dst  **uint64
+			name string
+		}{{*metaMin, &mm, "--metadata-min"}, {*maxBytes, &mb, "--max-bytes-per-commit"}} {
+			if f.val == "" {
+				continue
+			}
+			n, err := units.ParseSize(f.val)
+			if err != nil {
+				return cli.Usagef("%s: %v", f.name, err)
+			}
+			*f.dst = &n
+		}
+		set = func(s *format.Settings) error {
+			if policy != nil {
+				s.Discard = *policy
+			}
+			if mm != nil {
+				s.DiscardMetadataMin = *mm
+			}
+			if mb != nil {
+				s.DiscardMaxPerCommit = *mb
+			}
+			return nil
+		}
+	}
+	fs, err := store.Open(fl.Args()[:1], volume.Options{Write: change, Extra: extra})
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	if set != nil {
+		if err := fs.UpdateSettings(set); err != nil {
+			return err
+		}
+	}
+	s := fs.Super().Settings
+	pending, err := fs.PendingDiscardBytes()
+	if err != nil {
+		return err
+	}
+	out := policyJSON{Discard: s.Discard.String(), MetadataMin: s.MetadataMin(), MaxBytesPerCommit: s.DiscardMaxPerCommit, PendingBytes: pending}
+	if *stats {
+		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
+	}
+	if *asJSON {
+		return cli.JSON(stdout, out)
+	}
+	limit := "none"
+	if out.MaxBytesPerCommit > 0 {
+		limit = units.Human(out.MaxBytesPerCommit)
+	}
+	fmt.Fprintf(stdout, "discard: %s\nmetadata-min: %s\nmax-bytes-per-commit: %s\npending: %s\n", out.Discard, units.Human(out.MetadataMin), limit, units.Human(out.PendingBytes))
+	return nil
+}
