@@ -25,12 +25,14 @@ type DiscardStats struct {
 	PendingBytes uint64
 }
 
-// discardState is the async bookkeeping: pending mirrors what the discard
-// tree should hold, recorded what it holds as of the last fold.
+// discardState is the async bookkeeping, per block group (by its logical
+// address): pending is what the discard tree should hold, recorded what it
+// holds as of the last fold, touched the groups where they may differ (so
+// a commit reconciles only those).
 type discardState struct {
-	pending  map[uint64][]alloc.Range // by block group logical, sorted, merged
-	recorded map[alloc.Range]bool
-	dirty    bool // pending differs from recorded
+	pending  map[uint64][]alloc.Range // sorted and merged after a fold
+	recorded map[uint64][]alloc.Range
+	touched  map[uint64]bool
 	stats    DiscardStats
 	// unsupported devices get no discards (their ranges are dropped);
 	// failing ones neither, but their ranges stay recorded for trimtool.
@@ -38,8 +40,12 @@ type discardState struct {
 }
 
 func newDiscardState() discardState {
-	return discardState{pending: map[uint64][]alloc.Range{}, recorded: map[alloc.Range]bool{}, unsupported: map[uint64]bool{}, failing: map[uint64]bool{}}
+	return discardState{pending: map[uint64][]alloc.Range{}, recorded: map[uint64][]alloc.Range{}, touched: map[uint64]bool{},
+		unsupported: map[uint64]bool{}, failing: map[uint64]bool{}}
 }
+
+// dirty: some records differ from what is pending.
+func (d *discardState) dirty() bool { return len(d.touched) > 0 }
 
 // DiscardStats returns the online discard counters.
 func (fs *FS) DiscardStats() DiscardStats {
@@ -65,12 +71,16 @@ func (fs *FS) loadDiscardRecords() error {
 		if it.Key.Type != format.DiscardItemKey || r.Len == 0 || bg == nil || r.End() > bg.Chunk.End() || r.End() < r.Start {
 			return false, fmt.Errorf("discard record %v: %w", it.Key, ErrCorrupt)
 		}
-		fs.disc.recorded[r] = true
-		fs.disc.pending[bg.Chunk.Logical] = append(fs.disc.pending[bg.Chunk.Logical], r)
+		k := bg.Chunk.Logical
+		fs.disc.recorded[k] = append(fs.disc.recorded[k], r)
+		fs.disc.pending[k] = append(fs.disc.pending[k], r)
 		return true, nil
 	})
 	for k, rs := range fs.disc.pending {
-		fs.disc.pending[k] = mergeRanges(rs)
+		if m := mergeRanges(append([]alloc.Range(nil), rs...)); len(m) != len(rs) {
+			fs.disc.pending[k] = m
+			fs.disc.touched[k] = true // overlapping records: rewrite them merged
+		}
 	}
 	return err
 }
@@ -81,8 +91,10 @@ func (fs *FS) ClearDiscardRecords() error {
 	if len(fs.disc.recorded) == 0 && len(fs.disc.pending) == 0 {
 		return nil
 	}
+	for k := range fs.disc.recorded {
+		fs.disc.touched[k] = true
+	}
 	fs.disc.pending = map[uint64][]alloc.Range{}
-	fs.disc.dirty = true
 	tx, err := fs.Begin()
 	if err != nil {
 		return err
@@ -102,47 +114,53 @@ func (tx *Txn) recordFreed() {
 		for _, p := range fs.splitByBlockGroup(r) {
 			k := fs.blockGroup(p.Start).Chunk.Logical
 			fs.disc.pending[k] = append(fs.disc.pending[k], p)
+			fs.disc.touched[k] = true
 		}
-		fs.disc.dirty = true
 	}
 	tx.pinnedRecorded = len(tx.pinned)
 }
 
+// reconcileDiscardTree rewrites the records of the touched block groups:
+// deletes those no longer pending, inserts the new ones.
 func (tx *Txn) reconcileDiscardTree() (bool, error) {
 	fs := tx.fs
-	if !fs.disc.dirty {
+	if !fs.disc.dirty() {
 		return false, nil
-	}
-	fs.disc.dirty = false
-	want := map[alloc.Range]bool{}
-	for k, rs := range fs.disc.pending {
-		rs = mergeRanges(rs)
-		fs.disc.pending[k] = rs
-		if len(rs) == 0 {
-			delete(fs.disc.pending, k)
-		}
-		for _, r := range rs {
-			want[r] = true
-		}
 	}
 	t := tx.trees[format.DiscardTree]
 	changed := false
-	for _, r := range sortedRanges(fs.disc.recorded) {
-		if !want[r] {
-			if err := t.Delete(discardKey(r)); err != nil {
-				return false, fmt.Errorf("drop discard record [%d,+%d): %w", r.Start, r.Len, err)
-			}
-			delete(fs.disc.recorded, r)
-			changed = true
+	for _, k := range sortedKeys64(fs.disc.touched) {
+		delete(fs.disc.touched, k)
+		want := mergeRanges(fs.disc.pending[k])
+		if len(want) == 0 {
+			delete(fs.disc.pending, k)
+		} else {
+			fs.disc.pending[k] = want
 		}
-	}
-	for _, r := range sortedRanges(want) {
-		if !fs.disc.recorded[r] {
+		have := map[alloc.Range]bool{}
+		for _, r := range fs.disc.recorded[k] {
+			have[r] = true
+		}
+		for _, r := range want {
+			if have[r] {
+				delete(have, r)
+				continue
+			}
 			if err := t.Insert(discardKey(r), nil); err != nil {
 				return false, fmt.Errorf("record discard [%d,+%d): %w", r.Start, r.Len, err)
 			}
-			fs.disc.recorded[r] = true
 			changed = true
+		}
+		for r := range have {
+			if err := t.Delete(discardKey(r)); err != nil {
+				return false, fmt.Errorf("drop discard record [%d,+%d): %w", r.Start, r.Len, err)
+			}
+			changed = true
+		}
+		if len(want) == 0 {
+			delete(fs.disc.recorded, k)
+		} else {
+			fs.disc.recorded[k] = append([]alloc.Range(nil), want...)
 		}
 	}
 	return changed, nil
@@ -165,8 +183,34 @@ func (tx *Txn) discardAfterCommit() {
 			}
 		}
 	case format.DiscardAsync:
-		fs.discardPending()
+		if fs.pendingData() >= asyncBatchBytes {
+			fs.discardPending()
+		}
 	}
+}
+
+// asyncBatchBytes is how much freed data async lets pile up across
+// commits before discarding; the command discards the rest when it ends
+// (Close). Waiting merges neighbours into one discard and lets the
+// allocator reuse freed space first, which then needs no discard at all.
+const asyncBatchBytes = 64 << 20
+
+// asyncDataMin: async leaves data in free ranges shorter than this
+// recorded for a later command or trimtool, as btrfs's async discard
+// skips extents under 32 KiB: small scattered frees cost one request
+// each and give little back.
+var asyncDataMin uint64 = 64 << 10
+
+func (fs *FS) pendingData() uint64 {
+	var n uint64
+	for k, rs := range fs.disc.pending {
+		if bg := fs.blockGroup(k); bg != nil && bg.Chunk.Type == format.ChunkData {
+			for _, r := range rs {
+				n += r.Len
+			}
+		}
+	}
+	return n
 }
 
 // discardPending discards the pending ranges that are free: data at once,
@@ -183,7 +227,7 @@ func (fs *FS) discardPending() {
 		bg := fs.blockGroup(k)
 		if bg == nil {
 			delete(fs.disc.pending, k)
-			fs.disc.dirty = true
+			fs.disc.touched[k] = true
 			continue
 		}
 		if bg.free == nil {
@@ -192,27 +236,42 @@ func (fs *FS) discardPending() {
 			}
 		}
 		var now, keep []alloc.Range
-		for _, p := range fs.disc.pending[k] {
-			for _, run := range bg.free.Ranges() {
-				s, e := max(p.Start, run.Start), min(p.End(), run.End())
-				if s >= e {
-					continue
+		pend := fs.disc.pending[k] // sorted, disjoint
+		i := 0
+		for _, run := range bg.free.Ranges() { // sorted, disjoint
+			for i < len(pend) && pend[i].End() <= run.Start {
+				i++ // not free any more: reused since, nothing to discard
+			}
+			// The pending pieces inside this free run, clipped to it.
+			var in []alloc.Range
+			for j := i; j < len(pend) && pend[j].Start < run.End(); j++ {
+				in = append(in, alloc.Range{Start: max(pend[j].Start, run.Start), Len: min(pend[j].End(), run.End()) - max(pend[j].Start, run.Start)})
+			}
+			if len(in) == 0 {
+				continue
+			}
+			if run.Len < metaMin && bg.Chunk.Type != format.ChunkData || run.Len < asyncDataMin {
+				keep = append(keep, in...)
+				continue
+			}
+			// One discard from the first to the last piece: the free
+			// space between them goes too, so neighbours freed at
+			// different times merge.
+			span := alloc.Range{Start: in[0].Start, Len: in[len(in)-1].End() - in[0].Start}
+			if budget < span.Len {
+				// Discard what the budget allows, keep the rest.
+				cut := budget / uint64(fs.sb.SectorSize) * uint64(fs.sb.SectorSize)
+				for _, p := range in {
+					if p.End() > span.Start+cut {
+						s := max(p.Start, span.Start+cut)
+						keep = append(keep, alloc.Range{Start: s, Len: p.End() - s})
+					}
 				}
-				piece := alloc.Range{Start: s, Len: e - s}
-				if bg.Chunk.Type != format.ChunkData && run.Len < metaMin {
-					keep = append(keep, piece)
-					continue
-				}
-				if budget < piece.Len {
-					// Discard what the budget allows, keep the rest.
-					cut := budget / uint64(fs.sb.SectorSize) * uint64(fs.sb.SectorSize)
-					keep = append(keep, alloc.Range{Start: piece.Start + cut, Len: piece.Len - cut})
-					piece.Len = cut
-				}
-				if piece.Len > 0 {
-					budget -= piece.Len
-					now = append(now, piece)
-				}
+				span.Len = cut
+			}
+			if span.Len > 0 {
+				budget -= span.Len
+				now = append(now, span)
 			}
 		}
 		if len(now) > 0 && !fs.discardLogical(bg, now) {
@@ -227,7 +286,7 @@ func (fs *FS) discardPending() {
 		} else {
 			fs.disc.pending[k] = keep
 		}
-		fs.disc.dirty = true
+		fs.disc.touched[k] = true
 	}
 }
 
@@ -301,20 +360,6 @@ func mergeRanges(rs []alloc.Range) []alloc.Range {
 		}
 		out = append(out, r)
 	}
-	return out
-}
-
-func sortedRanges(m map[alloc.Range]bool) []alloc.Range {
-	out := make([]alloc.Range, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Start != out[j].Start {
-			return out[i].Start < out[j].Start
-		}
-		return out[i].Len < out[j].Len
-	})
 	return out
 }
 

@@ -56,8 +56,8 @@ func TestDiscardPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy        format.DiscardPolicy
 		wantDiscarded bool
-		// data discards per copy: sync one per freed extent (8),
-		// async one per merged run (6: 4 single + a run of 4 ... see below)
+		// data discards per copy: sync one per freed extent (8), async
+		// one per free run (4 single extents and one run of 4)
 		dataDiscards uint64
 	}{
 		{format.DiscardOff, false, 0},
@@ -100,6 +100,13 @@ func TestDiscardPolicies(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
+			if tc.policy == format.DiscardAsync && fs.DiscardStats().Discards != before.Discards {
+				t.Errorf("async discarded %d MiB of data before the batch threshold or the end", 8*ext>>20)
+			}
+			// The command ends: async discards what it batched.
+			if err := fs.Close(); err != nil {
+				t.Fatal(err)
+			}
 			st := fs.DiscardStats()
 			for i, r := range exts {
 				for c, b := range copies(t, fs, devs, r) {
@@ -119,9 +126,6 @@ func TestDiscardPolicies(t *testing.T) {
 				}
 			} else if dataReqs != 2*tc.dataDiscards {
 				t.Errorf("%v: %d discard requests, want %d (merged, per copy; metadata held back)", tc.policy, dataReqs, 2*tc.dataDiscards)
-			}
-			if err := fs.Close(); err != nil {
-				t.Fatal(err)
 			}
 			fs = reopen(t, devs, true)
 			if tc.policy == format.DiscardAsync {
@@ -166,28 +170,36 @@ func TestDiscardRecordsSurviveCrash(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if got := fs.DiscardStats(); got.Bytes != 4096 || got.PendingBytes < 3*ext-4096 {
-		t.Fatalf("budget 4 KiB: discarded %d, pending %d", got.Bytes, got.PendingBytes)
+	if got := fs.DiscardStats(); got.Bytes != 0 || got.PendingBytes < 3*ext {
+		t.Fatalf("before the command ends: discarded %d, pending %d", got.Bytes, got.PendingBytes)
 	}
 	// Power cut right after the commit: the records are durable.
 	fs = reopen(t, devs, true)
-	if got := fs.DiscardStats(); got.PendingBytes < 3*ext-4096 {
+	if got := fs.DiscardStats(); got.PendingBytes < 3*ext {
 		t.Fatalf("after crash: pending %d, want the freed data", got.PendingBytes)
 	}
+	// The next command ends within its budget: 4 KiB go, the rest waits.
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.DiscardStats(); got.Bytes != 4096 || got.PendingBytes < 3*ext-4096 {
+		t.Fatalf("budget 4 KiB: discarded %d, pending %d", got.Bytes, got.PendingBytes)
+	}
+	fs = reopen(t, devs, false)
 	if err := fs.UpdateSettings(func(s *format.Settings) error { s.DiscardMaxPerCommit = 0; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range exts {
 		b := copies(t, fs, devs, r)[0]
 		if i < 3 && !allZero(b) {
-			t.Errorf("freed extent %d not discarded by the next commit", i)
+			t.Errorf("freed extent %d not discarded by the next command", i)
 		}
 		if i == 3 && !bytes.Equal(b, bytes.Repeat([]byte{0xA3}, ext)) {
 			t.Errorf("live extent damaged")
 		}
-	}
-	if err := fs.Close(); err != nil {
-		t.Fatal(err)
 	}
 	fs = reopen(t, devs, false)
 	n := 0

@@ -176,9 +176,14 @@ func (fs *FS) findDevices(opt volume.Options) error {
 func (fs *FS) Close() error {
 	fs.tx = nil
 	var err error
-	if fs.disc.dirty && !fs.broken && fs.Vol.Writable() {
-		// Async discard left records of ranges it has discarded since
-		// the last commit: drop them now, or the next writer repeats them.
+	if fs.sb.Settings.Discard == format.DiscardAsync && !fs.broken && fs.Vol.Writable() {
+		// The command ends: discard what async batched (the last commit
+		// made it free and durable).
+		fs.discardPending()
+	}
+	if fs.disc.dirty() && !fs.broken && fs.Vol.Writable() {
+		// Drop the records of what was discarded since the last commit,
+		// or the next writer repeats those discards.
 		var tx *Txn
 		if tx, err = fs.Begin(); err == nil {
 			err = tx.Commit()
