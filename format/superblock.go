@@ -74,6 +74,10 @@ type Settings struct {
 	// DedupeVerify byte-compares a block with the extent it matched
 	// before sharing it (for weak-hash paranoia; costs a read).
 	DedupeVerify bool
+	// SmallDataMax: data extents of at most this many bytes go to the
+	// metadata tier while it has room (ssd-metadata and tiered policies,
+	// like ZFS special_small_blocks); 0 turns it off.
+	SmallDataMax uint64
 }
 
 // DedupeBlockSize is the dedupe block size in bytes.
@@ -171,10 +175,12 @@ const (
 	sbChunking   = sbSettings + 6
 	sbVerify     = sbSettings + 7
 	sbDedupeHits = sbSettings + 8
-	sbRoots      = 768
-	sbBackups    = sbRoots + RootSetSize
-	sbSysSize    = sbBackups + NumBackupRoots*RootSetSize
-	sbSysArray   = sbSysSize + 8
+	sbSmallData  = sbSettings + 16
+	// sbSettings+24 .. +47 are reserved for the discard settings.
+	sbRoots    = 768
+	sbBackups  = sbRoots + RootSetSize
+	sbSysSize  = sbBackups + NumBackupRoots*RootSetSize
+	sbSysArray = sbSysSize + 8
 )
 
 func putRootSet(b []byte, r *RootSet) {
@@ -252,6 +258,7 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 		b[sbVerify] = 1
 	}
 	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
+	le.PutUint64(b[sbSmallData:], sb.Settings.SmallDataMax)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
 		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
@@ -318,6 +325,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.Compression = Compression(b[sbCompress])
 	sb.Settings.CompressionLevel = b[sbCompLevel]
 	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
+	sb.Settings.SmallDataMax = le.Uint64(b[sbSmallData:])
 	sb.Settings.DedupeCDC = b[sbChunking] == 1
 	sb.Settings.DedupeVerify = b[sbVerify] == 1
 	if b[sbChunking] > 1 || b[sbVerify] > 1 {
