@@ -41,7 +41,7 @@ func cmdDevice(args []string, stdout, _ io.Writer) error {
 			return err
 		}
 		defer fs.Close()
-		return deviceUsage(stdout, fs.DevItems(), fs.Vol.Chunks.All(), *asJSON)
+		return deviceUsage(stdout, fs.DevItems(), fs.DeviceTiers(), fs.Vol.Chunks.All(), *asJSON)
 	case a[0] == "set" && len(a) == 4:
 		devid, err := strconv.ParseUint(a[2], 10, 64)
 		if err != nil {
@@ -127,11 +127,11 @@ type deviceUsageJSON struct {
 	Tier        uint8             `json:"tier"`
 }
 
-func deviceUsage(w io.Writer, items []*format.DevItem, chunks []*volume.Chunk, asJSON bool) error {
+func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chunks []*volume.Chunk, asJSON bool) error {
 	var out []deviceUsageJSON
 	for _, d := range items {
 		u := deviceUsageJSON{DevID: d.DevID, Path: d.Path, Size: d.TotalBytes, Allocated: map[string]uint64{},
-			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: effectiveTier(d)}
+			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: uint8(tiers[d.DevID])}
 		var used uint64
 		for _, c := range chunks {
 			for _, s := range c.Stripes {
@@ -164,16 +164,4 @@ func deviceUsage(w io.Writer, items []*format.DevItem, chunks []*volume.Chunk, a
 		}
 	}
 	return nil
-}
-
-// effectiveTier is the explicit tier, else 1 for solid-state devices and
-// 2 for rotational ones.
-func effectiveTier(d *format.DevItem) uint8 {
-	switch {
-	case d.Tier != 0:
-		return d.Tier
-	case d.Rotational:
-		return 2
-	}
-	return 1
 }

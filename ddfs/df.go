@@ -46,7 +46,7 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nTotal %s, allocated %s, used %s\n", size(df.TotalBytes), size(df.Allocated), size(df.Used))
 	for _, fb := range df.Fallbacks {
-		fmt.Fprintf(stdout, "Fallback: %s/%s chunk %d is on devices %v, outside the %s policy's preferred class\n", fb.Type, fb.Profile, fb.Logical, fb.DevIDs, df.AllocPolicy)
+		fmt.Fprintf(stdout, "Fallback: %s/%s chunk %d is on devices %v, outside the %s policy's preferred devices\n", fb.Type, fb.Profile, fb.Logical, fb.DevIDs, df.AllocPolicy)
 	}
 	fmt.Fprintf(stdout, "File data: %s logical, %s stored; saved %s by dedupe (%d hits, %d index entries), %s by compression\n",
 		size(data.LogicalBytes), size(data.PhysicalBytes), size(data.DedupeSavedBytes), data.DedupeHits, data.IndexEntries, size(data.CompressSavedBytes))

@@ -58,7 +58,7 @@ func parseOperand(arg string) operand {
 type image struct {
 	name  string
 	f     *fsys.FS
-	stats bool
+	stats string
 }
 
 func (of *openFlags) openImage(name string, write bool) (*image, error) {
@@ -79,9 +79,7 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 func (im *image) close() error {
 	st := im.f.Store()
 	err := im.f.Sync()
-	if im.stats {
-		inspect.PrintIOStats(os.Stderr, inspect.IOStats(st))
-	}
+	printStats(im.stats, inspect.IOStats(st))
 	if cerr := im.f.Close(); err == nil {
 		err = cerr
 	}

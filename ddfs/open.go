@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -14,13 +16,15 @@ import (
 type openFlags struct {
 	devices []string
 	wait    bool
-	stats   bool
+	// stats: "" off, "text" or "json" (--stats, --stats=json).
+	stats string
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
-	fl.BoolVar(&o.stats, "stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
+	fl.StringVar(&o.stats, "stats", "", "print per-device I/O (requests, bytes, seeks, modeled time) on stderr; --stats=json as JSON")
+	fl.Lookup("stats").NoOptDefVal = "text"
 }
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
@@ -40,9 +44,22 @@ func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, do
 		return nil, nil, err
 	}
 	return fs, func() {
-		if o.stats {
-			inspect.PrintIOStats(os.Stderr, inspect.IOStats(fs))
-		}
+		printStats(o.stats, inspect.IOStats(fs))
 		fs.Close()
 	}, nil
+}
+
+// printStats writes --stats output on stderr: lines, or one JSON object
+// {"io": [...]} for scripts (bench/tiered.sh).
+func printStats(format string, io []inspect.DeviceIO) {
+	switch format {
+	case "":
+	case "json":
+		b, _ := json.Marshal(struct {
+			IO []inspect.DeviceIO `json:"io"`
+		}{io})
+		fmt.Fprintln(os.Stderr, string(b))
+	default:
+		inspect.PrintIOStats(os.Stderr, io)
+	}
 }

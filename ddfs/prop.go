@@ -9,15 +9,21 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/mkfs"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 const propExamples = `  ddfs prop get disk.img                      image properties
   ddfs prop set disk.img:/var/cache dedupe off   a subtree without dedupe (inherited)
   ddfs prop set disk.img:/logs compression zstd:9
   ddfs prop set disk.img compression s2          the image default
-Properties: dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit);
-on the image also alloc-policy (classic, ssd-metadata, tiered) and discard (off, sync,
-async; thresholds: trimtool policy).
+  ddfs prop set disk.img alloc-policy tiered
+  ddfs prop set disk.img:/archive data-tier 2    new data of the subtree on tier 2
+  ddfs prop set disk.img small-data-max 64K      small extents on the metadata tier
+  ddfs prop set disk.img discard async           batched online discard (see trimtool policy)
+Properties: dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit),
+data-tier (N >= 1, 1 the fastest tier; inherit: the slowest tier);
+on the image also alloc-policy (classic, ssd-metadata, tiered),
+small-data-max (SIZE, 0 off) and discard (off, sync, async; thresholds: trimtool policy).
 `
 
 func cmdProp(args []string, stdout, _ io.Writer) error {
@@ -78,7 +84,8 @@ func getProps(im *image, path string) (map[string]string, error) {
 		if s.Dedupe {
 			dd = "on"
 		}
-		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String(), "discard": s.Discard.String()}, nil
+		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String(),
+			"small-data-max": strconv.FormatUint(s.SmallDataMax, 10), "discard": s.Discard.String()}, nil
 	}
 	in, err := im.f.Resolve(path, false)
 	if err != nil {
@@ -89,7 +96,11 @@ func getProps(im *image, path string) (map[string]string, error) {
 	if c, ok := in.Compression.Compression(); ok {
 		comp = compressionName(c, 0)
 	}
-	return map[string]string{"dedupe": dd, "compression": comp}, nil
+	tier := "inherit"
+	if in.DataTier != 0 {
+		tier = strconv.Itoa(int(in.DataTier))
+	}
+	return map[string]string{"dedupe": dd, "compression": comp, "data-tier": tier}, nil
 }
 
 func compressionName(c format.Compression, level uint8) string {
@@ -119,8 +130,15 @@ func setProp(im *image, path, name, value string) error {
 				p, err := format.ParseDiscardPolicy(value)
 				s.Discard = p
 				return err
+			case "small-data-max":
+				n, err := units.ParseSize(value)
+				if err != nil {
+					return usageErr("small-data-max: %v", err)
+				}
+				s.SmallDataMax = n
+				return nil
 			}
-			return usageErr("unknown image property %q (dedupe, compression, alloc-policy, discard)", name)
+			return usageErr("unknown image property %q (dedupe, compression, alloc-policy, small-data-max, discard)", name)
 		})
 	}
 	in, err := im.f.Resolve(path, false)
@@ -146,8 +164,14 @@ func setProp(im *image, path, name, value string) error {
 			v = format.CompressPropOf(c)
 		}
 		a.Compression = &v
+	case "data-tier":
+		v, err := parseDataTier(value)
+		if err != nil {
+			return err
+		}
+		a.DataTier = &v
 	default:
-		return usageErr("unknown property %q (dedupe, compression)", name)
+		return usageErr("unknown property %q (dedupe, compression, data-tier)", name)
 	}
 	return im.f.SetProps(in, a)
 }
@@ -160,4 +184,16 @@ func onOff(v string) (bool, error) {
 		return false, nil
 	}
 	return false, usageErr("want on or off, not %q", v)
+}
+
+// parseDataTier reads a data-tier value: inherit (0) or a tier 1..255.
+func parseDataTier(v string) (uint8, error) {
+	if v == "inherit" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 8)
+	if err != nil || n == 0 {
+		return 0, usageErr("data-tier: want a tier 1..255 or inherit, not %q", v)
+	}
+	return uint8(n), nil
 }

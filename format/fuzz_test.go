@@ -138,6 +138,7 @@ func FuzzUnmarshalDevItem(f *testing.F) {
 
 func FuzzUnmarshalBlockGroupItem(f *testing.F) {
 	f.Add(MarshalBlockGroupItem(&BlockGroupItem{Used: 1, Type: ChunkData, Profile: ProfileRaid1}))
+	f.Add(MarshalBlockGroupItem(&BlockGroupItem{Used: 2, Type: ChunkMetadata, Profile: ProfileDup, Flags: BlockGroupFallback}))
 	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, UnmarshalBlockGroupItem, MarshalBlockGroupItem) })
 }
 

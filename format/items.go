@@ -95,12 +95,21 @@ func UnmarshalDevItem(b []byte) (*DevItem, error) {
 //	  0    8 used     bytes of the chunk covered by extents
 //	  8    2 type     ChunkType (copy of the chunk's)
 //	 10    2 profile  Profile (copy of the chunk's)
-//	 12    4 flags    zero
+//	 12    4 flags    BlockGroupFallback; other bits zero
 type BlockGroupItem struct {
 	Used    uint64
 	Type    ChunkType
 	Profile Profile
+	Flags   uint32
 }
+
+// BlockGroupFallback marks a chunk the allocation policy placed outside
+// the devices it preferred for it (they had too little room or too few
+// devices); `ddfs df` lists such chunks.
+const BlockGroupFallback uint32 = 1
+
+// blockGroupFlagsKnown are the flag bits this version defines.
+const blockGroupFlagsKnown = BlockGroupFallback
 
 // BlockGroupItemSize is the encoded size.
 const BlockGroupItemSize = 16
@@ -111,6 +120,7 @@ func MarshalBlockGroupItem(g *BlockGroupItem) []byte {
 	binary.LittleEndian.PutUint64(b[0:], g.Used)
 	binary.LittleEndian.PutUint16(b[8:], uint16(g.Type))
 	binary.LittleEndian.PutUint16(b[10:], uint16(g.Profile))
+	binary.LittleEndian.PutUint32(b[12:], g.Flags)
 	return b
 }
 
@@ -123,9 +133,10 @@ func UnmarshalBlockGroupItem(b []byte) (*BlockGroupItem, error) {
 		Used:    binary.LittleEndian.Uint64(b[0:]),
 		Type:    ChunkType(binary.LittleEndian.Uint16(b[8:])),
 		Profile: Profile(binary.LittleEndian.Uint16(b[10:])),
+		Flags:   binary.LittleEndian.Uint32(b[12:]),
 	}
-	if _, ok := g.Profile.Info(); !ok || (g.Type != ChunkData && g.Type != ChunkMetadata && g.Type != ChunkSystem) {
-		return nil, corruptf(nil, "block group item: type %d profile %d", g.Type, g.Profile)
+	if _, ok := g.Profile.Info(); !ok || (g.Type != ChunkData && g.Type != ChunkMetadata && g.Type != ChunkSystem) || g.Flags&^blockGroupFlagsKnown != 0 {
+		return nil, corruptf(nil, "block group item: type %d profile %d flags %#x", g.Type, g.Profile, g.Flags)
 	}
 	return g, nil
 }

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"strings"
@@ -55,13 +56,20 @@ func TestDevItem(t *testing.T) {
 }
 
 func TestBlockGroupItem(t *testing.T) {
-	g := &BlockGroupItem{Used: 12345, Type: ChunkMetadata, Profile: ProfileRaid1C3}
+	g := &BlockGroupItem{Used: 12345, Type: ChunkMetadata, Profile: ProfileRaid1C3, Flags: BlockGroupFallback}
 	b := MarshalBlockGroupItem(g)
 	if len(b) != BlockGroupItemSize {
 		t.Fatalf("%d bytes", len(b))
 	}
+	if got := binary.LittleEndian.Uint32(b[12:]); got != 1 {
+		t.Fatalf("flags at offset 12 = %#x, want 1", got)
+	}
 	if got, err := UnmarshalBlockGroupItem(b); err != nil || !reflect.DeepEqual(got, g) {
 		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	b[13] = 1 // an undefined flag bit
+	if _, err := UnmarshalBlockGroupItem(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("undefined flag bit accepted: %v", err)
 	}
 	for _, n := range []int{0, BlockGroupItemSize - 1, BlockGroupItemSize + 1} {
 		if _, err := UnmarshalBlockGroupItem(make([]byte, n)); !errors.Is(err, ErrCorrupt) {

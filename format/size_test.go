@@ -94,7 +94,7 @@ func TestSuperblockLayout(t *testing.T) {
 		{"dev_uuid", sbDevUUID, 88}, {"devid", sbDevID, 104}, {"bytenr", sbBytenr, 112}, {"generation", sbGeneration, 120},
 		{"sector_size", sbSectorSize, 128}, {"node_size", sbNodeSize, 132}, {"stripe_len", sbStripeLen, 136},
 		{"num_devices", sbNumDevices, 144}, {"total_bytes", sbTotalBytes, 152}, {"bytes_used", sbBytesUsed, 160},
-		{"label", sbLabel, 256}, {"settings", sbSettings, 512}, {"alloc_policy", sbAllocPol, 512}, {"roots", sbRoots, 768},
+		{"label", sbLabel, 256}, {"settings", sbSettings, 512}, {"alloc_policy", sbAllocPol, 512}, {"small_data_max", sbSmallData, 528}, {"roots", sbRoots, 768},
 		{"backup_roots", sbBackups, 968}, {"sys_array_size", sbSysSize, 1768}, {"sys_array", sbSysArray, 1776},
 	}
 	for _, o := range offsets {

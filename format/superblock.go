@@ -74,6 +74,10 @@ type Settings struct {
 	// DedupeVerify byte-compares a block with the extent it matched
 	// before sharing it (for weak-hash paranoia; costs a read).
 	DedupeVerify bool
+	// SmallDataMax: data extents of at most this many bytes go to the
+	// metadata tier while it has room (ssd-metadata and tiered policies,
+	// like ZFS special_small_blocks); 0 turns it off.
+	SmallDataMax uint64
 	// Discard is the online discard policy (FORMAT.md §3.2).
 	Discard DiscardPolicy
 	// DiscardMetadataMin: with async discard, freed metadata is discarded
@@ -221,7 +225,8 @@ const (
 	sbChunking   = sbSettings + 6
 	sbVerify     = sbSettings + 7
 	sbDedupeHits = sbSettings + 8
-	sbDiscard    = sbSettings + 24 // 528..535 belong to the allocator
+	sbSmallData  = sbSettings + 16
+	sbDiscard    = sbSettings + 24
 	sbDiscardMin = sbSettings + 32
 	sbDiscardMax = sbSettings + 40
 	sbRoots      = 768
@@ -305,6 +310,7 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 		b[sbVerify] = 1
 	}
 	le.PutUint64(b[sbDedupeHits:], sb.Settings.DedupeHits)
+	le.PutUint64(b[sbSmallData:], sb.Settings.SmallDataMax)
 	b[sbDiscard] = byte(sb.Settings.Discard)
 	le.PutUint64(b[sbDiscardMin:], sb.Settings.DiscardMetadataMin)
 	le.PutUint64(b[sbDiscardMax:], sb.Settings.DiscardMaxPerCommit)
@@ -374,6 +380,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.Compression = Compression(b[sbCompress])
 	sb.Settings.CompressionLevel = b[sbCompLevel]
 	sb.Settings.DedupeHits = le.Uint64(b[sbDedupeHits:])
+	sb.Settings.SmallDataMax = le.Uint64(b[sbSmallData:])
 	sb.Settings.DedupeCDC = b[sbChunking] == 1
 	sb.Settings.DedupeVerify = b[sbVerify] == 1
 	sb.Settings.Discard = DiscardPolicy(b[sbDiscard])

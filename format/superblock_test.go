@@ -25,6 +25,7 @@ func richSuperblock(c CsumType) *Superblock {
 	sb.Settings.DiscardMetadataMin = 4 << 20
 	sb.Settings.DiscardMaxPerCommit = 1 << 30
 	sb.Roots.SetRoot(DiscardTree, RootPtr{Logical: 11 << 20, Generation: 6})
+	sb.Settings.SmallDataMax = 64 << 10
 	sb.Roots.SetRoot(DedupeTree, RootPtr{Logical: 9 << 20, Generation: 4, Level: 2})
 	sb.Roots.SetRoot(FreeSpaceTree, RootPtr{Logical: 10 << 20, Generation: 7, Level: 1})
 	for i := range sb.Backups {
@@ -361,5 +362,26 @@ func TestFormatMDExample(t *testing.T) {
 	out := append(append(bytes.Clone(doc[:i]), block...), doc[j+len(exampleEnd):]...)
 	if err := os.WriteFile("FORMAT.md", out, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSmallDataMaxBytes pins small_data_max at byte 528 and keeps the
+// discard settings' bytes 536..559 untouched.
+func TestSmallDataMaxBytes(t *testing.T) {
+	sb := richSuperblock(CsumCRC32C)
+	sb.Settings.SmallDataMax = 0x0102030405060708
+	b, err := MarshalSuperblock(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := binary.LittleEndian.Uint64(b[528:]); got != sb.Settings.SmallDataMax {
+		t.Fatalf("u64 at 528 = %#x, want %#x", got, sb.Settings.SmallDataMax)
+	}
+	if !bytes.Equal(b[536:560], make([]byte, 24)) {
+		t.Fatalf("bytes 536..559 not zero: %x", b[536:560])
+	}
+	got, err := UnmarshalSuperblock(b)
+	if err != nil || got.Settings.SmallDataMax != sb.Settings.SmallDataMax {
+		t.Fatalf("decoded %v, %v", got.Settings.SmallDataMax, err)
 	}
 }

@@ -41,6 +41,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	node := fl.StringP("nodesize", "n", "16K", "B-tree node size")
 	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3")
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
+	smallData := fl.String("small-data-max", "0", "data extents up to SIZE go to the metadata tier while it has room (ssd-metadata, tiered; 0 off)")
 	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")
 	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin)")
 	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
@@ -121,6 +122,9 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Settings.DedupeVerify = *verify
+	if o.Settings.SmallDataMax, err = units.ParseSize(*smallData); err != nil {
+		return cli.Usagef("--small-data-max %s: %v", *smallData, err)
+	}
 	switch *chunking {
 	case "fixed":
 	case "cdc":

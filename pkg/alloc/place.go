@@ -23,6 +23,9 @@ type DeviceSpace struct {
 	Size       uint64
 	Used       []Range // physical ranges taken by chunk stripes
 	Rotational bool
+	SeekSpeed  uint64 // random seeks per second, 0 unknown
+	Bandwidth  uint64 // sequential bytes per second, 0 unknown
+	Tier       uint8  // explicit tier (1 fastest), 0 derived from speed
 }
 
 // Holes returns the free physical ranges of d, largest first.
@@ -56,6 +59,12 @@ type Request struct {
 	// Compact packs chunks at the lowest offsets (dup copies side by side),
 	// so a device can later be cut after its last chunk (mkfs --shrink).
 	Compact bool
+	// Tier is the tier number a data chunk should go to (0: the policy's
+	// default, the slowest tier); metadata ignores it.
+	Tier int
+	// Strict: only the first tier of the policy's order, no fallback
+	// (the store tries the tier's existing chunks before falling back).
+	Strict bool
 }
 
 // Placement is the result: the stripes of the chunk and its length.
@@ -63,23 +72,44 @@ type Placement struct {
 	Stripes []format.Stripe
 	Length  uint64
 	// Fallback is set when the policy's preferred devices could not take
-	// the chunk and it went to all devices instead.
+	// the chunk and it went to other tiers or all devices instead.
 	Fallback bool
 }
 
 const mib = 1 << 20
 
-// Place chooses devices and offsets for a new chunk.
+// Place chooses devices and offsets for a new chunk: on the tiers of the
+// policy's order, the first that can hold it, else on all devices
+// (Fallback set when not on the first tier). Within the chosen devices,
+// placeOn takes those with the most free space.
 func Place(devs []DeviceSpace, req Request) (*Placement, error) {
 	pi, ok := req.Profile.Info()
 	if !ok || !req.Profile.Supported() {
 		return nil, fmt.Errorf("profile %v not supported", req.Profile)
 	}
-	pref := preferred(devs, req)
-	if p, err := placeOn(pref, req, pi); err == nil {
-		return p, nil
-	} else if len(pref) == len(devs) {
-		return nil, err
+	tiers := RankTiers(devs, req.Policy)
+	var firstErr error
+	for i, n := range tiers.Order(req.Type, req.Tier) {
+		p, err := placeOn(tiers.devices(devs, n), req, pi)
+		if err == nil {
+			p.Fallback = i > 0
+			return p, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+			if len(tiers.nums) > 1 {
+				firstErr = fmt.Errorf("tier %d: %w", n, err)
+			}
+		}
+		if req.Strict {
+			return nil, firstErr
+		}
+	}
+	if len(tiers.nums) <= 1 {
+		if firstErr != nil {
+			return nil, firstErr
+		}
+		return placeOn(devs, req, pi)
 	}
 	p, err := placeOn(devs, req, pi)
 	if err != nil {
@@ -87,21 +117,6 @@ func Place(devs []DeviceSpace, req Request) (*Placement, error) {
 	}
 	p.Fallback = true
 	return p, nil
-}
-
-// preferred filters the devices the policy wants for this chunk type.
-func preferred(devs []DeviceSpace, req Request) []DeviceSpace {
-	if req.Policy != format.AllocSSDMetadata && req.Policy != format.AllocTiered {
-		return devs
-	}
-	wantRot := req.Type == format.ChunkData
-	var out []DeviceSpace
-	for _, d := range devs {
-		if d.Rotational == wantRot {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 type candidate struct {

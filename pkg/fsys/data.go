@@ -322,7 +322,7 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 	}
 	ss := uint64(f.st.Super().SectorSize)
 	diskLen := (uint64(len(p)) + ss - 1) / ss * ss
-	logical, err := tx.AllocData(diskLen)
+	logical, err := tx.AllocDataOn(diskLen, in.DataTier)
 	if err != nil {
 		return err
 	}

@@ -249,7 +249,7 @@ func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
 		payload, comp = b.framed, pol.compress
 	}
 	diskLen := (uint64(len(payload)) + ss - 1) / ss * ss
-	logical, err := tx.AllocData(diskLen)
+	logical, err := tx.AllocDataOn(diskLen, in.DataTier)
 	if err != nil {
 		return err
 	}

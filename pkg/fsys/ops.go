@@ -353,6 +353,8 @@ func (f *FS) refresh(in *Inode) error {
 type SetProps struct {
 	Dedupe      *format.DedupeProp
 	Compression *format.CompressProp
+	// DataTier: the device tier new data goes to (0 inherit/default).
+	DataTier *uint8
 }
 
 // SetProps changes an inode's properties; a new write follows them (a
@@ -367,6 +369,9 @@ func (f *FS) SetProps(in *Inode, p SetProps) error {
 	if p.Compression != nil {
 		in.Compression = *p.Compression
 		in.Flags &^= format.InodeNoCompress
+	}
+	if p.DataTier != nil {
+		in.DataTier = *p.DataTier
 	}
 	in.Ctime = f.Now()
 	return f.putInode(in)

@@ -192,37 +192,23 @@ func GetDF(fs *store.FS) *DF {
 	return df
 }
 
-// fallbacks lists the chunks whose devices are not the class the policy
-// prefers for their type: with ssd-metadata (and tiered), metadata and
-// system chunks belong on non-rotational devices, data on rotational ones
-// (when the set has both kinds).
+// fallbacks lists the chunks the allocation policy placed outside the
+// devices it preferred for them (block group flag BlockGroupFallback, set
+// when the chunk was made): ssd-metadata or tiered metadata off the
+// fastest tier, data off the tier its file asked for. A policy change
+// later does not mark chunks made before it.
 func fallbacks(fs *store.FS) []Fallback {
-	p := fs.Super().Settings.AllocPolicy
 	out := []Fallback{}
-	if p != format.AllocSSDMetadata && p != format.AllocTiered {
-		return out
-	}
-	rot := map[uint64]bool{}
-	kinds := map[bool]bool{}
-	for _, d := range fs.DevItems() {
-		rot[d.DevID] = d.Rotational
-		kinds[d.Rotational] = true
-	}
-	if len(kinds) < 2 {
-		return out // one class only: nothing to prefer
-	}
 	for _, bg := range fs.BlockGroups() {
+		if !bg.Fallback() {
+			continue
+		}
 		c := bg.Chunk
-		wantRot := c.Type == format.ChunkData
 		var devs []uint64
-		off := false
 		for _, s := range c.Stripes {
 			devs = append(devs, s.DevID)
-			off = off || rot[s.DevID] != wantRot
 		}
-		if off {
-			out = append(out, Fallback{Logical: c.Logical, Type: c.Type.String(), Profile: c.Profile.String(), DevIDs: devs})
-		}
+		out = append(out, Fallback{Logical: c.Logical, Type: c.Type.String(), Profile: c.Profile.String(), DevIDs: devs})
 	}
 	return out
 }

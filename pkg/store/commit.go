@@ -96,7 +96,7 @@ func (tx *Txn) foldAllocations() error {
 				if err := chunk.Insert(k, format.MarshalChunkItem(c.ChunkItem)); err != nil {
 					return fmt.Errorf("record chunk %d: %w", c.Logical, err)
 				}
-				item := &format.BlockGroupItem{Used: 0, Type: c.Type, Profile: c.Profile}
+				item := &format.BlockGroupItem{Used: 0, Type: c.Type, Profile: c.Profile, Flags: bg.flags}
 				if err := ext.Insert(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
 					return fmt.Errorf("record block group %d: %w", c.Logical, err)
 				}
@@ -147,7 +147,7 @@ func (tx *Txn) foldAllocations() error {
 			}
 			progressed = true
 			bg.itemUsed = bg.Used
-			item := &format.BlockGroupItem{Used: bg.Used, Type: bg.Chunk.Type, Profile: bg.Chunk.Profile}
+			item := &format.BlockGroupItem{Used: bg.Used, Type: bg.Chunk.Type, Profile: bg.Chunk.Profile, Flags: bg.flags}
 			if err := ext.Put(bgKey(bg.Chunk), format.MarshalBlockGroupItem(item)); err != nil {
 				return fmt.Errorf("record block group %d: %w", bg.Chunk.Logical, err)
 			}

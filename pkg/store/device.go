@@ -23,6 +23,7 @@ func (fs *FS) UpdateDevice(devid uint64, change func(*format.DevItem) error) err
 		return err
 	}
 	*d = cp
+	fs.tierCache = nil
 	tx.devDirty = true
 	return tx.Commit()
 }
@@ -46,6 +47,7 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 		SeekSpeed: nd.SeekSpeed, Bandwidth: nd.Bandwidth, Tier: nd.Tier, Path: nd.PathHint,
 	}
 	fs.Vol.AttachDevice(&volume.Dev{ID: id, UUID: uuid, Path: nd.Path, Dev: nd.Dev})
+	fs.tierCache = nil
 	tx.devDirty = true
 	if err := tx.Commit(); err != nil {
 		return 0, err

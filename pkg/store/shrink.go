@@ -100,7 +100,7 @@ func (tx *Txn) trimChunks() error {
 		if err := ext.Delete(oldKey); err != nil {
 			return err
 		}
-		item := &format.BlockGroupItem{Used: bg.Used, Type: c.Type, Profile: c.Profile}
+		item := &format.BlockGroupItem{Used: bg.Used, Type: c.Type, Profile: c.Profile, Flags: bg.flags}
 		if err := ext.Insert(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
 			return err
 		}

@@ -21,7 +21,16 @@ type BlockGroup struct {
 	free *alloc.RangeSet
 	// isNew: created by the running transaction, no items on disk yet.
 	isNew bool
+	// flags are the block group item's (BlockGroupFallback).
+	flags uint32
+	// tier is the device tier the chunk lies on (0: spans tiers), valid
+	// while tierEpoch matches the filesystem's.
+	tier, tierEpoch int
 }
+
+// Fallback reports whether the policy placed the chunk outside the
+// devices it preferred (the block group item's BlockGroupFallback).
+func (bg *BlockGroup) Fallback() bool { return bg.flags&format.BlockGroupFallback != 0 }
 
 // Free returns the free bytes (Length - Used).
 func (bg *BlockGroup) Free() uint64 { return bg.Chunk.Length - bg.Used }
@@ -44,7 +53,7 @@ func (fs *FS) loadBlockGroups() error {
 		if item.Type != c.Type || item.Profile != c.Profile || item.Used > c.Length {
 			return fmt.Errorf("block group %d: %v/%v used %d does not match its chunk: %w", c.Logical, item.Type, item.Profile, item.Used, ErrCorrupt)
 		}
-		fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, Used: item.Used, itemUsed: item.Used})
+		fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, Used: item.Used, itemUsed: item.Used, flags: item.Flags})
 	}
 	return nil
 }
@@ -125,7 +134,8 @@ func (fs *FS) profileFor(t format.ChunkType) format.Profile {
 func (fs *FS) deviceSpace() []alloc.DeviceSpace {
 	var out []alloc.DeviceSpace
 	for _, d := range fs.DevItems() {
-		ds := alloc.DeviceSpace{DevID: d.DevID, UUID: d.UUID, Size: d.TotalBytes, Rotational: d.Rotational}
+		ds := alloc.DeviceSpace{DevID: d.DevID, UUID: d.UUID, Size: d.TotalBytes, Rotational: d.Rotational,
+			SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier}
 		for _, e := range fs.Vol.Chunks.DevExtents(d.DevID) {
 			ds.Used = append(ds.Used, alloc.Range{Start: e.Physical, Len: e.Length})
 		}
@@ -137,13 +147,19 @@ func (fs *FS) deviceSpace() []alloc.DeviceSpace {
 // newChunk places and adds a chunk of type t; its items reach the trees
 // at commit.
 func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
+	return tx.newChunkOn(t, 0, false)
+}
+
+// newChunkOn places a chunk of type t preferring tier (data only; 0 the
+// policy's default); strict allows only that tier.
+func (tx *Txn) newChunkOn(t format.ChunkType, tier int, strict bool) (*BlockGroup, error) {
 	fs := tx.fs
 	want := min(chunkSizes[t], max(fs.sb.TotalBytes/10/(1<<20)*(1<<20), minStripe))
 	if fs.Compact {
 		want = min(want, compactSizes[t])
 	}
 	profile := fs.profileFor(t)
-	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact})
+	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact, Tier: tier, Strict: strict})
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +178,9 @@ func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
 		fs.devItems[s.DevID].BytesUsed += ch.StripeLength()
 	}
 	bg := &BlockGroup{Chunk: ch, isNew: true}
+	if p.Fallback {
+		bg.flags |= format.BlockGroupFallback
+	}
 	if err := fs.loadFree(bg); err != nil {
 		return nil, err
 	}
@@ -176,22 +195,10 @@ func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
 // allocExtent takes n bytes (aligned to align) from a block group of type
 // t, creating a chunk when every group is full.
 func (tx *Txn) allocExtent(t format.ChunkType, n, align uint64) (uint64, error) {
-	fs := tx.fs
 	for pass := 0; pass < 2; pass++ {
-		for _, bg := range fs.bgs {
-			if bg.Chunk.Type != t || bg.Free() < n {
-				continue
-			}
-			if bg.free == nil {
-				if err := fs.loadFree(bg); err != nil {
-					return 0, err
-				}
-			}
-			if at, ok := bg.free.First(n, align, tx.hint[t]); ok {
-				bg.Used += n
-				tx.hint[t] = at + n
-				return at, nil
-			}
+		at, ok, err := tx.takeFrom(t, n, align, nil)
+		if err != nil || ok {
+			return at, err
 		}
 		if pass == 0 {
 			if _, err := tx.newChunk(t); err != nil {
@@ -200,6 +207,28 @@ func (tx *Txn) allocExtent(t format.ChunkType, n, align uint64) (uint64, error) 
 		}
 	}
 	return 0, fmt.Errorf("allocate %d bytes of %v: %w", n, t, ErrNoSpace)
+}
+
+// takeFrom takes n bytes from the first block group of type t that
+// accept (nil: any) allows and that has room.
+func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockGroup) bool) (uint64, bool, error) {
+	fs := tx.fs
+	for _, bg := range fs.bgs {
+		if bg.Chunk.Type != t || bg.Free() < n || (accept != nil && !accept(bg)) {
+			continue
+		}
+		if bg.free == nil {
+			if err := fs.loadFree(bg); err != nil {
+				return 0, false, err
+			}
+		}
+		if at, ok := bg.free.First(n, align, tx.hint[t]); ok {
+			bg.Used += n
+			tx.hint[t] = at + n
+			return at, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // freeExtent releases [logical, +n). Space allocated by the running
@@ -217,9 +246,10 @@ func (tx *Txn) freeExtent(logical, n uint64, allocatedNow bool) error {
 	return nil
 }
 
-// AllocData reserves n bytes of data space (sector aligned).
+// AllocData reserves n bytes of data space (sector aligned) where the
+// policy puts data by default.
 func (tx *Txn) AllocData(n uint64) (uint64, error) {
-	return tx.allocExtent(format.ChunkData, n, uint64(tx.fs.sb.SectorSize))
+	return tx.AllocDataOn(n, 0)
 }
 
 // FreeData releases a data extent. allocatedNow says it was allocated by

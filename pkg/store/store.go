@@ -42,6 +42,11 @@ type FS struct {
 	// Profiles for new chunks, taken from the newest chunk of each kind.
 	dataProfile, metaProfile format.Profile
 	disc                     discardState
+	// tierCache ranks the devices for the policy; nil after a device
+	// changes. tierEpoch counts rankings, so block groups know when
+	// their cached tier is stale.
+	tierCache *alloc.Tiers
+	tierEpoch int
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).

@@ -32,6 +32,8 @@ type Txn struct {
 	chunksFolded int
 	devDirty     bool
 	hint         map[format.ChunkType]uint64
+	// tierFull: tiers where a data chunk did not fit (AllocDataOn).
+	tierFull map[int]bool
 	// Fallbacks counts chunks the policy had to place outside its
 	// preferred devices.
 	Fallbacks  int
