@@ -78,11 +78,14 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 // I/O the command did.
 func (im *image) close() error {
 	st := im.f.Store()
+	devs, items := st.Vol.Devices(), st.DevItems()
 	err := im.f.Sync()
-	printStats(im.stats, inspect.IOStats(st))
+	// Close may still write (async discard runs when the command ends),
+	// so the counters are read after it.
 	if cerr := im.f.Close(); err == nil {
 		err = cerr
 	}
+	printStats(im.stats, inspect.DevicesIO(devs, items))
 	return im.err(err)
 }
 

@@ -377,8 +377,8 @@ func TestSmallDataMaxBytes(t *testing.T) {
 	if got := binary.LittleEndian.Uint64(b[528:]); got != sb.Settings.SmallDataMax {
 		t.Fatalf("u64 at 528 = %#x, want %#x", got, sb.Settings.SmallDataMax)
 	}
-	if !bytes.Equal(b[536:560], make([]byte, 24)) {
-		t.Fatalf("bytes 536..559 not zero: %x", b[536:560])
+	if b[536] != byte(sb.Settings.Discard) || binary.LittleEndian.Uint64(b[544:]) != sb.Settings.DiscardMetadataMin {
+		t.Fatalf("discard settings moved: %x", b[536:560])
 	}
 	got, err := UnmarshalSuperblock(b)
 	if err != nil || got.Settings.SmallDataMax != sb.Settings.SmallDataMax {

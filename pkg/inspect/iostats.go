@@ -26,6 +26,12 @@ func IOStats(fs *store.FS) []DeviceIO { return VolumeIO(fs.Vol, fs.DevItems()) }
 
 // VolumeIO collects the counters of an opened volume (fsck has no FS).
 func VolumeIO(vol *volume.Volume, devItems []*format.DevItem) []DeviceIO {
+	return DevicesIO(vol.Devices(), devItems)
+}
+
+// DevicesIO collects the counters of devices taken from a volume, which
+// may be closed by now (the last writes happen in Close).
+func DevicesIO(devs []*volume.Dev, devItems []*format.DevItem) []DeviceIO {
 	items := map[uint64]struct {
 		rot        bool
 		seek, band uint64
@@ -37,7 +43,7 @@ func VolumeIO(vol *volume.Volume, devItems []*format.DevItem) []DeviceIO {
 		}{d.Rotational, d.SeekSpeed, d.Bandwidth}
 	}
 	var out []DeviceIO
-	for _, d := range vol.Devices() {
+	for _, d := range devs {
 		s := d.Stats()
 		it := items[d.ID]
 		out = append(out, DeviceIO{DevID: d.ID, Path: d.Path, Stats: s, Rotational: it.rot, ModeledSeconds: s.ModeledSeconds(it.seek, it.band)})
