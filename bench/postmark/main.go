@@ -40,6 +40,9 @@ type result struct {
 	DiscardBytes  uint64  `json:"discard_bytes"`
 	PendingBytes  uint64  `json:"pending_bytes"`
 	Commits       int     `json:"commits"`
+	CloseSeconds  float64 `json:"close_seconds"`
+	TxDiscards    uint64  `json:"tx_phase_discards"`
+	TxDiscardMB   uint64  `json:"tx_phase_discard_mb"`
 	AllocatedHost int64   `json:"image_allocated_bytes"`
 }
 
@@ -167,6 +170,7 @@ func run(img, discard string, files, txs int, minS, maxS string, every int, seed
 		return err
 	}
 	txSecs := time.Since(txStart).Seconds()
+	txDiscards := st.DiscardStats()
 	for len(live) > 0 {
 		if err := remove(len(live) - 1); err != nil {
 			return err
@@ -181,9 +185,11 @@ func run(img, discard string, files, txs int, minS, maxS string, every int, seed
 		return err
 	}
 	// Close is part of the work: async discards what it batched there.
+	closeStart := time.Now()
 	if err := f.Close(); err != nil {
 		return err
 	}
+	closeSecs := time.Since(closeStart).Seconds()
 	secs := time.Since(start).Seconds()
 	ds := st.DiscardStats()
 	var fi syscall.Stat_t
@@ -193,6 +199,6 @@ func run(img, discard string, files, txs int, minS, maxS string, every int, seed
 	return json.NewEncoder(os.Stdout).Encode(result{
 		Discard: discard, Files: files, Transactions: txs, TxPerSec: float64(txs) / txSecs,
 		OpsPerSec: float64(ops) / secs, Seconds: secs, Discards: ds.Discards, DiscardBytes: ds.Bytes,
-		PendingBytes: ds.PendingBytes, Commits: commits, AllocatedHost: fi.Blocks * 512,
+		PendingBytes: ds.PendingBytes, Commits: commits, CloseSeconds: closeSecs, TxDiscards: txDiscards.Discards, TxDiscardMB: txDiscards.Bytes >> 20, AllocatedHost: fi.Blocks * 512,
 	})
 }

@@ -272,6 +272,7 @@ func TestDiscardNeverHitsLiveData(t *testing.T) {
 					if err := tx.Commit(); err != nil {
 						t.Fatal(err)
 					}
+					checkRecords(t, fs)
 					for e, v := range live {
 						for c, b := range copies(t, fs, devs, e) {
 							if !bytes.Equal(b, bytes.Repeat([]byte{v}, len(b))) {
@@ -285,6 +286,85 @@ func TestDiscardNeverHitsLiveData(t *testing.T) {
 				}
 
 			})
+		}
+	}
+}
+
+// TestMergeInto checks the one-pass merge against a model: the merged
+// result equals mergeRanges of everything, and applying gone/born to the
+// old set gives the result.
+func TestMergeInto(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	gen := func(n int) []alloc.Range {
+		var rs []alloc.Range
+		for range n {
+			rs = append(rs, alloc.Range{Start: uint64(r.IntN(200)) * 4, Len: uint64(1+r.IntN(6)) * 4})
+		}
+		return mergeRanges(rs)
+	}
+	for range 2000 {
+		old, add := gen(r.IntN(12)), gen(r.IntN(6))
+		out, gone, born := mergeInto(old, add)
+		want := mergeRanges(append(append([]alloc.Range(nil), old...), add...))
+		if fmt.Sprint(out) != fmt.Sprint(want) {
+			t.Fatalf("merge %v + %v = %v, want %v", old, add, out, want)
+		}
+		set := map[alloc.Range]bool{}
+		for _, x := range old {
+			set[x] = true
+		}
+		for _, x := range gone {
+			if !set[x] {
+				t.Fatalf("gone %v not in old %v", x, old)
+			}
+			delete(set, x)
+		}
+		for _, x := range born {
+			set[x] = true
+		}
+		if len(set) != len(out) {
+			t.Fatalf("old %v + add %v: gone %v born %v leaves %v, want %v", old, add, gone, born, set, out)
+		}
+		for _, x := range out {
+			if !set[x] {
+				t.Fatalf("old %v + add %v: %v missing after gone %v born %v", old, add, x, gone, born)
+			}
+		}
+	}
+}
+
+// checkRecords compares the committed discard tree with the pending set
+// (async): every pending range is recorded exactly, nothing else is.
+func checkRecords(t *testing.T, fs *FS) {
+	t.Helper()
+	if fs.sb.Settings.Discard != format.DiscardAsync {
+		return
+	}
+	var recs []alloc.Range
+	if err := fs.Tree(format.DiscardTree).Scan(allKeys[0], allKeys[1], func(it format.Item) (bool, error) {
+		recs = append(recs, alloc.Range{Start: it.Key.ObjectID, Len: it.Key.Offset})
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var want []alloc.Range
+	for _, k := range sortedKeys64(fs.disc.pending) {
+		want = append(want, fs.disc.pending[k]...)
+	}
+	// Ranges discarded after the commit are still recorded until the
+	// next one: records may be a superset, never miss a pending range.
+	have := map[alloc.Range]bool{}
+	for _, r := range recs {
+		have[r] = true
+	}
+	for _, r := range want {
+		if !have[r] && !fs.disc.toInsert[r] {
+			t.Fatalf("pending %v neither recorded nor queued", r)
+		}
+	}
+	for r := range fs.disc.toDelete {
+		if !have[r] {
+			t.Fatalf("queued delete of %v, which is not recorded", r)
 		}
 	}
 }
