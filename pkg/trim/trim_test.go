@@ -1,0 +1,67 @@
+package trim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ddfs/ddfs/pkg/alloc"
+)
+
+const mib = 1 << 20
+
+// TestMerge: adjacent and overlapping free ranges become one discard, and
+// the superblock copies and the first MiB are cut out.
+func TestMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []alloc.Range
+		want string
+	}{
+		{"adjacent", []alloc.Range{{2 * mib, mib}, {3 * mib, mib}, {4 * mib, 4096}}, "[{2097152 2101248}]"},
+		{"unsorted overlap", []alloc.Range{{5 * mib, mib}, {2 * mib, 4 * mib}}, "[{2097152 4194304}]"},
+		{"gap kept", []alloc.Range{{2 * mib, 4096}, {2*mib + 8192, 4096}}, "[{2097152 4096} {2105344 4096}]"},
+		{"first MiB", []alloc.Range{{0, 3 * mib}}, "[{1048576 2097152}]"},
+		{"superblock copy at 64 MiB", []alloc.Range{{63 * mib, 2 * mib}}, "[{66060288 1048576} {67174400 983040}]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(merge(tc.in)); got != tc.want {
+				t.Fatalf("merge(%v) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMergeFragmented: a free space of n fragments separated by used
+// blocks stays n discards; the same fragments freed next to each other
+// become one.
+func TestMergeFragmented(t *testing.T) {
+	const n = 10000
+	var apart, together []alloc.Range
+	for i := range n {
+		apart = append(apart, alloc.Range{Start: 128*mib + uint64(2*i)*4096, Len: 4096})
+		together = append(together, alloc.Range{Start: 128*mib + uint64(i)*4096, Len: 4096})
+	}
+	if got := len(merge(apart)); got != n {
+		t.Errorf("%d separate fragments gave %d discards", n, got)
+	}
+	if got := merge(together); len(got) != 1 || got[0].Len != n*4096 {
+		t.Errorf("%d adjacent fragments gave %v", n, got)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	rs := []alloc.Range{{2 * mib, 2 * mib}, {8 * mib, mib}}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "[{2097152 2097152} {8388608 1048576}]"},
+		{Options{Offset: 3 * mib}, "[{3145728 1048576} {8388608 1048576}]"},
+		{Options{Offset: 3 * mib, Length: mib}, "[{3145728 1048576}]"},
+		{Options{Offset: 9 * mib}, "[]"},
+	} {
+		if got := fmt.Sprint(window(rs, tc.o)); got != tc.want {
+			t.Errorf("window %+v = %s, want %s", tc.o, got, tc.want)
+		}
+	}
+}
