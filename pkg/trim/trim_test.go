@@ -9,6 +9,8 @@ import (
 
 const mib = 1 << 20
 
+func rg(start, n uint64) alloc.Range { return alloc.Range{Start: start, Len: n} }
+
 // TestMerge: adjacent and overlapping free ranges become one discard, and
 // the superblock copies and the first MiB are cut out.
 func TestMerge(t *testing.T) {
@@ -17,11 +19,11 @@ func TestMerge(t *testing.T) {
 		in   []alloc.Range
 		want string
 	}{
-		{"adjacent", []alloc.Range{{2 * mib, mib}, {3 * mib, mib}, {4 * mib, 4096}}, "[{2097152 2101248}]"},
-		{"unsorted overlap", []alloc.Range{{5 * mib, mib}, {2 * mib, 4 * mib}}, "[{2097152 4194304}]"},
-		{"gap kept", []alloc.Range{{2 * mib, 4096}, {2*mib + 8192, 4096}}, "[{2097152 4096} {2105344 4096}]"},
-		{"first MiB", []alloc.Range{{0, 3 * mib}}, "[{1048576 2097152}]"},
-		{"superblock copy at 64 MiB", []alloc.Range{{63 * mib, 2 * mib}}, "[{66060288 1048576} {67174400 983040}]"},
+		{"adjacent", []alloc.Range{rg(2*mib, mib), rg(3*mib, mib), rg(4*mib, 4096)}, "[{2097152 2101248}]"},
+		{"unsorted overlap", []alloc.Range{rg(5*mib, mib), rg(2*mib, 4*mib)}, "[{2097152 4194304}]"},
+		{"gap kept", []alloc.Range{rg(2*mib, 4096), rg(2*mib+8192, 4096)}, "[{2097152 4096} {2105344 4096}]"},
+		{"first MiB", []alloc.Range{rg(0, 3*mib)}, "[{1048576 2097152}]"},
+		{"superblock copy at 64 MiB", []alloc.Range{rg(63*mib, 2*mib)}, "[{66060288 1048576} {67174400 983040}]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := fmt.Sprint(merge(tc.in)); got != tc.want {
@@ -50,7 +52,7 @@ func TestMergeFragmented(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
-	rs := []alloc.Range{{2 * mib, 2 * mib}, {8 * mib, mib}}
+	rs := []alloc.Range{rg(2*mib, 2*mib), rg(8*mib, mib)}
 	for _, tc := range []struct {
 		o    Options
 		want string
