@@ -5,16 +5,18 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-func cmdEnable(args []string, stdout io.Writer) error {
+func cmdEnable(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool enable", "dedupe-tool enable [--block SIZE] [--hash ALGO] IMAGE", "  dedupe-tool enable --block 64K backup.img\n", stdout)
 	block := fl.String("block", "", "dedupe block size (power of two, 4K..8M; default: keep, or 128K)")
 	hash := fl.String("hash", "", "sha256 or blake3 (default: keep, or sha256)")
+	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ func cmdEnable(args []string, stdout io.Writer) error {
 			return cli.Usagef("--hash: %v", err)
 		}
 	}
-	return change(fl.Arg(0), func(s *format.Settings) error {
+	return change(fl.Arg(0), *stats, stderr, func(s *format.Settings) error {
 		s.Dedupe = true
 		if log2 != 0 {
 			s.DedupeBlockLog2 = log2
@@ -50,23 +52,28 @@ func cmdEnable(args []string, stdout io.Writer) error {
 	})
 }
 
-func cmdDisable(args []string, stdout io.Writer) error {
+func cmdDisable(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool disable", "dedupe-tool disable IMAGE", "  dedupe-tool disable backup.img\n", stdout)
+	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {
 		return cli.Usagef("want one IMAGE")
 	}
-	return change(fl.Arg(0), func(s *format.Settings) error { s.Dedupe = false; return nil })
+	return change(fl.Arg(0), *stats, stderr, func(s *format.Settings) error { s.Dedupe = false; return nil })
 }
 
 // change updates the settings; the exclusive lock keeps writers out.
-func change(image string, fn func(*format.Settings) error) error {
+func change(image string, stats bool, stderr io.Writer, fn func(*format.Settings) error) error {
 	fs, err := store.Open([]string{image}, volume.Options{Write: true})
 	if err != nil {
 		return err
 	}
 	defer fs.Close()
-	return fs.UpdateSettings(fn)
+	err = fs.UpdateSettings(fn)
+	if stats {
+		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
+	}
+	return err
 }

@@ -15,7 +15,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var commands = map[string]func(args []string, stdout io.Writer) error{
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"status":  cmdStatus,
 	"enable":  cmdEnable,
 	"disable": cmdDisable,
@@ -45,5 +45,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return cli.Report(stderr, "dedupe-tool", cli.Usagef("unknown command %q", args[0]))
 	}
-	return cli.Report(stderr, "dedupe-tool: "+args[0], c(args[1:], stdout))
+	return cli.Report(stderr, "dedupe-tool: "+args[0], c(args[1:], stdout, stderr))
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-func cmdStatus(args []string, stdout io.Writer) error {
+func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool status", "dedupe-tool status [--json] IMAGE", "  dedupe-tool status backup.img\n", stdout)
 	asJSON := fl.Bool("json", false, "print JSON")
+	stats := fl.Bool("stats", false, "print per-device I/O on stderr (with --json: also as \"io\" in the output)")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
@@ -29,8 +30,16 @@ func cmdStatus(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var io []inspect.DeviceIO
+	if *stats {
+		io = inspect.IOStats(fs)
+		inspect.PrintIOStats(stderr, io)
+	}
 	if *asJSON {
-		return cli.JSON(stdout, st)
+		return cli.JSON(stdout, struct {
+			*inspect.DedupeStatus
+			IO []inspect.DeviceIO `json:"io,omitempty"`
+		}{st, io})
 	}
 	on := "off"
 	if st.Enabled {

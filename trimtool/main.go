@@ -49,7 +49,7 @@ func trimCmd(args []string, stdout, stderr io.Writer) error {
 	verbose := fl.BoolP("verbose", "v", false, "print bytes and discards per device")
 	dry := fl.Bool("dry-run", false, "only report what would be discarded")
 	asJSON := fl.Bool("json", false, "print JSON")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	stats := fl.Bool("stats", false, "print per-device I/O on stderr (with --json: also as \"io\" in the output)")
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
 	if err := cli.Parse(fl, args); err != nil {
@@ -90,14 +90,17 @@ func trimCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	var io []inspect.DeviceIO
 	if *stats {
-		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
+		io = inspect.IOStats(fs)
+		inspect.PrintIOStats(stderr, io)
 	}
 	if *asJSON {
 		return cli.JSON(stdout, struct {
 			DryRun  bool                `json:"dry_run"`
 			Devices []trim.DeviceResult `json:"devices"`
-		}{*dry, res})
+			IO      []inspect.DeviceIO  `json:"io,omitempty"`
+		}{*dry, res, io})
 	}
 	var total uint64
 	for _, r := range res {
