@@ -50,6 +50,7 @@ bench: build
 	BIN=$(BIN) bench/run.sh
 	BIN=$(BIN) bench/dedupe.sh
 	BIN=$(BIN) bench/tiered.sh
+	BIN=$(BIN) bench/tiered-loop.sh
 	BIN=$(BIN) bench/discard.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
