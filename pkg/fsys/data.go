@@ -326,13 +326,14 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 	if err != nil {
 		return err
 	}
-	// The caller may reuse p: the background writer gets its own copy.
-	buf := make([]byte, diskLen)
-	copy(buf, p)
-	if err := f.data.write(logical, buf); err != nil {
+	// The caller may reuse p: the background writer gets its own copy,
+	// and owns it once queued (sums first).
+	buf := buffer(int(diskLen), p)
+	if err := f.putCsums(logical, buf); err != nil {
+		putBuffer(buf)
 		return err
 	}
-	if err := f.putCsums(logical, buf); err != nil {
+	if err := f.data.write(logical, buf); err != nil {
 		return err
 	}
 	e := &format.ExtentItem{Refs: 1, Generation: tx.Generation(), RAMBytes: diskLen}

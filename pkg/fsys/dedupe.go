@@ -253,12 +253,12 @@ func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, diskLen)
-	copy(buf, payload)
-	if err := f.data.write(logical, buf); err != nil {
+	buf := buffer(int(diskLen), payload)
+	if err := f.putCsums(logical, buf); err != nil {
+		putBuffer(buf)
 		return err
 	}
-	if err := f.putCsums(logical, buf); err != nil {
+	if err := f.data.write(logical, buf); err != nil {
 		return err
 	}
 	ram := uint64(len(b.data))
