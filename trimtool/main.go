@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cli.Report(stderr, "trimtool", trimCmd(args, stdout, stderr))
 }
 
-func trimCmd(args []string, stdout, stderr io.Writer) error {
+func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 	fl := cli.NewFlags("trimtool", "trimtool [options] DEVICE...", examples, stdout)
 	offset := fl.StringP("offset", "o", "0", "start of the byte range to trim on each device")
 	length := fl.StringP("length", "l", "", "length of the range (default: to the end)")
@@ -62,7 +62,6 @@ func trimCmd(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("no device given")
 	}
 	var o trim.Options
-	var err error
 	if o.Offset, err = units.ParseSize(*offset); err != nil {
 		return cli.Usagef("-o: %v", err)
 	}
@@ -79,7 +78,12 @@ func trimCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer func() {
+		// Close may still commit (async discard's record cleanup).
+		if cerr := fs.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	res, err := trim.Run(fs, o)
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ type policyJSON struct {
 	PendingBytes      uint64 `json:"pending_bytes"`
 }
 
-func policyCmd(args []string, stdout, stderr io.Writer) error {
+func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 	fl := cli.NewFlags("trimtool policy", "trimtool policy IMAGE [off|sync|async] [options]", policyExamples, stdout)
 	metaMin := fl.String("metadata-min", "", "async: discard freed metadata only in free ranges at least this long")
 	maxBytes := fl.String("max-bytes-per-commit", "", "async: discard at most this much after one commit (0: no bound)")
@@ -95,7 +95,12 @@ func policyCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer func() {
+		// Close may still commit (async discard's record cleanup).
+		if cerr := fs.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	if set != nil {
 		if err := fs.UpdateSettings(set); err != nil {
 			return err

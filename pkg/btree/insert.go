@@ -108,76 +108,80 @@ func (t *Tree) putIn(n *format.Node, key format.Key, data []byte) ([]*format.Nod
 	return []*format.Node{right}, nil
 }
 
-// relieveLeaf makes the overfull leaf c (child i of n) fit: by moving its
-// first items into the left neighbour or its last items into the right one
-// when that neighbour has room (as btrfs's push_leaf_left/right do), else
-// by splitting it. Shifting keeps leaves fuller than halving does: appends
-// fill leaves completely, and random inserts (the dedupe tree's hash keys)
-// leave them about 80% full instead of 69%.
+// relieveLeaf makes the overfull leaf c (child i of n) fit: by moving
+// items into the left or right neighbour when that neighbour has room (as
+// btrfs's push_leaf_left/right do), else by splitting it. Shifting keeps
+// leaves fuller than halving does: appends fill leaves completely, and
+// random inserts (the dedupe tree's hash keys) leave them about 80% full
+// instead of 69%. A shift evens the two leaves out, so the next inserts
+// do not overflow c again at once.
 func (t *Tree) relieveLeaf(n *format.Node, i int, c *format.Node) ([]*format.Node, error) {
-	excess := c.UsedBytes() - t.capacity()
 	if i > 0 {
-		k, moved := 0, 0
-		for k < len(c.Items)-1 && moved < excess {
-			moved += itemBytes(c.Items[k])
-			k++
-		}
-		if moved >= excess {
-			if ok, err := t.shiftLeft(n, i, c, k, moved); ok || err != nil {
-				return nil, err
-			}
+		if ok, err := t.shift(n, i-1, i, c, true); ok || err != nil {
+			return nil, err
 		}
 	}
 	if i+1 < len(n.Ptrs) {
-		k, moved := len(c.Items), 0
-		for k > 1 && moved < excess {
-			k--
-			moved += itemBytes(c.Items[k])
-		}
-		if moved >= excess {
-			if ok, err := t.shiftRight(n, i, c, k, moved); ok || err != nil {
-				return nil, err
-			}
+		if ok, err := t.shift(n, i, i+1, c, false); ok || err != nil {
+			return nil, err
 		}
 	}
 	return t.splitLeaf(c)
 }
 
-// shiftLeft moves c's first k items (moved bytes) to the end of child i-1
-// when they fit there.
-func (t *Tree) shiftLeft(n *format.Node, i int, c *format.Node, k, moved int) (bool, error) {
-	l, err := t.readChild(n, i-1)
+// shift moves items from the overfull leaf c into its neighbour (left of
+// it when toLeft, else right) if both then fit, leaving them about evenly
+// full. li and ri are the two leaves' indexes in n.
+func (t *Tree) shift(n *format.Node, li, ri int, c *format.Node, toLeft bool) (bool, error) {
+	ni := ri
+	if toLeft {
+		ni = li
+	}
+	nb, err := t.readChild(n, ni)
 	if err != nil {
 		return false, err
 	}
-	if !l.IsLeaf() || l.UsedBytes()+moved > t.capacity() {
+	capacity := t.capacity()
+	if !nb.IsLeaf() || nb.UsedBytes()+c.UsedBytes() > 2*capacity {
 		return false, nil
 	}
-	if l, err = t.cowChild(n, i-1); err != nil {
-		return false, err
+	// Move items from c's near end until c fits and the two are even.
+	excess, goal := c.UsedBytes()-capacity, (c.UsedBytes()-nb.UsedBytes())/2
+	k, moved := 0, 0
+	for k < len(c.Items)-1 {
+		it := c.Items[k]
+		if !toLeft {
+			it = c.Items[len(c.Items)-1-k]
+		}
+		b := itemBytes(it)
+		if moved >= excess && moved+b > goal {
+			break
+		}
+		if nb.UsedBytes()+moved+b > capacity {
+			break
+		}
+		moved += b
+		k++
 	}
-	l.Items = append(l.Items, c.Items[:k]...)
-	c.Items = append([]format.Item(nil), c.Items[k:]...)
-	n.Ptrs[i-1].Key = l.FirstKey()
-	return true, nil
-}
-
-// shiftRight moves c's items from k on (moved bytes) to the front of child
-// i+1 when they fit there.
-func (t *Tree) shiftRight(n *format.Node, i int, c *format.Node, k, moved int) (bool, error) {
-	r, err := t.readChild(n, i+1)
-	if err != nil {
-		return false, err
-	}
-	if !r.IsLeaf() || r.UsedBytes()+moved > t.capacity() {
+	if moved < excess {
 		return false, nil
 	}
-	if r, err = t.cowChild(n, i+1); err != nil {
+	if nb, err = t.cowChild(n, ni); err != nil {
 		return false, err
 	}
-	r.Items = append(append([]format.Item(nil), c.Items[k:]...), r.Items...)
-	c.Items = c.Items[:k:k]
-	n.Ptrs[i+1].Key = r.FirstKey()
+	if toLeft {
+		nb.Items = append(nb.Items, c.Items[:k]...)
+		c.Items = c.Items[k:]
+	} else {
+		cut := len(c.Items) - k
+		nb.Items = append(append(make([]format.Item, 0, len(nb.Items)+k), c.Items[cut:]...), nb.Items...)
+		c.Items = c.Items[:cut:cut]
+	}
+	if toLeft {
+		n.Ptrs[li].Key = nb.FirstKey()
+	} else {
+		n.Ptrs[ri].Key = nb.FirstKey()
+	}
 	return true, nil
 }
 

@@ -6,14 +6,11 @@ import (
 )
 
 // SoftMemoryLimit asks the garbage collector to keep the heap near limit
-// (unless the user set GOMEMLIMIT), and to collect at 50% growth instead
-// of 100% (unless GOGC is set): the tools churn through large data
-// buffers, and peak RSS matters more to them than a little GC time.
+// (unless the user set GOMEMLIMIT). The limit alone bounds peak RSS; a
+// lower GOGC on top of it only added GC time (mkfs -r of a 2 GB backup
+// set: 4.4 s with GOGC=50, 4.0 s with the default 100, same 165 MB RSS).
 func SoftMemoryLimit(limit int64) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
 	}
 }

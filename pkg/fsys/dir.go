@@ -53,13 +53,19 @@ func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
 
 // resolve also returns the parent directory of the result.
 func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
+	parts := splitPath(p)
+	if in, parent, ok, err := f.resolveCached(parts, follow); ok {
+		return in, parent, err
+	}
 	root, err := f.Inode(format.RootDirIno)
 	if err != nil {
 		return nil, nil, err
 	}
 	stack := []*Inode{root} // the directories walked, for ".."
-	parts := splitPath(p)
 	hops := 0
+	// pure: parts are still the caller's (no symlink followed), so each
+	// directory walked can be remembered under its path.
+	pure, prefix := cleanParts(parts), ""
 	for i := 0; i < len(parts); i++ {
 		name := parts[i]
 		cur := stack[len(stack)-1]
@@ -101,7 +107,12 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 			}
 			parts = append(parts[:0:0], rest...)
 			i = -1
+			pure = false
 			continue
+		}
+		if pure && child.IsDir() {
+			prefix += "/" + name
+			f.dirs.put(prefix, child.Ino)
 		}
 		stack = append(stack, child)
 	}
@@ -110,6 +121,78 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 		parent = stack[len(stack)-2]
 	}
 	return stack[len(stack)-1], parent, nil
+}
+
+// dirCache maps directory paths (no ".", "..", or symlink on the way) to
+// inode numbers, so copying a tree in does not walk every path from the
+// root: a path then costs one lookup per component below the deepest
+// cached directory. Any remove or rename (and an abort) clears it.
+type dirCache map[string]uint64
+
+const dirCacheMax = 4096
+
+func (c *dirCache) put(p string, ino uint64) {
+	if *c == nil || len(*c) >= dirCacheMax {
+		*c = dirCache{}
+	}
+	(*c)[p] = ino
+}
+
+func (c *dirCache) clear() { *c = nil }
+
+// cleanParts reports whether parts hold no "." or "..".
+func cleanParts(parts []string) bool {
+	for _, s := range parts {
+		if s == "." || s == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveCached resolves parts from the deepest cached directory above
+// the last component. ok is false when it cannot (nothing cached, "." or
+// "..", a symlink on the way): the caller walks from the root.
+func (f *FS) resolveCached(parts []string, follow bool) (in, parent *Inode, ok bool, err error) {
+	if len(f.dirs) == 0 || len(parts) < 2 || !cleanParts(parts) {
+		return nil, nil, false, nil
+	}
+	j, ino := len(parts)-1, uint64(0)
+	for ; j > 0; j-- {
+		if ino = f.dirs["/"+strings.Join(parts[:j], "/")]; ino != 0 {
+			break
+		}
+	}
+	if j == 0 {
+		return nil, nil, false, nil
+	}
+	cur, err := f.Inode(ino)
+	if err != nil || !cur.IsDir() {
+		return nil, nil, false, nil
+	}
+	prefix := "/" + strings.Join(parts[:j], "/")
+	for _, name := range parts[j:] {
+		if !cur.IsDir() {
+			return nil, nil, true, syscall.ENOTDIR
+		}
+		e, err := f.lookupChild(cur.Ino, name)
+		if err != nil {
+			return nil, nil, true, err
+		}
+		child, err := f.Inode(e.Ino)
+		if err != nil {
+			return nil, nil, true, err
+		}
+		if child.IsSymlink() {
+			return nil, nil, false, nil // symlinks: the full walk
+		}
+		if child.IsDir() {
+			prefix += "/" + name
+			f.dirs.put(prefix, child.Ino)
+		}
+		parent, cur = cur, child
+	}
+	return cur, parent, true, nil
 }
 
 func splitPath(p string) []string {

@@ -59,6 +59,8 @@ type FS struct {
 	data dataWriter
 	// prehash holds hashes computed ahead for the running WriteAtHashed.
 	prehash *Hashes
+	// dirs caches directory paths resolved before (see dirCache).
+	dirs dirCache
 	// decomp holds extents decompressed ahead by a big read.
 	decomp map[uint64][]byte
 	// lastExtent caches the last decompressed extent.
@@ -184,6 +186,7 @@ func (f *FS) MaybeCommit() error {
 // Abort drops the running transaction (after a failed operation); the
 // FS can no longer change anything.
 func (f *FS) Abort() {
+	f.dirs.clear()
 	f.data.stop()
 	if f.tx != nil {
 		f.tx.Abort()

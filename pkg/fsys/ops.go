@@ -147,6 +147,7 @@ func (f *FS) Remove(p string) error {
 }
 
 func (f *FS) removeIn(dir *Inode, name string) error {
+	f.dirs.clear()
 	e, err := f.lookupChild(dir.Ino, name)
 	if err != nil {
 		return err
@@ -220,6 +221,7 @@ func (f *FS) Rename(oldp, newp string) error {
 }
 
 func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) error {
+	f.dirs.clear()
 	e, err := f.lookupChild(odir.Ino, oname)
 	if err != nil {
 		return err

@@ -187,7 +187,7 @@ func GetDF(fs *store.FS) *DF {
 	df.Fallbacks = fallbacks(fs)
 	for _, d := range Devices(fs) {
 		df.TotalBytes += d.Size
-		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - d.Used})
+		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - min(d.Used, d.Size)})
 	}
 	return df
 }

@@ -96,10 +96,13 @@ func (tx *Txn) foldAllocations() error {
 				if err := chunk.Insert(k, format.MarshalChunkItem(c.ChunkItem)); err != nil {
 					return fmt.Errorf("record chunk %d: %w", c.Logical, err)
 				}
-				item := &format.BlockGroupItem{Used: 0, Type: c.Type, Profile: c.Profile, Flags: bg.flags}
-				if err := ext.Insert(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
+				// Put, not Insert: a chunk made during an earlier pass may
+				// already have its item from the usage loop below.
+				item := &format.BlockGroupItem{Used: bg.Used, Type: c.Type, Profile: c.Profile, Flags: bg.flags}
+				if err := ext.Put(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
 					return fmt.Errorf("record block group %d: %w", c.Logical, err)
 				}
+				bg.itemUsed = bg.Used
 			}
 			tx.devDirty = true
 		}

@@ -63,13 +63,18 @@ const (
 // each and give little back.
 const asyncDataMin = 32 << 10
 
+// pendingData is the freed data waiting for a batch: all pending data
+// but what the last batch held back.
 func (fs *FS) pendingData() uint64 {
+	n := fs.allPendingData()
+	return n - min(n, fs.disc.held)
+}
+
+func (fs *FS) allPendingData() uint64 {
 	var n uint64
-	for k, rs := range fs.disc.pending {
+	for k, b := range fs.disc.bytes {
 		if bg := fs.blockGroup(k); bg != nil && bg.Chunk.Type == format.ChunkData {
-			for _, r := range rs {
-				n += r.Len
-			}
+			n += b
 		}
 	}
 	return n
@@ -80,6 +85,11 @@ func (fs *FS) pendingData() uint64 {
 // all within the per-commit budget. Ranges no longer free are dropped
 // (space reused since; its next free records it again).
 func (fs *FS) discardPending() {
+	if !fs.disc.fresh {
+		return // nothing freed since the last batch: it would repeat itself
+	}
+	fs.disc.fresh = false
+	defer func() { fs.disc.held = fs.allPendingData() }()
 	budget := fs.sb.Settings.DiscardMaxPerCommit
 	if budget == 0 {
 		budget = ^uint64(0)
@@ -111,7 +121,7 @@ func (fs *FS) discardPending() {
 			if len(in) == 0 {
 				continue
 			}
-			if run.Len < metaMin && bg.Chunk.Type != format.ChunkData || run.Len < asyncDataMin {
+			if isData := bg.Chunk.Type == format.ChunkData; !isData && run.Len < metaMin || isData && run.Len < asyncDataMin {
 				keep = append(keep, in...)
 				continue
 			}
@@ -120,6 +130,7 @@ func (fs *FS) discardPending() {
 			// different times merge.
 			span := alloc.Range{Start: in[0].Start, Len: in[len(in)-1].End() - in[0].Start}
 			if budget < span.Len {
+				fs.disc.fresh = true // the next batch goes on from here
 				// Discard what the budget allows, keep the rest.
 				cut := budget / uint64(fs.sb.SectorSize) * uint64(fs.sb.SectorSize)
 				for _, p := range in {

@@ -19,6 +19,13 @@ type discardState struct {
 	toInsert, toDelete map[alloc.Range]bool
 	stats              DiscardStats
 	since              time.Time // start of the async batch (zero: none yet)
+	// bytes sums pending per block group (kept with every change, so a
+	// commit's batch trigger does not walk all pending ranges); held is
+	// the data a batch left pending (short runs, budget), fresh whether
+	// anything was added since the last batch.
+	bytes map[uint64]uint64
+	held  uint64
+	fresh bool
 	// unsupported devices get no discards (their ranges are dropped);
 	// failing ones neither, but their ranges stay recorded for trimtool.
 	unsupported, failing map[uint64]bool
@@ -26,14 +33,20 @@ type discardState struct {
 
 func newDiscardState() discardState {
 	return discardState{pending: map[uint64][]alloc.Range{}, toInsert: map[alloc.Range]bool{}, toDelete: map[alloc.Range]bool{},
-		unsupported: map[uint64]bool{}, failing: map[uint64]bool{}}
+		unsupported: map[uint64]bool{}, failing: map[uint64]bool{}, bytes: map[uint64]uint64{}}
 }
 
 // dirty: the records differ from what is pending.
 func (d *discardState) dirty() bool { return len(d.toInsert)+len(d.toDelete) > 0 }
 
 // replaced queues the record changes for pending ranges gone and born.
-func (d *discardState) replaced(gone, born []alloc.Range) {
+func (d *discardState) replaced(k uint64, gone, born []alloc.Range) {
+	for _, r := range gone {
+		d.bytes[k] -= r.Len
+	}
+	for _, r := range born {
+		d.bytes[k] += r.Len
+	}
 	for _, r := range gone {
 		if d.toInsert[r] {
 			delete(d.toInsert, r) // never reached the tree
@@ -69,7 +82,7 @@ func (d *discardState) setPending(k uint64, rs []alloc.Range) {
 	for r := range inOld {
 		gone = append(gone, r)
 	}
-	d.replaced(gone, born)
+	d.replaced(k, gone, born)
 	if len(rs) == 0 {
 		delete(d.pending, k)
 	} else {
@@ -100,14 +113,24 @@ func (fs *FS) loadDiscardRecords() error {
 	err := fs.Tree(format.DiscardTree).Scan(allKeys[0], allKeys[1], func(it format.Item) (bool, error) {
 		r := alloc.Range{Start: it.Key.ObjectID, Len: it.Key.Offset}
 		bg := fs.blockGroup(r.Start)
-		if it.Key.Type != format.DiscardItemKey || r.Len == 0 || bg == nil || r.End() > bg.Chunk.End() || r.End() < r.Start {
-			return false, fmt.Errorf("discard record %v: %w", it.Key, ErrCorrupt)
+		if it.Key.Type != format.DiscardItemKey {
+			return true, nil // not ours to follow or drop; fsck reports it
+		}
+		if r.Len == 0 || bg == nil || r.End() > bg.Chunk.End() || r.End() < r.Start {
+			// Records are hints (FORMAT.md §6.11): one that does not
+			// fit a chunk is dropped, never followed.
+			fs.disc.toDelete[r] = true
+			return true, nil
 		}
 		recorded[bg.Chunk.Logical] = append(recorded[bg.Chunk.Logical], r)
 		return true, nil
 	})
 	for k, rs := range recorded {
+		fs.disc.fresh = true
 		fs.disc.pending[k] = rs // as in the tree
+		for _, r := range rs {
+			fs.disc.bytes[k] += r.Len
+		}
 		// Overlapping records (another writer's) are rewritten merged.
 		fs.disc.setPending(k, mergeRanges(append([]alloc.Range(nil), rs...)))
 	}
@@ -167,7 +190,8 @@ func (tx *Txn) recordFreed() {
 	for k, add := range added {
 		out, gone, born := mergeInto(fs.disc.pending[k], mergeRanges(add))
 		fs.disc.pending[k] = out
-		fs.disc.replaced(gone, born)
+		fs.disc.replaced(k, gone, born)
+		fs.disc.fresh = true
 	}
 }
 
@@ -188,6 +212,8 @@ func (tx *Txn) reconcileDiscardTree() (bool, error) {
 			return false, fmt.Errorf("record discard [%d,+%d): %w", r.Start, r.Len, err)
 		}
 	}
+	// Cleared before the commit is durable: safe because a failed commit
+	// marks the FS broken, and the next open reloads the tree.
 	fs.disc.toInsert, fs.disc.toDelete = map[alloc.Range]bool{}, map[alloc.Range]bool{}
 	return true, nil
 }
@@ -248,6 +274,17 @@ func (fs *FS) splitByBlockGroup(r alloc.Range) []alloc.Range {
 		n := min(r.Len, bg.Chunk.End()-r.Start)
 		out = append(out, alloc.Range{Start: r.Start, Len: n})
 		r = alloc.Range{Start: r.Start + n, Len: r.Len - n}
+	}
+	return out
+}
+
+// clipRanges keeps the parts of sorted ranges below end.
+func clipRanges(rs []alloc.Range, end uint64) []alloc.Range {
+	var out []alloc.Range
+	for _, r := range rs {
+		if r.Start < end {
+			out = append(out, alloc.Range{Start: r.Start, Len: min(r.End(), end) - r.Start})
+		}
 	}
 	return out
 }

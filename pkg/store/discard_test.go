@@ -368,3 +368,84 @@ func checkRecords(t *testing.T, fs *FS) {
 		}
 	}
 }
+
+// Shrink cuts a chunk tail that still holds async discard records: the
+// records are clipped with it, so the image opens for writing afterwards
+// (after a power cut, and after a clean close with the policy off).
+func TestShrinkClipsDiscardRecords(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "async-crash", true: "off-close"}[off], func(t *testing.T) { shrinkCase(t, off) })
+	}
+}
+
+// asyncFreedTail makes an async-discard image with two 8 MiB data
+// extents, the second freed (so pending) in the last commit.
+func asyncFreedTail(t *testing.T) (*FS, []*device.MemDevice, []alloc.Range) {
+	t.Helper()
+	devs := memDevs(1, 1<<30)
+	fs := createWith(t, devs, format.ProfileSingle, format.ProfileDup, format.Settings{Discard: format.DiscardAsync})
+	tx, _ := fs.Begin()
+	var exts []alloc.Range
+	for range 2 {
+		l, err := tx.AllocData(8 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts = append(exts, alloc.Range{Start: l, Len: 8 << 20})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ = fs.Begin()
+	if err := tx.FreeData(exts[1].Start, exts[1].Len, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return fs, devs, exts
+}
+
+func shrinkCase(t *testing.T, off bool) {
+	fs, devs, _ := asyncFreedTail(t)
+	if off {
+		if err := fs.UpdateSettings(func(s *format.Settings) error { s.Discard = format.DiscardOff; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fs.Shrink(); err != nil {
+		t.Fatal(err)
+	}
+	if off { // clean Close: policy off, so Close does not drop the records
+		if err := fs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	} else { // power cut right after Shrink
+		for _, d := range devs {
+			d.Crash()
+		}
+	}
+	fs = reopen(t, devs, false)
+	if got := fs.DiscardStats().PendingBytes; got >= 8<<20 {
+		t.Errorf("%d bytes pending past the shrunk chunk", got)
+	}
+}
+
+// Close drops an uncommitted transaction: async discard's cleanup commit
+// at Close must not write the dropped one's in-memory state.
+func TestCloseDropsOpenTransaction(t *testing.T) {
+	fs, devs, exts := asyncFreedTail(t)
+	bg := fs.blockGroup(exts[0].Start)
+	committed := bg.Used
+	tx, _ := fs.Begin()
+	if _, err := tx.AllocData(1 << 20); err != nil { // never committed
+		t.Fatal(err)
+	}
+	if err := fs.Close(); err != nil { // "An uncommitted transaction is dropped."
+		t.Fatal(err)
+	}
+	fs = reopen(t, devs, false)
+	if got := fs.blockGroup(exts[0].Start).Used; got != committed {
+		t.Fatalf("data block group used %d after reopen, last commit said %d: Close committed the dropped transaction's usage", got, committed)
+	}
+}

@@ -87,6 +87,10 @@ func (tx *Txn) trimChunks() error {
 		if err := bg.free.Remove(c.Logical+newLen, c.Length-newLen); err != nil {
 			return err
 		}
+		// Pending discards past the new end go with the cut.
+		if rs := fs.disc.pending[c.Logical]; len(rs) > 0 {
+			fs.disc.setPending(c.Logical, clipRanges(rs, c.Logical+newLen))
+		}
 		oldKey := bgKey(c)
 		cut := c.Length - newLen
 		c.Length = newLen // the chunk map shares this item

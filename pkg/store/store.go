@@ -179,7 +179,11 @@ func (fs *FS) findDevices(opt volume.Options) error {
 
 // Close releases the devices. An uncommitted transaction is dropped.
 func (fs *FS) Close() error {
-	fs.tx = nil
+	if fs.tx != nil {
+		// An uncommitted transaction is dropped; its in-memory state
+		// must not reach the disk through the discard cleanup below.
+		fs.tx.Abort()
+	}
 	var err error
 	if fs.sb.Settings.Discard == format.DiscardAsync && !fs.broken && fs.Vol.Writable() {
 		// The command ends: discard what async batched (the last commit

@@ -70,6 +70,9 @@ func (tx *Txn) AllocDataOn(n uint64, tier uint8) (uint64, error) {
 		if tx.tierFull[tn] {
 			continue
 		}
+		if small && tn == tiers.Fastest() && tn != home && !fs.tierHasReserve(tiers, tn) {
+			continue // keep the rest of the metadata tier for metadata
+		}
 		bg, err := tx.newChunkOn(format.ChunkData, tn, true)
 		if errors.Is(err, ErrNoSpace) {
 			if tx.tierFull == nil {
@@ -93,4 +96,26 @@ func (tx *Txn) AllocDataOn(n uint64, tier uint8) (uint64, error) {
 		}
 	}
 	return tx.allocExtent(format.ChunkData, n, align)
+}
+
+// smallDataReserve is the share of the metadata tier's device space that
+// small data never takes for new chunks (ZFS keeps 25% of its special
+// class for metadata the same way): metadata must not be pushed off the
+// fast tier by the small files sent there.
+const smallDataReserve = 4 // 1/4
+
+// tierHasReserve reports whether tier tn has more unallocated device
+// space than the reserve.
+func (fs *FS) tierHasReserve(tiers alloc.Tiers, tn int) bool {
+	var size, free uint64
+	for _, d := range fs.deviceSpace() {
+		if tiers.Of[d.DevID] != tn {
+			continue
+		}
+		size += d.Size
+		for _, h := range d.Holes() {
+			free += h.Len
+		}
+	}
+	return free > size/smallDataReserve
 }

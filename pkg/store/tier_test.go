@@ -268,3 +268,31 @@ func TestDeviceAddUsed(t *testing.T) {
 		t.Fatalf("new data chunk on %v fallback %v, want [3]", chunkDevs(last), last.Fallback())
 	}
 }
+
+// small_data_max must stop opening data chunks on the fastest tier before
+// metadata has no room left there (a 25% reserve).
+func TestSmallDataKeepsMetadataReserve(t *testing.T) {
+	fs, _ := tieredSizes(t, 1, 1, 256<<20, 1<<30, format.ProfileSingle, format.ProfileSingle,
+		format.Settings{AllocPolicy: format.AllocTiered, SmallDataMax: 64 << 10})
+	tx, err := fs.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Abort()
+	for {
+		at, err := tx.AllocData(64 << 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chunkDevs(fs.blockGroup(at))[0] == 2 { // spilled to the HDD
+			break
+		}
+	}
+	bg, err := tx.newChunk(format.ChunkMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunkDevs(bg)[0] != 1 {
+		t.Fatalf("metadata chunk on %v (fallback %v) after small data filled the SSD: layout %v", chunkDevs(bg), bg.Fallback(), layout(fs))
+	}
+}

@@ -41,6 +41,9 @@ func (o *Options) keepAttrs() bool { return o.Archive || o.Preserve }
 // bufSize is the copy buffer: one data extent.
 const bufSize = 8 << 20
 
+// smallFile is the size up to which copyData reads a file in one go.
+const smallFile = 256 << 10
+
 // copier holds the state of one copy-in.
 type copier struct {
 	f     *fsys.FS
@@ -314,6 +317,25 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 		return err
 	}
 	size := st.Size()
+	if size <= smallFile && size > 0 {
+		// Small files in one read, without the reader goroutine and the
+		// hole seeks (fsys turns zero sectors into holes anyway): most
+		// files of a tree are small, and per-file overhead dominates.
+		n, err := io.ReadFull(fh, c.buf[:size])
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return err
+		}
+		if werr := c.f.WriteAt(in, c.buf[:n], 0); werr != nil {
+			return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
+		}
+		if c.o.Progress != nil {
+			c.o.Progress(int64(n))
+		}
+		if in.Size < uint64(size) {
+			return c.f.Truncate(in, uint64(size))
+		}
+		return nil
+	}
 	chunks := make(chan chunk, 1)
 	free := make(chan []byte, 2)
 	done := make(chan struct{})
