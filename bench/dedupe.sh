@@ -126,6 +126,7 @@ if [ "${BACKUP:-1}" = 1 ]; then
 		echo "$t1 - $t0" | bc >"$root/last"
 	}
 	pack "mkfs.ddfs -r --dedupe" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe -r "$set_dir" "$root/b.img"; ddfs_t=$(cat "$root/last")
+	pack "mkfs.ddfs -r --dedupe -m single" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe -m single -r "$set_dir" "$root/b.img"
 	pack "mkfs.ddfs -r --dedupe --compress s2" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe --compress s2 -r "$set_dir" "$root/b.img"
 	pack "mkfs.ddfs -r --dedupe --compress zstd:3" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe --compress zstd:3 -r "$set_dir" "$root/b.img"
 	rm -f "$root/b.img"

@@ -85,7 +85,7 @@ func (im *image) close() error {
 	if cerr := im.f.Close(); err == nil {
 		err = cerr
 	}
-	printStats(im.stats, inspect.DevicesIO(devs, items))
+	printStats(im.stats, inspect.DevicesIO(devs, items), st.FallbackChunks(), st.Super().Settings.AllocPolicy.String())
 	return im.err(err)
 }
 

@@ -44,22 +44,25 @@ func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, do
 		return nil, nil, err
 	}
 	return fs, func() {
-		printStats(o.stats, inspect.IOStats(fs))
+		printStats(o.stats, inspect.IOStats(fs), 0, "")
 		fs.Close()
 	}, nil
 }
 
 // printStats writes --stats output on stderr: lines, or one JSON object
-// {"io": [...]} for scripts (bench/tiered.sh).
-func printStats(format string, io []inspect.DeviceIO) {
+// {"io": [...], "fallback_chunks": N} for scripts (bench/tiered.sh).
+// fallbacks counts new chunks placed outside the policy's preference.
+func printStats(format string, io []inspect.DeviceIO, fallbacks int, policy string) {
 	switch format {
 	case "":
 	case "json":
 		b, _ := json.Marshal(struct {
-			IO []inspect.DeviceIO `json:"io"`
-		}{io})
+			IO        []inspect.DeviceIO `json:"io"`
+			Fallbacks int                `json:"fallback_chunks"`
+		}{io, fallbacks})
 		fmt.Fprintln(os.Stderr, string(b))
 	default:
 		inspect.PrintIOStats(os.Stderr, io)
+		inspect.PrintFallbacks(os.Stderr, fallbacks, policy)
 	}
 }

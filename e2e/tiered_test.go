@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -105,7 +106,10 @@ func TestTieredSpillReported(t *testing.T) {
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-d", "raid1", "-m", "raid1", "--alloc-policy", "tiered",
 		"s0.img", "s1.img", "s2.img", "h0.img:rotational=1,bandwidth=150M", "h1.img:rotational=1"), 0)
 	os.WriteFile(filepath.Join(dir, "big.bin"), bytes.Repeat([]byte("0123456789abcdef"), 10<<20), 0o644)
-	must(t, run(t, dir, "ddfs", "cp", "big.bin", "s0.img:/"), 0)
+	cp := must(t, run(t, dir, "ddfs", "cp", "--stats", "big.bin", "s0.img:/"), 0)
+	if !regexp.MustCompile(`alloc: [1-9]\d* new chunk\(s\) placed outside the tiered policy's preferred devices`).MatchString(cp.stderr) {
+		t.Fatalf("cp --stats does not report the fallback: %q", cp.stderr)
+	}
 	var df struct {
 		Fallbacks []struct {
 			Type   string   `json:"type"`

@@ -151,6 +151,7 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	fs := f.Store()
 	if *stats {
 		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
+		inspect.PrintFallbacks(stderr, fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String())
 	}
 	info := inspect.GetInfo(fs)
 	switch {

@@ -58,3 +58,11 @@ func PrintIOStats(w io.Writer, stats []DeviceIO) {
 			s.DevID, s.Path, s.Reads, units.Human(s.ReadBytes), s.Writes, units.Human(s.WriteBytes), s.Flushes, s.Discards, units.Human(s.DiscardBytes), s.Seeks, s.ModeledSeconds)
 	}
 }
+
+// PrintFallbacks adds the --stats line that says a command's new chunks
+// went outside the allocation policy's preferred devices (never silent).
+func PrintFallbacks(w io.Writer, n int, policy string) {
+	if n > 0 {
+		fmt.Fprintf(w, "alloc: %d new chunk(s) placed outside the %s policy's preferred devices (ddfs df lists them)\n", n, policy)
+	}
+}

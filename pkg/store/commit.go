@@ -73,9 +73,14 @@ func (tx *Txn) Commit() error {
 		bg.isNew = false
 	}
 	fs.tx = nil
+	fs.fallbacks += tx.Fallbacks
 	tx.discardAfterCommit()
 	return nil
 }
+
+// FallbackChunks counts the chunks committed since the FS was opened that
+// the allocation policy had to place outside its preferred devices.
+func (fs *FS) FallbackChunks() int { return fs.fallbacks }
 
 // foldAllocations records chunk, device and extent changes in the trees
 // until a pass changes nothing more.

@@ -42,6 +42,7 @@ type FS struct {
 	// Profiles for new chunks, taken from the newest chunk of each kind.
 	dataProfile, metaProfile format.Profile
 	disc                     discardState
+	fallbacks                int // chunks placed outside the policy's preference
 	// tierCache ranks the devices for the policy; nil after a device
 	// changes. tierEpoch counts rankings, so block groups know when
 	// their cached tier is stale.
