@@ -16,6 +16,7 @@ RUNS=${RUNS:-3}
 FRAGS=${FRAGS:-1000000}
 PM_FILES=${PM_FILES:-5000}
 PM_TX=${PM_TX:-30000}
+PM_RUNS=${PM_RUNS:-5}
 CASES=${CASES:-postmark frag giveback}
 D1=${D1:-/usr/local/go}
 root=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-discard.XXXXXX")
@@ -44,16 +45,19 @@ go build -o "$root/fragment" ./bench/fragment
 echo "# discard benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, runs=$RUNS"
 
 if has_case postmark; then
-	echo "## postmark: $PM_FILES files of 4-64 KiB, $PM_TX transactions, commit every 200"
+	echo "## postmark: $PM_FILES files of 4-64 KiB, $PM_TX transactions, commit every 200; medians of $PM_RUNS interleaved runs"
 	printf '%-8s %10s %10s %10s %12s %10s\n' policy "tx/s" "ops/s" discards "MiB disc." "seconds"
 	declare -A tx disc
-	for p in off sync async; do
-		: >"$root/pm-$p"
-		for _ in $(seq "$RUNS"); do
+	for p in off sync async; do : >"$root/pm-$p"; done
+	# Interleaved, so the host disk's slow drifts hit every policy alike.
+	for _ in $(seq "$PM_RUNS"); do
+		for p in off sync async; do
 			rm -f "$root/pm.img"
 			"$BIN/mkfs.ddfs" -q -b 4G "$root/pm.img"
 			"$root/postmark" -img "$root/pm.img" -discard "$p" -files "$PM_FILES" -tx "$PM_TX" >>"$root/pm-$p"
 		done
+	done
+	for p in off sync async; do
 		tx[$p]=$(jq .tx_per_sec "$root/pm-$p" | median)
 		ops=$(jq .ops_per_sec "$root/pm-$p" | median)
 		disc[$p]=$(jq .discards "$root/pm-$p" | median)
