@@ -24,7 +24,8 @@ off: only trimtool discards. sync: each extent a commit frees is discarded right
 commit is durable (metadata too, every copy). async: freed ranges are recorded with the commit,
 then discarded in merged batches by the same command: data at once, metadata only inside a
 free range of at least --metadata-min (default 1M); --max-bytes-per-commit (0: no bound)
-holds the rest back, recorded, for a later command or trimtool.
+holds the rest back, recorded, for a later command or trimtool. Switching away from async leaves
+what is pending recorded until a full trimtool run discards it and drops the records.
 `
 
 // policyJSON is what `trimtool policy --json` prints.

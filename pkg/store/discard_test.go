@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -447,5 +448,63 @@ func TestCloseDropsOpenTransaction(t *testing.T) {
 	fs = reopen(t, devs, false)
 	if got := fs.blockGroup(exts[0].Start).Used; got != committed {
 		t.Fatalf("data block group used %d after reopen, last commit said %d: Close committed the dropped transaction's usage", got, committed)
+	}
+}
+
+// TestDiscardDeviceErrors: a device that fails discards does not fail the
+// (already durable) commit; its ranges stay recorded and the next command
+// on a healthy device discards them. A device without discard support
+// gets none, and its ranges are dropped.
+func TestDiscardDeviceErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		err         error
+		wantPending bool
+	}{
+		{"failing", syscall.EIO, true},
+		{"unsupported", device.ErrNotSupported, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := device.NewMemDevice("mem0", 1<<30)
+			faulty := device.NewFaulty(mem, nil)
+			p := CreateParams{FSID: [16]byte{9}, Label: "t", Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+				Data: format.ProfileSingle, Metadata: format.ProfileDup, Settings: format.Settings{Discard: format.DiscardAsync},
+				Devices: []NewDevice{{Dev: faulty, Path: "mem0"}}}
+			fs, err := Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, _ := fs.Begin()
+			l, err := tx.AllocData(1 << 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			faulty.SetRule(device.FailAfter(0, device.OpDiscard, tc.err))
+			tx, _ = fs.Begin()
+			if err := tx.FreeData(l, 1<<20, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("commit with a %s discard device: %v", tc.name, err)
+			}
+			if err := fs.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			st := fs.DiscardStats()
+			if st.Discards != 0 || (st.PendingBytes >= 1<<20) != tc.wantPending {
+				t.Fatalf("%s: %d discards, %d bytes pending", tc.name, st.Discards, st.PendingBytes)
+			}
+			faulty.SetRule(nil)
+			fs = reopen(t, []*device.MemDevice{mem}, false)
+			if err := fs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := fs.DiscardStats(); tc.wantPending && got.Bytes < 1<<20 {
+				t.Fatalf("next command discarded %d bytes of the 1 MiB left pending", got.Bytes)
+			}
+		})
 	}
 }
