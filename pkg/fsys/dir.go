@@ -356,10 +356,24 @@ func (f *FS) ReadDir(dir *Inode, fn func(DirEntry) bool) error {
 	}
 	start := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey}
 	end := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey + 1}
-	return f.rtree(format.FSTree).Scan(start, end, func(it format.Item) (bool, error) {
+	t := f.rtree(format.FSTree)
+	return t.Scan(start, end, func(it format.Item) (bool, error) {
 		e, err := format.UnmarshalDirEntry(it.Data)
 		if err != nil {
 			return false, fmt.Errorf("directory %d index %d: %w", dir.Ino, it.Key.Offset, err)
+		}
+		if e.Type == format.FileTypeDir {
+			// A directory has one parent and names it in its back
+			// reference. An entry that disagrees (or names the root or
+			// the directory itself) would let a crafted image lead every
+			// recursive walk (cp -r, tar-out, ls -R, du, rm -r) in a loop.
+			_, rerr := t.Get(format.Key{ObjectID: e.Ino, Type: format.InodeRefKey, Offset: dir.Ino})
+			if rerr != nil && !errors.Is(rerr, btree.ErrNotFound) {
+				return false, fmt.Errorf("directory %d entry %q: %w", dir.Ino, e.Name, rerr)
+			}
+			if e.Ino == dir.Ino || e.Ino == format.RootDirIno || rerr != nil {
+				return false, fmt.Errorf("directory %d entry %q: directory %d does not name it as its parent (a loop?): %w", dir.Ino, e.Name, e.Ino, format.ErrCorrupt)
+			}
 		}
 		return fn(DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}), nil
 	})
