@@ -322,7 +322,7 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 		// hole seeks (fsys turns zero sectors into holes anyway): most
 		// files of a tree are small, and per-file overhead dominates.
 		n, err := io.ReadFull(fh, c.buf[:size])
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return err
 		}
 		if werr := c.f.WriteAt(in, c.buf[:n], 0); werr != nil {
