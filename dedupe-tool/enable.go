@@ -72,8 +72,6 @@ func change(image string, stats bool, stderr io.Writer, fn func(*format.Settings
 	}
 	defer fs.Close()
 	err = fs.UpdateSettings(fn)
-	if stats {
-		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
-	}
+	inspect.MaybePrintIOStats(stderr, fs, stats)
 	return err
 }

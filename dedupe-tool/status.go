@@ -30,11 +30,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var io []inspect.DeviceIO
-	if *stats {
-		io = inspect.IOStats(fs)
-		inspect.PrintIOStats(stderr, io)
-	}
+	io := inspect.MaybePrintIOStats(stderr, fs, *stats)
 	if *asJSON {
 		return cli.JSON(stdout, struct {
 			*inspect.DedupeStatus

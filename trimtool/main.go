@@ -94,11 +94,7 @@ func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 			return err
 		}
 	}
-	var io []inspect.DeviceIO
-	if *stats {
-		io = inspect.IOStats(fs)
-		inspect.PrintIOStats(stderr, io)
-	}
+	io := inspect.MaybePrintIOStats(stderr, fs, *stats)
 	if *asJSON {
 		return cli.JSON(stdout, struct {
 			DryRun  bool                `json:"dry_run"`

@@ -113,9 +113,7 @@ func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	out := policyJSON{Discard: s.Discard.String(), MetadataMin: s.MetadataMin(), MaxBytesPerCommit: s.DiscardMaxPerCommit, PendingBytes: pending}
-	if *stats {
-		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
-	}
+	inspect.MaybePrintIOStats(stderr, fs, *stats)
 	if *asJSON {
 		return cli.JSON(stdout, out)
 	}

@@ -66,3 +66,14 @@ func PrintFallbacks(w io.Writer, n int, policy string) {
 		fmt.Fprintf(w, "alloc: %d new chunk(s) placed outside the %s policy's preferred devices (ddfs df lists them)\n", n, policy)
 	}
 }
+
+// MaybePrintIOStats prints the --stats lines of fs on w when on is set and
+// returns them (for --json "io"); nil when off.
+func MaybePrintIOStats(w io.Writer, fs *store.FS, on bool) []DeviceIO {
+	if !on {
+		return nil
+	}
+	st := IOStats(fs)
+	PrintIOStats(w, st)
+	return st
+}
