@@ -34,7 +34,7 @@ type dataWrite struct {
 // queueDepth and maxInFlight bound the writes and bytes in flight.
 const (
 	queueDepth  = 256
-	maxInFlight = 32 << 20
+	maxInFlight = 8 << 20
 )
 
 func (w *dataWriter) start() {
