@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ddfs/ddfs/"
+
+// layers ranks every package: a package may import only packages of a
+// strictly lower rank, so imports point one way (format <- pkg <- mains).
+// A new package fails this test until it is given a rank here.
+var layers = map[string]int{
+	"format": 0,
+	"pkg/units": 1, "pkg/cdc": 1, "pkg/cli": 1, "pkg/device": 1,
+	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
+	"pkg/progress": 2, "pkg/volume": 2,
+	"pkg/store": 3,
+	"pkg/fsys": 4, "pkg/inspect": 4, "pkg/trim": 4,
+	"pkg/transfer": 5, "pkg/check": 5,
+	"pkg/mkfs": 6, "pkg/crashtest": 6,
+	// The five mains and the tools around them.
+	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,
+	"bench/gen": 10, "bench/dedupegen": 10, "bench/fragment": 10,
+	"bench/postmark": 10, "bench/randwrite": 10,
+	"testimages/gen": 10, "testimages": 10, "e2e": 10,
+}
+
+// importsOf lists each package of the module with its module imports
+// (tests excluded: a test may reach across layers to build fixtures).
+func importsOf(t *testing.T) map[string][]string {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], module)
+		pkgs[name] = nil
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module) {
+				pkgs[name] = append(pkgs[name], strings.TrimPrefix(imp, module))
+			}
+		}
+	}
+	return pkgs
+}
+
+func TestImportDirection(t *testing.T) {
+	pkgs := importsOf(t)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is it run from the module?", len(pkgs))
+	}
+	for p, imps := range pkgs {
+		rank, ok := layers[p]
+		if !ok {
+			t.Errorf("package %s has no layer: give it a rank in layering_test.go", p)
+			continue
+		}
+		for _, imp := range imps {
+			if r, ok := layers[imp]; ok && r >= rank {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point down", p, rank, imp, r)
+			}
+		}
+	}
+}
