@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
@@ -48,6 +47,9 @@ type FS struct {
 	// their cached tier is stale.
 	tierCache *alloc.Tiers
 	tierEpoch int
+	// missing lists the members a degraded open went without.
+	missing []*volume.MissingDeviceError
+	heal    healState
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
@@ -148,9 +150,10 @@ func (fs *FS) loadChunkTree() error {
 	return nil
 }
 
-// findDevices opens devices named by path hints and reports missing ones.
+// findDevices opens devices named by path hints and reports missing ones
+// (degraded.go decides whether the set may open without them).
 func (fs *FS) findDevices(opt volume.Options) error {
-	var missing []string
+	var missing []*volume.MissingDeviceError
 	for _, d := range fs.DevItems() {
 		if _, ok := fs.Vol.Device(d.DevID); ok {
 			continue
@@ -159,13 +162,16 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		if hint != "" && !filepath.IsAbs(hint) {
 			hint = filepath.Join(fs.Vol.Dir, hint)
 		}
-		if hint != "" && fs.Vol.AddDevice(hint, d.DevID, opt) == nil {
-			continue
+		var err error
+		if hint != "" {
+			if err = fs.Vol.AddDevice(hint, d.DevID, opt); err == nil {
+				continue
+			}
 		}
-		missing = append(missing, fmt.Sprintf("device %d (%s)", d.DevID, d.Path))
+		missing = append(missing, missingDevice(d, err))
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
+	if err := fs.acceptMissing(missing, opt); err != nil {
+		return err
 	}
 	if uint64(len(fs.devItems)) != fs.sb.NumDevices {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
@@ -231,7 +237,7 @@ func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*fo
 		return n, nil
 	}
 	want := format.NodeExpect{FSID: fs.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
-	n, err := fs.ReadNodeCopy(want, -1)
+	n, err := fs.readNodeHealing(want)
 	if err != nil {
 		return nil, &NodeError{owner, logical, err}
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	Extra []string // more device specs to consider (--device)
 	// NoScan disables looking for the other devices in the first device's folder.
 	NoScan bool
+	// Degraded opens a set with members missing or unusable (--degraded):
+	// reads use the surviving copies, writes go to chunks on the present
+	// devices only.
+	Degraded bool
 }
 
 // ErrMissingDevice: a device of the set was not found.
