@@ -87,3 +87,9 @@ func degradedProfile(t format.ChunkType, p format.Profile, present int) (format.
 	}
 	return format.ProfileSingle, true
 }
+
+// OpenDegraded opens the filesystem on an already opened volume that may
+// lack members (tests, crash replay), as Open with Options.Degraded.
+func OpenDegraded(vol *volume.Volume) (*FS, error) {
+	return openVolume(vol, volume.Options{Write: vol.Writable(), NoScan: true, Degraded: true})
+}
