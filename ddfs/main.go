@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
 	"prop":    {"get or set properties: dedupe, compression, alloc-policy, discard", cmdProp},
 	"device":  {"device usage, set properties, add a device", cmdDevice},
+	"scrub":   {"read and verify every copy; --repair rewrites bad ones", cmdScrub},
 }
 
 func main() {
