@@ -256,6 +256,7 @@ func TestScrubRepairsThousand(t *testing.T) {
 			if err != nil || !rep.Clean() || len(rep.Files) != 0 || rep.Nodes == 0 || rep.DataBytes != 100*48<<10 {
 				t.Fatalf("second scrub: %v, %+v", err, rep.Devices)
 			}
+			checkBytesRead(t, pc, rep)
 		})
 	}
 }
@@ -310,5 +311,75 @@ func TestScrubResume(t *testing.T) {
 	}
 	if len(errorSet(rep)) != len(bad) {
 		t.Fatal("a bad copy was counted twice")
+	}
+	full, err := Run(fs, Options{})
+	if err != nil || full.Nodes != rep.Nodes || full.DataBytes != rep.DataBytes || full.BytesRead != rep.BytesRead {
+		t.Fatalf("resumed run counted %d nodes, %d data bytes, read %d; a whole run %d, %d, %d (%v)",
+			rep.Nodes, rep.DataBytes, rep.BytesRead, full.Nodes, full.DataBytes, full.BytesRead, err)
+	}
+}
+
+// checkBytesRead: every copy of every node and sector was read once; the
+// mirrored profiles spread that evenly over their devices.
+func checkBytesRead(t *testing.T, pc profileCase, rep *Report) {
+	t.Helper()
+	pi, _ := pc.meta.Info()
+	want := (rep.Nodes*4096 + rep.DataBytes) * uint64(pi.Copies)
+	var sum uint64
+	for _, d := range rep.Devices {
+		sum += d.BytesRead
+		if !pi.Striped && d.BytesRead != want/uint64(pc.devs) {
+			t.Fatalf("device %d read %d bytes, want %d", d.DevID, d.BytesRead, want/uint64(pc.devs))
+		}
+	}
+	if sum != want || rep.BytesRead != want {
+		t.Fatalf("read %d (devices %d) bytes, want %d", rep.BytesRead, sum, want)
+	}
+}
+
+// The files hit are named, and one whose sector has no good copy left is
+// marked uncorrectable (and counted so), while a file with one bad copy
+// is repaired.
+func TestScrubNamesFiles(t *testing.T) {
+	pc := profiles[0]
+	devs, files := build(t, pc, rand.New(rand.NewPCG(9, 9)))
+	fs := open(t, devs, true)
+	defer fs.Close()
+	byName := map[string]uint64{}
+	for ino, name := range files {
+		byName[name] = ino
+	}
+	var f3, f7 []target
+	for _, c := range candidates(t, fs, files) {
+		switch c.ino {
+		case byName["/f3"]:
+			f3 = append(f3, c)
+		case byName["/f7"]:
+			f7 = append(f7, c)
+		}
+	}
+	hit := func(logical uint64, copies ...int) {
+		ts, _ := fs.Vol.Locate(logical)
+		for _, m := range copies {
+			if _, err := devs[ts[m].DevID-1].WriteAt([]byte("garbage"), int64(ts[m].Physical)+9); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hit(f3[1].logical, 1)
+	hit(f7[len(f7)-1].logical, 0, 1) // the last sector, on both copies
+	rep, err := Run(fs, Options{Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []File{{"/f3", byName["/f3"], false}, {"/f7", byName["/f7"], true}}
+	if byName["/f3"] > byName["/f7"] {
+		want[0], want[1] = want[1], want[0]
+	}
+	if fmt.Sprint(rep.Files) != fmt.Sprint(want) {
+		t.Fatalf("files %v, want %v", rep.Files, want)
+	}
+	if left, unc := rep.Left(); left != 2 || unc != 2 {
+		t.Fatalf("left %d uncorrectable %d, want 2 and 2", left, unc)
 	}
 }
