@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -43,7 +45,7 @@ func cmdScrub(args []string, stdout, stderr io.Writer) error {
 	if *statePath == "" {
 		*statePath = filepath.Join(filepath.Dir(img), "."+filepath.Base(img)+".ddfs-scrub")
 	}
-	opt := scrub.Options{Repair: *repair, Resume: *resume, StatePath: *statePath, Workers: *workers}
+	opt := scrub.Options{Repair: *repair, Resume: *resume, StatePath: *statePath, Workers: *workers, Stop: interrupted()}
 	var bar *progress.Bar
 	if isTerminal(os.Stderr) {
 		bar = progress.NewLabeled(os.Stderr, "read")
@@ -99,4 +101,18 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 		}
 		fmt.Fprintf(w, "  file %s: %s\n", p, state)
 	}
+}
+
+// interrupted returns a channel closed on the first SIGINT or SIGTERM, so
+// the scrub stops cleanly and records where to resume.
+func interrupted() <-chan struct{} {
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		signal.Stop(sig)
+		close(stop)
+	}()
+	return stop
 }
