@@ -383,3 +383,28 @@ func TestScrubNamesFiles(t *testing.T) {
 		t.Fatalf("left %d uncorrectable %d, want 2 and 2", left, unc)
 	}
 }
+
+// On a degraded set the missing member is reported as such, its copies
+// are neither read nor counted as bad, and the present copies are
+// scrubbed in full.
+func TestScrubDegraded(t *testing.T) {
+	pc := profiles[0]
+	devs, _ := build(t, pc, rand.New(rand.NewPCG(2, 2)))
+	vol, err := volume.FromDevices([]device.Device{devs[0]}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := store.OpenDegraded(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	rep, err := Run(fs, Options{})
+	if err != nil || !rep.Clean() {
+		t.Fatalf("%v %+v", err, rep.Devices)
+	}
+	d1, d2 := rep.Devices[0], rep.Devices[1]
+	if d1.Missing || !d2.Missing || d2.BytesRead != 0 || d1.BytesRead != rep.Nodes*4096+rep.DataBytes || rep.DataBytes != 100*48<<10 {
+		t.Fatalf("devices %+v %+v, %d nodes %d data bytes", d1, d2, rep.Nodes, rep.DataBytes)
+	}
+}
