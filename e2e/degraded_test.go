@@ -106,6 +106,10 @@ func TestDegradedPerProfile(t *testing.T) {
 				}
 			}
 			var df struct {
+				Devices []struct {
+					DevID   uint64 `json:"devid"`
+					Missing bool   `json:"missing"`
+				} `json:"devices"`
 				Fallbacks []struct {
 					Profile string   `json:"profile"`
 					DevIDs  []uint64 `json:"devids"`
@@ -114,6 +118,11 @@ func TestDegradedPerProfile(t *testing.T) {
 			r := must(t, run(t, dir, "ddfs", "df", "--json", "--degraded", "d0.img"), 0)
 			if err := json.Unmarshal([]byte(r.stdout), &df); err != nil || len(df.Fallbacks) == 0 {
 				t.Fatalf("df after degraded writes: %v %s", err, r.stdout)
+			}
+			for _, d := range df.Devices {
+				if d.Missing != (d.DevID == uint64(tc.devs)) {
+					t.Fatalf("df: device %d missing %v", d.DevID, d.Missing)
+				}
 			}
 			for _, fb := range df.Fallbacks {
 				for _, id := range fb.DevIDs {
