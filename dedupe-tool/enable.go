@@ -72,6 +72,7 @@ func change(image string, stats, degraded bool, stderr io.Writer, fn func(*forma
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "dedupe-tool", image, fs)
 	defer fs.Close()
 	err = fs.UpdateSettings(fn)
 	inspect.MaybePrintIOStats(stderr, fs, stats)

@@ -26,6 +26,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "dedupe-tool: status", fl.Arg(0), fs)
 	defer fs.Close()
 	st, err := inspect.GetDedupeStatus(fs)
 	if err != nil {

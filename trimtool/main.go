@@ -79,6 +79,7 @@ func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "trimtool", fl.Arg(0), fs)
 	defer func() {
 		// Close may still commit (async discard's record cleanup).
 		if cerr := fs.Close(); err == nil {
