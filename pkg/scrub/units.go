@@ -37,6 +37,11 @@ func (s *scrubber) produce(start uint64, out chan<- *unit) error {
 	seq := uint64(0)
 	send := func(u *unit) error {
 		u.seq = seq
+		select { // a stop wins over a free slot
+		case <-s.opt.Stop:
+			return ErrInterrupted
+		default:
+		}
 		select {
 		case <-s.opt.Stop:
 			return ErrInterrupted

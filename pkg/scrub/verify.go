@@ -3,6 +3,7 @@ package scrub
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -45,7 +46,7 @@ func (s *scrubber) verify(u *unit) {
 		if !present {
 			continue // the device is reported missing, not each copy
 		}
-		bufs[m] = make([]byte, u.length)
+		bufs[m] = getBuf(u.length)
 		readErrs[m] = vol.ReadCopy(u.logical, bufs[m], m)
 	}
 	if u.meta {
@@ -53,7 +54,25 @@ func (s *scrubber) verify(u *unit) {
 	} else {
 		s.verifyData(u, bufs, readErrs)
 	}
+	for _, b := range bufs {
+		if b != nil {
+			putBuf(b)
+		}
+	}
 }
+
+// bufPool recycles the read buffers: a scrub reads the whole set through
+// them, and fresh ones would keep the garbage collector busy.
+var bufPool sync.Pool
+
+func getBuf(n int) []byte {
+	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]byte, n, max(n, pieceSectors*4096))
+}
+
+func putBuf(b []byte) { bufPool.Put(&b) }
 
 // verifyNode checks each copy of a node: readable, checksum and header
 // valid, and byte-identical to the first good copy.
