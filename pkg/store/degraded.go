@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 
 	"github.com/ddfs/ddfs/format"
@@ -16,6 +17,13 @@ import (
 func missingDevice(d *format.DevItem, err error) *volume.MissingDeviceError {
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
+	}
+	// The message names the device itself; a bare path error would be
+	// shortened by the tools to "b.img: Permission denied" and lose the
+	// device and the --degraded hint.
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
 	}
 	return &volume.MissingDeviceError{DevID: d.DevID, UUID: d.UUID, Path: d.Path, Err: err}
 }
