@@ -101,3 +101,22 @@ func degradedProfile(t format.ChunkType, p format.Profile, present int) (format.
 func OpenDegraded(vol *volume.Volume) (*FS, error) {
 	return openVolume(vol, volume.Options{Write: vol.Writable(), NoScan: true, Degraded: true})
 }
+
+// setProfiles takes the profiles of new chunks from the newest chunk of
+// each kind, passing over fallback chunks while a regular one exists: a
+// chunk a degraded set made below its profile must not lower the profile
+// of every chunk after it once the set is whole again.
+func (fs *FS) setProfiles() {
+	var data, meta bool // a regular chunk of the kind was seen
+	for _, bg := range fs.bgs {
+		c := bg.Chunk
+		isData := c.Type == format.ChunkData
+		regular := !bg.Fallback()
+		switch {
+		case isData && (regular || !data):
+			fs.dataProfile, data = c.Profile, data || regular
+		case !isData && (regular || !meta):
+			fs.metaProfile, meta = c.Profile, meta || regular
+		}
+	}
+}

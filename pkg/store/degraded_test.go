@@ -120,6 +120,10 @@ func TestDegradedReadWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkModel(t, fs, model)
+			// Whole again: new chunks get the set's profiles back.
+			if fs.profileFor(format.ChunkMetadata) != tc.meta || fs.profileFor(format.ChunkData) != tc.data {
+				t.Fatalf("profiles of new chunks %v/%v, want %v/%v", fs.profileFor(format.ChunkData), fs.profileFor(format.ChunkMetadata), tc.data, tc.meta)
+			}
 			fs.Close()
 		})
 	}

@@ -89,13 +89,7 @@ func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
 			return nil, err
 		}
 	}
-	for _, c := range vol.Chunks.All() {
-		if c.Type == format.ChunkData {
-			fs.dataProfile = c.Profile
-		} else {
-			fs.metaProfile = c.Profile
-		}
-	}
+	fs.setProfiles()
 	return fs, nil
 }
 
