@@ -167,3 +167,22 @@ func TestUnwritableMember(t *testing.T) {
 		t.Fatalf("mkdir with b.img read-only: %v: %s", err, out)
 	}
 }
+
+// Data with no surviving copy (raid0, a member gone) reads as an I/O
+// error naming the file, never as "not found"; the file is still listed.
+func TestDegradedLostDataIsEIO(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "-d", "raid0", "-m", "raid1", "a.img", "b.img"), 0)
+	randomTree(t, dir, 5)
+	must(t, run(t, dir, "ddfs", "cp", "-r", "src", "a.img:/"), 0)
+	if err := os.Remove(filepath.Join(dir, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "ls", "--degraded", "a.img:/src/d0/f6"), 0)
+	for _, cmd := range [][]string{{"cat", "--degraded", "a.img:/src/d0/f6"}, {"cp", "--degraded", "a.img:/src/d0/f6", "out"}} {
+		r := must(t, run(t, dir, "ddfs", cmd...), 1)
+		if want := "a.img:/src/d0/f6: Input/output error\n"; !strings.HasSuffix(r.stderr, want) {
+			t.Fatalf("%v: %q, want it to end in %q", cmd, r.stderr, want)
+		}
+	}
+}
