@@ -9,7 +9,6 @@ package scrub
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"sort"
 	"sync"
@@ -332,8 +331,4 @@ func (s *scrubber) sortedBad() []uint64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-func (d Device) String() string {
-	return fmt.Sprintf("devid %d %s", d.DevID, d.Path)
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -407,5 +408,68 @@ func TestScrubDegraded(t *testing.T) {
 	d1, d2 := rep.Devices[0], rep.Devices[1]
 	if d1.Missing || !d2.Missing || d2.BytesRead != 0 || d1.BytesRead != rep.Nodes*4096+rep.DataBytes || rep.DataBytes != 100*48<<10 {
 		t.Fatalf("devices %+v %+v, %d nodes %d data bytes", d1, d2, rep.Nodes, rep.DataBytes)
+	}
+}
+
+// failReads makes reads that touch [off, off+n) of a device fail with EIO.
+func failReads(off, n int64) device.Rule {
+	return func(op device.OpKind, o, l int64, _ int) error {
+		if op == device.OpRead && o < off+n && off < o+l {
+			return syscall.EIO
+		}
+		return nil
+	}
+}
+
+// Sectors one copy cannot read are isolated sector by sector (the rest of
+// the unit on that copy is still verified), counted as I/O errors on
+// their device, and rewritten from the good copy with Repair.
+func TestScrubIOErrors(t *testing.T) {
+	pc := profiles[0]
+	devs, files := build(t, pc, rand.New(rand.NewPCG(4, 4)))
+	fs := open(t, devs, false)
+	var sectors []uint64
+	for _, c := range candidates(t, fs, files) {
+		if !c.meta && files[c.ino] == "/f5" {
+			sectors = append(sectors, c.logical)
+		}
+	}
+	ts, _ := fs.Vol.Locate(sectors[4])
+	fs.Close()
+	bad := ts[1]
+	faulty := device.NewFaulty(devs[bad.DevID-1], failReads(int64(bad.Physical), 3*4096))
+	ds := []device.Device{devs[0], devs[1]}
+	ds[bad.DevID-1] = faulty
+	for _, repair := range []bool{false, true} {
+		vol, err := volume.FromDevices(ds, repair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := store.OpenVolume(vol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(fs, Options{Repair: repair})
+		fs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range rep.Devices {
+			want, corrected := uint64(0), uint64(0)
+			if d.DevID == bad.DevID {
+				want = 3
+			}
+			if repair {
+				corrected = want
+			}
+			if d.ErrorsFound != want || d.IOErrors != want || d.CsumErrors != 0 || d.ErrorsCorrected != corrected {
+				t.Fatalf("repair %v: device %+v, want %d I/O errors", repair, d, want)
+			}
+		}
+		for i, e := range rep.Errors {
+			if e.Logical != sectors[4]+uint64(i)*4096 || e.Copy != 2 || e.Kind != KindIO {
+				t.Fatalf("error %d: %+v", i, e)
+			}
+		}
 	}
 }
