@@ -84,8 +84,8 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 			fmt.Fprintf(w, "  devid %d %s: missing\n", d.DevID, d.Path)
 			continue
 		}
-		fmt.Fprintf(w, "  devid %d %s: read %s, errors %d (csum %d, io %d), corrected %d, uncorrectable %d\n",
-			d.DevID, d.Path, units.Human(d.BytesRead), d.ErrorsFound, d.CsumErrors, d.IOErrors, d.ErrorsCorrected, d.ErrorsUncorrectable)
+		fmt.Fprintf(w, "  devid %d %s: read %s, errors %d (csum %d, io %d, superblock %d), corrected %d, uncorrectable %d\n",
+			d.DevID, d.Path, units.Human(d.BytesRead), d.ErrorsFound, d.CsumErrors, d.IOErrors, d.SuperErrors, d.ErrorsCorrected, d.ErrorsUncorrectable)
 	}
 	for _, f := range rep.Files {
 		state := "repaired"

@@ -48,6 +48,7 @@ type Device struct {
 	ErrorsFound         uint64 `json:"errors_found"`
 	CsumErrors          uint64 `json:"csum_errors"`
 	IOErrors            uint64 `json:"io_errors"`
+	SuperErrors         uint64 `json:"super_errors"`
 	ErrorsCorrected     uint64 `json:"errors_corrected"`
 	ErrorsUncorrectable uint64 `json:"errors_uncorrectable"`
 }
@@ -87,7 +88,7 @@ type CopyError struct {
 	DevID    uint64 `json:"devid"`
 	Physical uint64 `json:"physical"`
 	Metadata bool   `json:"metadata"`
-	Kind     string `json:"kind"` // csum, io, mismatch
+	Kind     string `json:"kind"` // csum, io, mismatch, super
 	Detail   string `json:"detail"`
 	// Corrected: rewritten from a good copy; Uncorrectable: no copy was good.
 	Corrected     bool `json:"corrected"`
@@ -166,6 +167,9 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 		}
 	}
 	began := time.Now()
+	if start == 0 {
+		s.scrubSupers() // cheap; a resumed run did them already
+	}
 	err := s.run(start)
 	rep.Seconds += time.Since(began).Seconds()
 	if rep.Seconds > 0 {
@@ -296,31 +300,35 @@ func (s *scrubber) apply(u *unit) error {
 		s.opt.Progress(n)
 	}
 	for _, e := range u.errs {
-		d := &rep.Devices[s.devIdx[e.DevID]]
-		d.ErrorsFound++
-		if e.Kind == KindIO {
-			d.IOErrors++
-		} else {
-			d.CsumErrors++
-		}
-		if e.Corrected {
-			d.ErrorsCorrected++
-		}
-		if e.Uncorrectable {
-			d.ErrorsUncorrectable++
-		}
-		if len(rep.Errors) < maxErrors {
-			rep.Errors = append(rep.Errors, e)
-		} else {
-			rep.Truncated++
-		}
-		if !e.Metadata {
-			if len(s.badData) < maxErrors {
-				s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
-			}
-		}
+		s.count(&rep.Devices[s.devIdx[e.DevID]], e)
 	}
 	return u.err
+}
+
+// count adds one bad copy on device d to the report.
+func (s *scrubber) count(d *Device, e CopyError) {
+	rep := s.rep
+	d.ErrorsFound++
+	switch e.Kind {
+	case KindIO:
+		d.IOErrors++
+	case KindCsum, KindMismatch:
+		d.CsumErrors++
+	}
+	if e.Corrected {
+		d.ErrorsCorrected++
+	}
+	if e.Uncorrectable {
+		d.ErrorsUncorrectable++
+	}
+	if len(rep.Errors) < maxErrors {
+		rep.Errors = append(rep.Errors, e)
+	} else {
+		rep.Truncated++
+	}
+	if !e.Metadata && len(s.badData) < maxErrors {
+		s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
+	}
 }
 
 // sortedBad returns the bad data sectors in logical order.

@@ -321,8 +321,13 @@ func TestScrubResume(t *testing.T) {
 	}
 }
 
-// checkBytesRead: every copy of every node and sector was read once; the
-// mirrored profiles spread that evenly over their devices.
+// supers is the superblock bytes scrub reads per device of build's sets
+// (the copies that fit in 512 MiB).
+var supers = uint64(len(volume.SuperOffsets(512<<20)) * format.SuperblockSize)
+
+// checkBytesRead: every copy of every node and sector and every
+// superblock was read once; the mirrored profiles spread that evenly
+// over their devices.
 func checkBytesRead(t *testing.T, pc profileCase, rep *Report) {
 	t.Helper()
 	pi, _ := pc.meta.Info()
@@ -330,10 +335,11 @@ func checkBytesRead(t *testing.T, pc profileCase, rep *Report) {
 	var sum uint64
 	for _, d := range rep.Devices {
 		sum += d.BytesRead
-		if !pi.Striped && d.BytesRead != want/uint64(pc.devs) {
-			t.Fatalf("device %d read %d bytes, want %d", d.DevID, d.BytesRead, want/uint64(pc.devs))
+		if !pi.Striped && d.BytesRead != want/uint64(pc.devs)+supers {
+			t.Fatalf("device %d read %d bytes, want %d", d.DevID, d.BytesRead, want/uint64(pc.devs)+supers)
 		}
 	}
+	want += supers * uint64(pc.devs)
 	if sum != want || rep.BytesRead != want {
 		t.Fatalf("read %d (devices %d) bytes, want %d", rep.BytesRead, sum, want)
 	}
@@ -406,7 +412,7 @@ func TestScrubDegraded(t *testing.T) {
 		t.Fatalf("%v %+v", err, rep.Devices)
 	}
 	d1, d2 := rep.Devices[0], rep.Devices[1]
-	if d1.Missing || !d2.Missing || d2.BytesRead != 0 || d1.BytesRead != rep.Nodes*4096+rep.DataBytes || rep.DataBytes != 100*48<<10 {
+	if d1.Missing || !d2.Missing || d2.BytesRead != 0 || d1.BytesRead != rep.Nodes*4096+rep.DataBytes+supers || rep.DataBytes != 100*48<<10 {
 		t.Fatalf("devices %+v %+v, %d nodes %d data bytes", d1, d2, rep.Nodes, rep.DataBytes)
 	}
 }
@@ -470,6 +476,37 @@ func TestScrubIOErrors(t *testing.T) {
 			if e.Logical != sectors[4]+uint64(i)*4096 || e.Copy != 2 || e.Kind != KindIO {
 				t.Fatalf("error %d: %+v", i, e)
 			}
+		}
+	}
+}
+
+// A damaged superblock copy is found (kind super, on its device) and
+// rewritten from the device's good copy with Repair.
+func TestScrubSuperblock(t *testing.T) {
+	pc := profiles[0]
+	devs, _ := build(t, pc, rand.New(rand.NewPCG(6, 6)))
+	off := int64(format.SuperblockOffsets[1])
+	if _, err := devs[1].WriteAt([]byte("scribble"), off+200); err != nil {
+		t.Fatal(err)
+	}
+	for i, repair := range []bool{false, true, false} {
+		fs := open(t, devs, repair)
+		rep, err := Run(fs, Options{Repair: repair})
+		fs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := rep.Devices[1]
+		if repair && (d.SuperErrors != 1 || d.ErrorsCorrected != 1 || rep.Errors[0].Kind != KindSuper || rep.Errors[0].Physical != uint64(off)) {
+			t.Fatalf("repair: %+v %+v", d, rep.Errors)
+		}
+		if want := uint64(1 - i/2); d.SuperErrors != want || d.ErrorsFound != want || rep.Devices[0].ErrorsFound != 0 {
+			t.Fatalf("run %d: %+v, want %d superblock errors", i, d, want)
+		}
+	}
+	for _, c := range volume.ReadSuperCopies(devs[1]) {
+		if c.Err != nil {
+			t.Fatalf("after repair: %v", c.Err)
 		}
 	}
 }

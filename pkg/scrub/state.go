@@ -65,7 +65,7 @@ func loadState(path string, rep *Report) (state, bool) {
 		}
 		d := &rep.Devices[i]
 		o := old.Devices[i]
-		d.BytesRead, d.ErrorsFound, d.CsumErrors, d.IOErrors = o.BytesRead, o.ErrorsFound, o.CsumErrors, o.IOErrors
+		d.BytesRead, d.ErrorsFound, d.CsumErrors, d.IOErrors, d.SuperErrors = o.BytesRead, o.ErrorsFound, o.CsumErrors, o.IOErrors, o.SuperErrors
 		d.ErrorsCorrected, d.ErrorsUncorrectable = o.ErrorsCorrected, o.ErrorsUncorrectable
 	}
 	rep.Nodes, rep.DataBytes, rep.BytesRead, rep.Seconds = old.Nodes, old.DataBytes, old.BytesRead, old.Seconds
