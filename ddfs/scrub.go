@@ -24,7 +24,7 @@ const scrubExamples = `  ddfs scrub a.img                 # report bad copies, c
 // cmdScrub reads every copy of every node and data sector; the exit code
 // is 0 when nothing bad is left, 1 otherwise.
 func cmdScrub(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("scrub", "scrub [--repair] [--resume] [--json] IMAGE\n\nReads every copy of every tree node and checksummed data sector, verifies\nthem, compares copies and reports per device; --repair rewrites bad copies\nfrom good ones. Progress is recorded in a state file next to the image\n(.IMAGE.ddfs-scrub, removed when the scrub completes); --resume continues\nfrom it when the set has not changed since.", scrubExamples, stdout)
+	fl, of := newCmd("scrub", "scrub [--repair] [--resume] [--json] IMAGE\n\nReads every copy of every tree node, checksummed data sector and superblock,\nverifies them, compares copies and reports per device; --repair rewrites bad\ncopies from good ones. Progress is recorded in a state file next to the image\n(.IMAGE.ddfs-scrub, removed when the scrub completes); Ctrl-C stops cleanly and\n--resume continues from it when the set has not changed since.\n\nExit status: 0 nothing bad left, 1 bad copies left (or an error), 2 usage.", scrubExamples, stdout)
 	repair := fl.Bool("repair", false, "rewrite bad copies from good ones")
 	resume := fl.Bool("resume", false, "continue an interrupted scrub from its state file")
 	asJSON := fl.Bool("json", false, "print the report as JSON")
