@@ -242,13 +242,14 @@ func TestMissingDevice(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "away"), 0o755)
 	os.Rename(filepath.Join(dir, "b.img"), filepath.Join(dir, "away", "b.img"))
 	r := must(t, run(t, dir, "ddfs", "info", "a.img"), 1)
-	if !strings.Contains(r.stderr, "device 2 (b.img) not found") {
+	if !strings.Contains(r.stderr, "device 2 (b.img, uuid ") || !strings.Contains(r.stderr, "--degraded") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	must(t, run(t, dir, "ddfs", "info", "--device", "away/b.img", "a.img"), 0)
-	r = must(t, run(t, dir, "fsck.ddfs", "a.img"), 8)
-	if !strings.Contains(r.stderr, "device 2 (b.img) not found") {
-		t.Fatalf("fsck stderr %q", r.stderr)
+	// fsck reports the missing device as the problem found (exit 4).
+	ps := fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", "--json", "a.img"), 4))
+	if len(ps) != 1 || ps[0].Code != "missing-device" || ps[0].DevID != 2 {
+		t.Fatalf("fsck problems %+v", ps)
 	}
 	// Any device opens the set: b finds a by scanning... a is not in away/,
 	// but its path hint is relative to the first device's folder.
