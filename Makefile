@@ -32,10 +32,11 @@ test: build vet
 	$(MAKE) race
 	$(MAKE) fuzz
 
-# The concurrent paths (background data writer, read-ahead) under the race detector.
+# The concurrent paths (background data writer, read-ahead, scrub workers) under the race detector.
 race:
 	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
+	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
