@@ -141,15 +141,7 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 	if opt.Checkpoint <= 0 {
 		opt.Checkpoint = 2 * time.Second
 	}
-	sb := fs.Super()
-	rep := &Report{UUID: uuid.UUID(sb.FSID).String(), Generation: sb.Generation, Repair: opt.Repair, Files: []File{}, Errors: []CopyError{}}
-	for _, d := range fs.DevItems() {
-		dv := Device{DevID: d.DevID, Path: d.Path, Missing: fs.Vol.IsMissing(d.DevID)}
-		if od, ok := fs.Vol.Device(d.DevID); ok {
-			dv.Path = od.Path
-		}
-		rep.Devices = append(rep.Devices, dv)
-	}
+	rep := newReport(fs, opt.Repair)
 	start := uint64(0)
 	if opt.Resume && opt.StatePath != "" {
 		if st, ok := loadState(opt.StatePath, rep); ok {
@@ -157,7 +149,8 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 			rep.ResumedFrom = start
 		}
 	}
-	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]bool{}}
+	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]bool{},
+		began: time.Now(), prior: rep.Seconds}
 	for i, d := range rep.Devices {
 		s.devIdx[d.DevID] = i
 	}
@@ -166,25 +159,44 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 			s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
 		}
 	}
-	began := time.Now()
 	if start == 0 {
 		s.scrubSupers() // cheap; a resumed run did them already
 	}
 	err := s.run(start)
-	rep.Seconds += time.Since(began).Seconds()
-	if rep.Seconds > 0 {
-		rep.Rate = float64(rep.BytesRead) / rep.Seconds
-	}
+	s.clock()
 	if err != nil {
 		return rep, err
 	}
-	if ferr := s.mapFiles(); ferr != nil {
-		return rep, ferr
+	if err := s.mapFiles(); err != nil {
+		return rep, err
 	}
 	if opt.StatePath != "" {
 		removeState(opt.StatePath)
 	}
 	return rep, nil
+}
+
+// newReport lists the set's devices, the missing ones marked.
+func newReport(fs *store.FS, repair bool) *Report {
+	sb := fs.Super()
+	rep := &Report{UUID: uuid.UUID(sb.FSID).String(), Generation: sb.Generation, Repair: repair, Files: []File{}, Errors: []CopyError{}}
+	for _, d := range fs.DevItems() {
+		dv := Device{DevID: d.DevID, Path: d.Path, Missing: fs.Vol.IsMissing(d.DevID)}
+		if od, ok := fs.Vol.Device(d.DevID); ok {
+			dv.Path = od.Path
+		}
+		rep.Devices = append(rep.Devices, dv)
+	}
+	return rep
+}
+
+// clock sets the report's time and rate, counting the time of the runs
+// this one resumed.
+func (s *scrubber) clock() {
+	s.rep.Seconds = s.prior + time.Since(s.began).Seconds()
+	if s.rep.Seconds > 0 {
+		s.rep.Rate = float64(s.rep.BytesRead) / s.rep.Seconds
+	}
 }
 
 // scrubber is one run.
@@ -196,6 +208,10 @@ type scrubber struct {
 	// badData are the logical starts of bad data sectors (for paths),
 	// with whether any stayed uncorrectable.
 	badData map[uint64]bool
+	// began is when this run started; prior the seconds of the runs it
+	// resumed.
+	began time.Time
+	prior float64
 }
 
 func (s *scrubber) run(start uint64) error {
@@ -277,6 +293,7 @@ func (s *scrubber) checkpoint(next uint64) error {
 			return err
 		}
 	}
+	s.clock()
 	return saveState(s.opt.StatePath, state{FSID: s.rep.UUID, Generation: s.rep.Generation, Next: next, Report: s.rep})
 }
 
