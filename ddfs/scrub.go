@@ -29,7 +29,7 @@ func cmdScrub(args []string, stdout, stderr io.Writer) error {
 	resume := fl.Bool("resume", false, "continue an interrupted scrub from its state file")
 	asJSON := fl.Bool("json", false, "print the report as JSON")
 	statePath := fl.String("state", "", "state file (default .IMAGE.ddfs-scrub next to the image)")
-	workers := fl.Int("workers", 0, "parallel readers (default: one per CPU)")
+	workers := fl.Int("workers", 0, "parallel readers (default: two per CPU, at least 4)")
 	if err := parseFlags(fl, args); err != nil {
 		return err
 	}

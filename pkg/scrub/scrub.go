@@ -24,7 +24,7 @@ type Options struct {
 	// Repair rewrites bad copies from good ones (the set must be open
 	// for writing).
 	Repair bool
-	// Workers reading in parallel (0: GOMAXPROCS).
+	// Workers reading in parallel (0: twice GOMAXPROCS, at least 4).
 	Workers int
 	// StatePath is the resume record ("" keeps none); Resume continues
 	// from it when it belongs to this set at this generation.
@@ -136,7 +136,9 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 		return nil, ErrNeedWritable
 	}
 	if opt.Workers <= 0 {
-		opt.Workers = runtime.GOMAXPROCS(0)
+		// Checksums are cheap next to the reads: more readers than CPUs
+		// keep several reads in flight per device.
+		opt.Workers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	if opt.Checkpoint <= 0 {
 		opt.Checkpoint = 2 * time.Second
