@@ -171,12 +171,15 @@ func ParseAllocPolicy(name string) (AllocPolicy, error) {
 
 // Superblock is the root of everything on one device (FORMAT.md §3).
 type Superblock struct {
-	Version    Version
-	CsumType   CsumType
-	Compat     CompatFeatures
-	RoCompat   RoCompatFeatures
-	Incompat   IncompatFeatures
-	FSID       [16]byte
+	Version  Version
+	CsumType CsumType
+	Compat   CompatFeatures
+	RoCompat RoCompatFeatures
+	Incompat IncompatFeatures
+	FSID     [16]byte
+	// NewFSID is the fsid being changed to while IncompatFSIDChange is set
+	// (FORMAT.md §3.8); zero otherwise.
+	NewFSID    [16]byte
 	DevUUID    [16]byte
 	DevID      uint64
 	Bytenr     uint64 // the offset this copy lives at
@@ -214,6 +217,7 @@ const (
 	sbNumDevices = 144
 	sbTotalBytes = 152
 	sbBytesUsed  = 160
+	sbNewFSID    = 168
 	sbLabel      = 256
 	sbSettings   = 512
 	sbAllocPol   = sbSettings + 0
@@ -294,6 +298,7 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	le.PutUint64(b[sbNumDevices:], sb.NumDevices)
 	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
+	copy(b[sbNewFSID:], sb.NewFSID[:])
 	copy(b[sbLabel:sbLabel+LabelSize], sb.Label)
 	b[sbAllocPol] = byte(sb.Settings.AllocPolicy)
 	if sb.Settings.Dedupe {
@@ -366,6 +371,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.NumDevices = le.Uint64(b[sbNumDevices:])
 	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
 	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
+	copy(sb.NewFSID[:], b[sbNewFSID:])
 	label := b[sbLabel : sbLabel+LabelSize]
 	i := bytes.IndexByte(label, 0)
 	if i < 0 {
@@ -440,6 +446,10 @@ func (sb *Superblock) validateRanges() error {
 		return corruptf(nil, "superblock: stripe length %d", sb.StripeLen)
 	case sb.DevID == 0 || sb.NumDevices == 0 || sb.NumDevices > 1<<16:
 		return corruptf(nil, "superblock: devid %d of %d devices", sb.DevID, sb.NumDevices)
+	case (sb.NewFSID != [16]byte{}) != (sb.Incompat&IncompatFSIDChange != 0):
+		return corruptf(nil, "superblock: new_fsid %x with incompat 0x%x (§3.8: non-zero exactly while a fsid change is in progress)", sb.NewFSID, uint64(sb.Incompat))
+	case sb.NewFSID != [16]byte{} && sb.NewFSID == sb.FSID:
+		return corruptf(nil, "superblock: new_fsid equals fsid")
 	}
 	for _, t := range []TreeID{ChunkTree, ExtentTree, FSTree} {
 		if r := sb.Roots.Root(t); r.Logical == 0 || r.Level >= MaxLevel {

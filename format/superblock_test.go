@@ -258,6 +258,9 @@ func TestSuperblockFieldRanges(t *testing.T) {
 		{"fs root too deep", func(sb *Superblock) { sb.Roots.SetRoot(FSTree, RootPtr{Logical: 1 << 20, Level: MaxLevel}) }},
 		{"data chunk in sys array", func(sb *Superblock) { sb.SysChunks[0].Chunk.Type = ChunkData }},
 		{"bad chunk in sys array", func(sb *Superblock) { sb.SysChunks[0].Chunk.SubStripes = 2 }},
+		{"new_fsid without its flag", func(sb *Superblock) { sb.NewFSID = [16]byte{9} }},
+		{"fsid change flag without new_fsid", func(sb *Superblock) { sb.Incompat |= IncompatFSIDChange }},
+		{"new_fsid equal to fsid", func(sb *Superblock) { sb.NewFSID, sb.Incompat = sb.FSID, sb.Incompat|IncompatFSIDChange }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -383,5 +386,27 @@ func TestSmallDataMaxBytes(t *testing.T) {
 	got, err := UnmarshalSuperblock(b)
 	if err != nil || got.Settings.SmallDataMax != sb.Settings.SmallDataMax {
 		t.Fatalf("decoded %v, %v", got.Settings.SmallDataMax, err)
+	}
+}
+
+// TestNewFSIDField pins new_fsid at bytes 168..183 and its round trip
+// with IncompatFSIDChange (FORMAT.md §3.1, §3.8).
+func TestNewFSIDField(t *testing.T) {
+	sb := exampleSuperblock()
+	sb.NewFSID = [16]byte{0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xef}
+	sb.Incompat |= IncompatFSIDChange
+	b, err := MarshalSuperblock(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b[168:184], sb.NewFSID[:]) || !bytes.Equal(b[184:256], make([]byte, 72)) {
+		t.Fatalf("bytes 168..255: % x", b[168:256])
+	}
+	got, err := UnmarshalSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NewFSID != sb.NewFSID || got.Incompat&IncompatFSIDChange == 0 {
+		t.Fatalf("round trip: new_fsid %x incompat %x", got.NewFSID, got.Incompat)
 	}
 }
