@@ -32,6 +32,11 @@ type RootPtr struct {
 type RootSet struct {
 	Generation uint64
 	Roots      [NumTrees]RootPtr
+	// Nonce is the commit nonce of this generation, stored outside the
+	// 200-byte root set (commit_nonce, backup_nonces; FORMAT.md §3.3): two
+	// copies of a set that commit the same generation on their own differ
+	// in it even when their allocators chose the same addresses.
+	Nonce uint64
 }
 
 // Root returns the root pointer of tree t.
@@ -218,6 +223,8 @@ const (
 	sbTotalBytes = 152
 	sbBytesUsed  = 160
 	sbNewFSID    = 168
+	sbNonce      = 184 // commit_nonce, then backup_nonces (4 x u64)
+	sbBackNonces = sbNonce + 8
 	sbLabel      = 256
 	sbSettings   = 512
 	sbAllocPol   = sbSettings + 0
@@ -299,6 +306,10 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
 	copy(b[sbNewFSID:], sb.NewFSID[:])
+	le.PutUint64(b[sbNonce:], sb.Roots.Nonce)
+	for i := range sb.Backups {
+		le.PutUint64(b[sbBackNonces+8*i:], sb.Backups[i].Nonce)
+	}
 	copy(b[sbLabel:sbLabel+LabelSize], sb.Label)
 	b[sbAllocPol] = byte(sb.Settings.AllocPolicy)
 	if sb.Settings.Dedupe {
@@ -402,8 +413,10 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 		return nil, corruptf(nil, "superblock: settings dedupe %d/%d compression %d:%d", b[sbDedupe], s.DedupeBlockLog2, s.Compression, s.CompressionLevel)
 	}
 	sb.Roots = getRootSet(b[sbRoots:])
+	sb.Roots.Nonce = le.Uint64(b[sbNonce:])
 	for i := range sb.Backups {
 		sb.Backups[i] = getRootSet(b[sbBackups+i*RootSetSize:])
+		sb.Backups[i].Nonce = le.Uint64(b[sbBackNonces+8*i:])
 	}
 	if err := sb.validateRanges(); err != nil {
 		return nil, err

@@ -389,24 +389,29 @@ func TestSmallDataMaxBytes(t *testing.T) {
 	}
 }
 
-// TestNewFSIDField pins new_fsid at bytes 168..183 and its round trip
-// with IncompatFSIDChange (FORMAT.md §3.1, §3.8).
+// TestNewFSIDField pins new_fsid at bytes 168..183, commit_nonce and
+// backup_nonces at 184..223, and their round trip (FORMAT.md §3.1, §3.3, §3.8).
 func TestNewFSIDField(t *testing.T) {
 	sb := exampleSuperblock()
 	sb.NewFSID = [16]byte{0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xef}
 	sb.Incompat |= IncompatFSIDChange
+	sb.Roots.Nonce = 0x1122334455667788
+	sb.Backups[0].Nonce = 0x99
+	sb.Backups[3].Nonce = 0xaa
 	b, err := MarshalSuperblock(sb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b[168:184], sb.NewFSID[:]) || !bytes.Equal(b[184:256], make([]byte, 72)) {
+	want := append(append([]byte{}, sb.NewFSID[:]...), 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x99, 0, 0, 0, 0, 0, 0, 0)
+	want = append(append(want, make([]byte, 16)...), 0xaa, 0, 0, 0, 0, 0, 0, 0)
+	if !bytes.Equal(b[168:224], want) || !bytes.Equal(b[224:256], make([]byte, 32)) {
 		t.Fatalf("bytes 168..255: % x", b[168:256])
 	}
 	got, err := UnmarshalSuperblock(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.NewFSID != sb.NewFSID || got.Incompat&IncompatFSIDChange == 0 {
-		t.Fatalf("round trip: new_fsid %x incompat %x", got.NewFSID, got.Incompat)
+	if got.NewFSID != sb.NewFSID || got.Incompat&IncompatFSIDChange == 0 || got.Roots != sb.Roots || got.Backups != sb.Backups {
+		t.Fatalf("round trip: new_fsid %x incompat %x roots %+v backups %+v", got.NewFSID, got.Incompat, got.Roots, got.Backups)
 	}
 }
