@@ -15,21 +15,12 @@ import (
 // or the new fsid, holds the workload's tree and fscks clean (FORMAT.md §3.8).
 func RunSetUUID(cfg Config, to [16]byte) (Result, error) {
 	log := device.NewLog()
-	rec := &recorder{states: map[uint64]string{}}
-	f, _, err := create(cfg, log.Wrap, rec)
+	f, _, err := recordWorkload(cfg, log)
 	if err != nil {
-		return Result{}, err
-	}
-	rec.f = f
-	rec.snap()
-	if err := workload(cfg, f); err != nil {
 		return Result{}, err
 	}
 	if err := manyFiles(f, 300); err != nil {
 		return Result{}, err
-	}
-	if rec.err != nil {
-		return Result{}, rec.err
 	}
 	st := f.Store()
 	old, gen0 := st.Super().FSID, st.Super().Generation
