@@ -132,6 +132,11 @@ func TestSingleFileCopyRefused(t *testing.T) {
 	if digest(t, filepath.Join(dir, "a.img")) != sumA || digest(t, filepath.Join(dir, "b.img")) != sumB {
 		t.Fatal("the original set was written")
 	}
+	// A copy with a damaged primary still claims its device (copy 1 is valid).
+	flipAt(t, filepath.Join(dir, "copy-a.img"), 64<<10+300)
+	if r := must(t, run(t, dir, "ddfs", "mkdir", "a.img:/x"), 1); !names(r, "copy-a.img", "a.img") {
+		t.Fatalf("damaged primary: %q", r.stderr)
+	}
 	// Named explicitly, the set opens.
 	must(t, run(t, dir, "ddfs", "mkdir", "--device", "b.img", "a.img:/x"), 0)
 	must(t, run(t, dir, "fsck.ddfs", "a.img", "b.img"), 0)

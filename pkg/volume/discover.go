@@ -173,7 +173,6 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 	if err != nil {
 		return fmt.Errorf("look for the other devices: %w", err)
 	}
-	buf := make([]byte, format.SuperblockSize)
 	claims := map[uint64][]string{}
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
@@ -183,7 +182,7 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 		if v.hasFile(p) {
 			continue
 		}
-		if sb := peekSuper(p, buf); sb != nil && SameSet(set, sb) {
+		if sb := peekSuper(p); sb != nil && SameSet(set, sb) {
 			claims[sb.DevID] = append(claims[sb.DevID], p)
 		}
 	}
@@ -208,7 +207,7 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 		}
 		if d.ID != id || !SameSet(set, d.Super) {
 			d.Dev.Close()
-			return fmt.Errorf("%s: primary superblock and newest copy disagree on the device's identity: %w", d.Path, format.ErrCorrupt)
+			return fmt.Errorf("%s: changed while the set was being opened", d.Path)
 		}
 		if err := v.add(d); err != nil {
 			return err
@@ -231,17 +230,20 @@ func (v *Volume) hasFile(p string) bool {
 	return false
 }
 
-// peekSuper decodes the primary superblock of file p, nil if it has none.
-func peekSuper(p string, buf []byte) *format.Superblock {
+// peekSuper returns the newest valid superblock copy of file p, nil if it
+// has none; a copy whose primary is damaged still claims its device. It
+// reads without locking, before anything is opened.
+func peekSuper(p string) *format.Superblock {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if _, err := f.ReadAt(buf, int64(format.SuperblockOffsets[0])); err != nil {
+	st, err := f.Stat()
+	if err != nil {
 		return nil
 	}
-	sb, err := format.UnmarshalSuperblock(buf)
+	sb, err := BestSuper(readSuperCopies(f, st.Size()))
 	if err != nil {
 		return nil
 	}
