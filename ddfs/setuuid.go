@@ -17,7 +17,7 @@ const setUUIDExamples = `  ddfs set-uuid copy-a.img                       # a ra
 // cmdSetUUID gives a set a new filesystem UUID (FORMAT.md §3.8), like
 // btrfstune -u: the way to use a copy of a set next to the original.
 func cmdSetUUID(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("set-uuid", "set-uuid [--json] IMAGE [UUID|random]\n\nRewrites every superblock and every tree node header with a new filesystem\nUUID; a crash at any point leaves the set usable under the old or the new one\n(run the command again to finish).", setUUIDExamples, stdout)
+	fl, of := newCmd("set-uuid", "set-uuid [--json] IMAGE [UUID|random]\n\nRewrites every superblock and every tree node header with a new filesystem\nUUID; a crash at any point leaves the set usable under the old or the new one.\nWithout UUID it finishes an interrupted change (ddfs info shows \"new uuid\"),\nelse it picks a random UUID.", setUUIDExamples, stdout)
 	asJSON := fl.Bool("json", false, "print {\"old_uuid\", \"uuid\", \"nodes\", \"copies\"} as JSON")
 	if err := parseFlags(fl, args); err != nil {
 		return err
@@ -38,6 +38,9 @@ func cmdSetUUID(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer fs.Close()
+	if pending := fs.Super().NewFSID; fl.NArg() == 1 && pending != ([16]byte{}) {
+		to = pending // finish what an interrupted run started
+	}
 	res, err := fs.ChangeFSID(to)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.Arg(0), err)

@@ -51,22 +51,25 @@ type Root struct {
 
 // Info is `ddfs info`.
 type Info struct {
-	UUID        string   `json:"uuid"`
-	Label       string   `json:"label"`
-	Generation  uint64   `json:"generation"`
-	Version     uint32   `json:"version"`
-	NodeSize    uint32   `json:"nodesize"`
-	SectorSize  uint32   `json:"sectorsize"`
-	Csum        string   `json:"csum"`
-	AllocPolicy string   `json:"alloc_policy"`
-	TotalBytes  uint64   `json:"total_bytes"`
-	BytesUsed   uint64   `json:"bytes_used"`
-	Compat      uint64   `json:"compat_flags"`
-	RoCompat    uint64   `json:"ro_compat_flags"`
-	Incompat    uint64   `json:"incompat_flags"`
-	Devices     []Device `json:"devices"`
-	Chunks      []Chunk  `json:"chunks"`
-	Roots       []Root   `json:"roots"`
+	UUID        string `json:"uuid"`
+	Label       string `json:"label"`
+	Generation  uint64 `json:"generation"`
+	Version     uint32 `json:"version"`
+	NodeSize    uint32 `json:"nodesize"`
+	SectorSize  uint32 `json:"sectorsize"`
+	Csum        string `json:"csum"`
+	AllocPolicy string `json:"alloc_policy"`
+	TotalBytes  uint64 `json:"total_bytes"`
+	BytesUsed   uint64 `json:"bytes_used"`
+	Compat      uint64 `json:"compat_flags"`
+	RoCompat    uint64 `json:"ro_compat_flags"`
+	Incompat    uint64 `json:"incompat_flags"`
+	// NewUUID is the UUID an interrupted set-uuid was changing to
+	// (FORMAT.md §3.8); empty when no change is pending.
+	NewUUID string   `json:"new_uuid,omitempty"`
+	Devices []Device `json:"devices"`
+	Chunks  []Chunk  `json:"chunks"`
+	Roots   []Root   `json:"roots"`
 }
 
 // GetInfo describes the committed state of fs.
@@ -78,6 +81,9 @@ func GetInfo(fs *store.FS) *Info {
 		AllocPolicy: sb.Settings.AllocPolicy.String(), TotalBytes: sb.TotalBytes, BytesUsed: sb.BytesUsed,
 		Compat: uint64(sb.Compat), RoCompat: uint64(sb.RoCompat), Incompat: uint64(sb.Incompat),
 		Devices: Devices(fs), Roots: []Root{}, Chunks: []Chunk{},
+	}
+	if sb.NewFSID != ([16]byte{}) {
+		info.NewUUID = uuid.UUID(sb.NewFSID).String()
 	}
 	for _, bg := range fs.BlockGroups() {
 		c := bg.Chunk
