@@ -168,7 +168,8 @@ func openDev(spec string, o device.OpenOptions) (*Dev, error) {
 // the set's fsid and the expected devid, and pass the cross-check (§3.7).
 func (v *Volume) AddDevice(spec string, devid uint64, opt Options) error {
 	if v.hasFile(spec) {
-		return fmt.Errorf("%s: already opened as another device of the set: %w", spec, ErrAmbiguousDevice)
+		// A stale hint (files renamed since) is no claim: not found.
+		return fmt.Errorf("%s: already open as another device of the set", spec)
 	}
 	d, err := openDev(spec, opt.devOpts())
 	if err != nil {
