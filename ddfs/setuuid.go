@@ -9,6 +9,12 @@ import (
 	"github.com/ddfs/ddfs/pkg/cli"
 )
 
+// Registered here rather than in main.go's table, whose alignment the
+// longer name would change.
+func init() {
+	commands["set-uuid"] = command{"give the set a new filesystem UUID (for a copied set)", cmdSetUUID}
+}
+
 const setUUIDExamples = `  ddfs set-uuid copy-a.img                       # a random new UUID
   ddfs set-uuid --device copy-b.img copy-a.img   # a copied set: name its devices
   ddfs set-uuid disk.img 8c9a3e3e-0000-4000-8000-000000000001

@@ -51,25 +51,26 @@ type Root struct {
 
 // Info is `ddfs info`.
 type Info struct {
-	UUID        string `json:"uuid"`
-	Label       string `json:"label"`
-	Generation  uint64 `json:"generation"`
-	Version     uint32 `json:"version"`
-	NodeSize    uint32 `json:"nodesize"`
-	SectorSize  uint32 `json:"sectorsize"`
-	Csum        string `json:"csum"`
-	AllocPolicy string `json:"alloc_policy"`
-	TotalBytes  uint64 `json:"total_bytes"`
-	BytesUsed   uint64 `json:"bytes_used"`
-	Compat      uint64 `json:"compat_flags"`
-	RoCompat    uint64 `json:"ro_compat_flags"`
-	Incompat    uint64 `json:"incompat_flags"`
+	UUID        string   `json:"uuid"`
+	Label       string   `json:"label"`
+	Generation  uint64   `json:"generation"`
+	Version     uint32   `json:"version"`
+	NodeSize    uint32   `json:"nodesize"`
+	SectorSize  uint32   `json:"sectorsize"`
+	Csum        string   `json:"csum"`
+	AllocPolicy string   `json:"alloc_policy"`
+	TotalBytes  uint64   `json:"total_bytes"`
+	BytesUsed   uint64   `json:"bytes_used"`
+	Compat      uint64   `json:"compat_flags"`
+	RoCompat    uint64   `json:"ro_compat_flags"`
+	Incompat    uint64   `json:"incompat_flags"`
+	Devices     []Device `json:"devices"`
+	Chunks      []Chunk  `json:"chunks"`
+	Roots       []Root   `json:"roots"`
+
 	// NewUUID is the UUID an interrupted set-uuid was changing to
 	// (FORMAT.md §3.8); empty when no change is pending.
-	NewUUID string   `json:"new_uuid,omitempty"`
-	Devices []Device `json:"devices"`
-	Chunks  []Chunk  `json:"chunks"`
-	Roots   []Root   `json:"roots"`
+	NewUUID string `json:"new_uuid,omitempty"`
 }
 
 // GetInfo describes the committed state of fs.
