@@ -180,8 +180,14 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
 	}
 	for _, d := range fs.Vol.Devices() {
-		if _, ok := fs.devItems[d.ID]; !ok {
+		item, ok := fs.devItems[d.ID]
+		if !ok {
 			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		}
+		// A writer writes only to devices the set knows by UUID as well
+		// (FORMAT.md §3.7 step 6); fsck reports a mismatch.
+		if opt.Write && item.UUID != d.UUID {
+			return fmt.Errorf("%s: device %d has uuid %x, the chunk tree says %x: %w", d.Path, d.ID, d.UUID, item.UUID, ErrCorrupt)
 		}
 	}
 	return nil

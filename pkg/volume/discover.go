@@ -174,12 +174,13 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 		return fmt.Errorf("look for the other devices: %w", err)
 	}
 	claims := map[uint64][]string{}
+	opened := v.fileInfos()
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if v.hasFile(p) {
+		if isOneOf(p, opened) {
 			continue
 		}
 		if sb := peekSuper(p); sb != nil && SameSet(set, sb) {
@@ -217,13 +218,30 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 }
 
 // hasFile reports whether p is (a path of) an opened device.
-func (v *Volume) hasFile(p string) bool {
-	st, err := os.Stat(p)
+func (v *Volume) hasFile(p string) bool { return isOneOf(p, v.fileInfos()) }
+
+// fileInfos maps the paths of the opened devices to their file info (nil
+// for a device that is no plain path, e.g. a partition spec).
+func (v *Volume) fileInfos() map[string]os.FileInfo {
+	out := map[string]os.FileInfo{}
 	for _, d := range v.devs {
-		if filepath.Clean(d.Path) == filepath.Clean(p) {
-			return true
-		}
-		if ds, e := os.Stat(d.Path); err == nil && e == nil && os.SameFile(st, ds) {
+		st, _ := os.Stat(d.Path)
+		out[filepath.Clean(d.Path)] = st
+	}
+	return out
+}
+
+// isOneOf reports whether p names one of the files, by path or identity.
+func isOneOf(p string, files map[string]os.FileInfo) bool {
+	if _, ok := files[filepath.Clean(p)]; ok {
+		return true
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	for _, f := range files {
+		if f != nil && os.SameFile(st, f) {
 			return true
 		}
 	}

@@ -164,3 +164,27 @@ func TestDeterministicChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterChecksDevUUID: a device whose dev_uuid is not the one its
+// device item names is not written to (readers go on, fsck reports it).
+func TestWriterChecksDevUUID(t *testing.T) {
+	devs := twoDevices(t, 1)
+	for _, off := range []int64{64 << 10, copy1} {
+		rewrite(t, devs[1], off, func(sb *format.Superblock) { sb.DevUUID[0] ^= 1 })
+	}
+	for _, write := range []bool{false, true} {
+		v, err := open(devs, write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := store.OpenVolume(v)
+		if write != errors.Is(err, format.ErrCorrupt) {
+			t.Fatalf("write=%v: %v", write, err)
+		}
+		if err == nil {
+			fs.Close()
+		} else {
+			v.Close()
+		}
+	}
+}
