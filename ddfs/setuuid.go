@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
 )
 
 // Registered here rather than in main.go's table, whose alignment the
@@ -24,7 +25,7 @@ const setUUIDExamples = `  ddfs set-uuid copy-a.img                       # a ra
 // btrfstune -u: the way to use a copy of a set next to the original.
 func cmdSetUUID(args []string, stdout, _ io.Writer) error {
 	fl, of := newCmd("set-uuid", "set-uuid [--json] IMAGE [UUID|random]\n\nRewrites every superblock and every tree node header with a new filesystem\nUUID; a crash at any point leaves the set usable under the old or the new one.\nWithout UUID it finishes an interrupted change (ddfs info shows \"new uuid\"),\nelse it picks a random UUID.", setUUIDExamples, stdout)
-	asJSON := fl.Bool("json", false, "print {\"old_uuid\", \"uuid\", \"nodes\", \"copies\"} as JSON")
+	asJSON := fl.Bool("json", false, "print {\"old_uuid\", \"uuid\", \"nodes\", \"copies\", \"bad_copies\"} as JSON")
 	if err := parseFlags(fl, args); err != nil {
 		return err
 	}
@@ -48,6 +49,7 @@ func cmdSetUUID(args []string, stdout, _ io.Writer) error {
 		to = pending // finish what an interrupted run started
 	}
 	res, err := fs.ChangeFSID(to)
+	printStats(of.stats, inspect.IOStats(fs), 0, "")
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.Arg(0), err)
 	}
