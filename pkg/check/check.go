@@ -118,6 +118,7 @@ type checker struct {
 	extents   []format.Key // data extent keys, in order
 	fs        fsState      // the filesystem pass (fs.go)
 	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
+	hintErr   error        // a device a path hint found but must not use
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -146,6 +147,9 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.checkSupers()
 	c.walk(format.ChunkTree)
 	c.checkDevices()
+	if c.hintErr != nil {
+		return nil, c.hintErr // found but refused: an operational error, not a missing device
+	}
 	if !c.missingDevices() || c.opt.Degraded {
 		c.checkChunks()
 		for id := format.TreeID(2); id <= format.NumTrees; id++ {
@@ -180,23 +184,29 @@ func (c *checker) checkSupers() {
 		copies := volume.ReadSuperCopies(d.Dev)
 		current := false
 		for _, sc := range copies {
-			current = current || (sc.Err == nil && sc.SB.FSID == c.sb.FSID && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
+			current = current || (sc.Err == nil && volume.SameSet(sc.SB, c.sb) && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
 		}
 		for _, sc := range copies {
 			p := Problem{Kind: "superblock", DevID: d.ID, Device: d.Path, Offset: sc.Offset}
 			switch {
 			case sc.Err != nil:
 				p.Message = sc.Err.Error()
-			case sc.SB.FSID != c.sb.FSID || sc.SB.DevID != d.ID:
+			case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
 				p.Message = "copy belongs to another filesystem or device"
 			case sc.SB.Generation != c.sb.Generation:
 				p.Message = fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
+			case !volume.SameSetFields(sc.SB, c.sb):
+				// FORMAT.md §3.7: copies of one generation are written from
+				// one superblock; a difference is corruption, never a crash.
+				p.Message = fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
 			default:
 				continue
 			}
 			// With a current copy on the device, the others are the trace of
 			// an interrupted superblock write; a device with none is stale.
-			p.Warning = current && (sc.Err != nil || sc.SB.Generation < c.sb.Generation)
+			// A bad primary is a problem: it is the copy other tools read first.
+			lags := sc.Err == nil && sc.SB.Generation < c.sb.Generation
+			p.Warning = current && (lags || (sc.Err != nil && sc.Offset != format.SuperblockOffsets[0]))
 			c.add(p)
 		}
 	}
@@ -210,7 +220,9 @@ func (c *checker) checkDevices() {
 			if !filepath.IsAbs(hint) {
 				hint = filepath.Join(c.vol.Dir, hint)
 			}
-			_ = c.vol.AddDevice(hint, id, volume.Options{})
+			if err := c.vol.AddDevice(hint, id, volume.Options{}); volume.Refused(err) && c.hintErr == nil {
+				c.hintErr = err // found but refused: not "missing"
+			}
 		}
 	}
 	if uint64(len(c.devItems)) != c.sb.NumDevices {
@@ -241,8 +253,15 @@ func (c *checker) missingDevices() bool {
 	for _, id := range sortedIDs(c.devItems) {
 		if _, ok := c.vol.Device(id); !ok {
 			d := c.devItems[id]
-			c.add(Problem{Kind: "device", DevID: id, Device: d.Path, Code: CodeMissingDevice,
-				Message: fmt.Sprintf("device missing (uuid %s, last path %s)", uuid.UUID(d.UUID), d.Path)})
+			last := d.Path
+			if last == "" {
+				last = "none recorded: it was next to the first device"
+			}
+			msg := fmt.Sprintf("device missing (uuid %s, last path %s)", uuid.UUID(d.UUID), last)
+			if err := c.vol.Unusable(id); err != nil {
+				msg = fmt.Sprintf("device found but cannot be used (uuid %s): %v", uuid.UUID(d.UUID), err)
+			}
+			c.add(Problem{Kind: "device", DevID: id, Device: d.Path, Code: CodeMissingDevice, Message: msg})
 		}
 	}
 	// Unread copies on missing members must not pass as checked.

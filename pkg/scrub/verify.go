@@ -78,7 +78,7 @@ func putBuf(b []byte) { bufPool.Put(&b) }
 // valid, and byte-identical to the first good copy.
 func (s *scrubber) verifyNode(u *unit, bufs [][]byte, readErrs []error) {
 	sb := s.fs.Super()
-	want := format.NodeExpect{FSID: sb.FSID, Logical: u.logical, Generation: u.gen, Owner: u.owner, Level: u.level}
+	want := format.NodeExpect{FSID: sb.FSID, AltFSID: sb.NewFSID, Logical: u.logical, Generation: u.gen, Owner: u.owner, Level: u.level}
 	states := make([]copyState, len(bufs))
 	for m, b := range bufs {
 		if b == nil {

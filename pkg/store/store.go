@@ -47,6 +47,9 @@ type FS struct {
 	// their cached tier is stale.
 	tierCache *alloc.Tiers
 	tierEpoch int
+	// derivedNonces: commit nonces come from fsid and generation, not
+	// chance (a filesystem being created: reproducible images).
+	derivedNonces bool
 	// missing lists the members a degraded open went without.
 	missing []*volume.MissingDeviceError
 	heal    healState
@@ -156,10 +159,13 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		if hint != "" && !filepath.IsAbs(hint) {
 			hint = filepath.Join(fs.Vol.Dir, hint)
 		}
-		var err error
-		if hint != "" {
+		err := fs.Vol.Unusable(d.DevID)
+		if hint != "" && err == nil {
 			if err = fs.Vol.AddDevice(hint, d.DevID, opt); err == nil {
 				continue
+			}
+			if volume.Refused(err) {
+				return err // found but must not be used: never degraded away
 			}
 		}
 		missing = append(missing, missingDevice(d, err))
@@ -171,8 +177,14 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
 	}
 	for _, d := range fs.Vol.Devices() {
-		if _, ok := fs.devItems[d.ID]; !ok {
+		item, ok := fs.devItems[d.ID]
+		if !ok {
 			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		}
+		// A writer writes only to devices the set knows by UUID as well
+		// (FORMAT.md §3.7 step 6); fsck reports a mismatch.
+		if opt.Write && item.UUID != d.UUID {
+			return fmt.Errorf("%s: device %d has uuid %x, the chunk tree says %x: %w", d.Path, d.ID, d.UUID, item.UUID, ErrCorrupt)
 		}
 	}
 	return nil
@@ -230,7 +242,7 @@ func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*fo
 	if n := fs.cache.get(logical); n != nil && (gen == 0 || n.Generation == gen) && n.Owner == owner && (level < 0 || int(n.Level) == level) {
 		return n, nil
 	}
-	want := format.NodeExpect{FSID: fs.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
+	want := format.NodeExpect{FSID: fs.sb.FSID, AltFSID: fs.sb.NewFSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
 	n, err := fs.readNodeHealing(want)
 	if err != nil {
 		return nil, &NodeError{owner, logical, err}

@@ -14,15 +14,19 @@ import (
 type MissingDeviceError struct {
 	DevID uint64
 	UUID  [16]byte
-	Path  string // the last path the set recorded for it
+	Path  string // the last path the set recorded for it ("" when none: §4.3)
 	Err   error
 }
 
 func (e *MissingDeviceError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("device %d (%s, uuid %s) not found", e.DevID, e.Path, uuid.UUID(e.UUID))
+	name := fmt.Sprintf("device %d (uuid %s)", e.DevID, uuid.UUID(e.UUID))
+	if e.Path != "" {
+		name = fmt.Sprintf("device %d (%s, uuid %s)", e.DevID, e.Path, uuid.UUID(e.UUID))
 	}
-	return fmt.Sprintf("device %d (%s, uuid %s) cannot be used: %v", e.DevID, e.Path, uuid.UUID(e.UUID), e.Err)
+	if e.Err == nil {
+		return name + " not found"
+	}
+	return fmt.Sprintf("%s cannot be used: %v", name, e.Err)
 }
 
 // Unwrap lets errors.Is match ErrMissingDevice and the cause.
@@ -53,3 +57,16 @@ func (v *Volume) ChunkDegraded(c *Chunk) bool {
 // ErrNeedDegraded marks an open that failed only because a member is
 // missing or unusable: with Options.Degraded (--degraded) it would work.
 var ErrNeedDegraded = errors.New("open it degraded with --degraded")
+
+// setUnusable records why member devid, found by the folder scan, could
+// not be opened; the set then opens only degraded, and says why.
+func (v *Volume) setUnusable(devid uint64, err error) {
+	if v.unusable == nil {
+		v.unusable = map[uint64]error{}
+	}
+	v.unusable[devid] = err
+}
+
+// Unusable returns why member devid was found but could not be opened
+// (nil: not found at all, or open).
+func (v *Volume) Unusable(devid uint64) error { return v.unusable[devid] }
