@@ -144,8 +144,9 @@ func TestDegradedPerProfile(t *testing.T) {
 }
 
 // A member that exists but cannot be opened for writing is reported as
-// such (permission denied), not as "not found". Needs root to drop to
-// another user, as permissions do not bind root.
+// such (permission denied, with the --degraded hint), not as "not found",
+// and --degraded goes on without it. Needs root to drop to another user,
+// as permissions do not bind root.
 func TestUnwritableMember(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run the tools as another user")
@@ -168,6 +169,13 @@ func TestUnwritableMember(t *testing.T) {
 	if err == nil || !strings.Contains(strings.ToLower(string(out)), "permission denied") || strings.Contains(string(out), "not found") || !strings.Contains(string(out), "--degraded") {
 		t.Fatalf("mkdir with b.img read-only: %v: %s", err, out)
 	}
+	// With --degraded the writer goes on without the member it cannot open.
+	cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(binDir, "ddfs"), "mkdir", "--degraded", "a.img:/x")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkdir --degraded: %v: %s", err, out)
+	}
+	must(t, run(t, dir, "ddfs", "stat", "a.img:/x"), 0)
 }
 
 // Data with no surviving copy (raid0, a member gone) reads as an I/O
