@@ -83,7 +83,7 @@ run_btrfs() {
 	btrfs scrub start -B -R "$mnt" >"$root/btrfs.txt"
 	t1=$(now)
 	echo "$t1 - $t0" | bc >>"$root/t-btrfs"
-	awk '/data_bytes_scrubbed|tree_bytes_scrubbed/ {s += $2} END {print s}' "$root/btrfs.txt" >>"$root/b-btrfs"
+	awk '/data_bytes_scrubbed|tree_bytes_scrubbed/ {s += $2} END {printf "%.0f\n", s}' "$root/btrfs.txt" >>"$root/b-btrfs"
 }
 run_cat() {
 	local t0 t1
