@@ -17,7 +17,9 @@ func TestFileDataLimits(t *testing.T) {
 	inline := func(n int) *FileExtentItem {
 		return &FileExtentItem{Type: FileExtentInline, Inline: make([]byte, n)}
 	}
-	hole := func(n uint64) *FileExtentItem { return &FileExtentItem{Type: FileExtentRegular, NumBytes: n, RAMBytes: n} }
+	hole := func(n uint64) *FileExtentItem {
+		return &FileExtentItem{Type: FileExtentRegular, NumBytes: n, RAMBytes: n}
+	}
 	for _, tc := range []struct {
 		name string
 		f    *FileExtentItem

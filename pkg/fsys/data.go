@@ -41,6 +41,9 @@ func (f *FS) extents(ino, start, end uint64) ([]fileExtent, error) {
 	var out []fileExtent
 	err := t.Scan(extentKey(ino, from), extentKey(ino, end), func(it format.Item) (bool, error) {
 		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err == nil {
+			err = format.CheckFileExtentRange(it.Key.Offset, x)
+		}
 		if err != nil {
 			return false, fmt.Errorf("inode %d extent at %d: %w", ino, it.Key.Offset, err)
 		}

@@ -62,10 +62,6 @@ var (
 // Read and ReadAt calls do not each walk the extent and csum trees.
 const ioWindow = 128 << 10
 
-// ioMaxSymlinkTarget bounds a symlink target ReadLink returns, as Symlink
-// does when making one (PATH_MAX - 1).
-const ioMaxSymlinkTarget = 4095
-
 // Unix permission bits beyond rwx, as in InodeItem.Mode (FORMAT.md §6.2).
 const (
 	ioModeSetuid uint32 = 0o4000
@@ -141,7 +137,7 @@ func (v *ioFS) ReadLink(name string) (string, error) {
 	if !in.IsSymlink() {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.EINVAL}
 	}
-	if in.Size > ioMaxSymlinkTarget {
+	if in.Size > format.MaxSymlinkTarget {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.ENAMETOOLONG}
 	}
 	v.mu.Lock()

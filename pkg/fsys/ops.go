@@ -65,7 +65,7 @@ func (f *FS) Mkdir(p string, a Attr) (*Inode, error) {
 
 // Symlink makes a symbolic link at p pointing to target.
 func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
-	if target == "" || len(target) > 4095 {
+	if target == "" || len(target) > format.MaxSymlinkTarget {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
 	a.Mode = syscall.S_IFLNK | 0o777

@@ -76,7 +76,7 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	if !in.IsSymlink() {
 		return "", syscall.EINVAL
 	}
-	if in.Size > maxSymlink {
+	if in.Size > format.MaxSymlinkTarget {
 		return "", syscall.ENAMETOOLONG
 	}
 	b := make([]byte, in.Size)
@@ -85,9 +85,6 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	}
 	return string(b), nil
 }
-
-// maxSymlink is the longest symlink target (PATH_MAX - 1).
-const maxSymlink = 4095
 
 // decompressed returns the decompressed bytes of a compressed extent,
 // keeping the last one: sequential reads meet each extent many times.
@@ -117,9 +114,15 @@ func (f *FS) decompressed(x fileExtent) ([]byte, error) {
 // fans out), leaving the results for decompressed to find.
 func (f *FS) predecompress(xs []fileExtent) error {
 	var todo []fileExtent
+	budget := uint64(maxPredecompress)
 	for _, x := range xs {
 		if x.Type != format.FileExtentInline && x.DiskLogical != 0 && x.Compression != format.CompressNone && f.lastExtent.logical != x.DiskLogical {
-			todo = append(todo, x)
+			// Many small file ranges may each name a whole extent: past
+			// the budget, decompressed reads the rest one at a time.
+			if need := x.DiskLen + x.RAMBytes; need <= budget {
+				budget -= need
+				todo = append(todo, x)
+			}
 		}
 	}
 	if len(todo) < 2 {
@@ -154,6 +157,10 @@ func (f *FS) predecompress(xs []fileExtent) error {
 	}
 	return nil
 }
+
+// maxPredecompress bounds the memory predecompress holds for one read
+// (compressed and decompressed bytes).
+const maxPredecompress = 64 << 20
 
 // ReadChunks reads a whole file through buf and calls fn with each piece
 // and its offset, in order (cat, copy-out, tar-out and copies use it).
