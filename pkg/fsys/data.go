@@ -133,9 +133,12 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	}
 	ext := tx.Tree(format.ExtentTree)
 	k := format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}
-	b, err := ext.Get(k)
+	b, err := getOptional(ext, k)
 	if err != nil {
-		return fmt.Errorf("data extent %d+%d: %w", logical, diskLen, errors.Join(err, format.ErrCorrupt))
+		return fmt.Errorf("data extent %d+%d: %w", logical, diskLen, err)
+	}
+	if b == nil {
+		return fmt.Errorf("data extent %d+%d has no extent item: %w", logical, diskLen, format.ErrCorrupt)
 	}
 	e, err := format.UnmarshalExtentItem(b)
 	if err != nil {

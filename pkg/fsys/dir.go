@@ -39,6 +39,33 @@ func (f *FS) lookupChild(dir uint64, name string) (format.DirEntry, error) {
 	return format.DirEntry{}, syscall.ENOENT
 }
 
+// entryInode reads the inode a directory entry names. The entry exists, so
+// a missing inode is corruption, not ENOENT; so is an inode whose type
+// disagrees with the entry's (fsck reports both).
+func (f *FS) entryInode(dir uint64, e format.DirEntry) (*Inode, error) {
+	in, err := f.Inode(e.Ino)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, fmt.Errorf("directory %d entry %q names inode %d, which does not exist: %w", dir, e.Name, e.Ino, format.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t := in.FileType(); t != e.Type {
+		return nil, fmt.Errorf("directory %d entry %q says %v, inode %d is a %v: %w", dir, e.Name, e.Type, e.Ino, t, format.ErrCorrupt)
+	}
+	return in, nil
+}
+
+// getOptional returns the value under k, or nil if there is none; an
+// error reading the tree is returned, never taken for absence.
+func getOptional(t *btree.Tree, k format.Key) ([]byte, error) {
+	b, err := t.Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
 // Resolve returns the inode a path names inside the image. Paths are
 // absolute or relative to the root; ".." stops at the root. Symlinks in
 // the middle are followed (relative to their directory, absolute ones
@@ -85,7 +112,7 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		child, err := f.Inode(e.Ino)
+		child, err := f.entryInode(cur.Ino, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -179,7 +206,7 @@ func (f *FS) resolveCached(parts []string, follow bool) (in, parent *Inode, ok b
 		if err != nil {
 			return nil, nil, true, err
 		}
-		child, err := f.Inode(e.Ino)
+		child, err := f.entryInode(cur.Ino, e)
 		if err != nil {
 			return nil, nil, true, err
 		}
@@ -244,7 +271,9 @@ func (f *FS) addEntry(dir *Inode, name string, child *Inode) error {
 	e := format.DirEntry{Ino: child.Ino, Type: format.FileTypeOfMode(child.Mode), Name: name}
 	k := dirItemKey(dir.Ino, name)
 	var es []format.DirEntry
-	if b, err := t.Get(k); err == nil { // a hash collision: keep both
+	if b, err := getOptional(t, k); err != nil {
+		return err
+	} else if b != nil { // a hash collision: keep both
 		if es, err = format.UnmarshalDirEntries(b); err != nil {
 			return err
 		}
@@ -259,7 +288,9 @@ func (f *FS) addEntry(dir *Inode, name string, child *Inode) error {
 	}
 	rk := format.Key{ObjectID: child.Ino, Type: format.InodeRefKey, Offset: dir.Ino}
 	var refs []format.InodeRef
-	if b, err := t.Get(rk); err == nil {
+	if b, err := getOptional(t, rk); err != nil {
+		return err
+	} else if b != nil {
 		if refs, err = format.UnmarshalInodeRefs(b); err != nil {
 			return err
 		}
@@ -303,8 +334,11 @@ func (f *FS) removeEntry(dir *Inode, name string, child uint64) error {
 		return err
 	}
 	rk := format.Key{ObjectID: child, Type: format.InodeRefKey, Offset: dir.Ino}
-	rb, err := t.Get(rk)
+	rb, err := getOptional(t, rk)
 	if err != nil {
+		return err
+	}
+	if rb == nil {
 		return fmt.Errorf("inode %d has no back reference to directory %d: %w", child, dir.Ino, format.ErrCorrupt)
 	}
 	refs, err := format.UnmarshalInodeRefs(rb)

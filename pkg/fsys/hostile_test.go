@@ -3,7 +3,10 @@ package fsys
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -84,5 +87,110 @@ func TestCraftedExtentSizes(t *testing.T) {
 				t.Fatalf("read: %v, want ErrCorrupt", err)
 			}
 		})
+	}
+}
+
+// openFaulty opens devs through fault-injecting wrappers whose reads of
+// the fs tree leaves that fail(leaf) picks fail with EIO.
+func openFaulty(t *testing.T, devs []*device.MemDevice, fail func(leaf *format.Node) bool) *FS {
+	t.Helper()
+	f := reopenFS(t, devs)
+	var leaves []uint64
+	err := f.rtree(format.FSTree).WalkNodes(func(n *format.Node) error {
+		if n.IsLeaf() && fail(n) {
+			leaves = append(leaves, n.Logical)
+		}
+		return nil
+	})
+	if err != nil || len(leaves) == 0 {
+		t.Fatalf("no leaf to fail: %v", err)
+	}
+	type span struct{ dev, start, end uint64 }
+	var bad []span
+	for _, l := range leaves {
+		targets, err := f.st.Vol.Locate(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range targets {
+			bad = append(bad, span{tg.DevID, tg.Physical, tg.Physical + uint64(f.st.Super().NodeSize)})
+		}
+	}
+	var ds []device.Device
+	for i, d := range devs {
+		devid := uint64(i + 1)
+		ds = append(ds, device.NewFaulty(d, func(op device.OpKind, off, n int64, _ int) error {
+			for _, s := range bad {
+				if op == device.OpRead && s.dev == devid && uint64(off) < s.end && uint64(off+n) > s.start {
+					return syscall.EIO
+				}
+			}
+			return nil
+		}))
+	}
+	return openDevices(t, ds)
+}
+
+// TestUnreadableIsNotAbsent: when the leaves holding a directory's
+// entries are unreadable, every lookup, removal and creation of a name
+// there fails with EIO, never with ENOENT, so no tool reports "No such
+// file" (or creates over a name) it could not read.
+func TestUnreadableIsNotAbsent(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	d, err := f.Mkdir("/d", Attr{Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("file-with-a-longish-name-%04d", i) }
+	for i := 0; i < 600; i++ {
+		write(t, f, "/d/"+name(i), []byte("x"))
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Fail the leaves that hold only DIR_ITEMs of /d: the inodes of / and
+	// /d stay readable, so each lookup reaches the entry it looks for.
+	g := openFaulty(t, devs, func(n *format.Node) bool {
+		for _, it := range n.Items {
+			if it.Key.ObjectID != d.Ino || it.Key.Type != format.DirItemKey {
+				return false
+			}
+		}
+		return true
+	})
+	// Names whose DIR_ITEM falls into a failing leaf (a read error on the
+	// way to it): an existing one and an absent one.
+	failing := func(n string) bool {
+		_, err := g.rtree(format.FSTree).Get(dirItemKey(d.Ino, n))
+		return errors.Is(err, syscall.EIO)
+	}
+	var names []string
+	for i := 0; i < 600 && len(names) < 1; i++ {
+		if failing(name(i)) {
+			names = append(names, name(i))
+		}
+	}
+	for i := 0; i < 1000 && len(names) < 2; i++ {
+		if n := fmt.Sprintf("absent-%d", i); failing(n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 2 {
+		t.Fatalf("no names in the failing leaves: %v", names)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, syscall.EIO) || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want EIO and not ErrNotExist", what, err)
+		}
+	}
+	for _, n := range names {
+		_, err := g.Resolve("/d/"+n, true)
+		check("resolve "+n, err)
+		_, err = fs.Stat(g.IOFS(), "d/"+n)
+		check("io/fs stat "+n, err)
+		check("remove "+n, g.Remove("/d/"+n))
+		_, err = g.Create("/d/"+n, Attr{Mode: 0o644})
+		check("create "+n, err)
 	}
 }
