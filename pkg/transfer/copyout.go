@@ -213,8 +213,10 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 	}
 	defer fh.Close()
 	var werr error
-	err = c.f.ReadChunks(in, c.buf, func(p []byte, off uint64) error {
-		// Keep holes: write only the runs of non-zero blocks, then set the size.
+	// Only the data ranges are read (a sparse file costs O(extents)), and
+	// within them only runs of non-zero blocks are written; then the size
+	// is set, leaving holes that SEEK_HOLE finds.
+	err = c.f.ReadData(in, c.buf, func(p []byte, off uint64) error {
 		if werr = writeNonZero(fh, p, int64(off)); werr != nil {
 			return werr
 		}

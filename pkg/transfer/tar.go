@@ -22,10 +22,11 @@ const xattrPAX = "SCHILY.xattr."
 // keeping modes, owners, times, hard links, symlinks, device nodes and
 // xattrs. Names with ".." components are refused.
 func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
-	tr := tar.NewReader(r)
+	tap := &tarTap{r: r}
+	tr := tar.NewReader(tap)
 	buf := make([]byte, bufSize)
 	for {
-		h, err := tr.Next()
+		h, err := tap.next(tr)
 		if err == io.EOF {
 			break
 		}
@@ -43,7 +44,7 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 		if err := noSymlinkParents(f, dir, rel); err != nil {
 			return err
 		}
-		if err := tarEntry(f, tr, h, dst, dir, buf, o); err != nil {
+		if err := tarEntry(f, tr, tap, h, dst, dir, buf, o); err != nil {
 			return err
 		}
 		if err := f.MaybeCommit(); err != nil {
@@ -86,7 +87,7 @@ func tarAttr(h *tar.Header, o Options) fsys.Attr {
 	return a
 }
 
-func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []byte, o Options) error {
+func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir string, buf []byte, o Options) error {
 	a := tarAttr(h, o)
 	// An entry replaces what is there, except a directory over a directory.
 	if old, err := f.Resolve(dst, false); err == nil {
@@ -108,7 +109,11 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []
 		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[h.Typeflag]
 		a.Rdev = unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor))
 		if in, err = f.Create(dst, a); err == nil && h.Typeflag == tar.TypeReg {
-			err = tarData(f, tr, in, dst, buf)
+			if isSparse1(h) {
+				err = tarSparse(f, tap, h, in, dst, buf)
+			} else {
+				err = tarData(f, tr, in, dst, buf)
+			}
 		}
 	case tar.TypeSymlink:
 		in, err = f.Symlink(h.Linkname, dst, a)
@@ -159,6 +164,19 @@ func tarData(f *fsys.FS, r io.Reader, in *fsys.Inode, dst string, buf []byte) er
 	}
 }
 
+// tarSparse stores a GNU sparse 1.0 entry: its fragments where the map
+// puts them, holes left as holes.
+func tarSparse(f *fsys.FS, tap *tarTap, h *tar.Header, in *fsys.Inode, dst string, buf []byte) error {
+	rs, err := tap.sparseFragments(h)
+	if err != nil {
+		return err
+	}
+	if err := tap.sparseData(f, in, rs, uint64(h.Size), buf); err != nil {
+		return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(err)}
+	}
+	return nil
+}
+
 // TarOut writes the tree at image path dir as a PAX tar stream, with
 // xattrs, hard links, symlinks and device nodes. Names are relative to dir.
 func TarOut(f *fsys.FS, w io.Writer, dir string) error {
@@ -167,7 +185,7 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	t := &tarWriter{f: f, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
+	t := &tarWriter{f: f, w: w, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
 	if in.IsDir() {
 		err = t.dir(in, dir, "")
 	} else {
@@ -181,6 +199,7 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 
 type tarWriter struct {
 	f     *fsys.FS
+	w     io.Writer // under tw, for entries archive/tar cannot write
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
@@ -240,6 +259,13 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		return t.tw.WriteHeader(h)
 	case format.FileTypeRegular:
 		h.Typeflag, h.Size = tar.TypeReg, int64(in.Size)
+		rs, err := t.f.DataRanges(in)
+		if err != nil {
+			return err
+		}
+		if holes(rs, in.Size) {
+			return t.sparseEntry(h, in, rs)
+		}
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}

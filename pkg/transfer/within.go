@@ -108,7 +108,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 			return err
 		}
 		if in.IsRegular() {
-			err := w.f.ReadChunks(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
+			err := w.f.ReadData(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
 			if err != nil {
 				return err
 			}
