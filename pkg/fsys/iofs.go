@@ -194,15 +194,17 @@ func (v *ioFS) list(name string, in *Inode) ([]fs.DirEntry, error) {
 	v.mu.Lock()
 	err := v.f.ReadDir(in, func(e DirEntry) bool {
 		if format.ValidName(e.Name) {
-			out = append(out, &ioDirEntry{v: v, dir: name, e: e})
+			out = append(out, &ioDirEntry{v: v, dir: name, dirI: in, e: e})
 		}
 		return true
 	})
 	v.mu.Unlock()
-	if err != nil {
-		return nil, ioErr("readdir", name, err)
-	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	if err != nil {
+		// Entries fsck flags are left out; the good ones come with the
+		// error, as fs.ReadDirFS allows, so a walk can go on.
+		return out, ioErr("readdir", name, err)
+	}
 	return out, nil
 }
 
@@ -456,6 +458,7 @@ func ioFileMode(m uint32) fs.FileMode {
 type ioDirEntry struct {
 	v    *ioFS
 	dir  string // io/fs name of the directory listed
+	dirI *Inode // the directory listed
 	e    DirEntry
 	info *ioFileInfo // guarded by v.mu
 }
@@ -479,7 +482,7 @@ func (d *ioDirEntry) Info() (fs.FileInfo, error) {
 	if d.info != nil {
 		return d.info, nil
 	}
-	in, err := d.v.f.Inode(d.e.Ino)
+	in, err := d.v.f.EntryInode(d.dirI, d.e)
 	if err != nil {
 		return nil, ioErr("stat", path.Join(d.dir, d.e.Name), err)
 	}

@@ -194,7 +194,10 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return t.bad.Done(nil)
 }
 
 type tarWriter struct {
@@ -203,19 +206,19 @@ type tarWriter struct {
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
+	bad   fsys.Refused
+	// symlinks holds the names of the symlinks written so far: no later
+	// entry may sit below one (an extractor would write through it).
+	symlinks map[string]bool
 }
 
 func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
-	ents, err := t.f.List(in)
-	if err != nil {
+	kids, err := t.f.Children(in)
+	if err := t.bad.Note(src, err); err != nil {
 		return err
 	}
-	for _, e := range ents {
-		child, err := t.f.Inode(e.Ino)
-		if err != nil {
-			return err
-		}
-		if err := t.entry(child, path.Join(src, e.Name), path.Join(name, e.Name)); err != nil {
+	for _, k := range kids {
+		if err := t.entry(k.Inode, path.Join(src, k.Entry.Name), path.Join(name, k.Entry.Name)); err != nil {
 			return err
 		}
 	}
@@ -223,6 +226,19 @@ func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
 }
 
 func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
+	if t.underSymlink(name) {
+		// Only a crafted image (a name listed twice) gets here: refuse the
+		// entry, keep the stream safe to extract.
+		t.bad.Add(&fs.PathError{Op: "read", Path: src,
+			Err: fmt.Errorf("archive name %q is at or below a symlink written before: %w", name, format.ErrCorrupt)})
+		return nil
+	}
+	if in.IsSymlink() {
+		if t.symlinks == nil {
+			t.symlinks = map[string]bool{}
+		}
+		t.symlinks[name] = true
+	}
 	h := &tar.Header{
 		Name: name, Mode: int64(in.Mode & 0o7777), Uid: int(in.UID), Gid: int(in.GID),
 		ModTime: fsys.Time(in.Mtime), AccessTime: fsys.Time(in.Atime), ChangeTime: fsys.Time(in.Ctime),
@@ -287,6 +303,17 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		h.Devmajor, h.Devminor = int64(unix.Major(in.Rdev)), int64(unix.Minor(in.Rdev))
 		return t.tw.WriteHeader(h)
 	}
+}
+
+// underSymlink reports whether name, or a directory above it, is a
+// symlink written earlier in the stream.
+func (t *tarWriter) underSymlink(name string) bool {
+	for p := name; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if t.symlinks[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // noSymlinkParents refuses an entry whose path below dir passes through a
