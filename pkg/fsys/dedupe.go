@@ -212,6 +212,9 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 		return nil, errors.Join(it.Err(), fmt.Errorf("dedupe entry for %d without its extent: %w", found, format.ErrCorrupt))
 	}
 	e, err := format.UnmarshalExtentItem(it.Item().Data)
+	if err == nil {
+		err = format.CheckExtentItemKey(it.Key()) // the length sizes a verify read
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -194,3 +194,41 @@ func TestUnreadableIsNotAbsent(t *testing.T) {
 		check("create "+n, err)
 	}
 }
+
+// TestHugeSparseReads: a file of size 2^62 with 6 bytes of data costs
+// O(extents) to list (DataRanges, ReadData), and io/fs ReadFile refuses
+// it with EFBIG instead of allocating by the size (makeslice panic).
+func TestHugeSparseReads(t *testing.T) {
+	f, _ := newTestFS(t, 256<<20, 1)
+	in := write(t, f, "/huge", []byte("abc"))
+	if err := f.WriteAt(in, []byte("xyz"), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(in, 1<<62); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := f.DataRanges(in)
+	if err != nil || len(rs) != 2 || rs[0] != (Range{0, 3}) || rs[1].Off != 1<<40 || rs[1].Len != 3 {
+		t.Fatalf("data ranges %v, %v", rs, err)
+	}
+	var got []byte
+	err = f.ReadData(in, make([]byte, 1<<20), func(p []byte, off uint64) error { got = append(got, p...); return nil })
+	if err != nil || string(got) != "abcxyz" {
+		t.Fatalf("ReadData: %q %v", got, err)
+	}
+	if _, err := fs.ReadFile(f.IOFS(), "huge"); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("io/fs ReadFile: %v, want EFBIG", err)
+	}
+	// cat streams the holes as zeros: the first chunks come at once.
+	n := 0
+	stop := errors.New("enough")
+	err = f.ReadChunks(in, make([]byte, 1<<20), func(p []byte, off uint64) error {
+		if n++; n == 64 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Fatalf("ReadChunks: %v", err)
+	}
+}

@@ -57,6 +57,13 @@ var (
 	_ io.Seeker      = (*ioFile)(nil)
 )
 
+// ReadFile refuses files larger than ioReadFileMax (no process holds a
+// terabyte) and reads in steps that start at ioReadFileChunk.
+const (
+	ioReadFileMax   = 1 << 40
+	ioReadFileChunk = 16 << 20
+)
+
 // ioWindow is the read-ahead window of an open file: reads smaller than
 // this are served from one cached, window-aligned block, so byte-sized
 // Read and ReadAt calls do not each walk the extent and csum trees.
@@ -158,15 +165,26 @@ func (v *ioFS) ReadFile(name string) ([]byte, error) {
 	if in.IsDir() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
 	}
-	if in.Size > math.MaxInt {
+	if in.Size > ioReadFileMax {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EFBIG}
 	}
-	b := make([]byte, in.Size)
-	n, err := v.readAt(in, b, 0)
-	if err != nil && err != io.EOF {
-		return nil, ioErr("read", name, err)
+	// The size comes from the image: memory grows with the data read,
+	// not with what the inode claims.
+	b := make([]byte, 0, min(in.Size, ioReadFileChunk))
+	for uint64(len(b)) < in.Size {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(in.Size-uint64(len(b)), uint64(len(b)))))
+		}
+		n, err := v.readAt(in, b[len(b):cap(b)], int64(len(b)))
+		b = b[:len(b)+n]
+		if err == io.EOF || n == 0 {
+			break
+		}
+		if err != nil {
+			return nil, ioErr("read", name, err)
+		}
 	}
-	return b[:n], nil
+	return b, nil
 }
 
 // ReadDir lists directory name, following symlinks, sorted by name.
