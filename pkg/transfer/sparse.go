@@ -33,6 +33,20 @@ const (
 	maxSparseMeta = 1 << 20 // as archive/tar's bound on the map
 )
 
+// maxLegacySparse bounds the size of a GNU sparse 0.x entry, whose holes
+// archive/tar hands out as zeros (streamed at memory speed: seconds).
+var maxLegacySparse int64 = 16 << 30
+
+// legacySparse reports a PAX GNU sparse 0.0 or 0.1 entry.
+func legacySparse(h *tar.Header) bool {
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") && !isSparse1(h) {
+			return true
+		}
+	}
+	return false
+}
+
 // isSparse1 reports a header of a GNU sparse 1.0 entry.
 func isSparse1(h *tar.Header) bool {
 	return h.PAXRecords[sparseMajor] == "1" && h.PAXRecords[sparseMinor] == "0"

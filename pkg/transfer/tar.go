@@ -111,6 +111,10 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 		if in, err = f.Create(dst, a); err == nil && h.Typeflag == tar.TypeReg {
 			if isSparse1(h) {
 				err = tarSparse(f, tap, h, in, dst, buf)
+			} else if legacySparse(h) && h.Size > maxLegacySparse {
+				// archive/tar expands these holes into zeros: refuse sizes
+				// that would take minutes to stream.
+				err = fmt.Errorf("archive entry %q: GNU sparse 0.x file of %d bytes (only sparse 1.0, tar --sparse-version=1.0, is read hole by hole): %w", h.Name, h.Size, tar.ErrHeader)
 			} else {
 				err = tarData(f, tr, in, dst, buf)
 			}
