@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -143,7 +144,7 @@ func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) 
 	}
 	recs := map[string]string{
 		sparseMajor: "1", sparseMinor: "0", sparseName: h.Name, sparseSize: strconv.FormatUint(in.Size, 10),
-		"mtime": paxTime(h.ModTime.UnixNano()), "atime": paxTime(h.AccessTime.UnixNano()), "ctime": paxTime(h.ChangeTime.UnixNano()),
+		"mtime": paxTime(h.ModTime), "atime": paxTime(h.AccessTime), "ctime": paxTime(h.ChangeTime),
 	}
 	for k, v := range h.PAXRecords {
 		recs[k] = v
@@ -188,13 +189,18 @@ func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) 
 	return err
 }
 
-// paxTime formats nanoseconds since the epoch as a PAX time.
-func paxTime(ns int64) string {
-	sec, frac := ns/1e9, ns%1e9
-	if frac < 0 {
-		sec, frac = sec-1, frac+1e9
+// paxTime formats a time as PAX does: seconds and a fraction if any; a
+// time before 1970 is the negated distance to it ("-4.75").
+func paxTime(t time.Time) string {
+	sec, ns := t.Unix(), int64(t.Nanosecond())
+	if ns == 0 {
+		return strconv.FormatInt(sec, 10)
 	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%d.%09d", sec, frac), "0"), ".")
+	sign := ""
+	if sec < 0 {
+		sign, sec, ns = "-", -(sec + 1), 1e9-ns
+	}
+	return strings.TrimRight(fmt.Sprintf("%s%d.%09d", sign, sec, ns), "0")
 }
 
 // tarTap sits between the archive and archive/tar: it records what the

@@ -222,3 +222,19 @@ func TestTarInGNUSparse(t *testing.T) {
 	checkImageFile(t, f, "/sp", 8<<30, data)
 	checkImageFile(t, f, "/after", 10, map[uint64]string{0: "next entry"})
 }
+
+// TestPAXTime pins the PAX time format against archive/tar's reading.
+func TestPAXTime(t *testing.T) {
+	for _, tm := range []time.Time{time.Unix(1700000000, 0), time.Unix(1700000000, 500), time.Unix(-5, 250000000), time.Unix(-1, 500000000), time.Unix(-7, 0), time.Unix(1<<40, 999999999)} {
+		rec := paxRecord("mtime", paxTime(tm))
+		var archive bytes.Buffer
+		archive.Write(ustarHeader("PaxHeaders/x", tar.TypeXHeader, 0o644, 0, 0, int64(len(rec)), 0))
+		archive.Write(pad([]byte(rec)))
+		archive.Write(ustarHeader("x", tar.TypeReg, 0o644, 0, 0, 0, 0))
+		archive.Write(make([]byte, 1024))
+		h, err := tar.NewReader(&archive).Next()
+		if err != nil || !h.ModTime.Equal(tm) {
+			t.Errorf("%v: read back %v, %v", tm, h.ModTime, err)
+		}
+	}
+}
