@@ -15,7 +15,7 @@ import (
 // throughput, small enough that an overwrite rewrites little. It is also
 // the unit dedupe and compression work on per call (a multiple of every
 // dedupe block size).
-const maxExtent = 8 << 20
+const maxExtent = format.MaxExtentBytes
 
 func extentKey(ino, off uint64) format.Key {
 	return format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: off}
@@ -180,7 +180,7 @@ func (f *FS) WriteAt(in *Inode, p []byte, off uint64) error {
 		return nil
 	}
 	end := off + uint64(len(p))
-	if end < off {
+	if end < off || end > format.MaxFileSize {
 		return syscall.EFBIG
 	}
 	if err := f.uninline(in, off, end); err != nil {
@@ -361,6 +361,9 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 func (f *FS) Truncate(in *Inode, size uint64) error {
 	if !in.IsRegular() {
 		return syscall.EINVAL
+	}
+	if size > format.MaxFileSize {
+		return syscall.EFBIG
 	}
 	if size < in.Size {
 		if err := f.truncateInline(in, size); err != nil {

@@ -232,3 +232,36 @@ func TestHugeSparseReads(t *testing.T) {
 		t.Fatalf("ReadChunks: %v", err)
 	}
 }
+
+// TestWritersKeepLimits: writers refuse what readers would reject as
+// corruption (FORMAT.md limits): a file past MaxFileSize, inline data
+// past MaxInlineData.
+func TestWritersKeepLimits(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	in := write(t, f, "/f", []byte("x"))
+	if err := f.WriteAt(in, []byte("y"), format.MaxFileSize); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("write past the largest file size: %v, want EFBIG", err)
+	}
+	if err := f.WriteAt(in, []byte("y"), format.MaxFileSize-1); err != nil {
+		t.Errorf("write of the last byte: %v", err)
+	}
+	if err := f.Truncate(in, format.MaxFileSize+1); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("truncate past the largest file size: %v, want EFBIG", err)
+	}
+	f.opt.MaxInline = 1 << 20
+	g, err := New(f.st, f.opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.opt.MaxInline > format.MaxInlineData {
+		t.Errorf("MaxInline %d passes the format's %d", g.opt.MaxInline, format.MaxInlineData)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	h := reopenFS(t, devs)
+	hin, err := h.Resolve("/f", false)
+	if err != nil || hin.Size != format.MaxFileSize {
+		t.Fatalf("reopened: %+v %v", hin, err)
+	}
+}
