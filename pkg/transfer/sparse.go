@@ -34,12 +34,16 @@ const (
 	maxSparseMeta = 1 << 20 // as archive/tar's bound on the map
 )
 
-// maxLegacySparse bounds the size of a GNU sparse 0.x entry, whose holes
-// archive/tar hands out as zeros (streamed at memory speed: seconds).
+// maxLegacySparse bounds the size of an old GNU or PAX 0.x sparse entry,
+// whose holes archive/tar hands out as zeros (streamed at memory speed:
+// seconds; stored as holes again).
 var maxLegacySparse int64 = 16 << 30
 
-// legacySparse reports a PAX GNU sparse 0.0 or 0.1 entry.
+// legacySparse reports an old GNU ('S') or PAX GNU sparse 0.0/0.1 entry.
 func legacySparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
 	for k := range h.PAXRecords {
 		if strings.HasPrefix(k, "GNU.sparse.") && !isSparse1(h) {
 			return true

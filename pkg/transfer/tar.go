@@ -102,19 +102,23 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 	}
 	var in *fsys.Inode
 	var err error
-	switch h.Typeflag {
+	typ := h.Typeflag
+	if typ == tar.TypeGNUSparse { // old GNU sparse (tar -S in GNU format): a regular file
+		typ = tar.TypeReg
+	}
+	switch typ {
 	case tar.TypeDir:
 		in, err = f.Mkdir(dst, a)
 	case tar.TypeReg, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[h.Typeflag]
+		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[typ]
 		a.Rdev = unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor))
-		if in, err = f.Create(dst, a); err == nil && h.Typeflag == tar.TypeReg {
+		if in, err = f.Create(dst, a); err == nil && typ == tar.TypeReg {
 			if isSparse1(h) {
 				err = tarSparse(f, tap, h, in, dst, buf)
 			} else if legacySparse(h) && h.Size > maxLegacySparse {
 				// archive/tar expands these holes into zeros: refuse sizes
 				// that would take minutes to stream.
-				err = fmt.Errorf("archive entry %q: GNU sparse 0.x file of %d bytes (only sparse 1.0, tar --sparse-version=1.0, is read hole by hole): %w", h.Name, h.Size, tar.ErrHeader)
+				err = fmt.Errorf("archive entry %q: old GNU or sparse 0.x file of %d bytes (only sparse 1.0, tar --format=pax --sparse-version=1.0, is read hole by hole): %w", h.Name, h.Size, tar.ErrHeader)
 			} else {
 				err = tarData(f, tr, in, dst, buf)
 			}
