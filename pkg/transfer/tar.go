@@ -333,8 +333,11 @@ func noSymlinkParents(f *fsys.FS, dir, rel string) error {
 	for _, part := range parts[:len(parts)-1] {
 		cur = path.Join(cur, part)
 		in, err := f.Resolve(cur, false)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil // missing: the entry itself will fail or make it
+		}
+		if err != nil {
+			return err // unreadable is not missing
 		}
 		if in.IsSymlink() {
 			return fmt.Errorf("archive entry %q: cannot extract through symlink %s", rel, cur)

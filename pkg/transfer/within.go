@@ -25,6 +25,8 @@ func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
 	target := dst
 	if d, err := f.Resolve(dst, true); err == nil && d.IsDir() {
 		target = path.Join(dst, fsys.Base(src))
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err // unreadable is not missing
 	}
 	s, t := path.Clean(src), path.Clean(target)
 	if in.IsDir() && (t == s || strings.HasPrefix(t, s+"/")) {
