@@ -3,6 +3,7 @@ package transfer
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"io/fs"
@@ -197,6 +198,27 @@ func TestWalkersRefuseWhatFsckFlags(t *testing.T) {
 			var archive bytes.Buffer
 			wantBad("tar-out", TarOut(f, &archive, "/"))
 			checkCopied(t, "tar-out", tarNames(t, &archive), tc.absent)
+			// the io/fs view: the walk goes on past the refused entry
+			var walked []string
+			var walkErr error
+			fs.WalkDir(f.IOFS(), ".", func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					walkErr = cmp.Or(walkErr, err)
+					return nil
+				}
+				if _, err := d.Info(); err != nil {
+					walkErr = cmp.Or(walkErr, err)
+					return nil
+				}
+				if p != "." {
+					walked = append(walked, p)
+				}
+				return nil
+			})
+			if !errors.Is(walkErr, format.ErrCorrupt) {
+				t.Errorf("io/fs walk: %v, want ErrCorrupt", walkErr)
+			}
+			checkCopied(t, "io/fs walk", walked, tc.absent)
 			// cp -r inside the image (of /b: copying / would copy the copy)
 			if strings.HasPrefix(tc.bad, "/b/") {
 				wantBad("copy within", CopyWithin(f, "/b", "/copy", Options{Recursive: true, Archive: true}))
