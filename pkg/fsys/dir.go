@@ -57,6 +57,19 @@ func (f *FS) entryInode(dir uint64, e format.DirEntry) (*Inode, error) {
 	return in, nil
 }
 
+// lookupDir resolves name in dir as a path component: like entryInode,
+// and a directory must name this entry as its one parent (so no path
+// reaches a directory through a second entry fsck flags).
+func (f *FS) lookupDir(dir uint64, e format.DirEntry) (*Inode, error) {
+	in, err := f.entryInode(dir, e)
+	if err == nil && in.IsDir() {
+		if err = f.checkParent(dir, nil, e); err != nil {
+			err = fmt.Errorf("directory %d entry %q: %w", dir, e.Name, err)
+		}
+	}
+	return in, err
+}
+
 // getOptional returns the value under k, or nil if there is none; an
 // error reading the tree is returned, never taken for absence.
 func getOptional(t *btree.Tree, k format.Key) ([]byte, error) {
@@ -113,7 +126,7 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		child, err := f.entryInode(cur.Ino, e)
+		child, err := f.lookupDir(cur.Ino, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,7 +220,7 @@ func (f *FS) resolveCached(parts []string, follow bool) (in, parent *Inode, ok b
 		if err != nil {
 			return nil, nil, true, err
 		}
-		child, err := f.entryInode(cur.Ino, e)
+		child, err := f.lookupDir(cur.Ino, e)
 		if err != nil {
 			return nil, nil, true, err
 		}
@@ -455,12 +468,18 @@ func (f *FS) checkEntry(dir, idx uint64, e format.DirEntry) error {
 	if e.Type != format.FileTypeDir {
 		return nil
 	}
+	return f.checkParent(dir, &idx, e)
+}
+
+// checkParent requires directory entry e of dir to lead to a directory
+// that names it (name, and index unless idx is nil) as its one name.
+func (f *FS) checkParent(dir uint64, idx *uint64, e format.DirEntry) error {
 	if e.Ino == dir || e.Ino == format.RootDirIno {
 		return fmt.Errorf("directory %d as its own descendant (a loop): %w", e.Ino, format.ErrCorrupt)
 	}
 	var refs []format.Item
 	t := f.rtree(format.FSTree)
-	err = t.Scan(format.Key{ObjectID: e.Ino, Type: format.InodeRefKey}, format.Key{ObjectID: e.Ino, Type: format.InodeRefKey + 1},
+	err := t.Scan(format.Key{ObjectID: e.Ino, Type: format.InodeRefKey}, format.Key{ObjectID: e.Ino, Type: format.InodeRefKey + 1},
 		func(it format.Item) (bool, error) {
 			refs = append(refs, it)
 			return len(refs) < 2, nil
@@ -475,8 +494,8 @@ func (f *FS) checkEntry(dir, idx uint64, e format.DirEntry) error {
 	if err != nil {
 		return err
 	}
-	if len(rs) != 1 || rs[0].Name != e.Name || rs[0].Index != idx {
-		return fmt.Errorf("directory %d has %d names here, not just %q at index %d (a hard-linked directory): %w", e.Ino, len(rs), e.Name, idx, format.ErrCorrupt)
+	if len(rs) != 1 || rs[0].Name != e.Name || (idx != nil && rs[0].Index != *idx) {
+		return fmt.Errorf("directory %d has %d names here, not just %q (a hard-linked directory): %w", e.Ino, len(rs), e.Name, format.ErrCorrupt)
 	}
 	return nil
 }

@@ -180,6 +180,12 @@ func TestWalkersRefuseWhatFsckFlags(t *testing.T) {
 					t.Errorf("%s: %v, want ErrCorrupt at %s", what, err, tc.bad)
 				}
 			}
+			// A path through the refused entry (if its DIR_ITEM leads there).
+			if tc.name != "DIR_INDEX disagrees with DIR_ITEM" && tc.bad != "/s" {
+				if _, err := f.Resolve(tc.bad+"/f1", false); !errors.Is(err, format.ErrCorrupt) {
+					t.Errorf("resolve through %s: %v, want ErrCorrupt", tc.bad, err)
+				}
+			}
 			// cp -a out
 			out := t.TempDir()
 			wantBad("copy out", CopyOut(f, "/", out, Options{Recursive: true, Archive: true}))
