@@ -270,12 +270,40 @@ func (t *tarTap) next(tr *tar.Reader) (*tar.Header, error) {
 func (t *tarTap) sparseFragments(h *tar.Header) ([]fsys.Range, error) {
 	rec := t.rec
 	for end := len(rec) - blockSize; end >= 0 && len(rec)-end <= maxSparseMeta+blockSize; end -= blockSize {
-		if !isUstarHeader(rec[end : end+blockSize]) {
+		hdr := rec[end : end+blockSize]
+		if !isUstarHeader(hdr) {
 			continue
 		}
-		return parseSparseMap(rec[end+blockSize:], h.Size)
+		m := rec[end+blockSize:]
+		rs, err := parseSparseMap(m, h.Size)
+		if err != nil {
+			return nil, err
+		}
+		// The fragments must fill the entry's data exactly, or reading
+		// them would run into the next header.
+		var data int64
+		for _, r := range rs {
+			data += int64(r.Len)
+		}
+		if phys, ok := entrySize(hdr, h); !ok || phys != int64(len(m))+data {
+			return nil, fmt.Errorf("archive entry %q: sparse map of %d data bytes in an entry of %d: %w", h.Name, data, phys-int64(len(m)), tar.ErrHeader)
+		}
+		return rs, nil
 	}
 	return nil, fmt.Errorf("archive entry %q: sparse map not found: %w", h.Name, tar.ErrHeader)
+}
+
+// entrySize is the size of an entry's data: its PAX "size" record, else
+// the header's octal size field.
+func entrySize(hdr []byte, h *tar.Header) (int64, bool) {
+	field := strings.Trim(string(hdr[124:136]), " \x00")
+	if v, ok := h.PAXRecords["size"]; ok {
+		field = v
+		n, err := strconv.ParseInt(field, 10, 64)
+		return n, err == nil && n >= 0
+	}
+	n, err := strconv.ParseInt(field, 8, 64)
+	return n, err == nil && n >= 0
 }
 
 // isUstarHeader reports a block with the ustar magic and a valid checksum.

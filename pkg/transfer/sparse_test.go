@@ -242,3 +242,24 @@ func TestPAXTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTarInSparseMapMustFitEntry: a sparse map that claims more data than
+// its entry holds is refused (reading on would swallow the next header).
+func TestTarInSparseMapMustFitEntry(t *testing.T) {
+	f := newFS(t, 256<<20)
+	sparseFile(t, f, "/sp", 1<<20, map[uint64]string{0: "abc"})
+	var archive bytes.Buffer
+	if err := TarOut(f, &archive, "/"); err != nil {
+		t.Fatal(err)
+	}
+	b := archive.Bytes()
+	i := bytes.Index(b, []byte("2\n0\n3\n1048576\n0\n"))
+	if i < 0 || i%blockSize != 0 {
+		t.Fatalf("sparse map not found at a block start: %d", i)
+	}
+	b[i+4] = '4' // the first fragment now claims 4 bytes, the entry holds 3
+	g := newFS(t, 256<<20)
+	if err := TarIn(g, bytes.NewReader(b), "/", Options{}); !errors.Is(err, tar.ErrHeader) {
+		t.Fatalf("TarIn: %v, want tar.ErrHeader", err)
+	}
+}
