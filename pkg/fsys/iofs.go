@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"math"
@@ -238,8 +239,9 @@ type ioFile struct {
 	mu     sync.Mutex // guards the Read position and the directory state
 	off    int64      // Read and Seek position
 	ents   []fs.DirEntry
-	listed bool // ents holds the listing, read at the first ReadDir
-	pos    int  // next entry of ents
+	listed bool  // ents holds the listing, read at the first ReadDir
+	pos    int   // next entry of ents
+	bad    error // an entry the listing refused, reported once the rest is read
 }
 
 // ioWin is a window of file bytes, shared by concurrent ReadAt calls.
@@ -374,7 +376,7 @@ func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 		if offset != 0 || whence != io.SeekStart {
 			return 0, fl.errf("seek", fs.ErrInvalid)
 		}
-		fl.ents, fl.listed, fl.pos = nil, false, 0
+		fl.ents, fl.listed, fl.pos, fl.bad = nil, false, 0, nil
 		return 0, nil
 	}
 	var abs int64
@@ -397,7 +399,8 @@ func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 
 // ReadDir returns the next n entries (all remaining if n <= 0), sorted by
 // name, as fs.ReadDirFile: with n > 0 an empty remainder is io.EOF, with
-// n <= 0 it is an empty list and nil.
+// n <= 0 it is an empty list and nil. An entry the listing refused
+// (fsys.EntryError) takes the place of that end, after the good entries.
 func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -406,17 +409,20 @@ func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	}
 	if !fl.listed {
 		ents, err := fl.v.list(fl.name, fl.in)
-		if err != nil {
+		if err != nil && !errors.As(err, new(*EntryError)) {
 			return nil, err
 		}
-		fl.ents, fl.listed = ents, true
+		fl.ents, fl.listed, fl.bad = ents, true, err
 	}
 	rest := fl.ents[fl.pos:]
 	if n <= 0 {
 		fl.pos = len(fl.ents)
-		return rest[:len(rest):len(rest)], nil
+		return rest[:len(rest):len(rest)], fl.bad
 	}
 	if len(rest) == 0 {
+		if fl.bad != nil {
+			return nil, fl.bad
+		}
 		return nil, io.EOF
 	}
 	k := min(n, len(rest))

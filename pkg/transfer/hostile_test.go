@@ -306,3 +306,27 @@ func tarNames(t *testing.T, r io.Reader) []string {
 		names = append(names, strings.TrimSuffix(h.Name, "/"))
 	}
 }
+
+// TestIOFSReadDirFileGoesOn: fs.ReadDirFile on a directory with a refused
+// entry hands out the good entries, then the ErrCorrupt in place of io.EOF.
+func TestIOFSReadDirFileGoesOn(t *testing.T) {
+	c := newCrafter(t, walkBase(t))
+	c.entry(c.ino("/b"), 100, format.DirEntry{Ino: c.ino("/a"), Type: format.FileTypeDir, Name: "alias"}, true, true)
+	f := c.done()
+	d, err := f.IOFS().Open("b")
+	must(t, err)
+	defer d.Close()
+	var names []string
+	for {
+		ents, err := d.(fs.ReadDirFile).ReadDir(1)
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if err != nil {
+			if !errors.Is(err, format.ErrCorrupt) || len(names) != 1 || names[0] != "g" {
+				t.Fatalf("ReadDir: %v after %v, want ErrCorrupt after [g]", err, names)
+			}
+			return
+		}
+	}
+}
