@@ -48,6 +48,10 @@ type FS struct {
 	// their cached tier is stale.
 	tierCache *alloc.Tiers
 	tierEpoch int
+	// leaving are devices new stripes must not use (device remove);
+	// sizeCap lowers a device's usable size for placement (shrink).
+	leaving map[uint64]bool
+	sizeCap map[uint64]uint64
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
@@ -171,9 +175,16 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
 	}
 	for _, d := range fs.Vol.Devices() {
-		if _, ok := fs.devItems[d.ID]; !ok {
-			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		if _, ok := fs.devItems[d.ID]; ok {
+			continue
 		}
+		if d.Super != nil && d.Super.Generation < fs.sb.Generation {
+			// Removed from the set by a commit that a crash kept from
+			// wiping its superblocks (device remove): not a member.
+			fs.Vol.DetachDevice(d.ID).Dev.Close()
+			continue
+		}
+		return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
 	}
 	return nil
 }

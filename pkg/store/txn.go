@@ -25,6 +25,10 @@ type Txn struct {
 	newMeta   map[uint64]metaRef
 	freedMeta map[uint64]metaRef
 	pinned    []alloc.Range
+	// freedStripes are device ranges a relocation took chunk stripes off:
+	// the committed state still uses them, so nothing may be placed there
+	// before the commit.
+	freedStripes map[uint64][]alloc.Range
 	// pinnedRecorded counts pinned ranges already in the discard records.
 	pinnedRecorded int
 	newChunks      []*BlockGroup

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// Relocation gives a chunk a new stripe set and keeps its logical range.
+//
+// Why this design: every tree pointer, file extent, extent item, checksum
+// and dedupe entry names logical addresses, so moving a chunk's stripes
+// changes none of them; only the chunk item (and the superblock's system
+// chunk array for a system chunk) changes. Crash safety follows from the
+// commit protocol (FORMAT.md §1.3): the new stripes are placed in device
+// space that no chunk of the committed state uses, and the old stripes stay
+// reserved until the commit, so until the superblocks change the committed
+// state is untouched; the copied bytes are flushed by the commit's first
+// flush, before the superblocks that name the new layout. Rewriting
+// extents into new chunks (btrfs's relocation) would have to find and
+// rewrite every reference to each extent — data back references are
+// optional in format version 1 — for no gain in safety.
+
+// relocBuf bounds the bytes read and written per copy step.
+const relocBuf = 1 << 20
+
+// restripe moves bg's chunk to a layout of profile p (its own for
+// remove/resize) on the devices placement may use, copying every byte the
+// committed state or this transaction uses, and records the new chunk
+// item. prefer is a devid new stripes go to first (0 none).
+func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
+	fs := tx.fs
+	oldItem := bg.Chunk.ChunkItem
+	stripes, err := alloc.PlaceRestripe(fs.deviceSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer})
+	if err != nil {
+		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
+	}
+	pi, _ := p.Info()
+	item := &format.ChunkItem{Length: oldItem.Length, Type: oldItem.Type, Profile: p, StripeLen: oldItem.StripeLen,
+		SubStripes: uint16(pi.SubStripes), Stripes: stripes}
+	if err := item.Validate(); err != nil {
+		return fmt.Errorf("chunk %d: relocation produced a bad layout: %w", bg.Chunk.Logical, err)
+	}
+	oldC := &volume.Chunk{Logical: bg.Chunk.Logical, ChunkItem: oldItem}
+	newC := &volume.Chunk{Logical: bg.Chunk.Logical, ChunkItem: item}
+	kept := map[format.Stripe]bool{}
+	for _, s := range oldItem.Stripes {
+		kept[s] = true
+	}
+	fresh := map[uint64][]alloc.Range{}
+	for _, s := range stripes {
+		if !kept[s] {
+			fresh[s.DevID] = append(fresh[s.DevID], alloc.Range{Start: s.Offset, Len: item.StripeLength()})
+		}
+	}
+	if err := tx.copyUsed(bg, oldC, newC, fresh); err != nil {
+		return err
+	}
+	return tx.switchLayout(bg, item)
+}
+
+// copyUsed copies the used ranges of bg from the old layout to the fresh
+// stripes of the new one.
+func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint64][]alloc.Range) error {
+	fs := tx.fs
+	if len(fresh) == 0 {
+		return nil
+	}
+	if bg.free == nil {
+		if err := fs.loadFree(bg); err != nil {
+			return err
+		}
+	}
+	want := func(t volume.Target) bool {
+		for _, r := range fresh[t.DevID] {
+			if t.Physical >= r.Start && t.Physical < r.End() {
+				return true
+			}
+		}
+		return false
+	}
+	buf := make([]byte, relocBuf)
+	pos := uint64(0)
+	for _, r := range append(bg.free.Ranges(), alloc.Range{Start: newC.End()}) {
+		// [pos, r.Start) is used: neither free now nor pinned-free.
+		for at := pos; at < r.Start-newC.Logical; {
+			n := min(uint64(len(buf)), r.Start-newC.Logical-at)
+			b := buf[:n]
+			if err := fs.Vol.ReadChunk(oldC, at, b, 0); err != nil {
+				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+			}
+			if err := fs.Vol.WriteChunk(newC, at, b, want); err != nil {
+				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+			}
+			at += n
+		}
+		pos = r.End() - newC.Logical
+	}
+	return nil
+}
+
+// switchLayout makes item the chunk's layout in memory and in the chunk
+// tree (and the block group item when the profile changed); the commit
+// writes the system chunk array from the chunk map.
+func (tx *Txn) switchLayout(bg *BlockGroup, item *format.ChunkItem) error {
+	fs := tx.fs
+	old := bg.Chunk.ChunkItem
+	if tx.freedStripes == nil {
+		tx.freedStripes = map[uint64][]alloc.Range{}
+	}
+	for _, s := range old.Stripes {
+		fs.devItems[s.DevID].BytesUsed -= old.StripeLength()
+		tx.freedStripes[s.DevID] = append(tx.freedStripes[s.DevID], alloc.Range{Start: s.Offset, Len: old.StripeLength()})
+	}
+	for _, s := range item.Stripes {
+		fs.devItems[s.DevID].BytesUsed += item.StripeLength()
+	}
+	if err := fs.Vol.Chunks.ReplaceChunk(bg.Chunk.Logical, item); err != nil {
+		return err
+	}
+	tx.devDirty = true
+	fs.tierCache = nil
+	if bg.isNew {
+		return nil // its items are written at commit from the chunk map
+	}
+	k := format.Key{ObjectID: format.ChunkObjectID, Type: format.ChunkItemKey, Offset: bg.Chunk.Logical}
+	if err := tx.trees[format.ChunkTree].Put(k, format.MarshalChunkItem(item)); err != nil {
+		return fmt.Errorf("record chunk %d: %w", bg.Chunk.Logical, err)
+	}
+	if item.Profile != old.Profile {
+		bgi := &format.BlockGroupItem{Used: bg.itemUsed, Type: item.Type, Profile: item.Profile, Flags: bg.flags}
+		if err := tx.trees[format.ExtentTree].Put(bgKey(bg.Chunk), format.MarshalBlockGroupItem(bgi)); err != nil {
+			return fmt.Errorf("record block group %d: %w", bg.Chunk.Logical, err)
+		}
+	}
+	return nil
+}
