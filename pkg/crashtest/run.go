@@ -113,20 +113,7 @@ func Run(cfg Config) (Result, error) {
 		if err := device.Replay(ops, base, devs); err != nil {
 			return res, err
 		}
-		var applied []device.Op
-		for _, op := range ops[base:end] {
-			if op.Kind == device.OpWrite && r.IntN(2) == 0 {
-				applied = append(applied, op)
-			}
-		}
-		r.Shuffle(len(applied), func(a, b int) { applied[a], applied[b] = applied[b], applied[a] })
-		for j, op := range applied {
-			data := op.Data
-			if j == len(applied)-1 && len(data) > 512 {
-				data = data[:512*(1+r.IntN(len(data)/512))] // torn: a prefix of its sectors
-			}
-			devs[op.Dev].WriteAt(data, op.Off)
-		}
+		tornApply(r, ops[base:end], devs)
 		ok, err := verify(devs, states)
 		if err != nil {
 			return res, fmt.Errorf("%v: reordered writes after flush %d: %w", cfg, base, err)

@@ -49,6 +49,7 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	fs.Vol.AttachDevice(&volume.Dev{ID: id, UUID: uuid, Path: nd.Path, Dev: nd.Dev})
 	fs.tierCache = nil
 	tx.devDirty = true
+	tx.addedDevs = map[uint64]bool{id: true}
 	if err := tx.Commit(); err != nil {
 		return 0, err
 	}

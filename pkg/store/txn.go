@@ -35,7 +35,9 @@ type Txn struct {
 	// chunksFolded counts newChunks already recorded in the trees.
 	chunksFolded int
 	devDirty     bool
-	hint         map[format.ChunkType]uint64
+	// addedDevs are devices that become members in this commit.
+	addedDevs map[uint64]bool
+	hint      map[format.ChunkType]uint64
 	// tierFull: tiers where a data chunk did not fit (AllocDataOn).
 	tierFull map[int]bool
 	// Fallbacks counts chunks the policy had to place outside its
