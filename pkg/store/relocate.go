@@ -1,11 +1,13 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
 	"github.com/ddfs/ddfs/pkg/volume"
+	"golang.org/x/sync/errgroup"
 )
 
 // Relocation gives a chunk a new stripe set and keeps its logical range.
@@ -23,8 +25,12 @@ import (
 // rewrite every reference to each extent — data back references are
 // optional in format version 1 — for no gain in safety.
 
-// relocBuf bounds the bytes read and written per copy step.
-const relocBuf = 1 << 20
+// relocBuf is the bytes read and written per copy step; relocInFlight
+// steps may be read ahead of the writes.
+const (
+	relocBuf      = 4 << 20
+	relocInFlight = 3
+)
 
 // restripe moves bg's chunk to a layout of profile p (its own for
 // remove/resize) on the devices placement may use, copying every byte the
@@ -62,7 +68,8 @@ func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
 }
 
 // copyUsed copies the used ranges of bg from the old layout to the fresh
-// stripes of the new one.
+// stripes of the new one. Reads run ahead of writes (relocInFlight
+// buffers), so the source and the destination devices work at once.
 func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint64][]alloc.Range) error {
 	fs := tx.fs
 	if len(fresh) == 0 {
@@ -81,24 +88,63 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 		}
 		return false
 	}
-	buf := make([]byte, relocBuf)
-	pos := uint64(0)
-	for _, r := range append(bg.free.Ranges(), alloc.Range{Start: newC.End()}) {
-		// [pos, r.Start) is used: neither free now nor pinned-free.
-		for at := pos; at < r.Start-newC.Logical; {
-			n := min(uint64(len(buf)), r.Start-newC.Logical-at)
-			b := buf[:n]
-			if err := fs.Vol.ReadChunk(oldC, at, b, 0); err != nil {
-				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
-			}
-			if err := fs.Vol.WriteChunk(newC, at, b, want); err != nil {
-				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
-			}
-			at += n
-		}
-		pos = r.End() - newC.Logical
+	pieces := usedPieces(bg.free.Ranges(), newC.Logical, newC.Length)
+	type filled struct {
+		off uint64
+		b   []byte
 	}
-	return nil
+	spare := make(chan []byte, relocInFlight)
+	for i := 0; i < relocInFlight; i++ {
+		spare <- make([]byte, relocBuf)
+	}
+	full := make(chan filled, relocInFlight)
+	stop := make(chan struct{})
+	var g errgroup.Group
+	g.Go(func() error {
+		defer close(full)
+		for _, p := range pieces {
+			var b []byte
+			select {
+			case b = <-spare:
+			case <-stop:
+				return nil
+			}
+			b = b[:p.Len]
+			if err := fs.Vol.ReadChunk(oldC, p.Start, b, 0); err != nil {
+				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+			}
+			full <- filled{p.Start, b}
+		}
+		return nil
+	})
+	var werr error
+	for f := range full {
+		if werr == nil {
+			if err := fs.Vol.WriteChunk(newC, f.off, f.b, want); err != nil {
+				werr = fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+				close(stop)
+			}
+		}
+		spare <- f.b[:cap(f.b)]
+	}
+	return errors.Join(g.Wait(), werr)
+}
+
+// usedPieces cuts the complement of the free ranges of a chunk at logical
+// start of length n into pieces of at most relocBuf bytes, as offsets in
+// the chunk.
+func usedPieces(free []alloc.Range, start, n uint64) []alloc.Range {
+	var out []alloc.Range
+	pos := uint64(0)
+	for _, r := range append(free, alloc.Range{Start: start + n}) {
+		for at := pos; at < r.Start-start; {
+			l := min(relocBuf, r.Start-start-at)
+			out = append(out, alloc.Range{Start: at, Len: l})
+			at += l
+		}
+		pos = r.End() - start
+	}
+	return out
 }
 
 // switchLayout makes item the chunk's layout in memory and in the chunk
