@@ -13,7 +13,7 @@ const balanceExamples = `  ddfs device add -b 64G disk.img b.img
 `
 
 // cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
-func cmdBalance(args []string, stdout, _ io.Writer) error {
+func cmdBalance(args []string, stdout, stderr io.Writer) error {
 	fl, of := newCmd("balance", "balance IMAGE [-d PROFILE] [-m PROFILE]", balanceExamples, stdout)
 	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
 	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
@@ -47,6 +47,7 @@ func cmdBalance(args []string, stdout, _ io.Writer) error {
 	}
 	defer fs.Close()
 	n, err := fs.Balance(dp, mp, relocProgress())
+	reportReloc(stderr, "balance: "+image, fs)
 	if err != nil {
 		return fmt.Errorf("%s: %w", image, err)
 	}

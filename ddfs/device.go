@@ -25,7 +25,7 @@ const deviceExamples = `  ddfs device usage disk.img
 `
 
 // cmdDevice is `ddfs device usage|set|add|remove|replace|resize`.
-func cmdDevice(args []string, stdout, _ io.Writer) error {
+func cmdDevice(args []string, stdout, stderr io.Writer) error {
 	fl, of := newCmd("device", "device usage|set|add|remove|replace|resize IMAGE ...", deviceExamples, stdout)
 	size := fl.StringP("byte-count", "b", "", "add, replace: size of an image file to create (replace: default the old device's size)")
 	force := fl.BoolP("force", "f", false, "add, replace: overwrite a filesystem on the new device")
@@ -46,11 +46,11 @@ func cmdDevice(args []string, stdout, _ io.Writer) error {
 	}
 	switch {
 	case a[0] == "remove" && len(a) == 3:
-		return deviceRemove(of, a[1], a[2], stdout)
+		return deviceRemove(of, a[1], a[2], stdout, stderr)
 	case a[0] == "replace" && len(a) == 4:
-		return deviceReplace(of, a[1], a[2], a[3], bytes, *force, stdout)
+		return deviceReplace(of, a[1], a[2], a[3], bytes, *force, stdout, stderr)
 	case a[0] == "resize" && len(a) == 4:
-		return deviceResize(of, a[1], a[2], a[3], stdout)
+		return deviceResize(of, a[1], a[2], a[3], stdout, stderr)
 	case a[0] == "usage" && len(a) == 2:
 		fs, err := of.open(a[1], false)
 		if err != nil {

@@ -77,15 +77,31 @@ func openDevice(of *openFlags, image, which string) (*store.FS, uint64, error) {
 	return fs, id, nil
 }
 
+// reportReloc says on stderr when relocation met blocks that failed their
+// checksum on the copy it read (taken from another copy) or on every copy
+// (copied as read: fsck and scrub report them).
+// where is the message's "CMD: IMAGE" part.
+func reportReloc(w io.Writer, where string, fs *store.FS) {
+	st := fs.RelocStats()
+	if st.Repaired > 0 {
+		fmt.Fprintf(w, "ddfs: %s: %d blocks failed their checksum on the copy read and were taken from another copy\n", where, st.Repaired)
+	}
+	if st.Unrecovered > 0 {
+		fmt.Fprintf(w, "ddfs: %s: warning: %d blocks verify on no copy; copied as read (see fsck.ddfs --check-data)\n", where, st.Unrecovered)
+	}
+}
+
 // deviceRemove is `ddfs device remove IMAGE DEVID|PATH`.
-func deviceRemove(of *openFlags, image, which string, stdout io.Writer) error {
+func deviceRemove(of *openFlags, image, which string, stdout, stderr io.Writer) error {
 	fs, id, err := openDevice(of, image, which)
 	if err != nil {
 		return err
 	}
 	defer fs.Close()
 	path := devicePath(fs, id)
-	if err := fs.RemoveDevice(id, relocProgress()); err != nil {
+	err = fs.RemoveDevice(id, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
 		return fmt.Errorf("%s: remove device %d (%s): %w", image, id, path, err)
 	}
 	fmt.Fprintf(stdout, "removed device %d (%s)\n", id, path)
@@ -94,7 +110,7 @@ func deviceRemove(of *openFlags, image, which string, stdout io.Writer) error {
 
 // deviceReplace is `ddfs device replace IMAGE OLD NEWPATH[:props]`; a new
 // image file is created sparse, as large as OLD unless -b says otherwise.
-func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force bool, stdout io.Writer) error {
+func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force bool, stdout, stderr io.Writer) error {
 	spec, err := mkfs.ParseDeviceSpec(newSpec)
 	if err != nil {
 		return usageErr("%v", err)
@@ -120,6 +136,7 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		return err
 	}
 	newID, err := fs.ReplaceDevice(id, nd, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
 	if err != nil {
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}
@@ -128,7 +145,7 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 }
 
 // deviceResize is `ddfs device resize IMAGE DEVID SIZE|max`.
-func deviceResize(of *openFlags, image, which, sizeArg string, stdout io.Writer) error {
+func deviceResize(of *openFlags, image, which, sizeArg string, stdout, stderr io.Writer) error {
 	var size uint64
 	if sizeArg != "max" {
 		var err error
@@ -151,7 +168,9 @@ func deviceResize(of *openFlags, image, which, sizeArg string, stdout io.Writer)
 	if sizeArg == "max" {
 		size = uint64(d.Dev.Size())
 	}
-	if err := fs.ResizeDevice(id, size, relocProgress()); err != nil {
+	err = fs.ResizeDevice(id, size, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
 		return fmt.Errorf("%s: resize device %d (%s): %w", image, id, d.Path, err)
 	}
 	for _, it := range fs.DevItems() {

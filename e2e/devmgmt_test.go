@@ -158,3 +158,30 @@ func TestDeviceReplaceResizeBalance(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "balance", "a.img"), 2)
 	must(t, run(t, dir, "ddfs", "balance", "-d", "raid1c3", "a.img"), 1)
 }
+
+// TestDeviceReplaceBadDevice: the device being replaced holds garbage
+// where its stripes are; replace reads around it from the mirror, so the
+// new device holds good copies: fsck --check-data (every copy) is clean.
+func TestDeviceReplaceBadDevice(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	f, err := os.OpenFile(filepath.Join(dir, "b.img"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0x5a}, 8<<20)
+	for _, c := range getInfo(t, dir, "a.img").Chunks {
+		for _, s := range c.Stripes {
+			if s.DevID == 2 {
+				if _, err := f.WriteAt(junk[:min(len(junk), int(c.Length))], int64(s.Offset)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	f.Close()
+	must(t, run(t, dir, "fsck.ddfs", "--check-data", "a.img"), 4)
+	must(t, run(t, dir, "ddfs", "device", "replace", "a.img", "b.img", "c.img"), 0)
+	sameFiles(t, dir, "a.img")
+}

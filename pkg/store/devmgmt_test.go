@@ -63,6 +63,14 @@ func (m *relocModel) fill(t *testing.T, fs *FS, seed uint64, rounds int) {
 				t.Fatal(err)
 			}
 			m.data[at] = b
+			var sums []byte
+			for j := 0; j < len(b); j += 4096 {
+				sum := format.Checksum(fs.sb.CsumType, b[j:j+4096])
+				sums = append(sums, sum[:fs.sb.CsumType.Len()]...)
+			}
+			if err := tx.Tree(format.CsumTree).Insert(format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: at}, sums); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
@@ -175,6 +183,9 @@ func TestRemoveDevice(t *testing.T) {
 			}
 			if calls == 0 {
 				t.Fatal("progress never called")
+			}
+			if st := fs.RelocStats(); st.Bytes == 0 || st.Repaired != 0 || st.Unrecovered != 0 {
+				t.Fatalf("relocation stats %+v on a healthy set", st)
 			}
 			gone := devs[tc.remove-1]
 			for _, sc := range volume.ReadSuperCopies(gone) {
@@ -330,4 +341,33 @@ func TestResizeDevice(t *testing.T) {
 	}
 	m.check(t, fs)
 	fs.Close()
+}
+
+// TestReplaceReadsAroundBadCopy: every stripe of the device being replaced
+// is garbage; the new device gets the good copies (nodes and data
+// sectors verified against their checksums) and the counters say so.
+func TestReplaceReadsAroundBadCopy(t *testing.T) {
+	devs := memDevs(3, 1<<30)
+	fs := create(t, devs[:2], format.ProfileRaid1, format.ProfileRaid1)
+	m := fillModel(t, fs, 3, 3)
+	junk := bytes.Repeat([]byte{0xa5}, 1<<20)
+	for _, e := range fs.Vol.Chunks.DevExtents(2) {
+		// The used bytes lie at the start of each stripe.
+		for off := uint64(0); off < min(e.Length, 16<<20); off += uint64(len(junk)) {
+			if _, err := devs[1].WriteAt(junk[:min(uint64(len(junk)), e.Length-off)], int64(e.Physical+off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fs.cache = newNodeCache(cacheNodes) // nothing read before the damage may hide it
+	if _, err := fs.ReplaceDevice(2, NewDevice{Dev: devs[2], Path: devs[2].Name()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := fs.RelocStats()
+	if st.Repaired < len(m.data) || st.Unrecovered != 0 {
+		t.Fatalf("relocation stats %+v: want at least %d repaired, none unrecovered", st, len(m.data))
+	}
+	fs = reopen(t, []*device.MemDevice{devs[0], devs[2]}, false)
+	defer fs.Close()
+	m.check(t, fs)
 }

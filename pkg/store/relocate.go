@@ -89,6 +89,11 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 		return false
 	}
 	pieces := usedPieces(bg.free.Ranges(), newC.Logical, newC.Length)
+	first := fs.leavingCopy(oldC)
+	ver, err := fs.newVerifier(oldC, first)
+	if err != nil {
+		return err
+	}
 	type filled struct {
 		off uint64
 		b   []byte
@@ -110,9 +115,10 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 				return nil
 			}
 			b = b[:p.Len]
-			if err := fs.Vol.ReadChunk(oldC, p.Start, b, 0); err != nil {
+			if err := fs.Vol.ReadChunk(oldC, p.Start, b, first); err != nil {
 				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
 			}
+			ver.check(p.Start, b)
 			full <- filled{p.Start, b}
 		}
 		return nil
@@ -127,7 +133,31 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 		}
 		spare <- f.b[:cap(f.b)]
 	}
-	return errors.Join(g.Wait(), werr)
+	if err := errors.Join(g.Wait(), werr); err != nil {
+		return err
+	}
+	for _, p := range pieces {
+		fs.reloc.Bytes += p.Len
+	}
+	fs.reloc.Repaired += ver.repaired
+	fs.reloc.Unrecovered += ver.unrecovered
+	return nil
+}
+
+// leavingCopy is the copy of c to read first: the one on a device being
+// vacated (as btrfs replace reads the source device; a bad block there is
+// then read from the other copies), else copy 0.
+func (fs *FS) leavingCopy(c *volume.Chunk) int {
+	pi, _ := c.Profile.Info()
+	for i, s := range c.Stripes {
+		if fs.leaving[s.DevID] && pi.Striped {
+			return i % pi.SubStripes // copy j of a stripe group is its stripe j
+		}
+		if fs.leaving[s.DevID] {
+			return i
+		}
+	}
+	return 0
 }
 
 // usedPieces cuts the complement of the free ranges of a chunk at logical

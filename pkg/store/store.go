@@ -52,6 +52,7 @@ type FS struct {
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
 	sizeCap map[uint64]uint64
+	reloc   RelocStats
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
