@@ -17,6 +17,9 @@ type Restripe struct {
 	// Prefer is a devid new stripes go to first when it can take them
 	// (device replace: the new device); 0 none.
 	Prefer uint64
+	// Rank orders the other devices before free space decides: lower
+	// first (the distance of a device's tier from the chunk's); nil none.
+	Rank map[uint64]int
 }
 
 // PlaceRestripe returns the stripes of the chunk's new layout. A stripe of
@@ -37,17 +40,17 @@ func PlaceRestripe(devs []DeviceSpace, r Restripe) ([]format.Stripe, error) {
 	oldPI, _ := old.Profile.Info()
 	if pi.Striped {
 		if old.Profile == r.Profile {
-			if s, err := replaceStripes(devs, old, r.Prefer); err == nil {
+			if s, err := replaceStripes(devs, old, r.Prefer, r.Rank); err == nil {
 				return s, nil
 			}
 		}
-		return placeStriped(devs, old.Length, uint64(old.StripeLen), r.Profile, pi, r.Prefer)
+		return placeStriped(devs, old.Length, uint64(old.StripeLen), r.Profile, pi, r.Prefer, r.Rank)
 	}
 	var kept []format.Stripe
 	if !oldPI.Striped {
 		kept = keepable(devs, old)
 	}
-	return placeMirrored(devs, old.Length, r.Profile, pi, kept, r.Prefer)
+	return placeMirrored(devs, old.Length, r.Profile, pi, kept, r.Prefer, r.Rank)
 }
 
 func cloneSpace(devs []DeviceSpace) []DeviceSpace {
@@ -85,9 +88,10 @@ func keepable(devs []DeviceSpace, old *format.ChunkItem) []format.Stripe {
 	return out
 }
 
-// byFree orders candidate devices: the preferred one first, then the
-// largest hole (most free space, btrfs's rule), then devid.
-func byFree(devs []DeviceSpace, prefer uint64) []*DeviceSpace {
+// byFree orders candidate devices: the preferred one first, then by rank
+// (the allocation policy's tiers), then the largest hole (most free
+// space, btrfs's rule), then devid.
+func byFree(devs []DeviceSpace, prefer uint64, rank map[uint64]int) []*DeviceSpace {
 	out := make([]*DeviceSpace, 0, len(devs))
 	holes := map[uint64]uint64{}
 	for i := range devs {
@@ -100,6 +104,9 @@ func byFree(devs []DeviceSpace, prefer uint64) []*DeviceSpace {
 		a, b := out[i], out[j]
 		if (a.DevID == prefer) != (b.DevID == prefer) {
 			return a.DevID == prefer
+		}
+		if rank[a.DevID] != rank[b.DevID] {
+			return rank[a.DevID] < rank[b.DevID]
 		}
 		if holes[a.DevID] != holes[b.DevID] {
 			return holes[a.DevID] > holes[b.DevID]
@@ -121,7 +128,7 @@ func take(d *DeviceSpace, size uint64) (format.Stripe, bool) {
 
 // placeMirrored builds a non-striped layout (single, dup, raid1, raid1c3)
 // of length bytes per stripe, keeping what it can of kept.
-func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi format.ProfileInfo, kept []format.Stripe, prefer uint64) ([]format.Stripe, error) {
+func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi format.ProfileInfo, kept []format.Stripe, prefer uint64, rank map[uint64]int) ([]format.Stripe, error) {
 	var out []format.Stripe
 	used := map[uint64]bool{}
 	if p == format.ProfileDup {
@@ -156,7 +163,7 @@ func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi forma
 			}
 			out = nil
 		}
-		for _, d := range byFree(devs, prefer) {
+		for _, d := range byFree(devs, prefer, rank) {
 			a, okA := take(d, length)
 			b, okB := take(d, length)
 			if okA && okB {
@@ -171,7 +178,7 @@ func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi forma
 			used[s.DevID] = true
 		}
 	}
-	for _, d := range byFree(devs, prefer) {
+	for _, d := range byFree(devs, prefer, rank) {
 		if len(out) == pi.Copies {
 			break
 		}
@@ -191,7 +198,7 @@ func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi forma
 
 // replaceStripes keeps a striped layout and moves only the stripes that
 // may not stay, each to a device the chunk does not use yet.
-func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, prefer uint64) ([]format.Stripe, error) {
+func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, prefer uint64, rank map[uint64]int) ([]format.Stripe, error) {
 	sl := old.StripeLength()
 	out := append([]format.Stripe(nil), old.Stripes...)
 	used := map[uint64]bool{}
@@ -205,7 +212,7 @@ func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, prefer uint64) ([
 	}
 	for _, i := range moving {
 		placed := false
-		for _, d := range byFree(devs, prefer) {
+		for _, d := range byFree(devs, prefer, rank) {
 			if used[d.DevID] {
 				continue
 			}
@@ -225,7 +232,7 @@ func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, prefer uint64) ([
 // the devices allow (raid0: D data stripes; raid10: D pairs), keeping the
 // length a multiple of D stripe units (unit: stripe_len) as the format
 // requires.
-func placeStriped(devs []DeviceSpace, length, unit uint64, p format.Profile, pi format.ProfileInfo, prefer uint64) ([]format.Stripe, error) {
+func placeStriped(devs []DeviceSpace, length, unit uint64, p format.Profile, pi format.ProfileInfo, prefer uint64, rank map[uint64]int) ([]format.Stripe, error) {
 	minData := pi.MinDevices / pi.SubStripes
 	for data := len(devs) / pi.SubStripes; data >= minData; data-- {
 		if unit == 0 || length%(uint64(data)*unit) != 0 {
@@ -234,7 +241,7 @@ func placeStriped(devs []DeviceSpace, length, unit uint64, p format.Profile, pi 
 		sl := length / uint64(data)
 		trial := cloneSpace(devs)
 		var out []format.Stripe
-		for _, d := range byFree(trial, prefer) {
+		for _, d := range byFree(trial, prefer, rank) {
 			if len(out) == data*pi.SubStripes {
 				break
 			}

@@ -43,7 +43,7 @@ func (fs *FS) planMoves(bgs []*BlockGroup, need needFunc, prefer uint64) error {
 	for _, bg := range bgs {
 		p, _ := need(bg)
 		old := bg.Chunk.ChunkItem
-		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: prefer})
+		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
 		if err != nil {
 			return fmt.Errorf("chunk %d (%v %v -> %v): %w: %w", bg.Chunk.Logical, old.Type, old.Profile, p, ErrCannotRelocate, err)
 		}

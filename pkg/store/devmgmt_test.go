@@ -371,3 +371,26 @@ func TestReplaceReadsAroundBadCopy(t *testing.T) {
 	defer fs.Close()
 	m.check(t, fs)
 }
+
+// TestRemoveKeepsTier: with ssd-metadata, metadata of a removed SSD moves
+// to the other SSDs although the HDDs have more free space.
+func TestRemoveKeepsTier(t *testing.T) {
+	fs, devs := tieredSizes(t, 3, 2, 1<<30, 4<<30, format.ProfileSingle, format.ProfileRaid1, format.Settings{AllocPolicy: format.AllocSSDMetadata})
+	m := fillModel(t, fs, 4, 2)
+	if err := fs.RemoveDevice(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bg := range fs.bgs {
+		if bg.Chunk.Type == format.ChunkData {
+			continue
+		}
+		for _, id := range chunkDevs(bg) {
+			if id > 3 {
+				t.Fatalf("%v chunk %d moved to HDD %d: %v", bg.Chunk.Type, bg.Chunk.Logical, id, layout(fs))
+			}
+		}
+	}
+	fs = reopen(t, devs[1:], false)
+	defer fs.Close()
+	m.check(t, fs)
+}

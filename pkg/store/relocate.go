@@ -39,7 +39,7 @@ const (
 func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
-	stripes, err := alloc.PlaceRestripe(fs.deviceSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer})
+	stripes, err := alloc.PlaceRestripe(fs.deviceSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
 	if err != nil {
 		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
 	}
@@ -65,6 +65,27 @@ func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
 		return err
 	}
 	return tx.switchLayout(bg, item)
+}
+
+// tierRank ranks devices by the distance of their tier from the tier the
+// chunk lies on, so a relocated chunk stays on its tier (metadata on the
+// fast devices) when it can; nil when it spans tiers or there is one.
+// Tiers are ranked with the devices being vacated, which the chunk may
+// lie on.
+func (fs *FS) tierRank(bg *BlockGroup) map[uint64]int {
+	leaving := fs.leaving
+	fs.leaving = nil
+	t := alloc.RankTiers(fs.deviceSpace(), fs.sb.Settings.AllocPolicy)
+	fs.leaving = leaving
+	home := t.On(bg.Chunk.Stripes)
+	if home == 0 || len(t.Numbers()) < 2 {
+		return nil
+	}
+	rank := map[uint64]int{}
+	for id, n := range t.Of {
+		rank[id] = max(n-home, home-n)
+	}
+	return rank
 }
 
 // copyUsed copies the used ranges of bg from the old layout to the fresh
