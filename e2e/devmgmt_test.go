@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fillDevTest puts the sample tree and a few MiB of random data into image.
@@ -184,4 +187,52 @@ func TestDeviceReplaceBadDevice(t *testing.T) {
 	must(t, run(t, dir, "fsck.ddfs", "--check-data", "a.img"), 4)
 	must(t, run(t, dir, "ddfs", "device", "replace", "a.img", "b.img", "c.img"), 0)
 	sameFiles(t, dir, "a.img")
+}
+
+// TestKill9DuringDeviceRemove kills `ddfs device remove` at growing delays
+// and runs it again until it finishes: after every kill the set opens with
+// the device a member or gone, checks clean and holds the same files.
+func TestKill9DuringDeviceRemove(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "-d", "raid1", "-m", "raid1", "a.img", "b.img", "c.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	gen0 := getInfo(t, dir, "a.img").Generation
+	delay, kills, midway := 2*time.Millisecond, 0, 0
+	for attempt := 0; ; attempt++ {
+		if attempt == 12 {
+			t.Fatal("device remove never finished")
+		}
+		cmd := exec.Command(filepath.Join(binDir, "ddfs"), "device", "remove", "a.img", "b.img")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(delay):
+			cmd.Process.Signal(syscall.SIGKILL)
+			err = <-done
+			kills++
+		}
+		in := getInfo(t, dir, "a.img")
+		if n := len(in.Devices); n != 2 && n != 3 {
+			t.Fatalf("%d devices after a kill", n)
+		}
+		if len(in.Devices) == 3 && in.Generation > gen0 {
+			midway++ // killed after some chunks moved
+		}
+		sameFiles(t, dir, "a.img")
+		if len(in.Devices) == 2 {
+			break // done, whether or not the kill came after the last commit
+		}
+		if err == nil {
+			t.Fatal("device remove exited 0 with the device still a member")
+		}
+		delay *= 2
+	}
+	t.Logf("%d kills, %d left the device a member with chunks moved", kills, midway)
+	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
 }
