@@ -236,3 +236,31 @@ func TestKill9DuringDeviceRemove(t *testing.T) {
 	t.Logf("%d kills, %d left the device a member with chunks moved", kills, midway)
 	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
 }
+
+// TestRemovedDeviceWithSuperblocks: a removed device that still carries
+// its old superblocks (a crash between the commit that dropped it and the
+// wipe) is ignored by every tool; fsck only warns.
+func TestRemovedDeviceWithSuperblocks(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img", "c.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	old, err := os.ReadFile(filepath.Join(dir, "b.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "device", "remove", "a.img", "2"), 0)
+	if err := os.WriteFile(filepath.Join(dir, "b.img"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []string{"a.img", "b.img"} {
+		if in := getInfo(t, dir, img); len(in.Devices) != 2 {
+			t.Fatalf("opened through %s: %d devices", img, len(in.Devices))
+		}
+	}
+	sameFiles(t, dir, "a.img")
+	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/after"), 0)
+	must(t, run(t, dir, "fsck.ddfs", "b.img"), 0)
+	if now, _ := os.ReadFile(filepath.Join(dir, "b.img")); !bytes.Equal(now, old) {
+		t.Fatal("a writer changed the removed device")
+	}
+}
