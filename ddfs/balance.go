@@ -45,7 +45,7 @@ func cmdBalance(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer of.closeStats(fs)
 	n, err := fs.Balance(dp, mp, relocProgress())
 	reportReloc(stderr, "balance: "+image, fs)
 	if err != nil {

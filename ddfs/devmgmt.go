@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -63,6 +64,14 @@ func relocProgress() store.Progress {
 	}
 }
 
+// closeStats closes a filesystem a device command worked on and prints
+// --stats for the devices that are members at the end.
+func (o *openFlags) closeStats(fs *store.FS) {
+	devs, items := fs.Vol.Devices(), fs.DevItems()
+	fs.Close()
+	printStats(o.stats, inspect.DevicesIO(devs, items), fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String())
+}
+
 // openDevice opens image for writing and resolves DEVID|PATH in it.
 func openDevice(of *openFlags, image, which string) (*store.FS, uint64, error) {
 	fs, err := of.open(image, true)
@@ -97,7 +106,7 @@ func deviceRemove(of *openFlags, image, which string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer of.closeStats(fs)
 	path := devicePath(fs, id)
 	err = fs.RemoveDevice(id, relocProgress())
 	reportReloc(stderr, "device: "+image, fs)
@@ -119,7 +128,7 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer of.closeStats(fs)
 	if _, err := resolveDevice(fs, spec.Path); err == nil {
 		return fmt.Errorf("%s: %s is already a device of this filesystem", image, spec.Path)
 	}
@@ -160,7 +169,7 @@ func deviceResize(of *openFlags, image, which, sizeArg string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
+	defer of.closeStats(fs)
 	d, ok := fs.Vol.Device(id)
 	if !ok {
 		return fmt.Errorf("%s: device %d: %w", image, id, store.ErrNoDevice)

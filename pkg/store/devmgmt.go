@@ -16,7 +16,7 @@ var (
 	ErrNoDevice = errors.New("no such device in this filesystem")
 	// ErrCannotRelocate: the devices left cannot hold the chunks at their
 	// profiles (too few devices, or too little room); nothing was changed.
-	ErrCannotRelocate = errors.New("the remaining devices cannot hold the chunks at their profiles")
+	ErrCannotRelocate = errors.New("the devices cannot hold the chunks at the profiles wanted")
 )
 
 // Progress is told after each relocated chunk how many of total are done.
