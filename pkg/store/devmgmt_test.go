@@ -394,3 +394,28 @@ func TestRemoveKeepsTier(t *testing.T) {
 	defer fs.Close()
 	m.check(t, fs)
 }
+
+// TestBalanceStriped converts to and between striped profiles on four
+// devices; every chunk is as wide as the devices allow.
+func TestBalanceStriped(t *testing.T) {
+	devs := memDevs(4, 2<<30)
+	fs := create(t, devs, format.ProfileSingle, format.ProfileRaid1)
+	m := fillModel(t, fs, 8, 3)
+	for _, want := range [][2]format.Profile{{format.ProfileRaid10, format.ProfileRaid10}, {format.ProfileRaid0, format.ProfileRaid1C3}} {
+		if _, err := fs.Balance(&want[0], &want[1], nil); err != nil {
+			t.Fatal(err)
+		}
+		fs = reopen(t, devs, false)
+		for _, c := range fs.Vol.Chunks.All() {
+			w := want[1]
+			if c.Type == format.ChunkData {
+				w = want[0]
+			}
+			if pi, _ := w.Info(); c.Profile != w || (pi.Striped && len(c.Stripes) != 4) {
+				t.Fatalf("chunk %d (%v) is %v on %d stripes, want %v on 4", c.Logical, c.Type, c.Profile, len(c.Stripes), w)
+			}
+		}
+		m.check(t, fs)
+	}
+	fs.Close()
+}
