@@ -36,11 +36,7 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	id := uint64(0)
-	for d := range fs.devItems {
-		id = max(id, d)
-	}
-	id++
+	id := fs.nextDevID()
 	uuid := DevUUID(fs.sb.FSID, id)
 	fs.devItems[id] = &format.DevItem{
 		DevID: id, UUID: uuid, TotalBytes: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
@@ -54,4 +50,13 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 		return 0, err
 	}
 	return id, nil
+}
+
+// nextDevID is the devid a device added now gets: the highest + 1.
+func (fs *FS) nextDevID() uint64 {
+	id := uint64(0)
+	for d := range fs.devItems {
+		id = max(id, d)
+	}
+	return id + 1
 }

@@ -39,7 +39,11 @@ func (fs *FS) matching(need needFunc) []*BlockGroup {
 // anything is written, so a relocation that cannot finish is refused
 // instead of stopping half-way.
 func (fs *FS) planMoves(bgs []*BlockGroup, need needFunc, prefer uint64) error {
-	devs := fs.deviceSpace()
+	return fs.planOn(fs.deviceSpace(), bgs, need, prefer)
+}
+
+// planOn is planMoves on a given model of the devices.
+func (fs *FS) planOn(devs []alloc.DeviceSpace, bgs []*BlockGroup, need needFunc, prefer uint64) error {
 	for _, bg := range bgs {
 		p, _ := need(bg)
 		old := bg.Chunk.ChunkItem
@@ -204,7 +208,17 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 		return 0, fmt.Errorf("device %d: %w", old, ErrNoDevice)
 	}
 	if uint64(nd.Dev.Size()) < d.BytesUsed+mib {
-		return 0, fmt.Errorf("new device of %d bytes cannot hold the %d bytes of device %d: %w", nd.Dev.Size(), d.BytesUsed, old, ErrNoSpace)
+		return 0, fmt.Errorf("new device of %d bytes cannot hold the %d bytes of device %d: %w: %w", nd.Dev.Size(), d.BytesUsed, old, ErrCannotRelocate, ErrNoSpace)
+	}
+	// Plan on a model with the new device before it joins the set, so a
+	// replace that cannot finish changes nothing.
+	fs.leaving = map[uint64]bool{old: true}
+	devs := fs.deviceSpace()
+	fs.leaving = nil
+	devs = append(devs, alloc.DeviceSpace{DevID: fs.nextDevID(), Size: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
+		SeekSpeed: nd.SeekSpeed, Bandwidth: nd.Bandwidth, Tier: nd.Tier})
+	if err := fs.planOn(devs, fs.matching(onDevice(old)), onDevice(old), fs.nextDevID()); err != nil {
+		return 0, err
 	}
 	id, err := fs.AddDevice(nd)
 	if err != nil {

@@ -419,3 +419,25 @@ func TestBalanceStriped(t *testing.T) {
 	}
 	fs.Close()
 }
+
+// TestReplaceRefusedBeforeAdding: a new device too small for what the old
+// one holds (planned with its stripes' sizes) is refused before it joins.
+func TestReplaceRefusedBeforeAdding(t *testing.T) {
+	devs := memDevs(2, 1<<30)
+	fs := create(t, devs, format.ProfileRaid1, format.ProfileRaid1)
+	fillModel(t, fs, 12, 1)
+	gen := fs.Super().Generation
+	used := fs.devItems[2].BytesUsed
+	// Too small in total, and big enough in total but split by the
+	// superblock copy at 64 MiB so the largest stripe does not fit.
+	for _, size := range []int64{int64(used) / 2, int64(used) + 2<<20} {
+		small := device.NewMemDevice("small", size)
+		_, err := fs.ReplaceDevice(2, NewDevice{Dev: small, Path: small.Name()}, nil)
+		if !errors.Is(err, ErrCannotRelocate) || !errors.Is(err, ErrNoSpace) {
+			t.Fatalf("new device of %d bytes for %d used: got %v, want ErrCannotRelocate", size, used, err)
+		}
+		if fs.Super().Generation != gen || len(fs.DevItems()) != 2 {
+			t.Fatal("a refused replace changed the set")
+		}
+	}
+}
