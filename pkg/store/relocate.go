@@ -109,7 +109,7 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 		}
 		return false
 	}
-	pieces := usedPieces(bg.free.Ranges(), newC.Logical, newC.Length)
+	used := usedRanges(bg.free.Ranges(), newC.Logical, newC.Length)
 	first := fs.leavingCopy(oldC)
 	ver, err := fs.newVerifier(oldC, first)
 	if err != nil {
@@ -128,19 +128,21 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 	var g errgroup.Group
 	g.Go(func() error {
 		defer close(full)
-		for _, p := range pieces {
-			var b []byte
-			select {
-			case b = <-spare:
-			case <-stop:
-				return nil
+		for _, r := range used {
+			for at := r.Start; at < r.End(); at += relocBuf {
+				var b []byte
+				select {
+				case b = <-spare:
+				case <-stop:
+					return nil
+				}
+				b = b[:min(relocBuf, r.End()-at)]
+				if err := fs.Vol.ReadChunk(oldC, at, b, first); err != nil {
+					return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+				}
+				ver.check(at, b)
+				full <- filled{at, b}
 			}
-			b = b[:p.Len]
-			if err := fs.Vol.ReadChunk(oldC, p.Start, b, first); err != nil {
-				return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
-			}
-			ver.check(p.Start, b)
-			full <- filled{p.Start, b}
 		}
 		return nil
 	})
@@ -157,8 +159,8 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 	if err := errors.Join(g.Wait(), werr); err != nil {
 		return err
 	}
-	for _, p := range pieces {
-		fs.reloc.Bytes += p.Len
+	for _, r := range used {
+		fs.reloc.Bytes += r.Len
 	}
 	fs.reloc.Repaired += ver.repaired
 	fs.reloc.Unrecovered += ver.unrecovered
@@ -181,19 +183,20 @@ func (fs *FS) leavingCopy(c *volume.Chunk) int {
 	return 0
 }
 
-// usedPieces cuts the complement of the free ranges of a chunk at logical
-// start of length n into pieces of at most relocBuf bytes, as offsets in
-// the chunk.
-func usedPieces(free []alloc.Range, start, n uint64) []alloc.Range {
+// usedRanges is the complement of the free ranges of a chunk at logical
+// start of length n, as offsets in the chunk: at most one range more than
+// free has, whatever the chunk's length.
+func usedRanges(free []alloc.Range, start, n uint64) []alloc.Range {
 	var out []alloc.Range
 	pos := uint64(0)
-	for _, r := range append(free, alloc.Range{Start: start + n}) {
-		for at := pos; at < r.Start-start; {
-			l := min(relocBuf, r.Start-start-at)
-			out = append(out, alloc.Range{Start: at, Len: l})
-			at += l
+	for _, r := range free {
+		if r.Start-start > pos {
+			out = append(out, alloc.Range{Start: pos, Len: r.Start - start - pos})
 		}
 		pos = r.End() - start
+	}
+	if pos < n {
+		out = append(out, alloc.Range{Start: pos, Len: n - pos})
 	}
 	return out
 }
