@@ -28,6 +28,9 @@ func cmdInfo(args []string, stdout, _ io.Writer) error {
 		label = "(none)"
 	}
 	fmt.Fprintf(stdout, "uuid:         %s\nlabel:        %s\ngeneration:   %d\nversion:      %d\n", info.UUID, label, info.Generation, info.Version)
+	if info.NewUUID != "" {
+		fmt.Fprintf(stdout, "new uuid:     %s (set-uuid was interrupted; run it again to finish)\n", info.NewUUID)
+	}
 	fmt.Fprintf(stdout, "nodesize:     %d\nsectorsize:   %d\ncsum:         %s\nalloc policy: %s\n", info.NodeSize, info.SectorSize, info.Csum, info.AllocPolicy)
 	fmt.Fprintf(stdout, "features:     compat 0x%x ro_compat 0x%x incompat 0x%x\n", info.Compat, info.RoCompat, info.Incompat)
 	fmt.Fprintf(stdout, "size:         %s (%s used)\n\ndevices:\n", units.Human(info.TotalBytes), units.Human(info.BytesUsed))

@@ -39,13 +39,17 @@ const (
 	IncompatDedupe IncompatFeatures = 1 << 1
 	// IncompatRaid56: chunks may use the raid5/raid6 profiles.
 	IncompatRaid56 IncompatFeatures = 1 << 2
+	// IncompatFSIDChange: a change of the filesystem UUID is in progress
+	// (FORMAT.md §3.8): node headers may carry fsid or new_fsid. A reader
+	// that does not know it would take half the nodes for foreign blocks.
+	IncompatFSIDChange IncompatFeatures = 1 << 3
 )
 
 // Feature sets this build understands.
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = 0
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

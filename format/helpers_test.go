@@ -127,7 +127,10 @@ var sbLayout = []sbField{
 	{"num_devices", sbNumDevices, 8, "u64"},
 	{"total_bytes", sbTotalBytes, 8, "u64"},
 	{"bytes_used", sbBytesUsed, 8, "u64"},
-	{"reserved", sbBytesUsed + 8, sbLabel - (sbBytesUsed + 8), ""},
+	{"new_fsid", sbNewFSID, 16, "uuid"},
+	{"commit_nonce", sbNonce, 8, "hex64"},
+	{"backup_nonces", sbBackNonces, 8 * NumBackupRoots, "nonces"},
+	{"reserved", sbBackNonces + 8*NumBackupRoots, sbLabel - (sbBackNonces + 8*NumBackupRoots), ""},
 	{"label", sbLabel, LabelSize, "ascii"},
 	{"alloc_policy", sbAllocPol, 1, "u8"},
 	{"reserved (settings)", sbAllocPol + 1, sbRoots - (sbAllocPol + 1), ""},
@@ -191,6 +194,8 @@ func headRows(b []byte, n int) []dumpRow {
 			val = fmt.Sprintf("%d = %v", le.Uint16(v), CsumType(le.Uint16(v)))
 		case "uuid":
 			val = "(16 bytes)"
+		case "nonces":
+			val = "u64 per backup_roots slot"
 		case "":
 			val = "zero"
 		}

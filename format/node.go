@@ -138,10 +138,22 @@ func MarshalNode(n *Node, nodesize uint32, csum CsumType) []byte {
 	return b
 }
 
+// ResealNodeFSID sets the fsid of the encoded node b and recomputes its
+// checksum (FORMAT.md §3.8). Only bytes 0..47 change, so a writer may
+// write back the first sector alone: the change is atomic per copy.
+func ResealNodeFSID(b []byte, csum CsumType, fsid [16]byte) {
+	copy(b[32:48], fsid[:])
+	sum := Checksum(csum, b[CsumSize:])
+	copy(b, sum[:])
+}
+
 // NodeExpect is what the reader knows about a node before reading it; a
 // mismatch means a misdirected, stale or foreign write.
 type NodeExpect struct {
-	FSID       [16]byte
+	FSID [16]byte
+	// AltFSID, when non-zero, is accepted as well: the superblock's
+	// new_fsid while a fsid change is in progress (FORMAT.md §3.8).
+	AltFSID    [16]byte
 	Logical    uint64
 	Generation uint64 // 0 = unknown
 	Owner      TreeID // 0 = unknown
@@ -168,7 +180,7 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 	nr := int(le.Uint32(b[72:]))
 	n.Level = b[76]
 	switch {
-	case n.FSID != want.FSID:
+	case n.FSID != want.FSID && (want.AltFSID == [16]byte{} || n.FSID != want.AltFSID):
 		return nil, corruptf(nil, "node %d: belongs to another filesystem", want.Logical)
 	case n.Logical != want.Logical:
 		return nil, corruptf(nil, "node %d: header says logical %d (misdirected write)", want.Logical, n.Logical)

@@ -142,6 +142,36 @@ func TestNodeExpectations(t *testing.T) {
 	}
 }
 
+// TestNodeAltFSID: while a fsid change is in progress, a node carrying the
+// new fsid is accepted, one carrying a third fsid is not (§3.8), and
+// ResealNodeFSID changes only bytes 0..47.
+func TestNodeAltFSID(t *testing.T) {
+	leaf := testLeaf()
+	b := MarshalNode(leaf, 4096, CsumCRC32C)
+	orig := bytes.Clone(b)
+	next := [16]byte{0xaa, 0xbb}
+	ResealNodeFSID(b, CsumCRC32C, next)
+	if !bytes.Equal(b[48:], orig[48:]) {
+		t.Fatal("reseal changed bytes past the header's fsid")
+	}
+	w := expectOf(leaf)
+	if _, err := UnmarshalNode(b, CsumCRC32C, w); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("new fsid without AltFSID: %v", err)
+	}
+	w.AltFSID = next
+	n, err := UnmarshalNode(b, CsumCRC32C, w)
+	if err != nil || n.FSID != next {
+		t.Fatalf("new fsid with AltFSID: %v", err)
+	}
+	if _, err := UnmarshalNode(orig, CsumCRC32C, w); err != nil {
+		t.Fatalf("old fsid with AltFSID: %v", err)
+	}
+	ResealNodeFSID(b, CsumCRC32C, [16]byte{0xcc})
+	if _, err := UnmarshalNode(b, CsumCRC32C, w); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) {
+		t.Fatalf("third fsid: %v", err)
+	}
+}
+
 func TestNodeStructureCorruption(t *testing.T) {
 	le := binary.LittleEndian
 	item := func(i int) int { return NodeHeaderSize + i*LeafItemSize }

@@ -32,6 +32,11 @@ type RootPtr struct {
 type RootSet struct {
 	Generation uint64
 	Roots      [NumTrees]RootPtr
+	// Nonce is the commit nonce of this generation, stored outside the
+	// 200-byte root set (commit_nonce, backup_nonces; FORMAT.md §3.3): two
+	// copies of a set that commit the same generation on their own differ
+	// in it even when their allocators chose the same addresses.
+	Nonce uint64
 }
 
 // Root returns the root pointer of tree t.
@@ -171,12 +176,15 @@ func ParseAllocPolicy(name string) (AllocPolicy, error) {
 
 // Superblock is the root of everything on one device (FORMAT.md §3).
 type Superblock struct {
-	Version    Version
-	CsumType   CsumType
-	Compat     CompatFeatures
-	RoCompat   RoCompatFeatures
-	Incompat   IncompatFeatures
-	FSID       [16]byte
+	Version  Version
+	CsumType CsumType
+	Compat   CompatFeatures
+	RoCompat RoCompatFeatures
+	Incompat IncompatFeatures
+	FSID     [16]byte
+	// NewFSID is the fsid being changed to while IncompatFSIDChange is set
+	// (FORMAT.md §3.8); zero otherwise.
+	NewFSID    [16]byte
 	DevUUID    [16]byte
 	DevID      uint64
 	Bytenr     uint64 // the offset this copy lives at
@@ -214,6 +222,9 @@ const (
 	sbNumDevices = 144
 	sbTotalBytes = 152
 	sbBytesUsed  = 160
+	sbNewFSID    = 168
+	sbNonce      = 184 // commit_nonce, then backup_nonces (4 x u64)
+	sbBackNonces = sbNonce + 8
 	sbLabel      = 256
 	sbSettings   = 512
 	sbAllocPol   = sbSettings + 0
@@ -294,6 +305,11 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	le.PutUint64(b[sbNumDevices:], sb.NumDevices)
 	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
+	copy(b[sbNewFSID:], sb.NewFSID[:])
+	le.PutUint64(b[sbNonce:], sb.Roots.Nonce)
+	for i := range sb.Backups {
+		le.PutUint64(b[sbBackNonces+8*i:], sb.Backups[i].Nonce)
+	}
 	copy(b[sbLabel:sbLabel+LabelSize], sb.Label)
 	b[sbAllocPol] = byte(sb.Settings.AllocPolicy)
 	if sb.Settings.Dedupe {
@@ -366,6 +382,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.NumDevices = le.Uint64(b[sbNumDevices:])
 	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
 	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
+	copy(sb.NewFSID[:], b[sbNewFSID:])
 	label := b[sbLabel : sbLabel+LabelSize]
 	i := bytes.IndexByte(label, 0)
 	if i < 0 {
@@ -396,8 +413,10 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 		return nil, corruptf(nil, "superblock: settings dedupe %d/%d compression %d:%d", b[sbDedupe], s.DedupeBlockLog2, s.Compression, s.CompressionLevel)
 	}
 	sb.Roots = getRootSet(b[sbRoots:])
+	sb.Roots.Nonce = le.Uint64(b[sbNonce:])
 	for i := range sb.Backups {
 		sb.Backups[i] = getRootSet(b[sbBackups+i*RootSetSize:])
+		sb.Backups[i].Nonce = le.Uint64(b[sbBackNonces+8*i:])
 	}
 	if err := sb.validateRanges(); err != nil {
 		return nil, err
@@ -440,6 +459,10 @@ func (sb *Superblock) validateRanges() error {
 		return corruptf(nil, "superblock: stripe length %d", sb.StripeLen)
 	case sb.DevID == 0 || sb.NumDevices == 0 || sb.NumDevices > 1<<16:
 		return corruptf(nil, "superblock: devid %d of %d devices", sb.DevID, sb.NumDevices)
+	case (sb.NewFSID != [16]byte{}) != (sb.Incompat&IncompatFSIDChange != 0):
+		return corruptf(nil, "superblock: new_fsid %x with incompat 0x%x (§3.8: non-zero exactly while a fsid change is in progress)", sb.NewFSID, uint64(sb.Incompat))
+	case sb.NewFSID != [16]byte{} && sb.NewFSID == sb.FSID:
+		return corruptf(nil, "superblock: new_fsid equals fsid")
 	}
 	for _, t := range []TreeID{ChunkTree, ExtentTree, FSTree} {
 		if r := sb.Roots.Root(t); r.Logical == 0 || r.Level >= MaxLevel {

@@ -258,6 +258,9 @@ func TestSuperblockFieldRanges(t *testing.T) {
 		{"fs root too deep", func(sb *Superblock) { sb.Roots.SetRoot(FSTree, RootPtr{Logical: 1 << 20, Level: MaxLevel}) }},
 		{"data chunk in sys array", func(sb *Superblock) { sb.SysChunks[0].Chunk.Type = ChunkData }},
 		{"bad chunk in sys array", func(sb *Superblock) { sb.SysChunks[0].Chunk.SubStripes = 2 }},
+		{"new_fsid without its flag", func(sb *Superblock) { sb.NewFSID = [16]byte{9} }},
+		{"fsid change flag without new_fsid", func(sb *Superblock) { sb.Incompat |= IncompatFSIDChange }},
+		{"new_fsid equal to fsid", func(sb *Superblock) { sb.NewFSID, sb.Incompat = sb.FSID, sb.Incompat|IncompatFSIDChange }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -383,5 +386,32 @@ func TestSmallDataMaxBytes(t *testing.T) {
 	got, err := UnmarshalSuperblock(b)
 	if err != nil || got.Settings.SmallDataMax != sb.Settings.SmallDataMax {
 		t.Fatalf("decoded %v, %v", got.Settings.SmallDataMax, err)
+	}
+}
+
+// TestNewFSIDField pins new_fsid at bytes 168..183, commit_nonce and
+// backup_nonces at 184..223, and their round trip (FORMAT.md §3.1, §3.3, §3.8).
+func TestNewFSIDField(t *testing.T) {
+	sb := exampleSuperblock()
+	sb.NewFSID = [16]byte{0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xef}
+	sb.Incompat |= IncompatFSIDChange
+	sb.Roots.Nonce = 0x1122334455667788
+	sb.Backups[0].Nonce = 0x99
+	sb.Backups[3].Nonce = 0xaa
+	b, err := MarshalSuperblock(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]byte{}, sb.NewFSID[:]...), 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x99, 0, 0, 0, 0, 0, 0, 0)
+	want = append(append(want, make([]byte, 16)...), 0xaa, 0, 0, 0, 0, 0, 0, 0)
+	if !bytes.Equal(b[168:224], want) || !bytes.Equal(b[224:256], make([]byte, 32)) {
+		t.Fatalf("bytes 168..255: % x", b[168:256])
+	}
+	got, err := UnmarshalSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NewFSID != sb.NewFSID || got.Incompat&IncompatFSIDChange == 0 || got.Roots != sb.Roots || got.Backups != sb.Backups {
+		t.Fatalf("round trip: new_fsid %x incompat %x roots %+v backups %+v", got.NewFSID, got.Incompat, got.Roots, got.Backups)
 	}
 }

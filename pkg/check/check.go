@@ -109,6 +109,7 @@ type checker struct {
 	extents   []format.Key // data extent keys, in order
 	fs        fsState      // the filesystem pass (fs.go)
 	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
+	hintErr   error        // a device a path hint found but must not use
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -173,23 +174,29 @@ func (c *checker) checkSupers() {
 		copies := volume.ReadSuperCopies(d.Dev)
 		current := false
 		for _, sc := range copies {
-			current = current || (sc.Err == nil && sc.SB.FSID == c.sb.FSID && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
+			current = current || (sc.Err == nil && volume.SameSet(sc.SB, c.sb) && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
 		}
 		for _, sc := range copies {
 			p := Problem{Kind: "superblock", DevID: d.ID, Device: d.Path, Offset: sc.Offset}
 			switch {
 			case sc.Err != nil:
 				p.Message = sc.Err.Error()
-			case sc.SB.FSID != c.sb.FSID || sc.SB.DevID != d.ID:
+			case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
 				p.Message = "copy belongs to another filesystem or device"
 			case sc.SB.Generation != c.sb.Generation:
 				p.Message = fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
+			case !volume.SameSetFields(sc.SB, c.sb):
+				// FORMAT.md §3.7: copies of one generation are written from
+				// one superblock; a difference is corruption, never a crash.
+				p.Message = fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
 			default:
 				continue
 			}
 			// With a current copy on the device, the others are the trace of
 			// an interrupted superblock write; a device with none is stale.
-			p.Warning = current && (sc.Err != nil || sc.SB.Generation < c.sb.Generation)
+			// A bad primary is a problem: it is the copy other tools read first.
+			lags := sc.Err == nil && sc.SB.Generation < c.sb.Generation
+			p.Warning = current && (lags || (sc.Err != nil && sc.Offset != format.SuperblockOffsets[0]))
 			c.add(p)
 		}
 	}
@@ -218,7 +225,9 @@ func (c *checker) checkDevices() {
 			if !filepath.IsAbs(hint) {
 				hint = filepath.Join(c.vol.Dir, hint)
 			}
-			_ = c.vol.AddDevice(hint, id, volume.Options{})
+			if err := c.vol.AddDevice(hint, id, volume.Options{}); volume.Refused(err) && c.hintErr == nil {
+				c.hintErr = err // found but refused: not "missing"
+			}
 		}
 	}
 	if uint64(len(c.devItems)) != c.sb.NumDevices {
@@ -247,11 +256,14 @@ func (c *checker) missingDevices() error {
 	var missing []string
 	for _, id := range sortedIDs(c.devItems) {
 		if _, ok := c.vol.Device(id); !ok {
-			missing = append(missing, fmt.Sprintf("device %d (%s)", id, c.devItems[id].Path))
+			missing = append(missing, volume.MissingName(id, c.devItems[id].Path))
 		}
 	}
 	if len(missing) == 0 {
 		return nil
+	}
+	if c.hintErr != nil {
+		return c.hintErr
 	}
 	return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
 }

@@ -224,11 +224,31 @@ func TestFlippedPrimarySuper(t *testing.T) {
 	devs := build(t, layout{2, format.ProfileSingle, format.ProfileRaid1}, 30)
 	flip(devs[1], 64<<10+200)
 	rep := checkDevs(t, devs)
-	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<10 || rep.Problems[0].DevID != 2 {
+	// A bad primary is a problem, not a warning (issue 12).
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<10 || rep.Problems[0].DevID != 2 || rep.Clean() {
 		t.Fatalf("got %v", rep.Problems)
 	}
 	if _, err := store.OpenVolume(volumeOf(t, devs)); err != nil {
 		t.Fatalf("open from the copy: %v", err)
+	}
+}
+
+// TestSameGenerationSuperDiffers: a copy of the set's generation whose
+// set-wide fields differ is one problem at its location (FORMAT.md §3.7).
+func TestSameGenerationSuperDiffers(t *testing.T) {
+	devs := build(t, layout{2, format.ProfileSingle, format.ProfileRaid1}, 30)
+	b := make([]byte, format.SuperblockSize)
+	devs[1].ReadAt(b, 64<<20)
+	sb, err := format.UnmarshalSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Roots.Roots[format.FSTree-1].Logical += 4096
+	nb, _ := format.MarshalSuperblock(sb)
+	devs[1].WriteAt(nb, 64<<20)
+	rep := checkDevs(t, devs)
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<20 || rep.Problems[0].DevID != 2 || rep.Clean() {
+		t.Fatalf("got %v", rep.Problems)
 	}
 }
 

@@ -680,7 +680,7 @@ func (r *nodeReader) ReadNode(owner format.TreeID, logical, gen uint64, level in
 	if n := r.cache[logical]; n != nil {
 		return n, nil
 	}
-	want := format.NodeExpect{FSID: r.c.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
+	want := format.NodeExpect{FSID: r.c.sb.FSID, AltFSID: r.c.sb.NewFSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
 	buf := make([]byte, r.c.sb.NodeSize)
 	err := fmt.Errorf("logical %d: no copy", logical)
 	for m := 0; m < r.c.vol.Copies(logical); m++ {

@@ -46,7 +46,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
 		return
 	}
-	want := format.NodeExpect{FSID: c.sb.FSID, Logical: logical, Generation: gen, Owner: id, Level: level}
+	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
 	var node *format.Node
 	copies := c.vol.Copies(logical)
 	targets, _ := c.vol.Locate(logical)

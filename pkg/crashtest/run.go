@@ -71,18 +71,9 @@ func create(cfg Config, wrap func(device.Device, int) device.Device, rec *record
 // Run records the workload, then verifies every replayed crash state.
 func Run(cfg Config) (Result, error) {
 	log := device.NewLog()
-	rec := &recorder{states: map[uint64]string{}}
-	f, _, err := create(cfg, log.Wrap, rec)
+	_, rec, err := recordWorkload(cfg, log)
 	if err != nil {
 		return Result{}, err
-	}
-	rec.f = f
-	rec.snap()
-	if err := workload(cfg, f); err != nil {
-		return Result{}, err
-	}
-	if rec.err != nil {
-		return Result{}, rec.err
 	}
 	states := rec.states
 	ops := log.Ops()
@@ -123,6 +114,22 @@ func Run(cfg Config) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// recordWorkload creates the filesystem on devices recording into log and
+// runs the workload, keeping the tree of every committed generation.
+func recordWorkload(cfg Config, log *device.Log) (*fsys.FS, *recorder, error) {
+	rec := &recorder{states: map[uint64]string{}}
+	f, _, err := create(cfg, log.Wrap, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.f = f
+	rec.snap()
+	if err := workload(cfg, f); err != nil {
+		return nil, nil, err
+	}
+	return f, rec, rec.err
 }
 
 // recorder keeps the tree of every committed generation (fsys calls

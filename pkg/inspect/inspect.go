@@ -67,6 +67,10 @@ type Info struct {
 	Devices     []Device `json:"devices"`
 	Chunks      []Chunk  `json:"chunks"`
 	Roots       []Root   `json:"roots"`
+
+	// NewUUID is the UUID an interrupted set-uuid was changing to
+	// (FORMAT.md §3.8); empty when no change is pending.
+	NewUUID string `json:"new_uuid,omitempty"`
 }
 
 // GetInfo describes the committed state of fs.
@@ -78,6 +82,9 @@ func GetInfo(fs *store.FS) *Info {
 		AllocPolicy: sb.Settings.AllocPolicy.String(), TotalBytes: sb.TotalBytes, BytesUsed: sb.BytesUsed,
 		Compat: uint64(sb.Compat), RoCompat: uint64(sb.RoCompat), Incompat: uint64(sb.Incompat),
 		Devices: Devices(fs), Roots: []Root{}, Chunks: []Chunk{},
+	}
+	if sb.NewFSID != ([16]byte{}) {
+		info.NewUUID = uuid.UUID(sb.NewFSID).String()
 	}
 	for _, bg := range fs.BlockGroups() {
 		c := bg.Chunk

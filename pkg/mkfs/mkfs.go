@@ -267,8 +267,10 @@ func newDevice(dev device.Device, s DeviceSpec, baseDir string) store.NewDevice 
 	return nd
 }
 
-// pathHint records a device relative to the first device's folder when
-// it lives below it, so a set keeps working when the folder moves.
+// pathHint records a device outside the first device's folder, relative
+// to that folder when below it. A device in the folder gets no hint: the
+// folder scan finds it, and an image must not depend on its own file name
+// (reproducible images, FORMAT.md §4.3).
 func pathHint(path, baseDir string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -278,10 +280,14 @@ func pathHint(path, baseDir string) string {
 	if err != nil {
 		return abs
 	}
-	if rel, err := filepath.Rel(base, abs); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
+	rel, err := filepath.Rel(base, abs)
+	switch {
+	case err != nil || strings.HasPrefix(rel, ".."):
+		return abs
+	case filepath.Dir(rel) == ".":
+		return ""
 	}
-	return abs
+	return rel
 }
 
 func article(word string) string {

@@ -234,9 +234,12 @@ func (tx *Txn) nextSuper() format.Superblock {
 		}
 	}
 	sb.Settings.DedupeHits += tx.dedupeHits
-	sb.Roots = format.RootSet{Generation: tx.gen}
+	sb.Roots = format.RootSet{Generation: tx.gen, Nonce: fs.commitNonce(tx.gen)}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())
+	}
+	if tx.superChange != nil {
+		tx.superChange(&sb)
 	}
 	if sb.Roots.Root(format.DiscardTree).Logical != 0 {
 		sb.Compat |= format.CompatDiscardTree

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -52,6 +53,20 @@ func DevUUID(fsid [16]byte, devid uint64) [16]byte {
 	return u
 }
 
+// commitNonce is the nonce of commit gen (FORMAT.md §3.3): random, so
+// copies of a set that commit on their own diverge visibly; derived from
+// fsid and generation while the filesystem is being created.
+func (fs *FS) commitNonce(gen uint64) uint64 {
+	if !fs.derivedNonces {
+		return rand.Uint64()
+	}
+	var b [24]byte
+	copy(b[:], fs.sb.FSID[:])
+	binary.LittleEndian.PutUint64(b[16:], gen)
+	sum := sha256.Sum256(b[:])
+	return binary.LittleEndian.Uint64(sum[:8])
+}
+
 // Create writes a new, empty filesystem onto the devices (devids 1..n in
 // order) and returns it opened for writing.
 func Create(p CreateParams) (*FS, error) {
@@ -94,7 +109,7 @@ func CreateTx(p CreateParams) (*FS, *Txn, error) {
 		sb.Incompat |= format.IncompatCompression
 	}
 	var devs []*volume.Dev
-	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact, disc: newDiscardState()}
+	fs := &FS{sb: sb, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, dataProfile: p.Data, metaProfile: p.Metadata, Compact: p.Compact, disc: newDiscardState(), derivedNonces: true}
 	for i, nd := range p.Devices {
 		id := uint64(i + 1)
 		uuid := DevUUID(p.FSID, id)

@@ -48,6 +48,9 @@ type FS struct {
 	// their cached tier is stale.
 	tierCache *alloc.Tiers
 	tierEpoch int
+	// derivedNonces: commit nonces come from fsid and generation, not
+	// chance (a filesystem being created: reproducible images).
+	derivedNonces bool
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
@@ -164,10 +167,16 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		if hint != "" && !filepath.IsAbs(hint) {
 			hint = filepath.Join(fs.Vol.Dir, hint)
 		}
-		if hint != "" && fs.Vol.AddDevice(hint, d.DevID, opt) == nil {
-			continue
+		if hint != "" {
+			err := fs.Vol.AddDevice(hint, d.DevID, opt)
+			if err == nil {
+				continue
+			}
+			if volume.Refused(err) {
+				return err
+			}
 		}
-		missing = append(missing, fmt.Sprintf("device %d (%s)", d.DevID, d.Path))
+		missing = append(missing, volume.MissingName(d.DevID, d.Path))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
@@ -176,16 +185,27 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
 	}
 	for _, d := range fs.Vol.Devices() {
-		if _, ok := fs.devItems[d.ID]; ok {
-			continue
-		}
-		if d.Super != nil && d.Super.Generation < fs.sb.Generation {
+		item, ok := fs.devItems[d.ID]
+		if !ok && d.Super != nil && d.Super.Generation < fs.sb.Generation {
 			// Removed from the set by a commit that a crash kept from
-			// wiping its superblocks (device remove): not a member.
-			fs.Vol.DetachDevice(d.ID).Dev.Close()
+			// wiping its superblocks (device remove): not a member. A
+			// writer finishes the wipe before its first commit, while the
+			// device's generation is still in the set's backup roots.
+			gone := fs.Vol.DetachDevice(d.ID)
+			if opt.Write {
+				_ = wipeSupers(gone) // best effort: readers ignore it either way
+			}
+			gone.Dev.Close()
 			continue
 		}
-		return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		if !ok {
+			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
+		}
+		// A writer writes only to devices the set knows by UUID as well
+		// (FORMAT.md §3.7 step 6); fsck reports a mismatch.
+		if opt.Write && item.UUID != d.UUID {
+			return fmt.Errorf("%s: device %d has uuid %x, the chunk tree says %x: %w", d.Path, d.ID, d.UUID, item.UUID, ErrCorrupt)
+		}
 	}
 	return nil
 }
@@ -242,7 +262,7 @@ func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*fo
 	if n := fs.cache.get(logical); n != nil && (gen == 0 || n.Generation == gen) && n.Owner == owner && (level < 0 || int(n.Level) == level) {
 		return n, nil
 	}
-	want := format.NodeExpect{FSID: fs.sb.FSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
+	want := format.NodeExpect{FSID: fs.sb.FSID, AltFSID: fs.sb.NewFSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
 	n, err := fs.ReadNodeCopy(want, -1)
 	if err != nil {
 		return nil, &NodeError{owner, logical, err}

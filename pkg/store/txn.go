@@ -45,6 +45,8 @@ type Txn struct {
 	Fallbacks  int
 	dedupeHits uint64
 	settings   *format.Settings
+	// superChange edits the committed superblock (fsid change, §3.8).
+	superChange func(*format.Superblock)
 }
 
 // SetSettings changes the filesystem settings from this commit on, and
@@ -105,6 +107,15 @@ func chunkTypeOf(owner format.TreeID) format.ChunkType {
 	return format.ChunkMetadata
 }
 
+// nodeFSID is the fsid new nodes carry: the new one while a change is in
+// progress (FORMAT.md §3.8), so the change never has to revisit them.
+func (fs *FS) nodeFSID() [16]byte {
+	if fs.sb.NewFSID != [16]byte{} {
+		return fs.sb.NewFSID
+	}
+	return fs.sb.FSID
+}
+
 // NewNode implements btree.Store.
 func (tx *Txn) NewNode(owner format.TreeID, level uint8) (*format.Node, error) {
 	ns := uint64(tx.fs.sb.NodeSize)
@@ -112,7 +123,7 @@ func (tx *Txn) NewNode(owner format.TreeID, level uint8) (*format.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new %v tree node: %w", owner, err)
 	}
-	n := &format.Node{NodeHeader: format.NodeHeader{FSID: tx.fs.sb.FSID, Logical: logical, Generation: tx.gen, Owner: owner, Level: level}}
+	n := &format.Node{NodeHeader: format.NodeHeader{FSID: tx.fs.nodeFSID(), Logical: logical, Generation: tx.gen, Owner: owner, Level: level}}
 	tx.dirty[logical] = n
 	tx.newMeta[logical] = metaRef{owner, level}
 	return n, nil

@@ -3,6 +3,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -30,12 +31,15 @@ func SuperOffsets(size int64) []uint64 {
 }
 
 // ReadSuperCopies reads and validates every superblock copy of dev.
-func ReadSuperCopies(dev device.Device) []SuperCopy {
+func ReadSuperCopies(dev device.Device) []SuperCopy { return readSuperCopies(dev, dev.Size()) }
+
+// readSuperCopies reads the copies that fit in size bytes of r.
+func readSuperCopies(r io.ReaderAt, size int64) []SuperCopy {
 	var out []SuperCopy
 	buf := make([]byte, format.SuperblockSize)
-	for _, off := range SuperOffsets(dev.Size()) {
+	for _, off := range SuperOffsets(size) {
 		c := SuperCopy{Offset: off}
-		if _, err := dev.ReadAt(buf, int64(off)); err != nil {
+		if _, err := r.ReadAt(buf, int64(off)); err != nil {
 			c.Err = fmt.Errorf("read superblock at %d: %w", off, err)
 		} else if sb, err := format.UnmarshalSuperblock(buf); err != nil {
 			c.Err = fmt.Errorf("superblock at %d: %w", off, err)

@@ -4,12 +4,12 @@
 package volume
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -23,6 +23,8 @@ type Dev struct {
 	Dev  device.Device
 	// Super is the newest valid superblock copy found on this device.
 	Super *format.Superblock
+	// Copies are all superblock copies read from it (the cross-check).
+	Copies []SuperCopy
 }
 
 // Volume is an opened device set and its chunk map.
@@ -34,6 +36,9 @@ type Volume struct {
 	// Dir is the folder of the first device, for resolving path hints.
 	Dir      string
 	writable bool
+	// superFrom is the path of the device Super was read from.
+	superFrom string
+	findings  []SuperFinding
 }
 
 // Options control how a set is opened.
@@ -70,9 +75,11 @@ func New(devs []*Dev, super *format.Superblock, writable bool) *Volume {
 }
 
 // Open opens the set that specs[0] belongs to. The other devices come from
-// specs, opt.Extra, and (unless NoScan) regular files in specs[0]'s folder
-// with the same filesystem UUID. The chunk map holds the bootstrap (system)
-// chunks only; the caller loads the chunk tree and calls AddChunk.
+// specs, opt.Extra, and (unless NoScan, and only while devices are missing)
+// regular files in specs[0]'s folder that belong to the same set. It refuses
+// an ambiguous or diverged set (FORMAT.md §3.7). The chunk map holds the
+// bootstrap (system) chunks only; the caller loads the chunk tree and calls
+// AddChunk.
 func Open(specs []string, opt Options) (*Volume, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no device given")
@@ -84,26 +91,30 @@ func Open(specs []string, opt Options) (*Volume, error) {
 			v.Close()
 		}
 	}()
-	var fsid [16]byte
-	for i, spec := range append(append([]string{}, specs...), opt.Extra...) {
+	var first *format.Superblock
+	for _, spec := range append(append([]string{}, specs...), opt.Extra...) {
 		d, err := openDev(spec, opt.devOpts())
 		if err != nil {
 			return nil, err
 		}
-		if i == 0 {
-			fsid = d.Super.FSID
-		} else if d.Super.FSID != fsid {
+		if first == nil {
+			first = d.Super
+		} else if !SameSet(first, d.Super) {
 			d.Dev.Close()
-			return nil, fmt.Errorf("%s: belongs to another filesystem (%x, not %x)", spec, d.Super.FSID, fsid)
+			return nil, fmt.Errorf("%s: belongs to another filesystem (%s, not %s)", spec, uuid.UUID(d.Super.FSID), uuid.UUID(first.FSID))
 		}
 		if err := v.add(d); err != nil {
 			return nil, err
 		}
 	}
-	if !opt.NoScan && uint64(len(v.devs)) < v.newest().NumDevices {
-		v.scanDir(v.Dir, fsid, opt)
+	if !opt.NoScan && uint64(len(v.devs)) < maxNumDevices(v) {
+		if err := v.scanDir(v.Dir, first, opt); err != nil {
+			return nil, err
+		}
 	}
-	v.Super = v.newest()
+	if err := v.settle(); err != nil {
+		return nil, err
+	}
 	for _, sc := range v.Super.SysChunks {
 		if err := v.Chunks.Add(sc.Logical, sc.Chunk); err != nil {
 			return nil, err
@@ -113,24 +124,26 @@ func Open(specs []string, opt Options) (*Volume, error) {
 	return v, nil
 }
 
-func (v *Volume) newest() *format.Superblock {
-	var best *format.Superblock
+// maxNumDevices is the largest device count a given member claims: the
+// scan runs while any member may be missing.
+func maxNumDevices(v *Volume) uint64 {
+	var n uint64
 	for _, d := range v.devs {
-		if best == nil || d.Super.Generation > best.Generation {
-			best = d.Super
-		}
+		n = max(n, d.Super.NumDevices)
 	}
-	return best
+	return n
 }
 
+// add makes d a member. The same file given twice is one member; two
+// files claiming one devid are refused, never chosen between.
 func (v *Volume) add(d *Dev) error {
 	if old, dup := v.devs[d.ID]; dup {
-		same := old.Path == d.Path
+		same := filepath.Clean(old.Path) == filepath.Clean(d.Path) || v.hasFile(d.Path)
 		d.Dev.Close()
 		if same {
 			return nil
 		}
-		return fmt.Errorf("%s and %s both claim to be device %d of the set", old.Path, d.Path, d.ID)
+		return &AmbiguousError{FSID: old.Super.FSID, DevID: d.ID, Paths: []string{old.Path, d.Path}}
 	}
 	v.devs[d.ID] = d
 	return nil
@@ -142,71 +155,33 @@ func openDev(spec string, o device.OpenOptions) (*Dev, error) {
 		return nil, err
 	}
 	dev := device.NewCounting(raw)
-	sb, err := BestSuper(ReadSuperCopies(dev))
+	copies := ReadSuperCopies(dev)
+	sb, err := BestSuper(copies)
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("%s: %w", spec, err)
 	}
-	return &Dev{ID: sb.DevID, UUID: sb.DevUUID, Path: spec, Dev: dev, Super: sb}, nil
-}
-
-// scanDir looks for the other devices of the set among regular files of
-// dir. It reads one superblock per candidate before locking anything.
-func (v *Volume) scanDir(dir string, fsid [16]byte, opt Options) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	buf := make([]byte, format.SuperblockSize)
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if v.hasPath(p) || !peekFSID(p, fsid, buf) {
-			continue
-		}
-		if d, err := openDev(p, opt.devOpts()); err == nil {
-			if d.Super.FSID != fsid || v.add(d) != nil {
-				d.Dev.Close()
-			}
-		}
-	}
-}
-
-func (v *Volume) hasPath(p string) bool {
-	for _, d := range v.devs {
-		if a, b := filepath.Clean(d.Path), filepath.Clean(p); a == b {
-			return true
-		}
-	}
-	return false
-}
-
-// peekFSID reports whether the primary superblock of file p names fsid.
-func peekFSID(p string, fsid [16]byte, buf []byte) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if _, err := f.ReadAt(buf, int64(format.SuperblockOffsets[0])); err != nil {
-		return false
-	}
-	sb, err := format.UnmarshalSuperblock(buf)
-	return err == nil && bytes.Equal(sb.FSID[:], fsid[:])
+	return &Dev{ID: sb.DevID, UUID: sb.DevUUID, Path: spec, Dev: dev, Super: sb, Copies: copies}, nil
 }
 
 // AddDevice opens spec as a member of this set (path hints); it must carry
-// the set's fsid and the expected devid.
+// the set's fsid and the expected devid, and pass the cross-check (§3.7).
 func (v *Volume) AddDevice(spec string, devid uint64, opt Options) error {
+	if v.hasFile(spec) {
+		// A stale hint (files renamed since) is no claim: not found.
+		return fmt.Errorf("%s: already open as another device of the set", spec)
+	}
 	d, err := openDev(spec, opt.devOpts())
 	if err != nil {
 		return err
 	}
-	if d.Super.FSID != v.Super.FSID || d.ID != devid {
+	if !SameSet(v.Super, d.Super) || d.ID != devid {
 		d.Dev.Close()
 		return fmt.Errorf("%s: not device %d of this filesystem", spec, devid)
+	}
+	if err := v.verifyMember(d); err != nil {
+		d.Dev.Close()
+		return err
 	}
 	return v.add(d)
 }
@@ -262,26 +237,30 @@ func (v *Volume) Close() error {
 }
 
 // FromDevices builds a volume from already opened devices (tests, crash
-// replay): each must carry a valid superblock of the same filesystem.
+// replay): each must carry a valid superblock of the same set, and the set
+// passes the cross-check of FORMAT.md §3.7.
 func FromDevices(devs []device.Device, write bool) (*Volume, error) {
 	v := &Volume{devs: map[uint64]*Dev{}, writable: write}
+	var first *format.Superblock
 	for _, raw := range devs {
 		dev := device.NewCounting(raw)
-		sb, err := BestSuper(ReadSuperCopies(dev))
+		copies := ReadSuperCopies(dev)
+		sb, err := BestSuper(copies)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dev.Name(), err)
 		}
-		if len(v.devs) > 0 && sb.FSID != v.newest().FSID {
+		if first == nil {
+			first = sb
+		} else if !SameSet(first, sb) {
 			return nil, fmt.Errorf("%s: belongs to another filesystem", dev.Name())
 		}
-		if err := v.add(&Dev{ID: sb.DevID, UUID: sb.DevUUID, Path: dev.Name(), Dev: dev, Super: sb}); err != nil {
+		if err := v.add(&Dev{ID: sb.DevID, UUID: sb.DevUUID, Path: dev.Name(), Dev: dev, Super: sb, Copies: copies}); err != nil {
 			return nil, err
 		}
 	}
-	if len(v.devs) == 0 {
-		return nil, errors.New("no device given")
+	if err := v.settle(); err != nil {
+		return nil, err
 	}
-	v.Super = v.newest()
 	for _, sc := range v.Super.SysChunks {
 		if err := v.Chunks.Add(sc.Logical, sc.Chunk); err != nil {
 			return nil, err

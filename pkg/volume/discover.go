@@ -1,0 +1,269 @@
+package volume
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+)
+
+// Sentinels of set discovery and the member cross-check (FORMAT.md §3.7).
+var (
+	// ErrAmbiguousDevice: two distinct files claim the same device of a set.
+	ErrAmbiguousDevice = errors.New("ambiguous device")
+	// ErrDivergedDevice: a member's superblock is no state of this set's history.
+	ErrDivergedDevice = errors.New("device of a diverged copy of the set")
+	// ErrSuperMismatch: superblock copies of the set's generation differ in
+	// set-wide fields; readers go on with the set superblock, writers refuse.
+	ErrSuperMismatch = errors.New("superblock copies of one generation differ")
+)
+
+// AmbiguousError names the files that claim one device of a set.
+type AmbiguousError struct {
+	FSID  [16]byte
+	DevID uint64
+	Paths []string
+}
+
+func (e *AmbiguousError) Error() string {
+	who := strings.Join(e.Paths, " and ") + " both"
+	if len(e.Paths) > 2 {
+		who = strings.Join(e.Paths, ", ") + " all"
+	}
+	return fmt.Sprintf("%s claim to be device %d of filesystem %s: name the devices to use with --device PATH, move the copy away, or give a copied set its own identity with ddfs set-uuid",
+		who, e.DevID, uuid.UUID(e.FSID))
+}
+
+// Unwrap makes errors.Is(err, ErrAmbiguousDevice) hold.
+func (e *AmbiguousError) Unwrap() error { return ErrAmbiguousDevice }
+
+// DivergedError is a member whose superblock is neither the set's
+// generation nor a generation the set's backup roots remember identically.
+type DivergedError struct {
+	Path          string
+	DevID         uint64
+	Generation    uint64
+	SetGeneration uint64
+	SetFrom       string // the device the set superblock was read from
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("%s: device %d is at generation %d, which is not in the history of the set at generation %d (%s): it belongs to a diverged copy of the set; name the devices to use with --device PATH",
+		e.Path, e.DevID, e.Generation, e.SetGeneration, e.SetFrom)
+}
+
+// Unwrap makes errors.Is(err, ErrDivergedDevice) hold.
+func (e *DivergedError) Unwrap() error { return ErrDivergedDevice }
+
+// MissingName names a device that was not found, with its path hint.
+func MissingName(devid uint64, hint string) string {
+	if hint == "" {
+		return fmt.Sprintf("device %d", devid)
+	}
+	return fmt.Sprintf("device %d (%s)", devid, hint)
+}
+
+// Refused reports whether err says a device was found but must not be
+// used (ambiguous, diverged, inconsistent or busy): not "not found".
+func Refused(err error) bool {
+	return errors.Is(err, ErrAmbiguousDevice) || errors.Is(err, ErrDivergedDevice) ||
+		errors.Is(err, ErrSuperMismatch) || errors.Is(err, device.ErrBusy)
+}
+
+// SuperFinding is a superblock copy whose generation is the set's but
+// whose set-wide fields differ from the set superblock (corruption).
+type SuperFinding struct {
+	DevID  uint64
+	Path   string
+	Offset uint64
+}
+
+// SameSet reports whether superblock b belongs to the set of a: equal
+// fsids, or either fsid being the other's pending new fsid (§3.8).
+func SameSet(a, b *format.Superblock) bool {
+	var zero [16]byte
+	return a.FSID == b.FSID || (a.NewFSID != zero && b.FSID == a.NewFSID) || (b.NewFSID != zero && a.FSID == b.NewFSID)
+}
+
+// SameSetFields reports whether a and b agree on every set-wide field
+// (all but dev_uuid, devid, bytenr and the checksum, FORMAT.md §3.7).
+func SameSetFields(a, b *format.Superblock) bool {
+	x, y := *a, *b
+	x.DevID, x.DevUUID, x.Bytenr = 1, [16]byte{}, 0
+	y.DevID, y.DevUUID, y.Bytenr = 1, [16]byte{}, 0
+	bx, err1 := format.MarshalSuperblock(&x)
+	by, err2 := format.MarshalSuperblock(&y)
+	return err1 == nil && err2 == nil && bytes.Equal(bx, by)
+}
+
+// settle chooses the set superblock, refuses diverged members and records
+// the same-generation copies that differ (§3.7 steps 4 and 5).
+func (v *Volume) settle() error {
+	devs := v.Devices() // by devid: the lowest devid wins a tie
+	var from *Dev
+	for _, d := range devs {
+		if from == nil || d.Super.Generation > from.Super.Generation {
+			from = d
+		}
+	}
+	if from == nil {
+		return errors.New("no device given")
+	}
+	v.Super, v.superFrom = from.Super, from.Path
+	v.findings = nil
+	for _, d := range devs {
+		if err := v.verifyMember(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyMember checks device d against the set superblock.
+func (v *Volume) verifyMember(d *Dev) error {
+	set := v.Super
+	if !SameSet(set, d.Super) {
+		return fmt.Errorf("%s: belongs to another filesystem (%s, not %s)", d.Path, uuid.UUID(d.Super.FSID), uuid.UUID(set.FSID))
+	}
+	if d.Super.Generation != set.Generation && !inHistory(set, d.Super) {
+		return &DivergedError{Path: d.Path, DevID: d.ID, Generation: d.Super.Generation, SetGeneration: set.Generation, SetFrom: v.superFrom}
+	}
+	for _, c := range d.Copies {
+		if c.SB != nil && c.SB.Generation == set.Generation && !SameSetFields(c.SB, set) {
+			v.findings = append(v.findings, SuperFinding{DevID: d.ID, Path: d.Path, Offset: c.Offset})
+		}
+	}
+	if len(v.findings) > 0 && v.writable {
+		f := v.findings[0]
+		return fmt.Errorf("%s: superblock at %d differs from the set's superblock of generation %d (run fsck.ddfs): %w", f.Path, f.Offset, set.Generation, ErrSuperMismatch)
+	}
+	return nil
+}
+
+// inHistory: an older member is the trace of a crash between superblock
+// writes only if the set remembers its root set exactly (§3.7).
+func inHistory(set, old *format.Superblock) bool {
+	if old.Generation > set.Generation {
+		return false
+	}
+	for _, b := range set.Backups {
+		if b.Generation == old.Generation && b == old.Roots {
+			return true
+		}
+	}
+	return false
+}
+
+// Findings returns the superblock copies that have the set's generation
+// but differ from it (fsck reports them; writers refuse such a set).
+func (v *Volume) Findings() []SuperFinding { return v.findings }
+
+// scanDir collects every regular file of dir whose primary superblock
+// belongs to the set, refuses ambiguity, then opens the candidates.
+func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("look for the other devices: %w", err)
+	}
+	claims := map[uint64][]string{}
+	opened := v.fileInfos()
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if isOneOf(p, opened) {
+			continue
+		}
+		if sb := peekSuper(p); sb != nil && SameSet(set, sb) {
+			claims[sb.DevID] = append(claims[sb.DevID], p)
+		}
+	}
+	ids := make([]uint64, 0, len(claims))
+	for id := range claims {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		paths := claims[id]
+		if d, given := v.devs[id]; given {
+			paths = append([]string{d.Path}, paths...)
+		}
+		if len(paths) > 1 {
+			return &AmbiguousError{FSID: set.FSID, DevID: id, Paths: paths}
+		}
+	}
+	for _, id := range ids {
+		d, err := openDev(claims[id][0], opt.devOpts())
+		if err != nil {
+			return err
+		}
+		if d.ID != id || !SameSet(set, d.Super) {
+			d.Dev.Close()
+			return fmt.Errorf("%s: changed while the set was being opened", d.Path)
+		}
+		if err := v.add(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasFile reports whether p is (a path of) an opened device.
+func (v *Volume) hasFile(p string) bool { return isOneOf(p, v.fileInfos()) }
+
+// fileInfos maps the paths of the opened devices to their file info (nil
+// for a device that is no plain path, e.g. a partition spec).
+func (v *Volume) fileInfos() map[string]os.FileInfo {
+	out := map[string]os.FileInfo{}
+	for _, d := range v.devs {
+		st, _ := os.Stat(d.Path)
+		out[filepath.Clean(d.Path)] = st
+	}
+	return out
+}
+
+// isOneOf reports whether p names one of the files, by path or identity.
+func isOneOf(p string, files map[string]os.FileInfo) bool {
+	if _, ok := files[filepath.Clean(p)]; ok {
+		return true
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	for _, f := range files {
+		if f != nil && os.SameFile(st, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// peekSuper returns the newest valid superblock copy of file p, nil if it
+// has none; a copy whose primary is damaged still claims its device. It
+// reads without locking, before anything is opened.
+func peekSuper(p string) *format.Superblock {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	sb, err := BestSuper(readSuperCopies(f, st.Size()))
+	if err != nil {
+		return nil
+	}
+	return sb
+}
