@@ -70,7 +70,7 @@ run_ddfs() {
 	"$BIN/ddfs" cp -r "$W/src" "$A:/"
 	"$BIN/ddfs" device add -f "$A" "$B" >/dev/null
 	local s
-	s=$(timed "$BIN/ddfs" device remove "$A" "$A")
+	s=$(timed "$BIN/ddfs" device remove --device "$B" "$A" "$A")
 	"$BIN/fsck.ddfs" -q "$B" >/dev/null || { echo "fsck.ddfs failed after remove" >&2; exit 1; }
 	"$BIN/ddfs" cat "$B:/src/$(ls "$W/src" | head -1)" | cmp -s - "$W/src/$(ls "$W/src" | head -1)" || { echo "ddfs: file differs after remove" >&2; exit 1; }
 	unpair
@@ -104,7 +104,7 @@ for ((i = 0; i < RUNS; i++)); do
 done
 d=$(printf '%s\n' "${D[@]}" | median)
 {
-	echo "# device remove, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores: a device holding $SIZE ($FILES files) moved to an empty one; medians of $RUNS interleaved runs, cold cache, incl. sync"
+	echo "# device remove, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores: a device holding $SIZE ($FILES files) moved to an empty one; medians of $RUNS interleaved runs, cold cache, incl. sync; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	printf '%-24s %10s %10s %12s\n' tool "seconds" "MiB/s" "runs"
 	printf '%-24s %10.2f %10.0f %12s\n' "ddfs device remove" "$d" "$(echo "$bytes / 1048576 / $d" | bc -l)" "$(echo "${D[*]}" | tr ' ' ,)"
 	if [[ $have_btrfs -eq 1 ]]; then
