@@ -36,6 +36,16 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	id := tx.addDevice(nd)
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// addDevice makes nd a member in this transaction and returns its devid.
+func (tx *Txn) addDevice(nd NewDevice) uint64 {
+	fs := tx.fs
 	id := fs.nextDevID()
 	uuid := DevUUID(fs.sb.FSID, id)
 	fs.devItems[id] = &format.DevItem{
@@ -45,11 +55,11 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	fs.Vol.AttachDevice(&volume.Dev{ID: id, UUID: uuid, Path: nd.Path, Dev: nd.Dev})
 	fs.tierCache = nil
 	tx.devDirty = true
-	tx.addedDevs = map[uint64]bool{id: true}
-	if err := tx.Commit(); err != nil {
-		return 0, err
+	if tx.addedDevs == nil {
+		tx.addedDevs = map[uint64]bool{}
 	}
-	return id, nil
+	tx.addedDevs[id] = true
+	return id
 }
 
 // nextDevID is the devid a device added now gets: the highest + 1.

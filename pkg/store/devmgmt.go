@@ -64,40 +64,88 @@ func (fs *FS) planOn(devs []alloc.DeviceSpace, bgs []*BlockGroup, need needFunc,
 	return nil
 }
 
-// relocateAll moves every block group need selects, one chunk per
-// transaction: a crash leaves each chunk in its old or its new layout.
-func (fs *FS) relocateAll(need needFunc, prefer uint64, progress Progress) error {
+// relocOpts tune relocateAll: prefer is a devid new stripes go to first
+// (0 none); start runs first in the first transaction; planned says the
+// caller planned the moves already (on a model of the devices start adds).
+type relocOpts struct {
+	prefer   uint64
+	progress Progress
+	start    func(*Txn) error
+	planned  bool
+}
+
+// relocateAll moves every block group need selects. The first
+// transaction runs start (nil: nothing) and moves every metadata and
+// system chunk, so that the commits after it write nodes only to chunks
+// already moved (a device being vacated may be absent); then each data
+// chunk moves in a transaction of its own. A crash leaves each chunk in
+// its old or its new layout.
+func (fs *FS) relocateAll(need needFunc, o relocOpts) error {
 	first := fs.matching(need)
-	if err := fs.planMoves(first, need, prefer); err != nil {
-		return err
+	if !o.planned {
+		if err := fs.planMoves(first, need, o.prefer); err != nil {
+			return err
+		}
 	}
-	total := len(first)
-	for done := 0; ; done++ {
-		list := fs.matching(need)
-		if len(list) == 0 {
-			return nil
-		}
-		// Commits may add chunks (metadata for the chunk tree); they are
-		// placed by the same rules, so the list shrinks. Bound it anyway.
-		if done > 2*total+16 {
-			return fmt.Errorf("relocation did not finish after %d chunks", done)
-		}
+	total, done := len(first), 0
+	prefer, progress, start := o.prefer, o.progress, o.start
+	step := func(meta bool) error {
 		tx, err := fs.Begin()
 		if err != nil {
 			return err
 		}
-		p, _ := need(list[0])
-		if err := tx.restripe(list[0], p, prefer); err != nil {
-			tx.Abort()
-			return err
+		if start != nil {
+			if err := start(tx); err != nil {
+				tx.Abort()
+				return err
+			}
+			start = nil
+		}
+		for _, bg := range fs.matching(need) {
+			if (bg.Chunk.Type == format.ChunkData) == meta {
+				continue
+			}
+			p, _ := need(bg)
+			if err := tx.restripe(bg, p, prefer); err != nil {
+				tx.Abort()
+				return err
+			}
+			if done++; !meta {
+				break
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			return err
 		}
 		if progress != nil {
-			progress(min(done+1, total), total)
+			progress(min(done, total), total)
+		}
+		return nil
+	}
+	hasMeta := false
+	for _, bg := range first {
+		hasMeta = hasMeta || bg.Chunk.Type != format.ChunkData
+	}
+	if hasMeta || start != nil {
+		if err := step(true); err != nil {
+			return err
 		}
 	}
+	for n := 0; len(fs.matching(need)) > 0; n++ {
+		// Commits may add chunks (metadata for the trees); they are placed
+		// by the same rules, so the list shrinks. Bound it anyway.
+		if n > 2*total+16 {
+			return fmt.Errorf("relocation did not finish after %d chunks", done)
+		}
+		meta := false
+		for _, bg := range fs.matching(need) {
+			meta = meta || bg.Chunk.Type != format.ChunkData
+		}
+		if err := step(meta); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func onDevice(devid uint64) needFunc {
@@ -127,23 +175,26 @@ func (fs *FS) checkProfiles(n int) error {
 // superblocks so discovery never takes it for a member again. It refuses,
 // before changing anything, when the other devices cannot hold the chunks.
 func (fs *FS) RemoveDevice(devid uint64, progress Progress) error {
-	return fs.removeDevice(devid, 0, progress)
+	return fs.removeDevice(devid, relocOpts{progress: progress})
 }
 
-func (fs *FS) removeDevice(devid, prefer uint64, progress Progress) error {
+// removeDevice is RemoveDevice with relocation options (replace).
+func (fs *FS) removeDevice(devid uint64, o relocOpts) error {
 	if _, ok := fs.devItems[devid]; !ok {
 		return fmt.Errorf("device %d: %w", devid, ErrNoDevice)
 	}
-	if len(fs.devItems) == 1 {
+	if !o.planned && len(fs.devItems) == 1 {
 		return fmt.Errorf("device %d is the only device: %w", devid, ErrCannotRelocate)
 	}
-	if err := fs.checkProfiles(len(fs.devItems) - 1); err != nil {
-		return err
+	if !o.planned {
+		if err := fs.checkProfiles(len(fs.devItems) - 1); err != nil {
+			return err
+		}
 	}
 	fs.leaving = map[uint64]bool{devid: true}
 	fs.tierCache = nil
 	defer func() { fs.leaving, fs.tierCache = nil, nil }()
-	if err := fs.relocateAll(onDevice(devid), prefer, progress); err != nil {
+	if err := fs.relocateAll(onDevice(devid), o); err != nil {
 		return err
 	}
 	return fs.dropDevice(devid)
@@ -220,11 +271,22 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 	if err := fs.planOn(devs, fs.matching(onDevice(old)), onDevice(old), fs.nextDevID()); err != nil {
 		return 0, err
 	}
-	id, err := fs.AddDevice(nd)
-	if err != nil {
-		return 0, err
+	// The new device joins in the first relocation transaction, with the
+	// metadata moves: no commit writes a node to a chunk on old.
+	id := fs.nextDevID()
+	add := func(tx *Txn) error {
+		if got := tx.addDevice(nd); got != id {
+			return fmt.Errorf("new device got devid %d, planned %d", got, id)
+		}
+		return nil
 	}
-	return id, fs.removeDevice(old, id, progress)
+	if err := fs.removeDevice(old, relocOpts{prefer: id, progress: progress, start: add, planned: true}); err != nil {
+		if _, added := fs.devItems[id]; !added {
+			return 0, err
+		}
+		return id, err
+	}
+	return id, nil
 }
 
 // ResizeDevice sets the usable size of device devid. Growing needs the
@@ -259,7 +321,7 @@ func (fs *FS) ResizeDevice(devid, size uint64, progress Progress) error {
 			}
 			return 0, false
 		}
-		if err := fs.relocateAll(past, 0, progress); err != nil {
+		if err := fs.relocateAll(past, relocOpts{progress: progress}); err != nil {
 			return err
 		}
 	}
@@ -314,5 +376,5 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 	if meta != nil {
 		fs.metaProfile = *meta
 	}
-	return n, fs.relocateAll(need, 0, progress)
+	return n, fs.relocateAll(need, relocOpts{progress: progress, planned: true})
 }

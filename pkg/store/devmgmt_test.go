@@ -441,3 +441,25 @@ func TestReplaceRefusedBeforeAdding(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceAbsentDevice: with the old device gone from the volume (what
+// a degraded open gives), replace reads every chunk from its mirrors.
+func TestReplaceAbsentDevice(t *testing.T) {
+	devs := memDevs(4, 1<<30)
+	fs := create(t, devs[:3], format.ProfileRaid1, format.ProfileRaid1C3)
+	m := fillModel(t, fs, 13, 3)
+	if stripesOn(fs, 2) == 0 {
+		t.Fatal("device 2 holds nothing")
+	}
+	fs.Vol.DetachDevice(2)
+	fs.cache = newNodeCache(cacheNodes)
+	if _, err := fs.ReplaceDevice(2, NewDevice{Dev: devs[3], Path: devs[3].Name()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fs = reopen(t, []*device.MemDevice{devs[0], devs[2], devs[3]}, false)
+	defer fs.Close()
+	if len(fs.DevItems()) != 3 || stripesOn(fs, 2) != 0 {
+		t.Fatalf("devices %d, stripes left on device 2: %d", len(fs.DevItems()), stripesOn(fs, 2))
+	}
+	m.check(t, fs)
+}

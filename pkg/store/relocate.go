@@ -111,7 +111,7 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 	}
 	used := usedRanges(bg.free.Ranges(), newC.Logical, newC.Length)
 	first := fs.leavingCopy(oldC)
-	ver, err := fs.newVerifier(oldC, first)
+	ver, err := fs.newVerifier(oldC, first, tx.dirty)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,9 @@ type verifier struct {
 	c  *volume.Chunk
 	// first is the copy read first; check tries the others.
 	first int
+	// dirty are the nodes of the running transaction: their blocks are
+	// written from memory at commit, whatever the copy holds.
+	dirty map[uint64]*format.Node
 	sums  map[uint64][]byte // data sector logical -> stored sum
 	// counts of this chunk, added to fs.reloc when the chunk commits
 	repaired, unrecovered int
@@ -38,8 +41,8 @@ type verifier struct {
 
 // newVerifier loads the sums of a data chunk from the committed csum tree
 // (at most chunk length / sector size sums).
-func (fs *FS) newVerifier(c *volume.Chunk, first int) (*verifier, error) {
-	v := &verifier{fs: fs, c: c, first: first}
+func (fs *FS) newVerifier(c *volume.Chunk, first int, dirty map[uint64]*format.Node) (*verifier, error) {
+	v := &verifier{fs: fs, c: c, first: first, dirty: dirty}
 	if c.Type != format.ChunkData {
 		return v, nil
 	}
@@ -77,6 +80,9 @@ func (v *verifier) block() uint64 {
 // good reports whether blk, at chunk offset off, verifies.
 func (v *verifier) good(off uint64, blk []byte) bool {
 	logical := v.c.Logical + off
+	if _, ok := v.dirty[logical]; ok {
+		return true
+	}
 	if v.c.Type != format.ChunkData {
 		_, err := format.UnmarshalNode(blk, v.fs.sb.CsumType, format.NodeExpect{FSID: v.fs.sb.FSID, Logical: logical, Level: -1})
 		return err == nil
