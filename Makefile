@@ -32,10 +32,11 @@ test: build vet
 	$(MAKE) race
 	$(MAKE) fuzz
 
-# The concurrent paths (background data writer, read-ahead) under the race detector.
+# The concurrent paths (background data writer, read-ahead, scrub workers) under the race detector.
 race:
 	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
+	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
@@ -52,6 +53,7 @@ bench: build
 	BIN=$(BIN) bench/tiered.sh
 	BIN=$(BIN) bench/tiered-loop.sh
 	BIN=$(BIN) bench/discard.sh
+	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"io/fs"
 	"syscall"
 )
 
@@ -30,7 +31,8 @@ func cmdCat(args []string, stdout, _ io.Writer) error {
 			return werr
 		}
 		if err != nil {
-			return im.err(err)
+			// Named like cp names it: "disk.img:/x: Input/output error".
+			return im.err(&fs.PathError{Op: "read", Path: p, Err: err})
 		}
 	}
 	return nil

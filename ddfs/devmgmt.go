@@ -69,7 +69,7 @@ func relocProgress() store.Progress {
 func (o *openFlags) closeStats(fs *store.FS) {
 	devs, items := fs.Vol.Devices(), fs.DevItems()
 	fs.Close()
-	printStats(o.stats, inspect.DevicesIO(devs, items), fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String())
+	printStats(o.stats, inspect.DevicesIO(devs, items), fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String(), fs.HealStats())
 }
 
 // openDevice opens image for writing and resolves DEVID|PATH in it.

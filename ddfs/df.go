@@ -42,7 +42,11 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\n%-5s %14s %14s %14s  %s\n", "Devid", "Size", "Allocated", "Unallocated", "Path")
 	for _, d := range df.Devices {
-		fmt.Fprintf(stdout, "%-5d %14s %14s %14s  %s\n", d.DevID, size(d.Size), size(d.Allocated), size(d.Free), d.Path)
+		missing := ""
+		if d.Missing {
+			missing = " (missing)"
+		}
+		fmt.Fprintf(stdout, "%-5d %14s %14s %14s  %s%s\n", d.DevID, size(d.Size), size(d.Allocated), size(d.Free), d.Path, missing)
 	}
 	fmt.Fprintf(stdout, "\nTotal %s, allocated %s, used %s\n", size(df.TotalBytes), size(df.Allocated), size(df.Used))
 	for _, fb := range df.Fallbacks {

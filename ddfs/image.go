@@ -9,8 +9,6 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
-	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // operand is one command-line path: a host path, or IMAGE:PATH.
@@ -62,7 +60,7 @@ type image struct {
 }
 
 func (of *openFlags) openImage(name string, write bool) (*image, error) {
-	st, err := store.Open([]string{name}, volume.Options{Write: write, Wait: of.wait, Extra: of.devices})
+	st, err := of.open(name, write)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +83,7 @@ func (im *image) close() error {
 	if cerr := im.f.Close(); err == nil {
 		err = cerr
 	}
-	printStats(im.stats, inspect.DevicesIO(devs, items), st.FallbackChunks(), st.Super().Settings.AllocPolicy.String())
+	printStats(im.stats, inspect.DevicesIO(devs, items), st.FallbackChunks(), st.Super().Settings.AllocPolicy.String(), st.HealStats())
 	return im.err(err)
 }
 

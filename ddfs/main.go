@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"prop":    {"get or set properties: dedupe, compression, alloc-policy, discard", cmdProp},
 	"device":  {"device usage, set properties, add, remove, replace or resize a device", cmdDevice},
 	"balance": {"convert chunk profiles (-d data, -m metadata)", cmdBalance},
+	"scrub":   {"read and verify every copy; --repair rewrites bad ones", cmdScrub},
 }
 
 func main() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -18,6 +19,10 @@ type openFlags struct {
 	wait    bool
 	// stats: "" off, "text" or "json" (--stats, --stats=json).
 	stats string
+	// degraded opens a set with a member missing (--degraded).
+	degraded bool
+	// prog names the command in heal lines ("ddfs: cat").
+	prog string
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) {
@@ -25,10 +30,17 @@ func (o *openFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
 	fl.StringVar(&o.stats, "stats", "", "print per-device I/O (requests, bytes, seeks, modeled time) on stderr; --stats=json as JSON")
 	fl.Lookup("stats").NoOptDefVal = "text"
+	fl.BoolVar(&o.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use the surviving copies; new chunks go to the present devices)")
+	o.prog = strings.Replace(fl.Name(), " ", ": ", 1)
 }
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
-	return store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices})
+	fs, err := store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices, Degraded: o.degraded})
+	if err != nil {
+		return nil, err
+	}
+	inspect.ReportHeals(os.Stderr, o.prog, image, fs)
+	return fs, nil
 }
 
 // openOnly parses the flags of a command that takes exactly one IMAGE
@@ -44,7 +56,7 @@ func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, do
 		return nil, nil, err
 	}
 	return fs, func() {
-		printStats(o.stats, inspect.IOStats(fs), 0, "")
+		printStats(o.stats, inspect.IOStats(fs), 0, "", fs.HealStats())
 		fs.Close()
 	}, nil
 }
@@ -52,17 +64,19 @@ func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, do
 // printStats writes --stats output on stderr: lines, or one JSON object
 // {"io": [...], "fallback_chunks": N} for scripts (bench/tiered.sh).
 // fallbacks counts new chunks placed outside the policy's preference.
-func printStats(format string, io []inspect.DeviceIO, fallbacks int, policy string) {
+func printStats(format string, io []inspect.DeviceIO, fallbacks int, policy string, heal store.HealStats) {
 	switch format {
 	case "":
 	case "json":
 		b, _ := json.Marshal(struct {
 			IO        []inspect.DeviceIO `json:"io"`
 			Fallbacks int                `json:"fallback_chunks"`
-		}{io, fallbacks})
+			Heal      store.HealStats    `json:"heal"`
+		}{io, fallbacks, heal})
 		fmt.Fprintln(os.Stderr, string(b))
 	default:
 		inspect.PrintIOStats(os.Stderr, io)
 		inspect.PrintFallbacks(os.Stderr, fallbacks, policy)
+		inspect.PrintHealStats(os.Stderr, heal)
 	}
 }

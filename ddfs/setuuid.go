@@ -49,7 +49,7 @@ func cmdSetUUID(args []string, stdout, _ io.Writer) error {
 		to = pending // finish what an interrupted run started
 	}
 	res, err := fs.ChangeFSID(to)
-	printStats(of.stats, inspect.IOStats(fs), 0, "")
+	printStats(of.stats, inspect.IOStats(fs), 0, "", fs.HealStats())
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.Arg(0), err)
 	}

@@ -17,6 +17,7 @@ func cmdEnable(args []string, stdout, stderr io.Writer) error {
 	block := fl.String("block", "", "dedupe block size (power of two, 4K..8M; default: keep, or 128K)")
 	hash := fl.String("hash", "", "sha256 or blake3 (default: keep, or sha256)")
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func cmdEnable(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("--hash: %v", err)
 		}
 	}
-	return change(fl.Arg(0), *stats, stderr, func(s *format.Settings) error {
+	return change(fl.Arg(0), *stats, *degraded, stderr, func(s *format.Settings) error {
 		s.Dedupe = true
 		if log2 != 0 {
 			s.DedupeBlockLog2 = log2
@@ -55,21 +56,23 @@ func cmdEnable(args []string, stdout, stderr io.Writer) error {
 func cmdDisable(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool disable", "dedupe-tool disable IMAGE", "  dedupe-tool disable backup.img\n", stdout)
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {
 		return cli.Usagef("want one IMAGE")
 	}
-	return change(fl.Arg(0), *stats, stderr, func(s *format.Settings) error { s.Dedupe = false; return nil })
+	return change(fl.Arg(0), *stats, *degraded, stderr, func(s *format.Settings) error { s.Dedupe = false; return nil })
 }
 
 // change updates the settings; the exclusive lock keeps writers out.
-func change(image string, stats bool, stderr io.Writer, fn func(*format.Settings) error) error {
-	fs, err := store.Open([]string{image}, volume.Options{Write: true})
+func change(image string, stats, degraded bool, stderr io.Writer, fn func(*format.Settings) error) error {
+	fs, err := store.Open([]string{image}, volume.Options{Write: true, Degraded: degraded})
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "dedupe-tool", image, fs)
 	defer fs.Close()
 	err = fs.UpdateSettings(fn)
 	inspect.MaybePrintIOStats(stderr, fs, stats)

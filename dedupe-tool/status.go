@@ -15,16 +15,18 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool status", "dedupe-tool status [--json] IMAGE", "  dedupe-tool status backup.img\n", stdout)
 	asJSON := fl.Bool("json", false, "print JSON")
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr (with --json: also as \"io\" in the output)")
+	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {
 		return cli.Usagef("want one IMAGE")
 	}
-	fs, err := store.Open([]string{fl.Arg(0)}, volume.Options{})
+	fs, err := store.Open([]string{fl.Arg(0)}, volume.Options{Degraded: *degraded})
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "dedupe-tool: status", fl.Arg(0), fs)
 	defer fs.Close()
 	st, err := inspect.GetDedupeStatus(fs)
 	if err != nil {

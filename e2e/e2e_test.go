@@ -242,14 +242,16 @@ func TestMissingDevice(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "away"), 0o755)
 	os.Rename(filepath.Join(dir, "b.img"), filepath.Join(dir, "away", "b.img"))
 	r := must(t, run(t, dir, "ddfs", "info", "a.img"), 1)
-	// b.img was next to a.img at mkfs, so it has no path hint (FORMAT.md §4.3).
-	if !strings.Contains(r.stderr, "device 2 not found") {
+	// b.img was next to a.img at mkfs, so it has no path hint (FORMAT.md §4.3):
+	// the message names it by devid and uuid, and says --degraded exists.
+	if !strings.Contains(r.stderr, "device 2 (uuid ") || !strings.Contains(r.stderr, "--degraded") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	must(t, run(t, dir, "ddfs", "info", "--device", "away/b.img", "a.img"), 0)
-	r = must(t, run(t, dir, "fsck.ddfs", "a.img"), 8)
-	if !strings.Contains(r.stderr, "device 2 not found") {
-		t.Fatalf("fsck stderr %q", r.stderr)
+	// fsck reports the missing device as the problem found (exit 4).
+	ps := fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", "--json", "a.img"), 4))
+	if len(ps) != 1 || ps[0].Code != "missing-device" || ps[0].DevID != 2 {
+		t.Fatalf("fsck problems %+v", ps)
 	}
 	must(t, run(t, dir, "fsck.ddfs", "a.img", "away/b.img"), 0)
 	// A device made outside the first device's folder keeps a hint.

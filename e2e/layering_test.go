@@ -19,7 +19,7 @@ var layers = map[string]int{
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/progress": 2, "pkg/volume": 2,
 	"pkg/store": 3,
-	"pkg/fsys": 4, "pkg/inspect": 4, "pkg/trim": 4,
+	"pkg/fsys": 4, "pkg/inspect": 4, "pkg/trim": 4, "pkg/scrub": 4,
 	"pkg/transfer": 5, "pkg/check": 5,
 	"pkg/mkfs": 6, "pkg/crashtest": 6,
 	// The five mains and the tools around them.

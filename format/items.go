@@ -105,7 +105,8 @@ type BlockGroupItem struct {
 
 // BlockGroupFallback marks a chunk the allocation policy placed outside
 // the devices it preferred for it (they had too little room or too few
-// devices); `ddfs df` lists such chunks.
+// devices), or one made on a degraded set below the set's profile;
+// `ddfs df` lists such chunks.
 const BlockGroupFallback uint32 = 1
 
 // blockGroupFlagsKnown are the flag bits this version defines.

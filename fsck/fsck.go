@@ -31,7 +31,7 @@ verifies every data sector). Nothing is changed (-n is the default).
 
 Exit codes (as fsck(8)):
   0   no problems
-  4   problems found and left uncorrected
+  4   problems found and left uncorrected (a missing device is one)
   8   operational error (e.g. a device cannot be opened)
   16  usage error
 `
@@ -51,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
 	wait := fl.Bool("wait", false, "wait for a busy device")
+	degraded := fl.Bool("degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
 	stats := fl.Bool("stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -63,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fsck.ddfs: no device given\nTry 'fsck.ddfs --help' for more information.\n")
 		return exitUsage
 	}
-	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait, CheckData: *checkData})
+	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait, CheckData: *checkData, Degraded: *degraded})
 	if err != nil {
 		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return exitOperational

@@ -52,6 +52,7 @@ func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr (with --json: also as \"io\" in the output)")
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
+	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -74,10 +75,11 @@ func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 		return cli.Usagef("-m: %v", err)
 	}
 	o.DryRun = *dry
-	fs, err := store.Open(fl.Args(), volume.Options{Write: !*dry, Extra: append(fl.Args()[1:], extra...)})
+	fs, err := store.Open(fl.Args(), volume.Options{Write: !*dry, Extra: append(fl.Args()[1:], extra...), Degraded: *degraded})
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "trimtool", fl.Arg(0), fs)
 	defer func() {
 		// Close may still commit (async discard's record cleanup).
 		if cerr := fs.Close(); err == nil {

@@ -44,6 +44,7 @@ func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
+	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -92,10 +93,11 @@ func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 			return nil
 		}
 	}
-	fs, err := store.Open(fl.Args()[:1], volume.Options{Write: change, Extra: extra})
+	fs, err := store.Open(fl.Args()[:1], volume.Options{Write: change, Extra: extra, Degraded: *degraded})
 	if err != nil {
 		return err
 	}
+	inspect.ReportHeals(stderr, "trimtool: policy", fl.Arg(0), fs)
 	defer func() {
 		// Close may still commit (async discard's record cleanup).
 		if cerr := fs.Close(); err == nil {

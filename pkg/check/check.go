@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -28,6 +27,9 @@ type Problem struct {
 	Offset  uint64 `json:"offset,omitempty"` // physical byte offset on Device
 	Copy    int    `json:"copy,omitempty"`   // 1-based copy number, 0 = not copy-specific
 	Message string `json:"message"`
+	// Code is a stable name for problems callers look for
+	// (CodeMissingDevice); empty for the others.
+	Code string `json:"code,omitempty"`
 	// Warning marks what a crash or failed commit leaves behind and the
 	// next commit repairs (a superblock copy that lags or is torn while
 	// the device has a current one); it does not make the check fail.
@@ -56,6 +58,9 @@ func (p Problem) String() string {
 	}
 	return s + ": " + p.Message
 }
+
+// CodeMissingDevice: a member of the set is not present.
+const CodeMissingDevice = "missing-device"
 
 // Report is the outcome of a check.
 type Report struct {
@@ -94,6 +99,10 @@ type Options struct {
 	// CheckData reads every copy of every checksummed data sector and
 	// verifies its checksum (--check-data).
 	CheckData bool
+	// Degraded checks what the present devices hold when members are
+	// missing (--degraded); without it a missing member is the only
+	// problem reported.
+	Degraded bool
 }
 
 type checker struct {
@@ -139,16 +148,18 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.dropRemoved()
 	c.checkSupers()
 	c.checkDevices()
-	if err := c.missingDevices(); err != nil {
-		return nil, err
+	if c.hintErr != nil {
+		return nil, c.hintErr // found but refused: an operational error, not a missing device
 	}
-	c.checkChunks()
-	for id := format.TreeID(2); id <= format.NumTrees; id++ {
-		c.walk(id)
+	if !c.missingDevices() || c.opt.Degraded {
+		c.checkChunks()
+		for id := format.TreeID(2); id <= format.NumTrees; id++ {
+			c.walk(id)
+		}
+		c.checkExtents()
+		c.checkFS()
+		c.checkDedupe()
 	}
-	c.checkExtents()
-	c.checkFS()
-	c.checkDedupe()
 	c.rep.Devices = len(vol.Devices())
 	items := make([]*format.DevItem, 0, len(c.devItems))
 	for _, id := range sortedIDs(c.devItems) {
@@ -250,22 +261,32 @@ func (c *checker) checkDevices() {
 	}
 }
 
-// missingDevices names devices with an item but no open device: a check
-// of an incomplete set is an operational error, not damage.
-func (c *checker) missingDevices() error {
-	var missing []string
+// missingDevices reports each member with a device item but no open
+// device (devid, uuid, last path) and whether there was one. The copies
+// such a member holds are not checked; a degraded check goes on without
+// them.
+func (c *checker) missingDevices() bool {
 	for _, id := range sortedIDs(c.devItems) {
 		if _, ok := c.vol.Device(id); !ok {
-			missing = append(missing, volume.MissingName(id, c.devItems[id].Path))
+			d := c.devItems[id]
+			last := d.Path
+			if last == "" {
+				last = "none recorded: it was next to the first device"
+			}
+			msg := fmt.Sprintf("device missing (uuid %s, last path %s)", uuid.UUID(d.UUID), last)
+			if err := c.vol.Unusable(id); err != nil {
+				msg = fmt.Sprintf("device found but cannot be used (uuid %s): %v", uuid.UUID(d.UUID), err)
+			}
+			c.add(Problem{Kind: "device", DevID: id, Device: d.Path, Code: CodeMissingDevice, Message: msg})
 		}
 	}
-	if len(missing) == 0 {
-		return nil
+	// Unread copies on missing members must not pass as checked.
+	for _, p := range c.rep.Problems {
+		if p.Code == CodeMissingDevice {
+			return true
+		}
 	}
-	if c.hintErr != nil {
-		return c.hintErr
-	}
-	return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
+	return false
 }
 
 func sortedIDs(m map[uint64]*format.DevItem) []uint64 {

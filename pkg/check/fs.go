@@ -34,6 +34,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // fsState is what the filesystem pass gathers during the walk.
@@ -467,6 +468,9 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 		b := buf[:cnt*ss]
 		for m := 0; m < c.vol.Copies(start); m++ {
 			if err := c.vol.ReadCopy(start, b, m); err != nil {
+				if errors.Is(err, volume.ErrMissingDevice) {
+					continue // reported once as a missing device
+				}
 				c.add(c.dataProblem(start, m, errString(err)))
 				continue
 			}

@@ -55,6 +55,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		c.rep.NodeCopies++
 		p := Problem{Kind: "node", Tree: tree, Logical: logical, Copy: m + 1}
 		if m < len(targets) {
+			if c.vol.IsMissing(targets[m].DevID) {
+				c.rep.NodeCopies--
+				continue // the missing member is reported once, not per copy
+			}
 			p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
 			if d, ok := c.vol.Device(p.DevID); ok {
 				p.Device = d.Path

@@ -97,22 +97,12 @@ func RunDeviceOp(cfg Config, spares int, op DeviceOp) (DeviceResult, error) {
 			return res, err
 		}
 	}
-	r := rand.New(rand.NewPCG(cfg.Seed, 3))
-	flushes := device.FlushPoints(ops[start:])
-	for i := 0; i < cfg.Reordered && len(flushes) > 0; i++ {
-		fi := r.IntN(len(flushes))
-		from, end := flushes[fi], len(ops)-start
-		if fi+1 < len(flushes) {
-			end = flushes[fi+1] - 1
-		}
-		devs := snapshots(base)
-		if err := device.Replay(ops[start:], from, devs); err != nil {
-			return res, err
-		}
-		tornApply(r, ops[start+from:start+end], devs)
-		if err := check(devs, fmt.Sprintf("reordered writes after flush at %d", from)); err != nil {
-			return res, err
-		}
+	_, err = replayReordered(ops[start:], cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return snapshots(base) },
+		func(ds []*device.MemDevice) (bool, error) {
+			return false, check(ds, "reordered writes after a flush") // check counts the point
+		})
+	if err != nil {
+		return res, err
 	}
 	return res, nil
 }

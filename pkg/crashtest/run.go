@@ -92,28 +92,43 @@ func Run(cfg Config) (Result, error) {
 			res.Points++
 		}
 	}
-	r := rand.New(rand.NewPCG(cfg.Seed, 1))
+	n, err := replayReordered(ops, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return fresh(cfg) },
+		func(devs []*device.MemDevice) (bool, error) { return verify(devs, states) })
+	res.Points += n
+	if err != nil {
+		return res, fmt.Errorf("%v: %w", cfg, err)
+	}
+	return res, nil
+}
+
+// replayReordered verifies n crash states that keep the writes up to a
+// random flush and a random subset of the writes after it, applied in any
+// order with the last one torn; devs makes the starting devices. It
+// returns the states verified.
+func replayReordered(ops []device.Op, seed uint64, n int, devs func() []*device.MemDevice, verify func([]*device.MemDevice) (bool, error)) (int, error) {
+	r := rand.New(rand.NewPCG(seed, 1))
 	flushes := device.FlushPoints(ops)
-	for i := 0; i < cfg.Reordered && len(flushes) > 0; i++ {
+	points := 0
+	for i := 0; i < n && len(flushes) > 0; i++ {
 		fi := r.IntN(len(flushes))
 		base, end := flushes[fi], len(ops)
 		if fi+1 < len(flushes) {
 			end = flushes[fi+1] - 1
 		}
-		devs := fresh(cfg)
-		if err := device.Replay(ops, base, devs); err != nil {
-			return res, err
+		ds := devs()
+		if err := device.Replay(ops, base, ds); err != nil {
+			return points, err
 		}
-		tornApply(r, ops[base:end], devs)
-		ok, err := verify(devs, states)
+		tornApply(r, ops[base:end], ds)
+		ok, err := verify(ds)
 		if err != nil {
-			return res, fmt.Errorf("%v: reordered writes after flush %d: %w", cfg, base, err)
+			return points, fmt.Errorf("reordered writes after flush %d: %w", base, err)
 		}
 		if ok {
-			res.Points++
+			points++
 		}
 	}
-	return res, nil
+	return points, nil
 }
 
 // recordWorkload creates the filesystem on devices recording into log and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // maxSumsPerItem bounds a csum item (1024 sectors: 4 MiB of data at 4 KiB).
@@ -63,7 +64,9 @@ func (f *FS) deleteCsums(logical, n uint64) error {
 var ErrDataChecksum = errors.New("data checksum mismatch")
 
 // readVerified reads sector-aligned buf at logical, checking every sector
-// against the csum tree and trying the other copies of a bad one.
+// against the csum tree and trying the other copies of a bad one. Copies
+// found bad are healed (store.HealCopy: rewritten when the set is
+// writable, reported either way).
 func (f *FS) readVerified(logical uint64, buf []byte) error {
 	// Data still queued for writing must land before it is read back.
 	if err := f.data.drain(); err != nil {
@@ -71,7 +74,8 @@ func (f *FS) readVerified(logical uint64, buf []byte) error {
 	}
 	sb := f.st.Super()
 	ss, cl := uint64(sb.SectorSize), sb.CsumType.Len()
-	if err := f.readAnyCopy(logical, buf); err != nil {
+	used, failed, err := f.readAnyCopy(logical, buf)
+	if err != nil {
 		return err
 	}
 	t := f.rtree(format.CsumTree)
@@ -96,43 +100,59 @@ func (f *FS) readVerified(logical uint64, buf []byte) error {
 		if got := format.Checksum(sb.CsumType, sector); bytes.Equal(got[:cl], want) {
 			continue
 		}
-		if !f.repairSector(l, sector, want) {
+		if !f.repairSector(l, sector, want, used) {
 			return fmt.Errorf("logical %d: %w", l, ErrDataChecksum)
 		}
+	}
+	// buf is verified now: copies that could not be read get it back.
+	for _, fc := range failed {
+		f.st.HealCopy(logical, buf, fc.copy, false, fc.err)
 	}
 	return nil
 }
 
-// repairSector tries the other copies of a sector; on success sector
-// holds good data.
-func (f *FS) repairSector(logical uint64, sector, want []byte) bool {
+// repairSector tries the other copies of a sector read from copy used;
+// on success sector holds good data and copy used is healed.
+func (f *FS) repairSector(logical uint64, sector, want []byte, used int) bool {
 	sb := f.st.Super()
 	tmp := make([]byte, len(sector))
-	for m := 1; m < f.st.Vol.Copies(logical); m++ {
-		if f.st.Vol.ReadCopy(logical, tmp, m) != nil {
+	for m := 0; m < f.st.Vol.Copies(logical); m++ {
+		if m == used || f.st.Vol.ReadCopy(logical, tmp, m) != nil {
 			continue
 		}
 		if got := format.Checksum(sb.CsumType, tmp); bytes.Equal(got[:len(want)], want) {
 			copy(sector, tmp)
+			f.st.HealCopy(logical, sector, used, false, fmt.Errorf("logical %d: %w", logical, ErrDataChecksum))
 			return true
 		}
 	}
 	return false
 }
 
+// failedCopy is a copy a read could not use.
+type failedCopy struct {
+	copy int
+	err  error
+}
+
 // readAnyCopy reads buf from the first copy that can be read (a missing
 // or failing device falls back to the mirror; checksums are checked by
-// the caller, per sector, with their own fallback).
-func (f *FS) readAnyCopy(logical uint64, buf []byte) error {
+// the caller, per sector, with their own fallback). It returns the copy
+// used and those that failed (copies on missing devices left out).
+func (f *FS) readAnyCopy(logical uint64, buf []byte) (int, []failedCopy, error) {
 	var first error
+	var failed []failedCopy
 	for m := 0; m < max(f.st.Vol.Copies(logical), 1); m++ {
 		err := f.st.Vol.ReadCopy(logical, buf, m)
 		if err == nil {
-			return nil
+			return m, failed, nil
 		}
 		if first == nil {
 			first = err
 		}
+		if !errors.Is(err, volume.ErrMissingDevice) {
+			failed = append(failed, failedCopy{m, err})
+		}
 	}
-	return first
+	return 0, nil, first
 }

@@ -22,6 +22,8 @@ type Device struct {
 	SeekSpeed  uint64 `json:"seek_speed"`
 	Bandwidth  uint64 `json:"bandwidth"`
 	Tier       uint8  `json:"tier"`
+	// Missing: the set was opened degraded without this device.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Stripe places a chunk stripe.
@@ -114,6 +116,7 @@ func Devices(fs *store.FS) []Device {
 		out = append(out, Device{
 			DevID: d.DevID, UUID: uuid.UUID(d.UUID).String(), Path: path, Size: d.TotalBytes, Used: d.BytesUsed,
 			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier,
+			Missing: fs.Vol.IsMissing(d.DevID),
 		})
 	}
 	return out
@@ -137,6 +140,7 @@ type DeviceUsage struct {
 	Size      uint64 `json:"size"`
 	Allocated uint64 `json:"allocated"`
 	Free      uint64 `json:"unallocated"`
+	Missing   bool   `json:"missing,omitempty"`
 }
 
 // DF is `ddfs df`.
@@ -194,7 +198,7 @@ func GetDF(fs *store.FS) *DF {
 	df.Fallbacks = fallbacks(fs)
 	for _, d := range Devices(fs) {
 		df.TotalBytes += d.Size
-		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - min(d.Used, d.Size)})
+		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - min(d.Used, d.Size), Missing: d.Missing})
 	}
 	return df
 }

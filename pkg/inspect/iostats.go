@@ -75,5 +75,6 @@ func MaybePrintIOStats(w io.Writer, fs *store.FS, on bool) []DeviceIO {
 	}
 	st := IOStats(fs)
 	PrintIOStats(w, st)
+	PrintHealStats(w, fs.HealStats())
 	return st
 }

@@ -14,13 +14,19 @@ import (
 // Bar is the counter.
 type Bar struct {
 	w     *os.File
+	label string
 	n     uint64
 	start time.Time
 	last  time.Time
 }
 
 // New starts a counter on w.
-func New(w *os.File) *Bar { return &Bar{w: w, start: time.Now()} }
+func New(w *os.File) *Bar { return NewLabeled(w, "copied") }
+
+// NewLabeled starts a counter whose bytes are called label ("read").
+func NewLabeled(w *os.File, label string) *Bar {
+	return &Bar{w: w, label: label, start: time.Now()}
+}
 
 // Add counts n more bytes.
 func (p *Bar) Add(n int64) {
@@ -34,7 +40,7 @@ func (p *Bar) Add(n int64) {
 func (p *Bar) draw() {
 	secs := time.Since(p.start).Seconds()
 	rate := float64(p.n) / max(secs, 1e-9)
-	fmt.Fprintf(p.w, "\r%12s copied  %10s/s  %5.1fs ", units.Human(p.n), units.Human(uint64(rate)), secs)
+	fmt.Fprintf(p.w, "\r%12s %s  %10s/s  %5.1fs ", units.Human(p.n), p.label, units.Human(uint64(rate)), secs)
 }
 
 // Done draws the final state.

@@ -35,11 +35,12 @@ func (fs *FS) matching(need needFunc) []*BlockGroup {
 	return out
 }
 
-// planMoves places every relocation on a model of the devices before
-// anything is written, so a relocation that cannot finish is refused
+// planMoves places every relocation on a model of the present devices
+// (a degraded set's missing members take no new stripe) before anything
+// is written, so a relocation that cannot finish is refused
 // instead of stopping half-way.
 func (fs *FS) planMoves(bgs []*BlockGroup, need needFunc, prefer uint64) error {
-	return fs.planOn(fs.deviceSpace(), bgs, need, prefer)
+	return fs.planOn(fs.presentSpace(), bgs, need, prefer)
 }
 
 // planOn is planMoves on a given model of the devices.
@@ -264,7 +265,7 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 	// Plan on a model with the new device before it joins the set, so a
 	// replace that cannot finish changes nothing.
 	fs.leaving = map[uint64]bool{old: true}
-	devs := fs.deviceSpace()
+	devs := fs.presentSpace()
 	fs.leaving = nil
 	devs = append(devs, alloc.DeviceSpace{DevID: fs.nextDevID(), Size: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
 		SeekSpeed: nd.SeekSpeed, Bandwidth: nd.Bandwidth, Tier: nd.Tier})

@@ -442,8 +442,8 @@ func TestReplaceRefusedBeforeAdding(t *testing.T) {
 	}
 }
 
-// TestReplaceAbsentDevice: with the old device gone from the volume (what
-// a degraded open gives), replace reads every chunk from its mirrors.
+// TestReplaceAbsentDevice: with the old device missing (a degraded open),
+// replace reads every chunk from its mirrors and the set is whole again.
 func TestReplaceAbsentDevice(t *testing.T) {
 	devs := memDevs(4, 1<<30)
 	fs := create(t, devs[:3], format.ProfileRaid1, format.ProfileRaid1C3)
@@ -451,8 +451,17 @@ func TestReplaceAbsentDevice(t *testing.T) {
 	if stripesOn(fs, 2) == 0 {
 		t.Fatal("device 2 holds nothing")
 	}
-	fs.Vol.DetachDevice(2)
-	fs.cache = newNodeCache(cacheNodes)
+	fs.Close()
+	vol, err := volume.FromDevices([]device.Device{devs[0], devs[2]}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs, err = OpenDegraded(vol); err != nil {
+		t.Fatal(err)
+	}
+	if !fs.Degraded() {
+		t.Fatal("set opened whole without device 2")
+	}
 	if _, err := fs.ReplaceDevice(2, NewDevice{Dev: devs[3], Path: devs[3].Name()}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ const (
 func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
-	stripes, err := alloc.PlaceRestripe(fs.deviceSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
+	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
 	if err != nil {
 		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
 	}

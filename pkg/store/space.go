@@ -168,7 +168,12 @@ func (tx *Txn) newChunkOn(t format.ChunkType, tier int, strict bool) (*BlockGrou
 		want = min(want, compactSizes[t])
 	}
 	profile := fs.profileFor(t)
-	p, err := alloc.Place(fs.deviceSpace(), alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact, Tier: tier, Strict: strict})
+	space := fs.presentSpace()
+	degraded := false
+	if fs.Degraded() {
+		profile, degraded = degradedProfile(t, profile, len(space))
+	}
+	p, err := alloc.Place(space, alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact, Tier: tier, Strict: strict})
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +192,9 @@ func (tx *Txn) newChunkOn(t format.ChunkType, tier int, strict bool) (*BlockGrou
 		fs.devItems[s.DevID].BytesUsed += ch.StripeLength()
 	}
 	bg := &BlockGroup{Chunk: ch, isNew: true}
+	// A chunk below the set's profile (degraded) is listed by df like
+	// any chunk placed outside the policy's preference.
+	p.Fallback = p.Fallback || degraded
 	if p.Fallback {
 		bg.flags |= format.BlockGroupFallback
 	}
@@ -223,7 +231,7 @@ func (tx *Txn) allocExtent(t format.ChunkType, n, align uint64) (uint64, error) 
 func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockGroup) bool) (uint64, bool, error) {
 	fs := tx.fs
 	for _, bg := range fs.bgs {
-		if bg.Chunk.Type != t || bg.Free() < n || (accept != nil && !accept(bg)) {
+		if bg.Chunk.Type != t || bg.Free() < n || (accept != nil && !accept(bg)) || !fs.writableGroup(bg) {
 			continue
 		}
 		if bg.free == nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
@@ -51,6 +50,9 @@ type FS struct {
 	// derivedNonces: commit nonces come from fsid and generation, not
 	// chance (a filesystem being created: reproducible images).
 	derivedNonces bool
+	// missing lists the members a degraded open went without.
+	missing []*volume.MissingDeviceError
+	heal    healState
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
@@ -95,13 +97,7 @@ func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
 			return nil, err
 		}
 	}
-	for _, c := range vol.Chunks.All() {
-		if c.Type == format.ChunkData {
-			fs.dataProfile = c.Profile
-		} else {
-			fs.metaProfile = c.Profile
-		}
-	}
+	fs.setProfiles()
 	return fs, nil
 }
 
@@ -156,9 +152,10 @@ func (fs *FS) loadChunkTree() error {
 	return nil
 }
 
-// findDevices opens devices named by path hints and reports missing ones.
+// findDevices opens devices named by path hints and reports missing ones
+// (degraded.go decides whether the set may open without them).
 func (fs *FS) findDevices(opt volume.Options) error {
-	var missing []string
+	var missing []*volume.MissingDeviceError
 	for _, d := range fs.DevItems() {
 		if _, ok := fs.Vol.Device(d.DevID); ok {
 			continue
@@ -167,19 +164,19 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		if hint != "" && !filepath.IsAbs(hint) {
 			hint = filepath.Join(fs.Vol.Dir, hint)
 		}
-		if hint != "" {
-			err := fs.Vol.AddDevice(hint, d.DevID, opt)
-			if err == nil {
+		err := fs.Vol.Unusable(d.DevID)
+		if hint != "" && err == nil {
+			if err = fs.Vol.AddDevice(hint, d.DevID, opt); err == nil {
 				continue
 			}
 			if volume.Refused(err) {
-				return err
+				return err // found but must not be used: never degraded away
 			}
 		}
-		missing = append(missing, volume.MissingName(d.DevID, d.Path))
+		missing = append(missing, missingDevice(d, err))
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s not found (give it with --device): %w", strings.Join(missing, ", "), volume.ErrMissingDevice)
+	if err := fs.acceptMissing(missing, opt); err != nil {
+		return err
 	}
 	if uint64(len(fs.devItems)) != fs.sb.NumDevices {
 		return fmt.Errorf("superblock says %d devices, chunk tree has %d: %w", fs.sb.NumDevices, len(fs.devItems), ErrCorrupt)
@@ -263,7 +260,7 @@ func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*fo
 		return n, nil
 	}
 	want := format.NodeExpect{FSID: fs.sb.FSID, AltFSID: fs.sb.NewFSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
-	n, err := fs.ReadNodeCopy(want, -1)
+	n, err := fs.readNodeHealing(want)
 	if err != nil {
 		return nil, &NodeError{owner, logical, err}
 	}

@@ -204,7 +204,11 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 	for _, id := range ids {
 		d, err := openDev(claims[id][0], opt.devOpts())
 		if err != nil {
-			return err
+			if Refused(err) {
+				return err
+			}
+			v.setUnusable(id, err) // a member, but one we cannot open (EACCES)
+			continue
 		}
 		if d.ID != id || !SameSet(set, d.Super) {
 			d.Dev.Close()

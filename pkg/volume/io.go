@@ -57,7 +57,7 @@ func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
 		t := s.Targets[mirror%len(s.Targets)]
 		d, ok := v.devs[t.DevID]
 		if !ok {
-			return &IOError{"read", logical, t.DevID, "", t.Physical, ErrMissingDevice}
+			return &IOError{"read", logical, t.DevID, "", t.Physical, errMissingIO}
 		}
 		if _, err := d.Dev.ReadAt(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
 			return &IOError{"read", logical, t.DevID, d.Path, t.Physical, err}
@@ -88,7 +88,7 @@ func (v *Volume) Write(logical uint64, buf []byte) error {
 		for _, t := range s.Targets {
 			d, ok := v.devs[t.DevID]
 			if !ok {
-				return &IOError{"write", logical, t.DevID, "", t.Physical, ErrMissingDevice}
+				return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
 			}
 			if _, err := d.Dev.WriteAt(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
 				return &IOError{"write", logical, t.DevID, d.Path, t.Physical, err}

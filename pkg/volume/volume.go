@@ -39,6 +39,9 @@ type Volume struct {
 	// superFrom is the path of the device Super was read from.
 	superFrom string
 	findings  []SuperFinding
+	// unusable holds why members found by the folder scan could not be
+	// opened (degraded.go).
+	unusable map[uint64]error
 }
 
 // Options control how a set is opened.
@@ -48,6 +51,10 @@ type Options struct {
 	Extra []string // more device specs to consider (--device)
 	// NoScan disables looking for the other devices in the first device's folder.
 	NoScan bool
+	// Degraded opens a set with members missing or unusable (--degraded):
+	// reads use the surviving copies, writes go to chunks on the present
+	// devices only.
+	Degraded bool
 }
 
 // ErrMissingDevice: a device of the set was not found.

@@ -20,7 +20,7 @@ func (v *Volume) WriteCopy(logical uint64, buf []byte, mirror int) error {
 		t := s.Targets[mirror]
 		d, ok := v.devs[t.DevID]
 		if !ok {
-			return &IOError{"write", logical, t.DevID, "", t.Physical, ErrMissingDevice}
+			return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
 		}
 		if _, err := d.Dev.WriteAt(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
 			return &IOError{"write", logical, t.DevID, d.Path, t.Physical, err}

@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// randomTree writes files of assorted sizes (empty, inline, multi-MiB)
+// under dir/src and returns their contents by relative path.
+func randomTree(t *testing.T, dir string, seed uint64) map[string][]byte {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	files := map[string][]byte{}
+	for i, size := range []int{0, 1, 100, 5000, 70000, 300000, 3 << 20} {
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		name := fmt.Sprintf("src/d%d/f%d", i%3, i)
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	return files
+}
+
+type fsckProblem struct {
+	Kind  string `json:"kind"`
+	Code  string `json:"code"`
+	DevID uint64 `json:"devid"`
+}
+
+func fsckProblems(t *testing.T, r result) []fsckProblem {
+	t.Helper()
+	var rep struct {
+		Problems []fsckProblem `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("fsck --json: %v\n%s", err, r.stdout)
+	}
+	return rep.Problems
+}
+
+// One device file of a mirrored set deleted: without --degraded every
+// tool refuses and names the flag; with it every file reads back
+// identical, new files can be written (into chunks on the present
+// devices, listed by df as fallbacks), and fsck reports exactly the
+// missing device (exit 4), checking everything else with --degraded.
+func TestDegradedPerProfile(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		devs    int
+	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			dir := t.TempDir()
+			var imgs []string
+			for i := 0; i < tc.devs; i++ {
+				imgs = append(imgs, fmt.Sprintf("d%d.img", i))
+			}
+			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "1G", "-d", tc.profile, "-m", tc.profile}, imgs...)...), 0)
+			files := randomTree(t, dir, uint64(tc.devs))
+			must(t, run(t, dir, "ddfs", "cp", "-r", "src", "d0.img:/"), 0)
+			gone := imgs[tc.devs-1]
+			if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range [][]string{
+				{"ddfs", "cat", "d0.img:/src/d1/f1"},
+				{"ddfs", "mkdir", "d0.img:/x"},
+				{"dedupe-tool", "status", "d0.img"},
+				{"trimtool", "--dry-run", "d0.img"},
+			} {
+				r := must(t, run(t, dir, cmd[0], cmd[1:]...), 1)
+				// A member made next to the first has no path hint (FORMAT.md
+				// §4.3): it is named by devid and uuid.
+				if name := fmt.Sprintf("device %d (uuid ", tc.devs); !strings.Contains(r.stderr, "--degraded") || !strings.Contains(r.stderr, name) {
+					t.Fatalf("%v: %q does not name %q and --degraded", cmd, r.stderr, name)
+				}
+			}
+			must(t, run(t, dir, "ddfs", "cp", "-a", "--degraded", "d0.img:/src", "out"), 0)
+			for name, b := range files {
+				got, err := os.ReadFile(filepath.Join(dir, "out", strings.TrimPrefix(name, "src/")))
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("%s read back degraded: %v", name, err)
+				}
+			}
+			must(t, run(t, dir, "dedupe-tool", "status", "--degraded", "d0.img"), 0)
+			must(t, run(t, dir, "trimtool", "--dry-run", "--degraded", "d0.img"), 0)
+			// Writes: a new tree, read back.
+			more := randomTree(t, filepath.Join(dir, "more"), 99)
+			must(t, run(t, dir, "ddfs", "cp", "-r", "--degraded", "more/src", "d0.img:/new"), 0)
+			must(t, run(t, dir, "ddfs", "cp", "-a", "--degraded", "d0.img:/new", "out2"), 0)
+			for name, b := range more {
+				got, err := os.ReadFile(filepath.Join(dir, "out2", strings.TrimPrefix(name, "src/")))
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("%s written degraded: %v", name, err)
+				}
+			}
+			var df struct {
+				Devices []struct {
+					DevID   uint64 `json:"devid"`
+					Missing bool   `json:"missing"`
+				} `json:"devices"`
+				Fallbacks []struct {
+					Profile string   `json:"profile"`
+					DevIDs  []uint64 `json:"devids"`
+				} `json:"fallbacks"`
+			}
+			r := must(t, run(t, dir, "ddfs", "df", "--json", "--degraded", "d0.img"), 0)
+			if err := json.Unmarshal([]byte(r.stdout), &df); err != nil || len(df.Fallbacks) == 0 {
+				t.Fatalf("df after degraded writes: %v %s", err, r.stdout)
+			}
+			for _, d := range df.Devices {
+				if d.Missing != (d.DevID == uint64(tc.devs)) {
+					t.Fatalf("df: device %d missing %v", d.DevID, d.Missing)
+				}
+			}
+			for _, fb := range df.Fallbacks {
+				for _, id := range fb.DevIDs {
+					if id == uint64(tc.devs) {
+						t.Fatalf("new chunk %+v on the missing device", fb)
+					}
+				}
+			}
+			for _, args := range [][]string{{"--json", "d0.img"}, {"--json", "--degraded", "--check-data", "d0.img"}} {
+				ps := fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", args...), 4))
+				if len(ps) != 1 || ps[0].Code != "missing-device" || ps[0].DevID != uint64(tc.devs) {
+					t.Fatalf("fsck %v: problems %+v, want only device %d missing", args, ps, tc.devs)
+				}
+			}
+		})
+	}
+}
+
+// A member that exists but cannot be opened for writing is reported as
+// such (permission denied, with the --degraded hint), not as "not found",
+// and --degraded goes on without it. Needs root to drop to another user,
+// as permissions do not bind root.
+func TestUnwritableMember(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the tools as another user")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv")
+	}
+	dir, err := os.MkdirTemp("/tmp", "ddfs-perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img"), 0)
+	os.Chmod(filepath.Join(dir, "a.img"), 0o666)
+	os.Chmod(filepath.Join(dir, "b.img"), 0o444)
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(binDir, "ddfs"), "mkdir", "a.img:/x")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(strings.ToLower(string(out)), "permission denied") || strings.Contains(string(out), "not found") || !strings.Contains(string(out), "--degraded") {
+		t.Fatalf("mkdir with b.img read-only: %v: %s", err, out)
+	}
+	// With --degraded the writer goes on without the member it cannot open.
+	cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(binDir, "ddfs"), "mkdir", "--degraded", "a.img:/x")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkdir --degraded: %v: %s", err, out)
+	}
+	must(t, run(t, dir, "ddfs", "stat", "a.img:/x"), 0)
+}
+
+// Data with no surviving copy (raid0, a member gone) reads as an I/O
+// error naming the file, never as "not found"; the file is still listed.
+func TestDegradedLostDataIsEIO(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "-d", "raid0", "-m", "raid1", "a.img", "b.img"), 0)
+	randomTree(t, dir, 5)
+	must(t, run(t, dir, "ddfs", "cp", "-r", "src", "a.img:/"), 0)
+	if err := os.Remove(filepath.Join(dir, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "ls", "--degraded", "a.img:/src/d0/f6"), 0)
+	for _, cmd := range [][]string{{"cat", "--degraded", "a.img:/src/d0/f6"}, {"cp", "--degraded", "a.img:/src/d0/f6", "out"}} {
+		r := must(t, run(t, dir, "ddfs", cmd...), 1)
+		if want := "a.img:/src/d0/f6: Input/output error\n"; !strings.HasSuffix(r.stderr, want) {
+			t.Fatalf("%v: %q, want it to end in %q", cmd, r.stderr, want)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// Heal is one bad copy a read met while a good copy served the data
+// (self-healing read, as ZFS and btrfs do).
+type Heal struct {
+	Logical  uint64 // first byte of the bad range
+	Len      int
+	Copy     int // 0-based copy number, as volume.ReadCopy numbers them
+	DevID    uint64
+	Path     string
+	Metadata bool  // a tree node (else file data)
+	Cause    error // why the copy was bad (checksum, I/O)
+	// Repaired: the copy was rewritten from the good data. A set opened
+	// read-only only reports; WriteErr says why a rewrite failed.
+	Repaired bool
+	WriteErr error
+}
+
+func (h Heal) String() string {
+	what := "data"
+	if h.Metadata {
+		what = "metadata"
+	}
+	s := fmt.Sprintf("%s copy %d of logical %d+%d on device %d (%s): %v", what, h.Copy+1, h.Logical, h.Len, h.DevID, h.Path, h.Cause)
+	switch {
+	case h.Repaired:
+		return s + ": rewritten from a good copy"
+	case h.WriteErr != nil:
+		return s + ": rewrite failed: " + h.WriteErr.Error()
+	}
+	return s + ": left as is (opened read-only)"
+}
+
+// HealStats counts the bad copies reads met and those rewritten.
+type HealStats struct {
+	Found    int `json:"found"`
+	Repaired int `json:"repaired"`
+}
+
+type healState struct {
+	mu     sync.Mutex
+	stats  HealStats
+	report func(Heal)
+}
+
+// OnHeal sets the function told of every bad copy a read meets (the
+// tools print one line on stderr); nil drops them.
+func (fs *FS) OnHeal(fn func(Heal)) {
+	fs.heal.mu.Lock()
+	fs.heal.report = fn
+	fs.heal.mu.Unlock()
+}
+
+// HealStats returns the bad copies met and rewritten so far.
+func (fs *FS) HealStats() HealStats {
+	fs.heal.mu.Lock()
+	defer fs.heal.mu.Unlock()
+	return fs.heal.stats
+}
+
+// HealCopy handles copy mirror of [logical, +len(good)), found bad for
+// cause while good (verified by the caller) came from another copy: on a
+// writable set it rewrites that copy in place and flushes it, then
+// reports. A copy on a missing device is neither rewritten nor reported:
+// a degraded open already said the device is gone.
+func (fs *FS) HealCopy(logical uint64, good []byte, mirror int, metadata bool, cause error) Heal {
+	h := Heal{Logical: logical, Len: len(good), Copy: mirror, Metadata: metadata, Cause: cause}
+	if ts, err := fs.Vol.Locate(logical); err == nil && mirror < len(ts) {
+		h.DevID = ts[mirror].DevID
+		if d, ok := fs.Vol.Device(h.DevID); ok {
+			h.Path = d.Path
+		} else {
+			return h
+		}
+	}
+	if fs.Vol.Writable() {
+		h.WriteErr = fs.RewriteCopy(logical, good, mirror)
+		h.Repaired = h.WriteErr == nil
+	}
+	fs.heal.mu.Lock()
+	fs.heal.stats.Found++
+	if h.Repaired {
+		fs.heal.stats.Repaired++
+	}
+	report := fs.heal.report
+	fs.heal.mu.Unlock()
+	if report != nil {
+		report(h)
+	}
+	return h
+}
+
+// RewriteCopy writes good over copy mirror of [logical, +len(good)) and
+// flushes that copy's devices: the repair primitive of self-healing
+// reads, scrub and fsck. The caller has verified good.
+func (fs *FS) RewriteCopy(logical uint64, good []byte, mirror int) error {
+	if err := fs.Vol.WriteCopy(logical, good, mirror); err != nil {
+		return err
+	}
+	return fs.Vol.Flush()
+}
+
+// readNodeHealing reads a node from the first copy that validates and
+// heals the copies tried before it.
+func (fs *FS) readNodeHealing(want format.NodeExpect) (*format.Node, error) {
+	copies := fs.Vol.Copies(want.Logical)
+	if copies == 0 {
+		return nil, fmt.Errorf("logical %d is in no chunk: %w", want.Logical, ErrCorrupt)
+	}
+	buf := make([]byte, fs.sb.NodeSize)
+	var errs error
+	var bad []int
+	var causes []error
+	for m := 0; m < copies; m++ {
+		err := fs.Vol.ReadCopy(want.Logical, buf, m)
+		var n *format.Node
+		if err == nil {
+			n, err = format.UnmarshalNode(buf, fs.sb.CsumType, want)
+		}
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
+			if !errors.Is(err, volume.ErrMissingDevice) {
+				bad, causes = append(bad, m), append(causes, err)
+			}
+			continue
+		}
+		for i, b := range bad {
+			fs.HealCopy(want.Logical, buf, b, true, causes[i])
+		}
+		return n, nil
+	}
+	return nil, errs
+}
