@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -269,4 +270,33 @@ func TestRemovedDeviceWithSuperblocks(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/after"), 0)
 	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
 	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}
+
+// TestDegradedReplacePerProfile: fill, delete one device file, replace it
+// with --degraded (every chunk read from its surviving copies): the set is
+// whole again, fsck (without --degraded) is clean, the files are identical.
+func TestDegradedReplacePerProfile(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		devs    int
+	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			dir := t.TempDir()
+			var imgs []string
+			for i := 0; i < tc.devs; i++ {
+				imgs = append(imgs, fmt.Sprintf("d%d.img", i))
+			}
+			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "256M", "-d", tc.profile, "-m", tc.profile}, imgs...)...), 0)
+			fillDevTest(t, dir, "d0.img")
+			if err := os.Remove(filepath.Join(dir, imgs[tc.devs-1])); err != nil {
+				t.Fatal(err)
+			}
+			must(t, run(t, dir, "ddfs", "device", "replace", "d0.img", fmt.Sprint(tc.devs), "new.img"), 1)
+			must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "d0.img", fmt.Sprint(tc.devs), "new.img"), 0)
+			if in := getInfo(t, dir, "new.img"); len(in.Devices) != tc.devs {
+				t.Fatalf("%d devices after replace, want %d", len(in.Devices), tc.devs)
+			}
+			sameFiles(t, dir, "d0.img")
+		})
+	}
 }
