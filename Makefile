@@ -38,10 +38,16 @@ race:
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 
+# PACKAGE:EXECUTIONS for each fuzz target of the package: format's decoders
+# are cheap; FuzzTarIn builds an image per input (about 1 ms each).
+FUZZPKGS ?= ./format/:$(FUZZTIME) ./pkg/codec/:20000x ./pkg/transfer/:3000x
+
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime=0 ./format/ || exit 1; \
+	@for pc in $(FUZZPKGS); do p=$${pc%%:*}; n=$${pc##*:}; \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "fuzz $$p $$t ($$n)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$p || exit 1; \
+		done; \
 	done
 
 stress: build
@@ -54,6 +60,7 @@ bench: build
 	BIN=$(BIN) bench/tiered-loop.sh
 	BIN=$(BIN) bench/discard.sh
 	BIN=$(BIN) bench/scrub.sh
+	BIN=$(BIN) bench/devremove.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

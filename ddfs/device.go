@@ -19,13 +19,16 @@ import (
 const deviceExamples = `  ddfs device usage disk.img
   ddfs device set disk.img 2 rotational=1,seek_speed=120,bandwidth=150M
   ddfs device add -b 64G disk.img hdd2.img:rotational=1
+  ddfs device remove disk.img 2              # or the device's path
+  ddfs device replace disk.img b.img new.img:rotational=1
+  ddfs device resize disk.img 1 32G          # or max: the device's size
 `
 
-// cmdDevice is `ddfs device usage|set|add`.
-func cmdDevice(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("device", "device usage|set|add IMAGE ...", deviceExamples, stdout)
-	size := fl.StringP("byte-count", "b", "", "add: size of an image file to create")
-	force := fl.BoolP("force", "f", false, "add: overwrite a filesystem on the new device")
+// cmdDevice is `ddfs device usage|set|add|remove|replace|resize`.
+func cmdDevice(args []string, stdout, stderr io.Writer) error {
+	fl, of := newCmd("device", "device usage|set|add|remove|replace|resize IMAGE ...", deviceExamples, stdout)
+	size := fl.StringP("byte-count", "b", "", "add, replace: size of an image file to create (replace: default the old device's size)")
+	force := fl.BoolP("force", "f", false, "add, replace: overwrite a filesystem on the new device")
 	asJSON := fl.Bool("json", false, "usage: print JSON")
 	if err := parseFlags(fl, args); err != nil {
 		return err
@@ -34,7 +37,20 @@ func cmdDevice(args []string, stdout, _ io.Writer) error {
 	if len(a) < 2 {
 		return usageErr("want usage|set|add IMAGE ...")
 	}
+	var bytes uint64
+	if *size != "" {
+		var err error
+		if bytes, err = units.ParseSize(*size); err != nil {
+			return usageErr("-b: %v", err)
+		}
+	}
 	switch {
+	case a[0] == "remove" && len(a) == 3:
+		return deviceRemove(of, a[1], a[2], stdout, stderr)
+	case a[0] == "replace" && len(a) == 4:
+		return deviceReplace(of, a[1], a[2], a[3], bytes, *force, stdout, stderr)
+	case a[0] == "resize" && len(a) == 4:
+		return deviceResize(of, a[1], a[2], a[3], stdout, stderr)
 	case a[0] == "usage" && len(a) == 2:
 		fs, err := of.open(a[1], false)
 		if err != nil {
@@ -82,12 +98,6 @@ func cmdDevice(args []string, stdout, _ io.Writer) error {
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		var bytes uint64
-		if *size != "" {
-			if bytes, err = units.ParseSize(*size); err != nil {
-				return usageErr("-b: %v", err)
-			}
-		}
 		fs, err := of.open(a[1], true)
 		if err != nil {
 			return err
@@ -111,7 +121,7 @@ func cmdDevice(args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "added %s as device %d\n", spec.Path, id)
 		return nil
 	}
-	return usageErr("usage: device usage IMAGE | device set IMAGE DEVID key=value,... | device add IMAGE NEWDEV[:props]")
+	return usageErr("usage: device usage IMAGE | device set IMAGE DEVID key=value,... | device add IMAGE NEWDEV[:props] | device remove IMAGE DEVID|PATH | device replace IMAGE OLD NEWPATH[:props] | device resize IMAGE DEVID SIZE|max")
 }
 
 // deviceUsageJSON is one device of `device usage --json`.

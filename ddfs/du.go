@@ -23,6 +23,7 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 			return im.err(err)
 		}
 		seen := map[uint64]bool{}
+		var bad fsys.Refused // entries fsck flags: not counted, the error at the end
 		var walk func(in *fsys.Inode, p string) (uint64, error)
 		walk = func(in *fsys.Inode, p string) (uint64, error) {
 			total := in.NBytes
@@ -33,16 +34,12 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 				seen[in.Ino] = true
 				return total, nil
 			}
-			ents, err := im.f.List(in)
-			if err != nil {
+			kids, err := im.f.Children(in)
+			if err := bad.Note(p, err); err != nil {
 				return 0, err
 			}
-			for _, e := range ents {
-				c, err := im.f.Inode(e.Ino)
-				if err != nil {
-					return 0, err
-				}
-				n, err := walk(c, path.Join(p, e.Name))
+			for _, k := range kids {
+				n, err := walk(k.Inode, path.Join(p, k.Entry.Name))
 				if err != nil {
 					return 0, err
 				}
@@ -59,6 +56,9 @@ func cmdDu(args []string, stdout, _ io.Writer) error {
 		}
 		if *summary || !in.IsDir() {
 			fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), im.name, p)
+		}
+		if err := bad.Done(nil); err != nil {
+			return im.err(err)
 		}
 	}
 	return nil

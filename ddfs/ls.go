@@ -30,13 +30,14 @@ func cmdLs(args []string, stdout, _ io.Writer) error {
 			return im.err(err)
 		}
 	}
-	return nil
+	return im.err(l.bad.Done(nil))
 }
 
 type lister struct {
 	im                            *image
 	w                             io.Writer
 	long, all, rec, human, header bool
+	bad                           fsys.Refused // entries fsck flags: listed last, as the error
 }
 
 func (l *lister) list(p string) error {
@@ -53,24 +54,14 @@ func (l *lister) list(p string) error {
 		in   *fsys.Inode
 	}
 	var ents []ent
-	var ferr error
-	err = l.im.f.ReadDir(in, func(e fsys.DirEntry) bool {
-		if !l.all && strings.HasPrefix(e.Name, ".") {
-			return true
-		}
-		c, err := l.im.f.Inode(e.Ino)
-		if err != nil {
-			ferr = err
-			return false
-		}
-		ents = append(ents, ent{e.Name, c})
-		return true
-	})
-	if err == nil {
-		err = ferr
-	}
-	if err != nil {
+	kids, err := l.im.f.Children(in)
+	if err := l.bad.Note(p, err); err != nil {
 		return err
+	}
+	for _, k := range kids {
+		if l.all || !strings.HasPrefix(k.Entry.Name, ".") {
+			ents = append(ents, ent{k.Entry.Name, k.Inode})
+		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
 	if l.header {

@@ -35,7 +35,8 @@ var commands = map[string]command{
 	"tar-in":  {"extract a tar archive from stdin into an image", cmdTarIn},
 	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
 	"prop":    {"get or set properties: dedupe, compression, alloc-policy, discard", cmdProp},
-	"device":  {"device usage, set properties, add a device", cmdDevice},
+	"device":  {"device usage, set properties, add, remove, replace or resize a device", cmdDevice},
+	"balance": {"convert chunk profiles (-d data, -m metadata)", cmdBalance},
 	"scrub":   {"read and verify every copy; --repair rewrites bad ones", cmdScrub},
 }
 

@@ -59,13 +59,18 @@ func remove(f *fsys.FS, p string, recursive bool) error {
 			return pathErr("remove", p, syscall.EISDIR)
 		}
 		var names []string
-		if err := f.ReadDir(in, func(e fsys.DirEntry) bool { names = append(names, e.Name); return true }); err != nil {
+		var bad fsys.Refused // an entry fsck flags is left, and fails the removal
+		err := f.ReadDir(in, func(e fsys.DirEntry) bool { names = append(names, e.Name); return true })
+		if err := bad.Note(p, err); err != nil {
 			return err
 		}
 		for _, n := range names {
 			if err := remove(f, path.Join(p, n), true); err != nil {
 				return err
 			}
+		}
+		if err := bad.Done(nil); err != nil {
+			return err
 		}
 	}
 	if err := f.Remove(p); err != nil {

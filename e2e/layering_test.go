@@ -14,12 +14,12 @@ const module = "github.com/ddfs/ddfs/"
 // strictly lower rank, so imports point one way (format <- pkg <- mains).
 // A new package fails this test until it is given a rank here.
 var layers = map[string]int{
-	"format": 0,
+	"format":    0,
 	"pkg/units": 1, "pkg/cdc": 1, "pkg/cli": 1, "pkg/device": 1,
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/progress": 2, "pkg/volume": 2,
 	"pkg/store": 3,
-	"pkg/fsys": 4, "pkg/inspect": 4, "pkg/trim": 4, "pkg/scrub": 4,
+	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/trim": 4, "pkg/scrub": 4,
 	"pkg/transfer": 5, "pkg/check": 5,
 	"pkg/mkfs": 6, "pkg/crashtest": 6,
 	// The five mains and the tools around them.

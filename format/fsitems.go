@@ -28,6 +28,23 @@ func ExtentDataRefHash(tree, ino, offset uint64) uint64 {
 // MaxNameLen is the longest file or xattr name, in bytes.
 const MaxNameLen = 255
 
+// Limits of file data (FORMAT.md appendix "Limits"). Decoders reject
+// larger values, so no reader allocates or loops by a size it has not
+// bounded.
+const (
+	// MaxFileSize is the largest file size and the end of the file offset
+	// space: every byte of a file has an offset that fits an int64.
+	MaxFileSize = 1<<63 - 1
+	// MaxExtentBytes bounds ram_bytes and disk_len of a data extent (and
+	// so the memory one extent read needs); writers cut data into extents
+	// of at most this size.
+	MaxExtentBytes = 8 << 20
+	// MaxInlineData is the longest inline extent.
+	MaxInlineData = 4096
+	// MaxSymlinkTarget is the longest symlink target (PATH_MAX - 1).
+	MaxSymlinkTarget = 4095
+)
+
 // ValidName reports whether name may be a directory entry: 1..MaxNameLen
 // bytes, no '/' or NUL, not "." or "..".
 func ValidName(name string) bool {
@@ -298,6 +315,9 @@ func UnmarshalInodeItem(b []byte) (*InodeItem, error) {
 	}
 	if i.Mode > modeMax || i.FileType() == 0 {
 		return nil, corruptf(nil, "inode item: mode 0%o", i.Mode)
+	}
+	if i.Size > MaxFileSize || (i.FileType() == FileTypeSymlink && i.Size > MaxSymlinkTarget) {
+		return nil, corruptf(nil, "inode item: %v of size %d", i.FileType(), i.Size)
 	}
 	for _, t := range [...]Timespec{i.Atime, i.Mtime, i.Ctime, i.Btime} {
 		if t.Nsec >= 1e9 {
@@ -640,7 +660,7 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 	}
 	switch f.Type {
 	case FileExtentInline:
-		if f.Compression != CompressNone || len(b) == FileExtentHeaderSize {
+		if f.Compression != CompressNone || len(b) == FileExtentHeaderSize || len(b)-FileExtentHeaderSize > MaxInlineData {
 			return nil, corruptf(nil, "file extent: inline with compression %d and %d bytes", f.Compression, len(b)-FileExtentHeaderSize)
 		}
 		f.Inline = append([]byte(nil), b[fxInline:]...)
@@ -666,10 +686,24 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 		return nil, corruptf(nil, "file extent: hole of type %v, disk length %d, compression %v", f.Type, f.DiskLen, f.Compression)
 	case f.DiskLogical != 0 && (f.DiskLen == 0 || f.DiskLogical+f.DiskLen < f.DiskLogical):
 		return nil, corruptf(nil, "file extent: disk extent %d+%d", f.DiskLogical, f.DiskLen)
+	case f.DiskLogical != 0 && (f.DiskLen > MaxExtentBytes || f.RAMBytes > MaxExtentBytes):
+		return nil, corruptf(nil, "file extent: extent of %d disk and %d ram bytes, at most %d", f.DiskLen, f.RAMBytes, MaxExtentBytes)
+	case f.NumBytes > MaxFileSize:
+		return nil, corruptf(nil, "file extent: %d bytes", f.NumBytes)
 	case f.DiskLogical != 0 && f.Compression == CompressNone && f.RAMBytes != f.DiskLen:
 		return nil, corruptf(nil, "file extent: uncompressed extent of %d disk bytes and %d ram bytes", f.DiskLen, f.RAMBytes)
 	}
 	return f, nil
+}
+
+// CheckFileExtentRange checks what a file extent item's key adds: the
+// item covers [off, off+Len()) within the file offset space, so readers
+// can add offsets without overflow (FORMAT.md §6.6).
+func CheckFileExtentRange(off uint64, f *FileExtentItem) error {
+	if off > MaxFileSize || f.Len() > MaxFileSize-off {
+		return corruptf(nil, "file extent at %d of %d bytes passes the largest file size", off, f.Len())
+	}
+	return nil
 }
 
 // ExtentDataRef counts the file extent items of one (tree, ino, offset)

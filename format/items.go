@@ -269,8 +269,21 @@ func UnmarshalExtentItem(b []byte) (*ExtentItem, error) {
 	if e.Refs == 0 || e.Compression > CompressS2 || e.Flags&^ExtentFlagDeduped != 0 || (len(b) == ExtentItemDedupedSize) != (e.Flags&ExtentFlagDeduped != 0) {
 		return nil, corruptf(nil, "extent item: refs %d compression %d flags %#x in %d bytes", e.Refs, b[24], e.Flags, len(b))
 	}
+	if e.RAMBytes == 0 || e.RAMBytes > MaxExtentBytes {
+		return nil, corruptf(nil, "extent item: %d ram bytes, want 1..%d", e.RAMBytes, MaxExtentBytes)
+	}
 	if len(b) == ExtentItemDedupedSize {
 		e.HashPrefix = binary.LittleEndian.Uint64(b[32:])
 	}
 	return e, nil
+}
+
+// CheckExtentItemKey checks the key of an EXTENT_ITEM: its offset, the
+// extent's disk length, is 1..MaxExtentBytes and the extent does not pass
+// the end of the address space (FORMAT.md §4.7).
+func CheckExtentItemKey(k Key) error {
+	if k.Offset == 0 || k.Offset > MaxExtentBytes || k.ObjectID+k.Offset < k.ObjectID {
+		return corruptf(nil, "extent item %v: disk length 1..%d", k, MaxExtentBytes)
+	}
+	return nil
 }

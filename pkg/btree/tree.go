@@ -100,7 +100,8 @@ func itemIndex(n *format.Node, key format.Key) (int, bool) {
 func (t *Tree) Get(key format.Key) ([]byte, error) {
 	n, err := t.readRoot()
 	if err != nil || n == nil {
-		return nil, errors.Join(err, ErrNotFound)
+		// An unreadable root is not an empty tree: the error alone.
+		return nil, joinNotFound(err)
 	}
 	for !n.IsLeaf() {
 		if n, err = t.readChild(n, childIndex(n, key)); err != nil {

@@ -144,8 +144,9 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	}
 	c.rep.UUID = uuid.UUID(c.sb.FSID).String()
 	c.rep.Generation = c.sb.Generation
-	c.checkSupers()
 	c.walk(format.ChunkTree)
+	c.dropRemoved()
+	c.checkSupers()
 	c.checkDevices()
 	if c.hintErr != nil {
 		return nil, c.hintErr // found but refused: an operational error, not a missing device
@@ -209,6 +210,21 @@ func (c *checker) checkSupers() {
 			p.Warning = current && (lags || (sc.Err != nil && sc.Offset != format.SuperblockOffsets[0]))
 			c.add(p)
 		}
+	}
+}
+
+// dropRemoved sets aside a device that the chunk tree does not list and
+// whose superblocks are older than the set's: device remove commits
+// without it, then wipes it, and a crash in between leaves it (FORMAT.md
+// §3.7). The tools ignore it; fsck warns.
+func (c *checker) dropRemoved() {
+	for _, d := range c.vol.Devices() {
+		if _, ok := c.devItems[d.ID]; ok || d.Super == nil || d.Super.Generation >= c.sb.Generation {
+			continue
+		}
+		c.vol.DetachDevice(d.ID).Dev.Close()
+		c.add(Problem{Kind: "device", DevID: d.ID, Device: d.Path, Warning: true,
+			Message: fmt.Sprintf("removed from the set at a generation after %d (no device item): ignored", d.Super.Generation)})
 	}
 }
 

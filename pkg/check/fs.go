@@ -315,6 +315,8 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	switch {
 	case end < off:
 		c.fsProblem("inode %d: extent at %d of %d bytes passes the end of the offset space", cur.ino, off, n)
+	case format.CheckFileExtentRange(off, x) != nil:
+		c.fsProblem("inode %d: extent at %d of %d bytes passes the largest file size %d", cur.ino, off, n, uint64(format.MaxFileSize))
 	case cur.extents > 0 && off < cur.extEnd:
 		c.fsProblem("inode %d: extent at %d overlaps the previous extent, which ends at %d", cur.ino, off, cur.extEnd)
 	}

@@ -157,6 +157,9 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		c.metaItems[it.Key.ObjectID] = it.Key
 	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
 		e, err := format.UnmarshalExtentItem(it.Data)
+		if err == nil {
+			err = format.CheckExtentItemKey(it.Key) // its length sizes reads of the extent
+		}
 		if err != nil {
 			bad(err)
 			return

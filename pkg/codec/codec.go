@@ -64,10 +64,14 @@ func Compress(p []byte, c format.Compression, level uint8, sector int) (framed [
 	return buf, true, nil
 }
 
-// Decompress undoes Compress; ram is the decompressed length.
+// Decompress undoes Compress; ram is the decompressed length, which the
+// stream must produce exactly. Sizes come from the image, so they are
+// bounded before anything is allocated: ram and the extent by
+// format.MaxExtentBytes, an s2 block by its decoded length, zstd by the
+// decoder's memory cap.
 func Decompress(disk []byte, c format.Compression, ram uint64) ([]byte, error) {
-	if len(disk) < frameHeader {
-		return nil, fmt.Errorf("compressed extent of %d bytes: %w", len(disk), format.ErrCorrupt)
+	if len(disk) < frameHeader || len(disk) > format.MaxExtentBytes || ram == 0 || ram > format.MaxExtentBytes {
+		return nil, fmt.Errorf("compressed extent of %d bytes holding %d: %w", len(disk), ram, format.ErrCorrupt)
 	}
 	n := binary.LittleEndian.Uint32(disk)
 	if uint64(n) > uint64(len(disk)-frameHeader) {
@@ -78,18 +82,26 @@ func Decompress(disk []byte, c format.Compression, ram uint64) ([]byte, error) {
 	var err error
 	switch c {
 	case format.CompressZstd:
-		zstdOnce.Do(func() { zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0)) })
+		zstdOnce.Do(func() {
+			zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(format.MaxExtentBytes))
+		})
 		out, err = zstdDec.DecodeAll(stream, make([]byte, 0, ram))
 	case format.CompressS2:
-		out, err = s2.Decode(make([]byte, ram), stream)
+		var dl int
+		if dl, err = s2.DecodedLen(stream); err == nil && uint64(dl) != ram {
+			return nil, fmt.Errorf("s2 block of %d bytes, want %d: %w", dl, ram, format.ErrCorrupt)
+		}
+		if err == nil {
+			out, err = s2.Decode(make([]byte, ram), stream)
+		}
 	default:
 		return nil, fmt.Errorf("compression %v: %w", c, format.ErrCorrupt)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %v: %w", err, format.ErrCorrupt)
 	}
-	if uint64(len(out)) < ram {
+	if uint64(len(out)) != ram {
 		return nil, fmt.Errorf("decompressed %d bytes, want %d: %w", len(out), ram, format.ErrCorrupt)
 	}
-	return out[:ram], nil
+	return out, nil
 }

@@ -119,20 +119,7 @@ func replayReordered(ops []device.Op, seed uint64, n int, devs func() []*device.
 		if err := device.Replay(ops, base, ds); err != nil {
 			return points, err
 		}
-		var applied []device.Op
-		for _, op := range ops[base:end] {
-			if op.Kind == device.OpWrite && r.IntN(2) == 0 {
-				applied = append(applied, op)
-			}
-		}
-		r.Shuffle(len(applied), func(a, b int) { applied[a], applied[b] = applied[b], applied[a] })
-		for j, op := range applied {
-			data := op.Data
-			if j == len(applied)-1 && len(data) > 512 {
-				data = data[:512*(1+r.IntN(len(data)/512))] // torn: a prefix of its sectors
-			}
-			ds[op.Dev].WriteAt(data, op.Off)
-		}
+		tornApply(r, ops[base:end], ds)
 		ok, err := verify(ds)
 		if err != nil {
 			return points, fmt.Errorf("reordered writes after flush %d: %w", base, err)

@@ -15,7 +15,7 @@ import (
 // throughput, small enough that an overwrite rewrites little. It is also
 // the unit dedupe and compression work on per call (a multiple of every
 // dedupe block size).
-const maxExtent = 8 << 20
+const maxExtent = format.MaxExtentBytes
 
 func extentKey(ino, off uint64) format.Key {
 	return format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: off}
@@ -41,6 +41,9 @@ func (f *FS) extents(ino, start, end uint64) ([]fileExtent, error) {
 	var out []fileExtent
 	err := t.Scan(extentKey(ino, from), extentKey(ino, end), func(it format.Item) (bool, error) {
 		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err == nil {
+			err = format.CheckFileExtentRange(it.Key.Offset, x)
+		}
 		if err != nil {
 			return false, fmt.Errorf("inode %d extent at %d: %w", ino, it.Key.Offset, err)
 		}
@@ -130,9 +133,12 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	}
 	ext := tx.Tree(format.ExtentTree)
 	k := format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}
-	b, err := ext.Get(k)
+	b, err := getOptional(ext, k)
 	if err != nil {
-		return fmt.Errorf("data extent %d+%d: %w", logical, diskLen, errors.Join(err, format.ErrCorrupt))
+		return fmt.Errorf("data extent %d+%d: %w", logical, diskLen, err)
+	}
+	if b == nil {
+		return fmt.Errorf("data extent %d+%d has no extent item: %w", logical, diskLen, format.ErrCorrupt)
 	}
 	e, err := format.UnmarshalExtentItem(b)
 	if err != nil {
@@ -174,7 +180,7 @@ func (f *FS) WriteAt(in *Inode, p []byte, off uint64) error {
 		return nil
 	}
 	end := off + uint64(len(p))
-	if end < off {
+	if end < off || end > format.MaxFileSize {
 		return syscall.EFBIG
 	}
 	if err := f.uninline(in, off, end); err != nil {
@@ -355,6 +361,9 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 func (f *FS) Truncate(in *Inode, size uint64) error {
 	if !in.IsRegular() {
 		return syscall.EINVAL
+	}
+	if size > format.MaxFileSize {
+		return syscall.EFBIG
 	}
 	if size < in.Size {
 		if err := f.truncateInline(in, size); err != nil {

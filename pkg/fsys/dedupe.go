@@ -187,8 +187,11 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 		return true, nil
 	}
 	if l, ok := f.index.get(prefix); ok {
-		b, err := t.Get(format.Key{ObjectID: prefix, Type: format.DedupeItemKey, Offset: l})
-		if err == nil {
+		b, err := getOptional(t, format.Key{ObjectID: prefix, Type: format.DedupeItemKey, Offset: l})
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
 			if _, err := check(format.Item{Key: format.Key{Offset: l}, Data: b}); err != nil {
 				return nil, err
 			}
@@ -209,6 +212,9 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 		return nil, errors.Join(it.Err(), fmt.Errorf("dedupe entry for %d without its extent: %w", found, format.ErrCorrupt))
 	}
 	e, err := format.UnmarshalExtentItem(it.Item().Data)
+	if err == nil {
+		err = format.CheckExtentItemKey(it.Key()) // the length sizes a verify read
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package fsys
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"syscall"
@@ -37,6 +38,46 @@ func (f *FS) lookupChild(dir uint64, name string) (format.DirEntry, error) {
 		}
 	}
 	return format.DirEntry{}, syscall.ENOENT
+}
+
+// entryInode reads the inode a directory entry names. The entry exists, so
+// a missing inode is corruption, not ENOENT; so is an inode whose type
+// disagrees with the entry's (fsck reports both).
+func (f *FS) entryInode(dir uint64, e format.DirEntry) (*Inode, error) {
+	in, err := f.Inode(e.Ino)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, fmt.Errorf("directory %d entry %q names inode %d, which does not exist: %w", dir, e.Name, e.Ino, format.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t := in.FileType(); t != e.Type {
+		return nil, fmt.Errorf("directory %d entry %q says %v, inode %d is a %v: %w", dir, e.Name, e.Type, e.Ino, t, format.ErrCorrupt)
+	}
+	return in, nil
+}
+
+// lookupDir resolves name in dir as a path component: like entryInode,
+// and a directory must name this entry as its one parent (so no path
+// reaches a directory through a second entry fsck flags).
+func (f *FS) lookupDir(dir uint64, e format.DirEntry) (*Inode, error) {
+	in, err := f.entryInode(dir, e)
+	if err == nil && in.IsDir() {
+		if err = f.checkParent(dir, nil, e); err != nil {
+			err = fmt.Errorf("directory %d entry %q: %w", dir, e.Name, err)
+		}
+	}
+	return in, err
+}
+
+// getOptional returns the value under k, or nil if there is none; an
+// error reading the tree is returned, never taken for absence.
+func getOptional(t *btree.Tree, k format.Key) ([]byte, error) {
+	b, err := t.Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
 }
 
 // Resolve returns the inode a path names inside the image. Paths are
@@ -85,7 +126,7 @@ func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		child, err := f.Inode(e.Ino)
+		child, err := f.lookupDir(cur.Ino, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -179,7 +220,7 @@ func (f *FS) resolveCached(parts []string, follow bool) (in, parent *Inode, ok b
 		if err != nil {
 			return nil, nil, true, err
 		}
-		child, err := f.Inode(e.Ino)
+		child, err := f.lookupDir(cur.Ino, e)
 		if err != nil {
 			return nil, nil, true, err
 		}
@@ -244,7 +285,9 @@ func (f *FS) addEntry(dir *Inode, name string, child *Inode) error {
 	e := format.DirEntry{Ino: child.Ino, Type: format.FileTypeOfMode(child.Mode), Name: name}
 	k := dirItemKey(dir.Ino, name)
 	var es []format.DirEntry
-	if b, err := t.Get(k); err == nil { // a hash collision: keep both
+	if b, err := getOptional(t, k); err != nil {
+		return err
+	} else if b != nil { // a hash collision: keep both
 		if es, err = format.UnmarshalDirEntries(b); err != nil {
 			return err
 		}
@@ -259,7 +302,9 @@ func (f *FS) addEntry(dir *Inode, name string, child *Inode) error {
 	}
 	rk := format.Key{ObjectID: child.Ino, Type: format.InodeRefKey, Offset: dir.Ino}
 	var refs []format.InodeRef
-	if b, err := t.Get(rk); err == nil {
+	if b, err := getOptional(t, rk); err != nil {
+		return err
+	} else if b != nil {
 		if refs, err = format.UnmarshalInodeRefs(b); err != nil {
 			return err
 		}
@@ -303,8 +348,11 @@ func (f *FS) removeEntry(dir *Inode, name string, child uint64) error {
 		return err
 	}
 	rk := format.Key{ObjectID: child, Type: format.InodeRefKey, Offset: dir.Ino}
-	rb, err := t.Get(rk)
+	rb, err := getOptional(t, rk)
 	if err != nil {
+		return err
+	}
+	if rb == nil {
 		return fmt.Errorf("inode %d has no back reference to directory %d: %w", child, dir.Ino, format.ErrCorrupt)
 	}
 	refs, err := format.UnmarshalInodeRefs(rb)
@@ -348,41 +396,186 @@ type DirEntry struct {
 	Type format.FileType
 }
 
+// EntryError is a directory entry a walker must not follow because fsck
+// flags it: its DIR_INDEX does not decode or disagrees with its DIR_ITEM,
+// it names a missing inode or one of another type, or it leads to a
+// directory that does not name it as its one parent (a directory reachable
+// from two entries, hard-linked, or looping). Err wraps format.ErrCorrupt.
+type EntryError struct {
+	Dir   uint64 // directory inode
+	Index uint64 // DIR_INDEX key offset
+	Name  string // "" if the entry does not decode
+	Err   error
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("directory %d entry %q (index %d): %v", e.Dir, e.Name, e.Index, e.Err)
+}
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
 // ReadDir lists a directory in creation order, calling fn per entry until
-// it returns false.
+// it returns false. Entries a walker must not follow (EntryError) are not
+// passed to fn: the listing goes on and ReadDir then returns the first of
+// them (errors.Is(err, format.ErrCorrupt)). A tree that cannot be read
+// stops the listing with that error.
 func (f *FS) ReadDir(dir *Inode, fn func(DirEntry) bool) error {
 	if !dir.IsDir() {
 		return syscall.ENOTDIR
 	}
+	var bad []*EntryError
 	start := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey}
 	end := format.Key{ObjectID: dir.Ino, Type: format.DirIndexKey + 1}
-	t := f.rtree(format.FSTree)
-	return t.Scan(start, end, func(it format.Item) (bool, error) {
+	err := f.rtree(format.FSTree).Scan(start, end, func(it format.Item) (bool, error) {
 		e, err := format.UnmarshalDirEntry(it.Data)
+		if err == nil {
+			err = f.checkEntry(dir.Ino, it.Key.Offset, e)
+		}
+		if errors.Is(err, format.ErrCorrupt) {
+			bad = append(bad, &EntryError{Dir: dir.Ino, Index: it.Key.Offset, Name: e.Name, Err: err})
+			return true, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("directory %d index %d: %w", dir.Ino, it.Key.Offset, err)
 		}
-		if e.Type == format.FileTypeDir {
-			// A directory has one parent and names it in its back
-			// reference. An entry that disagrees (or names the root or
-			// the directory itself) would let a crafted image lead every
-			// recursive walk (cp -r, tar-out, ls -R, du, rm -r) in a loop.
-			_, rerr := t.Get(format.Key{ObjectID: e.Ino, Type: format.InodeRefKey, Offset: dir.Ino})
-			if rerr != nil && !errors.Is(rerr, btree.ErrNotFound) {
-				return false, fmt.Errorf("directory %d entry %q: %w", dir.Ino, e.Name, rerr)
-			}
-			if e.Ino == dir.Ino || e.Ino == format.RootDirIno || rerr != nil {
-				return false, fmt.Errorf("directory %d entry %q: directory %d does not name it as its parent (a loop?): %w", dir.Ino, e.Name, e.Ino, format.ErrCorrupt)
-			}
-		}
 		return fn(DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}), nil
 	})
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return bad[0]
+	}
+	return nil
+}
+
+// checkEntry holds a DIR_INDEX entry against what fsck checks of it: the
+// DIR_ITEM of its name agrees, and a directory names this entry (name and
+// index) as its only one. Otherwise a crafted image could make a
+// recursive walk (cp -r, tar-out, ls -R, du, rm -r) visit a directory
+// twice, loop, or emit one name twice as different things.
+func (f *FS) checkEntry(dir, idx uint64, e format.DirEntry) error {
+	de, err := f.lookupChild(dir, e.Name)
+	if errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("no DIR_ITEM for the name: %w", format.ErrCorrupt)
+	}
+	if err != nil {
+		return err
+	}
+	if de.Ino != e.Ino || de.Type != e.Type {
+		return fmt.Errorf("DIR_INDEX names inode %d (%v), DIR_ITEM inode %d (%v): %w", e.Ino, e.Type, de.Ino, de.Type, format.ErrCorrupt)
+	}
+	if e.Type != format.FileTypeDir {
+		return nil
+	}
+	return f.checkParent(dir, &idx, e)
+}
+
+// checkParent requires directory entry e of dir to lead to a directory
+// that names it (name, and index unless idx is nil) as its one name.
+func (f *FS) checkParent(dir uint64, idx *uint64, e format.DirEntry) error {
+	if e.Ino == dir || e.Ino == format.RootDirIno {
+		return fmt.Errorf("directory %d as its own descendant (a loop): %w", e.Ino, format.ErrCorrupt)
+	}
+	var refs []format.Item
+	t := f.rtree(format.FSTree)
+	err := t.Scan(format.Key{ObjectID: e.Ino, Type: format.InodeRefKey}, format.Key{ObjectID: e.Ino, Type: format.InodeRefKey + 1},
+		func(it format.Item) (bool, error) {
+			refs = append(refs, it)
+			return len(refs) < 2, nil
+		})
+	if err != nil {
+		return err
+	}
+	if len(refs) != 1 || refs[0].Key.Offset != dir {
+		return fmt.Errorf("directory %d does not name directory %d as its only parent: %w", e.Ino, dir, format.ErrCorrupt)
+	}
+	rs, err := format.UnmarshalInodeRefs(refs[0].Data)
+	if err != nil {
+		return err
+	}
+	if len(rs) != 1 || rs[0].Name != e.Name || (idx != nil && rs[0].Index != *idx) {
+		return fmt.Errorf("directory %d has %d names here, not just %q (a hard-linked directory): %w", e.Ino, len(rs), e.Name, format.ErrCorrupt)
+	}
+	return nil
+}
+
+// EntryInode reads the inode entry e of directory dir names, refusing
+// (format.ErrCorrupt) a missing inode or one whose type disagrees with
+// the entry's, as fsck does.
+func (f *FS) EntryInode(dir *Inode, e DirEntry) (*Inode, error) {
+	return f.entryInode(dir.Ino, format.DirEntry{Ino: e.Ino, Type: e.Type, Name: e.Name})
 }
 
 // List returns a directory's entries in creation order. It holds them all
-// in memory: for very large directories, ReadDir streams.
+// in memory: for very large directories, ReadDir streams. Like ReadDir,
+// it lists the good entries even when it returns an EntryError.
 func (f *FS) List(dir *Inode) ([]DirEntry, error) {
 	var ents []DirEntry
 	err := f.ReadDir(dir, func(e DirEntry) bool { ents = append(ents, e); return true })
 	return ents, err
+}
+
+// Child is a directory entry with its inode, for recursive walkers.
+type Child struct {
+	Entry DirEntry
+	Inode *Inode
+}
+
+// Children lists dir's entries with their inodes. Entries fsck flags
+// (EntryError: see ReadDir and EntryInode) are left out and the first of
+// them is returned as err with the good children, so a walker can copy
+// the rest and then fail; any other error stops the listing.
+func (f *FS) Children(dir *Inode) ([]Child, error) {
+	ents, bad := f.List(dir)
+	if bad != nil && !errors.As(bad, new(*EntryError)) {
+		return nil, bad
+	}
+	kids := make([]Child, 0, len(ents))
+	for _, e := range ents {
+		in, err := f.EntryInode(dir, e)
+		if errors.Is(err, format.ErrCorrupt) {
+			if bad == nil {
+				bad = &EntryError{Dir: dir.Ino, Name: e.Name, Err: err}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		kids = append(kids, Child{e, in})
+	}
+	return kids, bad
+}
+
+// Refused remembers the first directory entry a recursive walk refused
+// (an EntryError: what fsck flags), with its image path, so the walk can
+// go on with everything else and fail with it at the end.
+type Refused struct{ first error }
+
+// Note takes the error of listing directory dir (an image path): nil, an
+// EntryError (remembered; Note returns nil and the walk goes on) or an
+// error that stops the walk (returned).
+func (r *Refused) Note(dir string, err error) error {
+	var ee *EntryError
+	if err == nil || !errors.As(err, &ee) {
+		return err
+	}
+	r.Add(&fs.PathError{Op: "read", Path: path.Join(dir, ee.Name), Err: ee})
+	return nil
+}
+
+// Add remembers err if it is the first refusal.
+func (r *Refused) Add(err error) {
+	if r.first == nil {
+		r.first = err
+	}
+}
+
+// Done returns err, or the first refusal when the walk itself succeeded.
+func (r *Refused) Done(err error) error {
+	if err != nil {
+		return err
+	}
+	return r.first
 }

@@ -84,6 +84,7 @@ func New(st *store.FS, opt Options) (*FS, error) {
 	if opt.MaxInline == 0 {
 		opt.MaxInline = 2048
 	}
+	opt.MaxInline = min(opt.MaxInline, format.MaxInlineData) // readers reject more
 	if opt.IndexCache == 0 {
 		opt.IndexCache = 1 << 20 // entries: ~32 MiB
 	}

@@ -58,6 +58,12 @@ func reopenFS(t testing.TB, devs []*device.MemDevice) *FS {
 		d.Crash() // only what was flushed survives
 		ds = append(ds, d)
 	}
+	return openDevices(t, ds)
+}
+
+// openDevices opens a filesystem on devices (writable).
+func openDevices(t testing.TB, ds []device.Device) *FS {
+	t.Helper()
 	vol, err := volume.FromDevices(ds, true)
 	if err != nil {
 		t.Fatal(err)

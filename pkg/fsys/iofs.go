@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"math"
@@ -57,14 +58,17 @@ var (
 	_ io.Seeker      = (*ioFile)(nil)
 )
 
+// ReadFile refuses files larger than ioReadFileMax (no process holds a
+// terabyte) and reads in steps that start at ioReadFileChunk.
+const (
+	ioReadFileMax   = 1 << 40
+	ioReadFileChunk = 16 << 20
+)
+
 // ioWindow is the read-ahead window of an open file: reads smaller than
 // this are served from one cached, window-aligned block, so byte-sized
 // Read and ReadAt calls do not each walk the extent and csum trees.
 const ioWindow = 128 << 10
-
-// ioMaxSymlinkTarget bounds a symlink target ReadLink returns, as Symlink
-// does when making one (PATH_MAX - 1).
-const ioMaxSymlinkTarget = 4095
 
 // Unix permission bits beyond rwx, as in InodeItem.Mode (FORMAT.md §6.2).
 const (
@@ -141,7 +145,7 @@ func (v *ioFS) ReadLink(name string) (string, error) {
 	if !in.IsSymlink() {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.EINVAL}
 	}
-	if in.Size > ioMaxSymlinkTarget {
+	if in.Size > format.MaxSymlinkTarget {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.ENAMETOOLONG}
 	}
 	v.mu.Lock()
@@ -162,15 +166,26 @@ func (v *ioFS) ReadFile(name string) ([]byte, error) {
 	if in.IsDir() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
 	}
-	if in.Size > math.MaxInt {
+	if in.Size > ioReadFileMax {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EFBIG}
 	}
-	b := make([]byte, in.Size)
-	n, err := v.readAt(in, b, 0)
-	if err != nil && err != io.EOF {
-		return nil, ioErr("read", name, err)
+	// The size comes from the image: memory grows with the data read,
+	// not with what the inode claims.
+	b := make([]byte, 0, min(in.Size, ioReadFileChunk))
+	for uint64(len(b)) < in.Size {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(in.Size-uint64(len(b)), uint64(len(b)))))
+		}
+		n, err := v.readAt(in, b[len(b):cap(b)], int64(len(b)))
+		b = b[:len(b)+n]
+		if err == io.EOF || n == 0 {
+			break
+		}
+		if err != nil {
+			return nil, ioErr("read", name, err)
+		}
 	}
-	return b[:n], nil
+	return b, nil
 }
 
 // ReadDir lists directory name, following symlinks, sorted by name.
@@ -198,15 +213,17 @@ func (v *ioFS) list(name string, in *Inode) ([]fs.DirEntry, error) {
 	v.mu.Lock()
 	err := v.f.ReadDir(in, func(e DirEntry) bool {
 		if format.ValidName(e.Name) {
-			out = append(out, &ioDirEntry{v: v, dir: name, e: e})
+			out = append(out, &ioDirEntry{v: v, dir: name, dirI: in, e: e})
 		}
 		return true
 	})
 	v.mu.Unlock()
-	if err != nil {
-		return nil, ioErr("readdir", name, err)
-	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	if err != nil {
+		// Entries fsck flags are left out; the good ones come with the
+		// error, as fs.ReadDirFS allows, so a walk can go on.
+		return out, ioErr("readdir", name, err)
+	}
 	return out, nil
 }
 
@@ -222,8 +239,9 @@ type ioFile struct {
 	mu     sync.Mutex // guards the Read position and the directory state
 	off    int64      // Read and Seek position
 	ents   []fs.DirEntry
-	listed bool // ents holds the listing, read at the first ReadDir
-	pos    int  // next entry of ents
+	listed bool  // ents holds the listing, read at the first ReadDir
+	pos    int   // next entry of ents
+	bad    error // an entry the listing refused, reported once the rest is read
 }
 
 // ioWin is a window of file bytes, shared by concurrent ReadAt calls.
@@ -358,7 +376,7 @@ func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 		if offset != 0 || whence != io.SeekStart {
 			return 0, fl.errf("seek", fs.ErrInvalid)
 		}
-		fl.ents, fl.listed, fl.pos = nil, false, 0
+		fl.ents, fl.listed, fl.pos, fl.bad = nil, false, 0, nil
 		return 0, nil
 	}
 	var abs int64
@@ -381,7 +399,8 @@ func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
 
 // ReadDir returns the next n entries (all remaining if n <= 0), sorted by
 // name, as fs.ReadDirFile: with n > 0 an empty remainder is io.EOF, with
-// n <= 0 it is an empty list and nil.
+// n <= 0 it is an empty list and nil. An entry the listing refused
+// (fsys.EntryError) takes the place of that end, after the good entries.
 func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -390,17 +409,20 @@ func (fl *ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	}
 	if !fl.listed {
 		ents, err := fl.v.list(fl.name, fl.in)
-		if err != nil {
+		if err != nil && !errors.As(err, new(*EntryError)) {
 			return nil, err
 		}
-		fl.ents, fl.listed = ents, true
+		fl.ents, fl.listed, fl.bad = ents, true, err
 	}
 	rest := fl.ents[fl.pos:]
 	if n <= 0 {
 		fl.pos = len(fl.ents)
-		return rest[:len(rest):len(rest)], nil
+		return rest[:len(rest):len(rest)], fl.bad
 	}
 	if len(rest) == 0 {
+		if fl.bad != nil {
+			return nil, fl.bad
+		}
 		return nil, io.EOF
 	}
 	k := min(n, len(rest))
@@ -460,6 +482,7 @@ func ioFileMode(m uint32) fs.FileMode {
 type ioDirEntry struct {
 	v    *ioFS
 	dir  string // io/fs name of the directory listed
+	dirI *Inode // the directory listed
 	e    DirEntry
 	info *ioFileInfo // guarded by v.mu
 }
@@ -483,7 +506,7 @@ func (d *ioDirEntry) Info() (fs.FileInfo, error) {
 	if d.info != nil {
 		return d.info, nil
 	}
-	in, err := d.v.f.Inode(d.e.Ino)
+	in, err := d.v.f.EntryInode(d.dirI, d.e)
 	if err != nil {
 		return nil, ioErr("stat", path.Join(d.dir, d.e.Name), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
 )
 
 // Create makes a new inode of any type (regular, directory, device, fifo,
@@ -65,7 +66,7 @@ func (f *FS) Mkdir(p string, a Attr) (*Inode, error) {
 
 // Symlink makes a symbolic link at p pointing to target.
 func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
-	if target == "" || len(target) > 4095 {
+	if target == "" || len(target) > format.MaxSymlinkTarget {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
 	a.Mode = syscall.S_IFLNK | 0o777
@@ -288,6 +289,9 @@ func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) erro
 // parentOf returns the directory holding directory ino (from its INODE_REF).
 func (f *FS) parentOf(ino uint64) (uint64, error) {
 	it, err := f.rtree(format.FSTree).SeekLE(format.Key{ObjectID: ino, Type: format.InodeRefKey, Offset: ^uint64(0)})
+	if err != nil && !errors.Is(err, btree.ErrNotFound) {
+		return 0, err
+	}
 	if err != nil || it.Key.ObjectID != ino || it.Key.Type != format.InodeRefKey {
 		return 0, syscall.ENOENT
 	}

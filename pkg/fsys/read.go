@@ -76,7 +76,7 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	if !in.IsSymlink() {
 		return "", syscall.EINVAL
 	}
-	if in.Size > maxSymlink {
+	if in.Size > format.MaxSymlinkTarget {
 		return "", syscall.ENAMETOOLONG
 	}
 	b := make([]byte, in.Size)
@@ -85,9 +85,6 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	}
 	return string(b), nil
 }
-
-// maxSymlink is the longest symlink target (PATH_MAX - 1).
-const maxSymlink = 4095
 
 // decompressed returns the decompressed bytes of a compressed extent,
 // keeping the last one: sequential reads meet each extent many times.
@@ -117,9 +114,15 @@ func (f *FS) decompressed(x fileExtent) ([]byte, error) {
 // fans out), leaving the results for decompressed to find.
 func (f *FS) predecompress(xs []fileExtent) error {
 	var todo []fileExtent
+	budget := uint64(maxPredecompress)
 	for _, x := range xs {
 		if x.Type != format.FileExtentInline && x.DiskLogical != 0 && x.Compression != format.CompressNone && f.lastExtent.logical != x.DiskLogical {
-			todo = append(todo, x)
+			// Many small file ranges may each name a whole extent: past
+			// the budget, decompressed reads the rest one at a time.
+			if need := x.DiskLen + x.RAMBytes; need <= budget {
+				budget -= need
+				todo = append(todo, x)
+			}
 		}
 	}
 	if len(todo) < 2 {
@@ -155,11 +158,67 @@ func (f *FS) predecompress(xs []fileExtent) error {
 	return nil
 }
 
-// ReadChunks reads a whole file through buf and calls fn with each piece
-// and its offset, in order (cat, copy-out, tar-out and copies use it).
-func (f *FS) ReadChunks(in *Inode, buf []byte, fn func(p []byte, off uint64) error) error {
-	for off := uint64(0); off < in.Size; {
-		n, err := f.ReadAt(in, buf, off)
+// maxPredecompress bounds the memory predecompress holds for one read
+// (compressed and decompressed bytes).
+const maxPredecompress = 64 << 20
+
+// Range is a byte range [Off, Off+Len) of a file.
+type Range struct{ Off, Len uint64 }
+
+// DataRanges returns the ranges of in that may hold data, in order: its
+// inline and regular extents, merged where they touch and cut at the
+// size. Holes (implicit, explicit, prealloc) are left out, so walking a
+// sparse file costs O(extents), not O(size).
+func (f *FS) DataRanges(in *Inode) ([]Range, error) {
+	if in.IsDir() {
+		return nil, syscall.EISDIR
+	}
+	var rs []Range
+	start, end := extentKey(in.Ino, 0), format.Key{ObjectID: in.Ino, Type: format.FileExtentKey + 1}
+	err := f.rtree(format.FSTree).Scan(start, end, func(it format.Item) (bool, error) {
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err == nil {
+			err = format.CheckFileExtentRange(it.Key.Offset, x)
+		}
+		if err != nil {
+			return false, fmt.Errorf("inode %d extent at %d: %w", in.Ino, it.Key.Offset, err)
+		}
+		s, e := it.Key.Offset, min(it.Key.Offset+x.Len(), in.Size)
+		if s >= in.Size {
+			return false, nil
+		}
+		if x.Type == format.FileExtentPrealloc || x.IsHole() {
+			return true, nil
+		}
+		if n := len(rs); n > 0 && s <= rs[n-1].Off+rs[n-1].Len {
+			rs[n-1].Len = max(rs[n-1].Len, e-rs[n-1].Off)
+		} else {
+			rs = append(rs, Range{s, e - s})
+		}
+		return true, nil
+	})
+	return rs, err
+}
+
+// ReadData reads the data ranges of in (DataRanges) through buf and calls
+// fn with each piece and its offset, in order; holes are skipped.
+func (f *FS) ReadData(in *Inode, buf []byte, fn func(p []byte, off uint64) error) error {
+	rs, err := f.DataRanges(in)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := f.readRange(in, buf, r, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRange reads range r of in through buf, piece by piece.
+func (f *FS) readRange(in *Inode, buf []byte, r Range, fn func(p []byte, off uint64) error) error {
+	for off, end := r.Off, r.Off+r.Len; off < end; {
+		n, err := f.ReadAt(in, buf[:min(uint64(len(buf)), end-off)], off)
 		if n > 0 {
 			if ferr := fn(buf[:n], off); ferr != nil {
 				return ferr
@@ -172,6 +231,33 @@ func (f *FS) ReadChunks(in *Inode, buf []byte, fn func(p []byte, off uint64) err
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ReadChunks reads a whole file through buf and calls fn with each piece
+// and its offset, in order (cat uses it). Holes come as zeroed pieces of
+// buf without a tree lookup each: the work per extent is bounded, and a
+// hole costs only the zeros handed to fn.
+func (f *FS) ReadChunks(in *Inode, buf []byte, fn func(p []byte, off uint64) error) error {
+	rs, err := f.DataRanges(in)
+	if err != nil {
+		return err
+	}
+	var pos uint64
+	for _, r := range append(rs, Range{Off: in.Size}) {
+		for pos < r.Off {
+			p := buf[:min(uint64(len(buf)), r.Off-pos)]
+			clear(p)
+			if err := fn(p, pos); err != nil {
+				return err
+			}
+			pos += uint64(len(p))
+		}
+		if err := f.readRange(in, buf, r, fn); err != nil {
+			return err
+		}
+		pos = r.Off + r.Len
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // maxCommitPasses bounds the loop that folds allocation changes into the
@@ -48,7 +49,7 @@ func (tx *Txn) Commit() error {
 		return err
 	}
 	sb := tx.nextSuper()
-	if err := fs.Vol.WriteSupers(&sb); err != nil {
+	if err := tx.writeSupers(&sb); err != nil {
 		tx.Abort()
 		return err
 	}
@@ -76,6 +77,23 @@ func (tx *Txn) Commit() error {
 	fs.fallbacks += tx.Fallbacks
 	tx.discardAfterCommit()
 	return nil
+}
+
+// writeSupers writes every device's superblocks; those of devices this
+// transaction adds go first and are flushed before any other device's
+// superblock names them (writes between flushes may land in any order).
+func (tx *Txn) writeSupers(sb *format.Superblock) error {
+	vol := tx.fs.Vol
+	if len(tx.addedDevs) == 0 {
+		return vol.WriteSupers(sb)
+	}
+	if err := vol.WriteSupersOf(sb, func(d *volume.Dev) bool { return tx.addedDevs[d.ID] }); err != nil {
+		return err
+	}
+	if err := vol.Flush(); err != nil {
+		return err
+	}
+	return vol.WriteSupersOf(sb, func(d *volume.Dev) bool { return !tx.addedDevs[d.ID] })
 }
 
 // FallbackChunks counts the chunks committed since the FS was opened that

@@ -36,11 +36,17 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	id := uint64(0)
-	for d := range fs.devItems {
-		id = max(id, d)
+	id := tx.addDevice(nd)
+	if err := tx.Commit(); err != nil {
+		return 0, err
 	}
-	id++
+	return id, nil
+}
+
+// addDevice makes nd a member in this transaction and returns its devid.
+func (tx *Txn) addDevice(nd NewDevice) uint64 {
+	fs := tx.fs
+	id := fs.nextDevID()
 	uuid := DevUUID(fs.sb.FSID, id)
 	fs.devItems[id] = &format.DevItem{
 		DevID: id, UUID: uuid, TotalBytes: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
@@ -49,8 +55,18 @@ func (fs *FS) AddDevice(nd NewDevice) (uint64, error) {
 	fs.Vol.AttachDevice(&volume.Dev{ID: id, UUID: uuid, Path: nd.Path, Dev: nd.Dev})
 	fs.tierCache = nil
 	tx.devDirty = true
-	if err := tx.Commit(); err != nil {
-		return 0, err
+	if tx.addedDevs == nil {
+		tx.addedDevs = map[uint64]bool{}
 	}
-	return id, nil
+	tx.addedDevs[id] = true
+	return id
+}
+
+// nextDevID is the devid a device added now gets: the highest + 1.
+func (fs *FS) nextDevID() uint64 {
+	id := uint64(0)
+	for d := range fs.devItems {
+		id = max(id, d)
+	}
+	return id + 1
 }

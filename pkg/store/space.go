@@ -134,10 +134,19 @@ func (fs *FS) profileFor(t format.ChunkType) format.Profile {
 func (fs *FS) deviceSpace() []alloc.DeviceSpace {
 	var out []alloc.DeviceSpace
 	for _, d := range fs.DevItems() {
+		if fs.leaving[d.DevID] {
+			continue
+		}
 		ds := alloc.DeviceSpace{DevID: d.DevID, UUID: d.UUID, Size: d.TotalBytes, Rotational: d.Rotational,
 			SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier}
+		if c, ok := fs.sizeCap[d.DevID]; ok {
+			ds.Size = min(ds.Size, c)
+		}
 		for _, e := range fs.Vol.Chunks.DevExtents(d.DevID) {
 			ds.Used = append(ds.Used, alloc.Range{Start: e.Physical, Len: e.Length})
+		}
+		if fs.tx != nil {
+			ds.Used = append(ds.Used, fs.tx.freedStripes[d.DevID]...)
 		}
 		out = append(out, ds)
 	}

@@ -53,6 +53,11 @@ type FS struct {
 	// missing lists the members a degraded open went without.
 	missing []*volume.MissingDeviceError
 	heal    healState
+	// leaving are devices new stripes must not use (device remove);
+	// sizeCap lowers a device's usable size for placement (shrink).
+	leaving map[uint64]bool
+	sizeCap map[uint64]uint64
+	reloc   RelocStats
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
@@ -178,6 +183,18 @@ func (fs *FS) findDevices(opt volume.Options) error {
 	}
 	for _, d := range fs.Vol.Devices() {
 		item, ok := fs.devItems[d.ID]
+		if !ok && d.Super != nil && d.Super.Generation < fs.sb.Generation {
+			// Removed from the set by a commit that a crash kept from
+			// wiping its superblocks (device remove): not a member. A
+			// writer finishes the wipe before its first commit, while the
+			// device's generation is still in the set's backup roots.
+			gone := fs.Vol.DetachDevice(d.ID)
+			if opt.Write {
+				_ = wipeSupers(gone) // best effort: readers ignore it either way
+			}
+			gone.Dev.Close()
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("%s: device %d is not in the chunk tree: %w", d.Path, d.ID, ErrCorrupt)
 		}

@@ -25,13 +25,19 @@ type Txn struct {
 	newMeta   map[uint64]metaRef
 	freedMeta map[uint64]metaRef
 	pinned    []alloc.Range
+	// freedStripes are device ranges a relocation took chunk stripes off:
+	// the committed state still uses them, so nothing may be placed there
+	// before the commit.
+	freedStripes map[uint64][]alloc.Range
 	// pinnedRecorded counts pinned ranges already in the discard records.
 	pinnedRecorded int
 	newChunks      []*BlockGroup
 	// chunksFolded counts newChunks already recorded in the trees.
 	chunksFolded int
 	devDirty     bool
-	hint         map[format.ChunkType]uint64
+	// addedDevs are devices that become members in this commit.
+	addedDevs map[uint64]bool
+	hint      map[format.ChunkType]uint64
 	// tierFull: tiers where a data chunk did not fit (AllocDataOn).
 	tierFull map[int]bool
 	// Fallbacks counts chunks the policy had to place outside its

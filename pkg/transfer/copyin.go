@@ -87,6 +87,8 @@ func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
 	target := dst
 	if in, err := f.Resolve(dst, true); err == nil && in.IsDir() {
 		target = path.Join(dst, filepath.Base(filepath.Clean(src)))
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err // unreadable is not missing
 	}
 	if err := c.copy(src, target, st); err != nil {
 		return err

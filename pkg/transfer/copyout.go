@@ -27,6 +27,7 @@ type outCopier struct {
 	buf   []byte
 	links map[uint64]linkRef // image inode -> first copy, for -a
 	dups  []*os.File         // directory handles the links refer to
+	bad   fsys.Refused
 }
 
 // linkRef finds the first copy of a hard-linked file again.
@@ -89,7 +90,7 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 			d.Close()
 		}
 	}()
-	return c.copy(in, src, hd, name, false)
+	return c.bad.Done(c.copy(in, src, hd, name, false))
 }
 
 // copy writes inode in (image path src) as name inside d. fresh says d
@@ -173,16 +174,12 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		return err
 	}
 	defer sd.close()
-	ents, err := c.f.List(in)
-	if err != nil {
+	kids, err := c.f.Children(in)
+	if err := c.bad.Note(src, err); err != nil {
 		return err
 	}
-	for _, e := range ents {
-		child, err := c.f.Inode(e.Ino)
-		if err != nil {
-			return err
-		}
-		if err := c.copy(child, path.Join(src, e.Name), sd, e.Name, made); err != nil {
+	for _, k := range kids {
+		if err := c.copy(k.Inode, path.Join(src, k.Entry.Name), sd, k.Entry.Name, made); err != nil {
 			return err
 		}
 	}
@@ -213,8 +210,10 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 	}
 	defer fh.Close()
 	var werr error
-	err = c.f.ReadChunks(in, c.buf, func(p []byte, off uint64) error {
-		// Keep holes: write only the runs of non-zero blocks, then set the size.
+	// Only the data ranges are read (a sparse file costs O(extents)), and
+	// within them only runs of non-zero blocks are written; then the size
+	// is set, leaving holes that SEEK_HOLE finds.
+	err = c.f.ReadData(in, c.buf, func(p []byte, off uint64) error {
 		if werr = writeNonZero(fh, p, int64(off)); werr != nil {
 			return werr
 		}

@@ -22,10 +22,11 @@ const xattrPAX = "SCHILY.xattr."
 // keeping modes, owners, times, hard links, symlinks, device nodes and
 // xattrs. Names with ".." components are refused.
 func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
-	tr := tar.NewReader(r)
+	tap := &tarTap{r: r}
+	tr := tar.NewReader(tap)
 	buf := make([]byte, bufSize)
 	for {
-		h, err := tr.Next()
+		h, err := tap.next(tr)
 		if err == io.EOF {
 			break
 		}
@@ -43,7 +44,7 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 		if err := noSymlinkParents(f, dir, rel); err != nil {
 			return err
 		}
-		if err := tarEntry(f, tr, h, dst, dir, buf, o); err != nil {
+		if err := tarEntry(f, tr, tap, h, dst, dir, buf, o); err != nil {
 			return err
 		}
 		if err := f.MaybeCommit(); err != nil {
@@ -86,7 +87,7 @@ func tarAttr(h *tar.Header, o Options) fsys.Attr {
 	return a
 }
 
-func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []byte, o Options) error {
+func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir string, buf []byte, o Options) error {
 	a := tarAttr(h, o)
 	// An entry replaces what is there, except a directory over a directory.
 	if old, err := f.Resolve(dst, false); err == nil {
@@ -101,14 +102,26 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, h *tar.Header, dst, dir string, buf []
 	}
 	var in *fsys.Inode
 	var err error
-	switch h.Typeflag {
+	typ := h.Typeflag
+	if typ == tar.TypeGNUSparse { // old GNU sparse (tar -S in GNU format): a regular file
+		typ = tar.TypeReg
+	}
+	switch typ {
 	case tar.TypeDir:
 		in, err = f.Mkdir(dst, a)
 	case tar.TypeReg, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[h.Typeflag]
+		a.Mode |= map[byte]uint32{tar.TypeReg: syscall.S_IFREG, tar.TypeChar: syscall.S_IFCHR, tar.TypeBlock: syscall.S_IFBLK, tar.TypeFifo: syscall.S_IFIFO}[typ]
 		a.Rdev = unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor))
-		if in, err = f.Create(dst, a); err == nil && h.Typeflag == tar.TypeReg {
-			err = tarData(f, tr, in, dst, buf)
+		if in, err = f.Create(dst, a); err == nil && typ == tar.TypeReg {
+			if isSparse1(h) {
+				err = tarSparse(f, tap, h, in, dst, buf)
+			} else if legacySparse(h) && h.Size > maxLegacySparse {
+				// archive/tar expands these holes into zeros: refuse sizes
+				// that would take minutes to stream.
+				err = fmt.Errorf("archive entry %q: old GNU or sparse 0.x file of %d bytes (only sparse 1.0, tar --format=pax --sparse-version=1.0, is read hole by hole): %w", h.Name, h.Size, tar.ErrHeader)
+			} else {
+				err = tarData(f, tr, in, dst, buf)
+			}
 		}
 	case tar.TypeSymlink:
 		in, err = f.Symlink(h.Linkname, dst, a)
@@ -159,6 +172,19 @@ func tarData(f *fsys.FS, r io.Reader, in *fsys.Inode, dst string, buf []byte) er
 	}
 }
 
+// tarSparse stores a GNU sparse 1.0 entry: its fragments where the map
+// puts them, holes left as holes.
+func tarSparse(f *fsys.FS, tap *tarTap, h *tar.Header, in *fsys.Inode, dst string, buf []byte) error {
+	rs, err := tap.sparseFragments(h)
+	if err != nil {
+		return err
+	}
+	if err := tap.sparseData(f, in, rs, uint64(h.Size), buf); err != nil {
+		return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(err)}
+	}
+	return nil
+}
+
 // TarOut writes the tree at image path dir as a PAX tar stream, with
 // xattrs, hard links, symlinks and device nodes. Names are relative to dir.
 func TarOut(f *fsys.FS, w io.Writer, dir string) error {
@@ -167,7 +193,7 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	t := &tarWriter{f: f, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
+	t := &tarWriter{f: f, w: w, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
 	if in.IsDir() {
 		err = t.dir(in, dir, "")
 	} else {
@@ -176,27 +202,31 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return t.bad.Done(nil)
 }
 
 type tarWriter struct {
 	f     *fsys.FS
+	w     io.Writer // under tw, for entries archive/tar cannot write
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
+	bad   fsys.Refused
+	// symlinks holds the names of the symlinks written so far: no later
+	// entry may sit below one (an extractor would write through it).
+	symlinks map[string]bool
 }
 
 func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
-	ents, err := t.f.List(in)
-	if err != nil {
+	kids, err := t.f.Children(in)
+	if err := t.bad.Note(src, err); err != nil {
 		return err
 	}
-	for _, e := range ents {
-		child, err := t.f.Inode(e.Ino)
-		if err != nil {
-			return err
-		}
-		if err := t.entry(child, path.Join(src, e.Name), path.Join(name, e.Name)); err != nil {
+	for _, k := range kids {
+		if err := t.entry(k.Inode, path.Join(src, k.Entry.Name), path.Join(name, k.Entry.Name)); err != nil {
 			return err
 		}
 	}
@@ -204,6 +234,19 @@ func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
 }
 
 func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
+	if t.underSymlink(name) {
+		// Only a crafted image (a name listed twice) gets here: refuse the
+		// entry, keep the stream safe to extract.
+		t.bad.Add(&fs.PathError{Op: "read", Path: src,
+			Err: fmt.Errorf("archive name %q is at or below a symlink written before: %w", name, format.ErrCorrupt)})
+		return nil
+	}
+	if in.IsSymlink() {
+		if t.symlinks == nil {
+			t.symlinks = map[string]bool{}
+		}
+		t.symlinks[name] = true
+	}
 	h := &tar.Header{
 		Name: name, Mode: int64(in.Mode & 0o7777), Uid: int(in.UID), Gid: int(in.GID),
 		ModTime: fsys.Time(in.Mtime), AccessTime: fsys.Time(in.Atime), ChangeTime: fsys.Time(in.Ctime),
@@ -240,6 +283,13 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		return t.tw.WriteHeader(h)
 	case format.FileTypeRegular:
 		h.Typeflag, h.Size = tar.TypeReg, int64(in.Size)
+		rs, err := t.f.DataRanges(in)
+		if err != nil {
+			return err
+		}
+		if holes(rs, in.Size) {
+			return t.sparseEntry(h, in, rs)
+		}
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}
@@ -263,6 +313,17 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 	}
 }
 
+// underSymlink reports whether name, or a directory above it, is a
+// symlink written earlier in the stream.
+func (t *tarWriter) underSymlink(name string) bool {
+	for p := name; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if t.symlinks[p] {
+			return true
+		}
+	}
+	return false
+}
+
 // noSymlinkParents refuses an entry whose path below dir passes through a
 // symlink (an earlier entry "x -> /etc" must not let "x/passwd" write
 // outside dir), as bsdtar does.
@@ -272,8 +333,11 @@ func noSymlinkParents(f *fsys.FS, dir, rel string) error {
 	for _, part := range parts[:len(parts)-1] {
 		cur = path.Join(cur, part)
 		in, err := f.Resolve(cur, false)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil // missing: the entry itself will fail or make it
+		}
+		if err != nil {
+			return err // unreadable is not missing
 		}
 		if in.IsSymlink() {
 			return fmt.Errorf("archive entry %q: cannot extract through symlink %s", rel, cur)

@@ -25,6 +25,8 @@ func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
 	target := dst
 	if d, err := f.Resolve(dst, true); err == nil && d.IsDir() {
 		target = path.Join(dst, fsys.Base(src))
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err // unreadable is not missing
 	}
 	s, t := path.Clean(src), path.Clean(target)
 	if in.IsDir() && (t == s || strings.HasPrefix(t, s+"/")) {
@@ -34,7 +36,10 @@ func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
 	if err := w.copy(in, s, t); err != nil {
 		return err
 	}
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return w.bad.Done(nil)
 }
 
 type within struct {
@@ -42,6 +47,7 @@ type within struct {
 	o     Options
 	buf   []byte
 	links map[uint64]string
+	bad   fsys.Refused
 }
 
 func (w *within) copy(in *fsys.Inode, src, dst string) error {
@@ -73,21 +79,18 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 	switch {
 	case in.IsDir():
 		d, err := w.f.Resolve(dst, false)
-		if err != nil {
-			if d, err = w.f.Mkdir(dst, a); err != nil {
-				return err
-			}
+		if errors.Is(err, fs.ErrNotExist) {
+			d, err = w.f.Mkdir(dst, a)
 		}
-		ents, err := w.f.List(in)
 		if err != nil {
 			return err
 		}
-		for _, e := range ents {
-			c, err := w.f.Inode(e.Ino)
-			if err != nil {
-				return err
-			}
-			if err := w.copy(c, path.Join(src, e.Name), path.Join(dst, e.Name)); err != nil {
+		kids, err := w.f.Children(in)
+		if err := w.bad.Note(src, err); err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := w.copy(k.Inode, path.Join(src, k.Entry.Name), path.Join(dst, k.Entry.Name)); err != nil {
 				return err
 			}
 		}
@@ -108,7 +111,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 			return err
 		}
 		if in.IsRegular() {
-			err := w.f.ReadChunks(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
+			err := w.f.ReadData(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
 			if err != nil {
 				return err
 			}

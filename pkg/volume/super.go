@@ -88,7 +88,16 @@ func BestSuper(copies []SuperCopy) (*format.Superblock, error) {
 // WriteSupers writes sb, adjusted for each device and copy, to every
 // superblock position of every device. It does not flush.
 func (v *Volume) WriteSupers(sb *format.Superblock) error {
+	return v.WriteSupersOf(sb, func(*Dev) bool { return true })
+}
+
+// WriteSupersOf is WriteSupers for the devices which selects (a commit
+// writes and flushes those of newly added devices first).
+func (v *Volume) WriteSupersOf(sb *format.Superblock, which func(*Dev) bool) error {
 	for _, d := range v.Devices() {
+		if !which(d) {
+			continue
+		}
 		s := *sb
 		s.DevID = d.ID
 		s.DevUUID = d.UUID

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+const balanceExamples = `  ddfs device add -b 64G disk.img b.img
+  ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
+  ddfs balance -m raid1c3 disk.img
+`
+
+// cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
+func cmdBalance(args []string, stdout, stderr io.Writer) error {
+	fl, of := newCmd("balance", "balance IMAGE [-d PROFILE] [-m PROFILE]", balanceExamples, stdout)
+	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
+	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	if fl.NArg() != 1 {
+		return usageErr("want exactly one IMAGE")
+	}
+	if *data == "" && *meta == "" {
+		return usageErr("nothing to do: give -d PROFILE and/or -m PROFILE")
+	}
+	var dp, mp *format.Profile
+	for _, f := range []struct {
+		name string
+		out  **format.Profile
+	}{{*data, &dp}, {*meta, &mp}} {
+		if f.name == "" {
+			continue
+		}
+		p, err := format.ParseProfile(f.name)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		*f.out = &p
+	}
+	image := fl.Arg(0)
+	fs, err := of.open(image, true)
+	if err != nil {
+		return err
+	}
+	defer of.closeStats(fs)
+	n, err := fs.Balance(dp, mp, relocProgress())
+	reportReloc(stderr, "balance: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", image, err)
+	}
+	fmt.Fprintf(stdout, "converted %d chunks\n", n)
+	return nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/mkfs"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/units"
+)
+
+// resolveDevice turns DEVID|PATH into a devid of the set: a number, or a
+// path that is the same file as an open member or equal to a device
+// item's path hint.
+func resolveDevice(fs *store.FS, arg string) (uint64, error) {
+	if id, err := strconv.ParseUint(arg, 10, 64); err == nil {
+		return id, nil
+	}
+	st, statErr := os.Stat(arg)
+	for _, d := range fs.Vol.Devices() {
+		if dst, err := os.Stat(d.Path); statErr == nil && err == nil && os.SameFile(st, dst) {
+			return d.ID, nil
+		}
+	}
+	for _, d := range fs.DevItems() {
+		hint := d.Path
+		if hint != "" && !filepath.IsAbs(hint) {
+			hint = filepath.Join(fs.Vol.Dir, hint)
+		}
+		if hint != "" && filepath.Clean(hint) == filepath.Clean(arg) {
+			return d.DevID, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: %w", arg, store.ErrNoDevice)
+}
+
+// devicePath names a device for messages: its open path, else its hint.
+func devicePath(fs *store.FS, id uint64) string {
+	if d, ok := fs.Vol.Device(id); ok {
+		return d.Path
+	}
+	for _, d := range fs.DevItems() {
+		if d.DevID == id {
+			return d.Path
+		}
+	}
+	return "?"
+}
+
+// relocProgress draws "chunks relocated N/M" on a terminal stderr.
+func relocProgress() store.Progress {
+	if !isTerminal(os.Stderr) {
+		return nil
+	}
+	return func(done, total int) {
+		fmt.Fprintf(os.Stderr, "\rrelocated %d/%d chunks ", done, total)
+		if done == total {
+			fmt.Fprintln(os.Stderr)
+		}
+	}
+}
+
+// closeStats closes a filesystem a device command worked on and prints
+// --stats for the devices that are members at the end.
+func (o *openFlags) closeStats(fs *store.FS) {
+	devs, items := fs.Vol.Devices(), fs.DevItems()
+	fs.Close()
+	printStats(o.stats, inspect.DevicesIO(devs, items), fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String(), fs.HealStats())
+}
+
+// openDevice opens image for writing and resolves DEVID|PATH in it.
+func openDevice(of *openFlags, image, which string) (*store.FS, uint64, error) {
+	fs, err := of.open(image, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := resolveDevice(fs, which)
+	if err != nil {
+		fs.Close()
+		return nil, 0, fmt.Errorf("%s: %w", image, err)
+	}
+	return fs, id, nil
+}
+
+// reportReloc says on stderr when relocation met blocks that failed their
+// checksum on the copy it read (taken from another copy) or on every copy
+// (copied as read: fsck and scrub report them).
+// where is the message's "CMD: IMAGE" part.
+func reportReloc(w io.Writer, where string, fs *store.FS) {
+	st := fs.RelocStats()
+	if st.Repaired > 0 {
+		fmt.Fprintf(w, "ddfs: %s: %d blocks failed their checksum on the copy read and were taken from another copy\n", where, st.Repaired)
+	}
+	if st.Unrecovered > 0 {
+		fmt.Fprintf(w, "ddfs: %s: warning: %d blocks verify on no copy; copied as read (see fsck.ddfs --check-data)\n", where, st.Unrecovered)
+	}
+}
+
+// deviceRemove is `ddfs device remove IMAGE DEVID|PATH`.
+func deviceRemove(of *openFlags, image, which string, stdout, stderr io.Writer) error {
+	fs, id, err := openDevice(of, image, which)
+	if err != nil {
+		return err
+	}
+	defer of.closeStats(fs)
+	path := devicePath(fs, id)
+	err = fs.RemoveDevice(id, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: remove device %d (%s): %w", image, id, path, err)
+	}
+	fmt.Fprintf(stdout, "removed device %d (%s)\n", id, path)
+	return nil
+}
+
+// deviceReplace is `ddfs device replace IMAGE OLD NEWPATH[:props]`; a new
+// image file is created sparse, as large as OLD unless -b says otherwise.
+func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force bool, stdout, stderr io.Writer) error {
+	spec, err := mkfs.ParseDeviceSpec(newSpec)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	fs, id, err := openDevice(of, image, old)
+	if err != nil {
+		return err
+	}
+	defer of.closeStats(fs)
+	if _, err := resolveDevice(fs, spec.Path); err == nil {
+		return fmt.Errorf("%s: %s is already a device of this filesystem", image, spec.Path)
+	}
+	if size == 0 {
+		for _, d := range fs.DevItems() {
+			if d.DevID == id {
+				size = d.TotalBytes
+			}
+		}
+	}
+	oldPath := devicePath(fs, id)
+	nd, _, err := mkfs.PrepareDevice(spec, size, force, filepath.Dir(image))
+	if err != nil {
+		return err
+	}
+	newID, err := fs.ReplaceDevice(id, nd, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
+	}
+	fmt.Fprintf(stdout, "replaced device %d (%s) with device %d (%s)\n", id, oldPath, newID, spec.Path)
+	return nil
+}
+
+// deviceResize is `ddfs device resize IMAGE DEVID SIZE|max`.
+func deviceResize(of *openFlags, image, which, sizeArg string, stdout, stderr io.Writer) error {
+	var size uint64
+	if sizeArg != "max" {
+		var err error
+		if size, err = units.ParseSize(sizeArg); err != nil {
+			return usageErr("size %q: %v", sizeArg, err)
+		}
+		if size < mkfs.MinDeviceSize {
+			return usageErr("size %s: at least %d MiB", sizeArg, mkfs.MinDeviceSize>>20)
+		}
+	}
+	fs, id, err := openDevice(of, image, which)
+	if err != nil {
+		return err
+	}
+	defer of.closeStats(fs)
+	d, ok := fs.Vol.Device(id)
+	if !ok {
+		return fmt.Errorf("%s: device %d: %w", image, id, store.ErrNoDevice)
+	}
+	if sizeArg == "max" {
+		size = uint64(d.Dev.Size())
+	}
+	err = fs.ResizeDevice(id, size, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: resize device %d (%s): %w", image, id, d.Path, err)
+	}
+	for _, it := range fs.DevItems() {
+		if it.DevID == id {
+			fmt.Fprintf(stdout, "device %d (%s): %s\n", id, d.Path, units.Human(it.TotalBytes))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,302 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fillDevTest puts the sample tree and a few MiB of random data into image.
+func fillDevTest(t *testing.T, dir, image string) {
+	t.Helper()
+	sampleTree(t, dir)
+	b := make([]byte, 6<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src/random.bin"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "cp", "-r", "src", image+":/"), 0)
+}
+
+// sameFiles copies /src out of image and compares every file and link
+// with the host tree it came from; then fsck must find the set clean.
+func sameFiles(t *testing.T, dir, image string) {
+	t.Helper()
+	out := filepath.Join(dir, "out")
+	os.RemoveAll(out)
+	must(t, run(t, dir, "ddfs", "cp", "-a", image+":/src", "out"), 0)
+	n := 0
+	err := filepath.Walk(filepath.Join(dir, "src"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join(dir, "src"), p)
+		q := filepath.Join(out, rel)
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			a, _ := os.Readlink(p)
+			if b, err := os.Readlink(q); err != nil || a != b {
+				t.Errorf("%s: link %q, copy %q (%v)", rel, a, b, err)
+			}
+		case fi.Mode().IsRegular():
+			a, _ := os.ReadFile(p)
+			if b, err := os.ReadFile(q); err != nil || !bytes.Equal(a, b) {
+				t.Errorf("%s: contents differ (%v)", rel, err)
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil || n < 4 {
+		t.Fatalf("compared %d files: %v", n, err)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "--check-data", image), 0)
+}
+
+// TestDeviceRemove removes a device of each layout by its path: the files
+// read back identical, fsck is clean, the set lists one device less and
+// the removed file is no longer a ddfs device.
+func TestDeviceRemove(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mkfs []string
+	}{
+		{"raid1", []string{"-d", "raid1", "-m", "raid1", "a.img", "b.img", "c.img"}},
+		{"single", []string{"-b", "512M", "-d", "single", "-m", "raid1c3", "a.img", "b.img", "c.img", "d.img"}},
+		{"raid10", []string{"-d", "raid10", "-m", "raid10", "a.img", "b.img", "c.img", "d.img", "e.img"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "256M"}, tc.mkfs...)...), 0)
+			fillDevTest(t, dir, "a.img")
+			before := getInfo(t, dir, "a.img")
+			must(t, run(t, dir, "ddfs", "device", "remove", "a.img", "b.img"), 0)
+			after := getInfo(t, dir, "a.img")
+			if len(after.Devices) != len(before.Devices)-1 {
+				t.Fatalf("%d devices after remove, want %d", len(after.Devices), len(before.Devices)-1)
+			}
+			for _, c := range after.Chunks {
+				for _, s := range c.Stripes {
+					if s.DevID == 2 {
+						t.Fatalf("chunk %d still on device 2", c.Logical)
+					}
+				}
+			}
+			must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
+			sameFiles(t, dir, "a.img")
+		})
+	}
+}
+
+// TestDeviceRemoveRefused: raid1 on two devices cannot lose one, and a
+// device cannot go when the others lack room; nothing is committed.
+func TestDeviceRemoveRefused(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	gen := getInfo(t, dir, "a.img").Generation
+	must(t, run(t, dir, "ddfs", "device", "remove", "a.img", "2"), 1)
+	must(t, run(t, dir, "ddfs", "device", "remove", "a.img", "9"), 1)
+	if in := getInfo(t, dir, "a.img"); in.Generation != gen || len(in.Devices) != 2 {
+		t.Fatalf("refused remove changed the set: generation %d -> %d, %d devices", gen, in.Generation, len(in.Devices))
+	}
+	sameFiles(t, dir, "a.img")
+
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-f", "-b", "256M", "-d", "single", "-m", "dup", "x.img"), 0)
+	fillDevTest(t, dir, "x.img")
+	must(t, run(t, dir, "ddfs", "device", "add", "-b", "64M", "x.img", "y.img"), 0)
+	gen = getInfo(t, dir, "x.img").Generation
+	must(t, run(t, dir, "ddfs", "device", "remove", "x.img", "1"), 1)
+	if getInfo(t, dir, "x.img").Generation != gen {
+		t.Fatal("refused remove committed")
+	}
+	sameFiles(t, dir, "x.img")
+}
+
+// TestDeviceReplaceResizeBalance: one device grows a second, balance
+// converts single/dup to raid1, the second is replaced, devices are grown
+// and shrunk; after each step the files are identical and fsck is clean.
+func TestDeviceReplaceResizeBalance(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "a.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	must(t, run(t, dir, "ddfs", "device", "add", "-b", "256M", "a.img", "b.img"), 0)
+	must(t, run(t, dir, "ddfs", "balance", "-d", "raid1", "-m", "raid1", "a.img"), 0)
+	for _, c := range getInfo(t, dir, "a.img").Chunks {
+		if c.Profile != "raid1" || len(c.Stripes) != 2 {
+			t.Fatalf("chunk %d: %s with %d stripes after balance", c.Logical, c.Profile, len(c.Stripes))
+		}
+	}
+	sameFiles(t, dir, "a.img")
+
+	must(t, run(t, dir, "ddfs", "device", "replace", "a.img", "b.img", "c.img:rotational=1"), 0)
+	in := getInfo(t, dir, "c.img")
+	if len(in.Devices) != 2 || in.Devices[1].DevID != 3 || !in.Devices[1].Rotational {
+		t.Fatalf("devices after replace: %+v", in.Devices)
+	}
+	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
+	sameFiles(t, dir, "a.img")
+
+	must(t, run(t, dir, "ddfs", "device", "resize", "a.img", "1", "400M"), 0)
+	if st, _ := os.Stat(filepath.Join(dir, "a.img")); st.Size() != 400<<20 {
+		t.Fatalf("a.img is %d bytes after growing to 400M", st.Size())
+	}
+	must(t, run(t, dir, "ddfs", "device", "resize", "a.img", "3", "200M"), 0)
+	in = getInfo(t, dir, "a.img")
+	if in.Devices[0].Size != 400<<20 || in.Devices[1].Size != 200<<20 {
+		t.Fatalf("sizes after resize: %+v", in.Devices)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "c.img")); st.Size() != 200<<20 {
+		t.Fatalf("c.img is %d bytes after shrinking to 200M", st.Size())
+	}
+	sameFiles(t, dir, "a.img")
+	must(t, run(t, dir, "ddfs", "balance", "a.img"), 2)
+	must(t, run(t, dir, "ddfs", "balance", "-d", "raid1c3", "a.img"), 1)
+}
+
+// TestDeviceReplaceBadDevice: the device being replaced holds garbage
+// where its stripes are; replace reads around it from the mirror, so the
+// new device holds good copies: fsck --check-data (every copy) is clean.
+func TestDeviceReplaceBadDevice(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	f, err := os.OpenFile(filepath.Join(dir, "b.img"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0x5a}, 8<<20)
+	for _, c := range getInfo(t, dir, "a.img").Chunks {
+		for _, s := range c.Stripes {
+			if s.DevID == 2 {
+				if _, err := f.WriteAt(junk[:min(len(junk), int(c.Length))], int64(s.Offset)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	f.Close()
+	must(t, run(t, dir, "fsck.ddfs", "--check-data", "a.img"), 4)
+	must(t, run(t, dir, "ddfs", "device", "replace", "a.img", "b.img", "c.img"), 0)
+	sameFiles(t, dir, "a.img")
+}
+
+// TestKill9DuringDeviceRemove kills `ddfs device remove` at growing delays
+// and runs it again until it finishes: after every kill the set opens with
+// the device a member or gone, checks clean and holds the same files.
+func TestKill9DuringDeviceRemove(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "-d", "raid1", "-m", "raid1", "a.img", "b.img", "c.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	gen0 := getInfo(t, dir, "a.img").Generation
+	delay, kills, midway := 2*time.Millisecond, 0, 0
+	for attempt := 0; ; attempt++ {
+		if attempt == 12 {
+			t.Fatal("device remove never finished")
+		}
+		cmd := exec.Command(filepath.Join(binDir, "ddfs"), "device", "remove", "a.img", "b.img")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(delay):
+			cmd.Process.Signal(syscall.SIGKILL)
+			err = <-done
+			kills++
+		}
+		in := getInfo(t, dir, "a.img")
+		if n := len(in.Devices); n != 2 && n != 3 {
+			t.Fatalf("%d devices after a kill", n)
+		}
+		if len(in.Devices) == 3 && in.Generation > gen0 {
+			midway++ // killed after some chunks moved
+		}
+		sameFiles(t, dir, "a.img")
+		if len(in.Devices) == 2 {
+			break // done, whether or not the kill came after the last commit
+		}
+		if err == nil {
+			t.Fatal("device remove exited 0 with the device still a member")
+		}
+		delay *= 2
+	}
+	t.Logf("%d kills, %d left the device a member with chunks moved", kills, midway)
+	// A kill between the last commit and the wipe leaves b.img with its
+	// old superblocks: the next writer wipes it.
+	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/after"), 0)
+	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
+}
+
+// TestRemovedDeviceWithSuperblocks: a removed device that still carries
+// its old superblocks (a crash between the commit that dropped it and the
+// wipe) is ignored by readers, which leave it as it is (fsck warns), and
+// wiped by the next writer.
+func TestRemovedDeviceWithSuperblocks(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img", "c.img"), 0)
+	fillDevTest(t, dir, "a.img")
+	old, err := os.ReadFile(filepath.Join(dir, "b.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "device", "remove", "a.img", "2"), 0)
+	if err := os.WriteFile(filepath.Join(dir, "b.img"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []string{"a.img", "b.img"} {
+		if in := getInfo(t, dir, img); len(in.Devices) != 2 {
+			t.Fatalf("opened through %s: %d devices", img, len(in.Devices))
+		}
+	}
+	must(t, run(t, dir, "fsck.ddfs", "b.img"), 0)
+	sameFiles(t, dir, "a.img")
+	if now, _ := os.ReadFile(filepath.Join(dir, "b.img")); !bytes.Equal(now, old) {
+		t.Fatal("a reader changed the removed device")
+	}
+	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/after"), 0)
+	must(t, run(t, dir, "ddfs", "info", "b.img"), 1)
+	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}
+
+// TestDegradedReplacePerProfile: fill, delete one device file, replace it
+// with --degraded (every chunk read from its surviving copies): the set is
+// whole again, fsck (without --degraded) is clean, the files are identical.
+func TestDegradedReplacePerProfile(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		devs    int
+	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			dir := t.TempDir()
+			var imgs []string
+			for i := 0; i < tc.devs; i++ {
+				imgs = append(imgs, fmt.Sprintf("d%d.img", i))
+			}
+			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "256M", "-d", tc.profile, "-m", tc.profile}, imgs...)...), 0)
+			fillDevTest(t, dir, "d0.img")
+			if err := os.Remove(filepath.Join(dir, imgs[tc.devs-1])); err != nil {
+				t.Fatal(err)
+			}
+			must(t, run(t, dir, "ddfs", "device", "replace", "d0.img", fmt.Sprint(tc.devs), "new.img"), 1)
+			must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "d0.img", fmt.Sprint(tc.devs), "new.img"), 0)
+			if in := getInfo(t, dir, "new.img"); len(in.Devices) != tc.devs {
+				t.Fatalf("%d devices after replace, want %d", len(in.Devices), tc.devs)
+			}
+			sameFiles(t, dir, "d0.img")
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// craftImage changes fs tree items of image in one committed transaction
+// (checksums recomputed: a valid, hostile image).
+func craftImage(t *testing.T, image string, change func(f *fsys.FS, tr *btree.Tree)) {
+	t.Helper()
+	st, err := store.Open([]string{image}, volume.Options{Write: true, NoScan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(f, tx.Tree(format.FSTree))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func resolveIno(t *testing.T, f *fsys.FS, p string) uint64 {
+	t.Helper()
+	in, err := f.Resolve(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.Ino
+}
+
+// oneLine requires a single stderr line "ddfs: CMD: IMAGE:PATH: ..." and
+// no panic (a Go panic exits 2 with a trace).
+func oneLine(t *testing.T, r result, cmd, where string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "ddfs: "+cmd+": ") || !strings.Contains(lines[0], where+": ") {
+		t.Errorf("%s: exit %d, stderr %q: want exit 1 and one line naming %s", cmd, r.code, r.stderr, where)
+	}
+}
+
+// TestCraftedExtentLengthCLI: a compressed extent whose disk_len claims
+// 2^40 bytes used to panic `ddfs cat` and `fsck.ddfs --check-data`
+// (makeslice: len out of range); now cat fails with one line and fsck
+// reports problems (exit 4).
+func TestCraftedExtentLengthCLI(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "text"), bytes.Repeat([]byte("compressible text "), 20000), 0o644)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--compress", "zstd:1", "disk.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "text", "disk.img:/text"), 0)
+	craftImage(t, filepath.Join(dir, "disk.img"), func(f *fsys.FS, tr *btree.Tree) {
+		ino := resolveIno(t, f, "/text")
+		var keys []format.Key
+		var vals [][]byte
+		tr.Scan(format.Key{ObjectID: ino, Type: format.FileExtentKey}, format.Key{ObjectID: ino, Type: format.FileExtentKey + 1}, func(it format.Item) (bool, error) {
+			keys, vals = append(keys, it.Key), append(vals, bytes.Clone(it.Data))
+			return true, nil
+		})
+		for i, k := range keys {
+			x, err := format.UnmarshalFileExtentItem(vals[i])
+			if err != nil || x.Compression == format.CompressNone {
+				t.Fatalf("extent %v: %+v %v", k, x, err)
+			}
+			x.DiskLen = 1 << 40
+			if err := tr.Put(k, format.MarshalFileExtentItem(x)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	oneLine(t, run(t, dir, "ddfs", "cat", "disk.img:/text"), "cat", "disk.img:/text")
+	if r := run(t, dir, "fsck.ddfs", "--check-data", "disk.img"); r.code != 4 || strings.Contains(r.stderr, "panic") {
+		t.Errorf("fsck --check-data: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestCraftedNamespaceCLI: a directory reachable from a second entry is
+// refused by every namespace walker of the CLI with one line naming the
+// entry and exit 1, after the other files were handled; fsck flags it.
+func TestCraftedNamespaceCLI(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"src/a", "src/b"} {
+		os.MkdirAll(filepath.Join(dir, p), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "src/a/f"), []byte("file a/f\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "src/b/g"), []byte("file b/g\n"), 0o644)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "disk.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-a", "src/a", "src/b", "disk.img:/"), 0)
+	craftImage(t, filepath.Join(dir, "disk.img"), func(f *fsys.FS, tr *btree.Tree) {
+		b, a := resolveIno(t, f, "/b"), resolveIno(t, f, "/a")
+		e := format.DirEntry{Ino: a, Type: format.FileTypeDir, Name: "alias"}
+		tr.Put(format.Key{ObjectID: b, Type: format.DirItemKey, Offset: format.NameHash([]byte("alias"))}, format.MarshalDirEntries([]format.DirEntry{e}))
+		tr.Put(format.Key{ObjectID: b, Type: format.DirIndexKey, Offset: 1000}, format.MarshalDirEntry(e))
+	})
+	const bad = "disk.img:/b/alias"
+	r := run(t, dir, "ddfs", "ls", "-R", "disk.img:/")
+	oneLine(t, r, "ls", bad)
+	if !strings.Contains(r.stdout, "\ng\n") || !strings.Contains(r.stdout, "\nf\n") {
+		t.Errorf("ls -R: good entries missing: %q", r.stdout)
+	}
+	oneLine(t, run(t, dir, "ddfs", "du", "disk.img:/"), "du", bad)
+	oneLine(t, run(t, dir, "ddfs", "cp", "-a", "disk.img:/", "out"), "cp", bad)
+	if b, err := os.ReadFile(filepath.Join(dir, "out/b/g")); err != nil || string(b) != "file b/g\n" {
+		t.Errorf("cp -a: good file not copied: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "out/b/alias")); err == nil {
+		t.Errorf("cp -a: refused entry copied")
+	}
+	oneLine(t, run(t, dir, "ddfs", "tar-out", "disk.img:/"), "tar-out", bad)
+	if r := run(t, dir, "fsck.ddfs", "disk.img"); r.code != 4 {
+		t.Errorf("fsck: exit %d, want 4\n%s", r.code, r.stdout)
+	}
+	oneLine(t, run(t, dir, "ddfs", "rm", "-r", "disk.img:/b"), "rm", bad)
+}

@@ -1,0 +1,267 @@
+package fsys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"syscall"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/device"
+)
+
+// craft changes items of f's fs tree in a transaction, commits (so every
+// node checksum is recomputed: the image is valid but hostile) and
+// returns the filesystem reopened from the devices.
+func craft(t *testing.T, f *FS, devs []*device.MemDevice, change func(tr *btree.Tree)) *FS {
+	t.Helper()
+	tr, err := f.tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(tr)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return reopenFS(t, devs)
+}
+
+// editExtents rewrites every file extent item of ino.
+func editExtents(t *testing.T, tr *btree.Tree, ino uint64, edit func(x *format.FileExtentItem)) {
+	t.Helper()
+	var items []format.Item
+	err := tr.Scan(extentKey(ino, 0), extentKey(ino+1, 0), func(it format.Item) (bool, error) {
+		items = append(items, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
+		return true, nil
+	})
+	if err != nil || len(items) == 0 {
+		t.Fatalf("extents of %d: %d, %v", ino, len(items), err)
+	}
+	for _, it := range items {
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(x)
+		if err := tr.Put(it.Key, format.MarshalFileExtentItem(x)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCraftedExtentSizes: a compressed extent whose disk_len or ram_bytes
+// is huge (checksums valid) reads as corruption, where it used to panic
+// (makeslice: len out of range) in cat.
+func TestCraftedExtentSizes(t *testing.T) {
+	text := bytes.Repeat([]byte("a compressible line of text. "), 20000)
+	for name, edit := range map[string]func(x *format.FileExtentItem){
+		"disk_len 2^40":   func(x *format.FileExtentItem) { x.DiskLen = 1 << 40 },
+		"ram_bytes 2^62":  func(x *format.FileExtentItem) { x.RAMBytes, x.Offset = 1<<62, 1<<61 },
+		"ram_bytes 2^63":  func(x *format.FileExtentItem) { x.RAMBytes = 1 << 63 },
+		"disk_len 8M+4K":  func(x *format.FileExtentItem) { x.DiskLen = format.MaxExtentBytes + 4096 },
+		"ram_bytes 8M+1":  func(x *format.FileExtentItem) { x.RAMBytes = format.MaxExtentBytes + 1 },
+		"ram_bytes short": func(x *format.FileExtentItem) { x.RAMBytes, x.NumBytes, x.Offset = 4096, 4096, 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, d := newDedupeFS(t, format.Settings{Compression: format.CompressZstd, CompressionLevel: 1})
+			in := write(t, f, "/t", text)
+			g := craft(t, f, []*device.MemDevice{d}, func(tr *btree.Tree) {
+				editExtents(t, tr, in.Ino, func(x *format.FileExtentItem) {
+					if x.Compression == format.CompressNone {
+						t.Fatal("extent not compressed")
+					}
+					edit(x)
+				})
+			})
+			gin, err := g.Resolve("/t", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 1<<20)
+			_, err = g.ReadAt(gin, buf, 0)
+			if !errors.Is(err, format.ErrCorrupt) || err == io.EOF {
+				t.Fatalf("read: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// openFaulty opens devs through fault-injecting wrappers whose reads of
+// the fs tree leaves that fail(leaf) picks fail with EIO.
+func openFaulty(t *testing.T, devs []*device.MemDevice, fail func(leaf *format.Node) bool) *FS {
+	t.Helper()
+	f := reopenFS(t, devs)
+	var leaves []uint64
+	err := f.rtree(format.FSTree).WalkNodes(func(n *format.Node) error {
+		if n.IsLeaf() && fail(n) {
+			leaves = append(leaves, n.Logical)
+		}
+		return nil
+	})
+	if err != nil || len(leaves) == 0 {
+		t.Fatalf("no leaf to fail: %v", err)
+	}
+	type span struct{ dev, start, end uint64 }
+	var bad []span
+	for _, l := range leaves {
+		targets, err := f.st.Vol.Locate(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range targets {
+			bad = append(bad, span{tg.DevID, tg.Physical, tg.Physical + uint64(f.st.Super().NodeSize)})
+		}
+	}
+	var ds []device.Device
+	for i, d := range devs {
+		devid := uint64(i + 1)
+		ds = append(ds, device.NewFaulty(d, func(op device.OpKind, off, n int64, _ int) error {
+			for _, s := range bad {
+				if op == device.OpRead && s.dev == devid && uint64(off) < s.end && uint64(off+n) > s.start {
+					return syscall.EIO
+				}
+			}
+			return nil
+		}))
+	}
+	return openDevices(t, ds)
+}
+
+// TestUnreadableIsNotAbsent: when the leaves holding a directory's
+// entries are unreadable, every lookup, removal and creation of a name
+// there fails with EIO, never with ENOENT, so no tool reports "No such
+// file" (or creates over a name) it could not read.
+func TestUnreadableIsNotAbsent(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	d, err := f.Mkdir("/d", Attr{Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("file-with-a-longish-name-%04d", i) }
+	for i := 0; i < 600; i++ {
+		write(t, f, "/d/"+name(i), []byte("x"))
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Fail the leaves that hold only DIR_ITEMs of /d: the inodes of / and
+	// /d stay readable, so each lookup reaches the entry it looks for.
+	g := openFaulty(t, devs, func(n *format.Node) bool {
+		for _, it := range n.Items {
+			if it.Key.ObjectID != d.Ino || it.Key.Type != format.DirItemKey {
+				return false
+			}
+		}
+		return true
+	})
+	// Names whose DIR_ITEM falls into a failing leaf (a read error on the
+	// way to it): an existing one and an absent one.
+	failing := func(n string) bool {
+		_, err := g.rtree(format.FSTree).Get(dirItemKey(d.Ino, n))
+		return errors.Is(err, syscall.EIO)
+	}
+	var names []string
+	for i := 0; i < 600 && len(names) < 1; i++ {
+		if failing(name(i)) {
+			names = append(names, name(i))
+		}
+	}
+	for i := 0; i < 1000 && len(names) < 2; i++ {
+		if n := fmt.Sprintf("absent-%d", i); failing(n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 2 {
+		t.Fatalf("no names in the failing leaves: %v", names)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, syscall.EIO) || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want EIO and not ErrNotExist", what, err)
+		}
+	}
+	for _, n := range names {
+		_, err := g.Resolve("/d/"+n, true)
+		check("resolve "+n, err)
+		_, err = fs.Stat(g.IOFS(), "d/"+n)
+		check("io/fs stat "+n, err)
+		check("remove "+n, g.Remove("/d/"+n))
+		_, err = g.Create("/d/"+n, Attr{Mode: 0o644})
+		check("create "+n, err)
+	}
+}
+
+// TestHugeSparseReads: a file of size 2^62 with 6 bytes of data costs
+// O(extents) to list (DataRanges, ReadData), and io/fs ReadFile refuses
+// it with EFBIG instead of allocating by the size (makeslice panic).
+func TestHugeSparseReads(t *testing.T) {
+	f, _ := newTestFS(t, 256<<20, 1)
+	in := write(t, f, "/huge", []byte("abc"))
+	if err := f.WriteAt(in, []byte("xyz"), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(in, 1<<62); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := f.DataRanges(in)
+	if err != nil || len(rs) != 2 || rs[0] != (Range{0, 3}) || rs[1].Off != 1<<40 || rs[1].Len != 3 {
+		t.Fatalf("data ranges %v, %v", rs, err)
+	}
+	var got []byte
+	err = f.ReadData(in, make([]byte, 1<<20), func(p []byte, off uint64) error { got = append(got, p...); return nil })
+	if err != nil || string(got) != "abcxyz" {
+		t.Fatalf("ReadData: %q %v", got, err)
+	}
+	if _, err := fs.ReadFile(f.IOFS(), "huge"); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("io/fs ReadFile: %v, want EFBIG", err)
+	}
+	// cat streams the holes as zeros: the first chunks come at once.
+	n := 0
+	stop := errors.New("enough")
+	err = f.ReadChunks(in, make([]byte, 1<<20), func(p []byte, off uint64) error {
+		if n++; n == 64 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Fatalf("ReadChunks: %v", err)
+	}
+}
+
+// TestWritersKeepLimits: writers refuse what readers would reject as
+// corruption (FORMAT.md limits): a file past MaxFileSize, inline data
+// past MaxInlineData.
+func TestWritersKeepLimits(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	in := write(t, f, "/f", []byte("x"))
+	if err := f.WriteAt(in, []byte("y"), format.MaxFileSize); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("write past the largest file size: %v, want EFBIG", err)
+	}
+	if err := f.WriteAt(in, []byte("y"), format.MaxFileSize-1); err != nil {
+		t.Errorf("write of the last byte: %v", err)
+	}
+	if err := f.Truncate(in, format.MaxFileSize+1); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("truncate past the largest file size: %v, want EFBIG", err)
+	}
+	f.opt.MaxInline = 1 << 20
+	g, err := New(f.st, f.opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.opt.MaxInline > format.MaxInlineData {
+		t.Errorf("MaxInline %d passes the format's %d", g.opt.MaxInline, format.MaxInlineData)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	h := reopenFS(t, devs)
+	hin, err := h.Resolve("/f", false)
+	if err != nil || hin.Size != format.MaxFileSize {
+		t.Fatalf("reopened: %+v %v", hin, err)
+	}
+}
