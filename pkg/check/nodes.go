@@ -15,7 +15,7 @@ func (c *checker) walk(id format.TreeID) {
 	root := c.sb.Roots.Root(id)
 	if root.Logical == 0 {
 		if id == format.ChunkTree || id == format.ExtentTree || id == format.FSTree {
-			c.add(Problem{Kind: "node", Tree: id.String(), Message: "tree has no root"})
+			c.add(Problem{Code: TreeNoRoot, Tree: id.String(), Message: "tree has no root"})
 		}
 		return
 	}
@@ -26,13 +26,13 @@ func (c *checker) walk(id format.TreeID) {
 func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool) {
 	tree := id.String()
 	if other, dup := c.seen[logical]; dup {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
+		c.add(Problem{Code: NodeTwice, Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
 		return
 	}
 	c.seen[logical] = id
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node address is in no chunk"})
+		c.add(Problem{Code: NodeNoChunk, Tree: tree, Logical: logical, Message: "node address is in no chunk"})
 		return
 	}
 	wantType := format.ChunkMetadata
@@ -40,10 +40,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		wantType = format.ChunkSystem
 	}
 	if ch.Type != wantType {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node lives in a %v chunk, want %v", ch.Type, wantType)})
+		c.add(Problem{Code: NodeChunkType, Tree: tree, Logical: logical, Message: fmt.Sprintf("node lives in a %v chunk, want %v", ch.Type, wantType)})
 	}
 	if logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
+		c.add(Problem{Code: NodeAlign, Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
 		return
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, Logical: logical, Generation: gen, Owner: id, Level: level}
@@ -53,7 +53,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 	buf := make([]byte, c.sb.NodeSize)
 	for m := 0; m < copies; m++ {
 		c.rep.NodeCopies++
-		p := Problem{Kind: "node", Tree: tree, Logical: logical, Copy: m + 1}
+		p := Problem{Code: NodeCopyBad, Tree: tree, Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}}
 		if m < len(targets) {
 			p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
 			if d, ok := c.vol.Device(p.DevID); ok {
@@ -76,24 +76,27 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		}
 	}
 	if node == nil {
-		return // every copy is bad: its subtree cannot be checked
+		// Every copy is bad: its subtree cannot be checked, and what the
+		// cross-checks conclude about this tree is unreliable.
+		c.rep.markIncomplete(tree)
+		return
 	}
-	problem := func(msg string, args ...any) {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf(msg, args...)})
+	problem := func(code Code, msg string, args ...any) {
+		c.add(Problem{Code: code, Tree: tree, Logical: logical, Message: fmt.Sprintf(msg, args...)})
 	}
 	if node.NumItems() == 0 && !isRoot {
-		problem("empty node below the root")
+		problem(NodeEmpty, "empty node below the root")
 	}
 	if firstKey != nil && node.NumItems() > 0 && node.FirstKey() != *firstKey {
-		problem("first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
+		problem(NodeFirstKey, "first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
 	}
 	if node.UsedBytes() > int(c.sb.NodeSize)-format.NodeHeaderSize {
-		problem("contents overflow the node")
+		problem(NodeOverflow, "contents overflow the node")
 	}
 	if node.IsLeaf() {
 		for _, it := range node.Items {
 			if it.Key.Less(b.lo) || !it.Key.Less(b.hi) {
-				problem("key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
+				problem(NodeKeyRange, "key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
 			}
 			c.rep.Items++
 			c.item(id, logical, it)
@@ -106,10 +109,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 			cb.hi = node.Ptrs[i+1].Key
 		}
 		if p.Key.Less(b.lo) || !p.Key.Less(b.hi) {
-			problem("pointer key %v outside the parent's range", p.Key)
+			problem(NodeKeyRange, "pointer key %v outside the parent's range", p.Key)
 		}
 		if p.Generation > node.Generation {
-			problem("child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
+			problem(NodePtrGen, "child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
 		}
 		k := p.Key
 		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false)
@@ -120,7 +123,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 // cross-checks need.
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 	bad := func(err error) {
-		c.add(Problem{Kind: "node", Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
+		c.add(Problem{Code: ItemBad, Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
 	}
 	switch {
 	case id == format.ChunkTree && it.Key.Type == format.DevItemKey:
@@ -186,7 +189,7 @@ func (c *checker) discardItem(it format.Item) {
 	k := it.Key
 	ch, ok := c.vol.Chunks.Lookup(k.ObjectID)
 	if k.Type != format.DiscardItemKey || len(it.Data) != 0 || k.Offset == 0 || !ok || k.Offset > ch.End()-k.ObjectID {
-		c.add(Problem{Kind: "discard", Tree: format.DiscardTree.String(), Logical: k.ObjectID,
+		c.add(Problem{Code: DiscardBad, Tree: format.DiscardTree.String(), Logical: k.ObjectID, fix: &fixData{key: k},
 			Message: fmt.Sprintf("discard record %v is not a range inside one chunk", k)})
 	}
 }
