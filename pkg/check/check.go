@@ -198,6 +198,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.checkExtents()
 	c.checkFS()
 	c.checkDedupe()
+	c.setPaths()
 	c.rep.Devices = len(vol.Devices())
 	items := make([]*format.DevItem, 0, len(c.devItems))
 	for _, id := range sortedIDs(c.devItems) {

@@ -342,15 +342,16 @@ func (s *surgeon) check(opt Options) *Report {
 }
 
 // want is an expected problem: its code, the inode it is about (0: none
-// required) and its logical address (0: any).
+// required), its logical address (0: any) and its file's path ("": any).
 type want struct {
 	code    Code
 	ino     uint64
 	logical uint64
+	path    string // "": any
 }
 
 func (w want) match(p Problem) bool {
-	return p.Code == w.code && (w.ino == 0 || p.Ino == w.ino) && (w.logical == 0 || p.Logical == w.logical)
+	return p.Code == w.code && (w.ino == 0 || p.Ino == w.ino) && (w.logical == 0 || p.Logical == w.logical) && (w.path == "" || p.Path == w.path)
 }
 
 // expect requires that every want is reported and nothing else is.
@@ -423,7 +424,7 @@ func surgeryCases() []surgeryCase {
 		{"nlink bumped", func(s *surgeon) []want {
 			big := s.ino("/big")
 			s.inode(big, func(in *format.InodeItem) { in.Nlink++ })
-			return []want{{code: Nlink, ino: big}}
+			return []want{{code: Nlink, ino: big, path: "/big"}}
 		}},
 		{"nlink of a directory", func(s *surgeon) []want {
 			dir := s.ino("/dir")
@@ -433,7 +434,7 @@ func surgeryCases() []surgeryCase {
 		{"directory size", func(s *surgeon) []want {
 			dir := s.ino("/dir/sub")
 			s.inode(dir, func(in *format.InodeItem) { in.Size = 7 })
-			return []want{{code: DirSize, ino: dir}}
+			return []want{{code: DirSize, ino: dir, path: "/dir/sub"}}
 		}},
 		{"seq behind the indexes", func(s *surgeon) []want {
 			s.inode(root, func(in *format.InodeItem) { in.Seq = 3 })
@@ -682,7 +683,8 @@ func TestFSCheckData(t *testing.T) {
 		t.Fatalf("problems: %v", rep.Problems)
 	}
 	p := rep.Problems[0]
-	if p.Code != DataCopyBad || p.Pass != PassData || p.Logical != l+4096 || p.DevID != tg.DevID || p.Offset != tg.Physical || !p.CopyIs(1) || p.Device != d.Name() {
+	if p.Code != DataCopyBad || p.Pass != PassData || p.Logical != l+4096 || p.DevID != tg.DevID || p.Offset != tg.Physical || !p.CopyIs(1) || p.Device != d.Name() ||
+		p.Path != "/mid" || p.Ino != s.ino("/mid") {
 		t.Fatalf("got %v (%+v), want copy 1 at devid %d offset %d", p, p, tg.DevID, tg.Physical)
 	}
 }
