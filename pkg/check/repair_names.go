@@ -4,8 +4,9 @@ package check
 // directory, keyed by name hash; DIR_INDEX in the directory, keyed by its
 // index; INODE_REF in the child). A fix completes a triple from the halves
 // that exist, removes the halves of a name whose inode does not exist, and
-// gives an inode with no name one under /lost+found. Counts (sizes, link
-// counts) are left to the next round's check, which recomputes them.
+// gives an inode with no name one under /lost+found. The link counts and
+// sizes of the inodes a fix touched are recounted before the commit, so a
+// crash between two repair transactions leaves no problem the repair made.
 
 import (
 	"errors"
@@ -22,12 +23,22 @@ const maxDirScan = 1 << 20
 // lostFound is the directory orphans are reconnected under.
 const lostFound = "lost+found"
 
+// isNameFix tells the fixes that add or remove names or inodes.
+func isNameFix(c Code) bool {
+	switch c {
+	case EntryDangling, EntryNoRef, IndexNoItem, RefNoIndex, RefNoDir, Orphan, InodeMissing, RootMissing:
+		return true
+	}
+	return false
+}
+
 func (f *fixer) fixNames(p Problem) error {
 	x := p.fix
 	if x == nil {
 		return nil
 	}
 	child := x.want
+	f.settle[x.dir], f.settle[child] = true, true
 	switch p.Code {
 	case EntryDangling:
 		if f.recreated[child] {
@@ -35,6 +46,7 @@ func (f *fixer) fixNames(p Problem) error {
 		}
 		return f.dropName(x.dir, x.index, x.name, child)
 	case InodeMissing:
+		f.settle[p.Ino] = true
 		return f.recreateInode(p.Ino)
 	case RootMissing:
 		if f.recreated[format.RootDirIno] {
@@ -65,8 +77,16 @@ func (f *fixer) fixNames(p Problem) error {
 		}
 		return f.completeName(x.dir, x.index, x.name, child, t)
 	case RefNoDir:
-		return f.dropRef(child, x.dir, x.name)
+		if err := f.dropRef(child, x.dir, x.name); err != nil {
+			return err
+		}
+		// Its last name gone, the inode needs one in /lost+found.
+		if n, err := f.names(child); err != nil || n > 0 {
+			return err
+		}
+		return f.reconnect(child)
 	case Orphan:
+		f.settle[p.Ino] = true
 		if f.touched[p.Ino] {
 			return nil // a name of it is being restored this round
 		}
@@ -268,13 +288,8 @@ func (f *fixer) reconnect(ino uint64) error {
 		return err
 	}
 	name := fmt.Sprintf("#%d", ino)
-	if err := f.completeName(lf, noIndex, name, ino, in.FileType()); err != nil {
-		return err
-	}
-	if in.FileType() != format.FileTypeDir {
-		return f.inode(ino, func(in *format.InodeItem) { in.Nlink = 1 })
-	}
-	return nil
+	f.settle[lf], f.settle[ino] = true, true
+	return f.completeName(lf, noIndex, name, ino, in.FileType())
 }
 
 // lostFound returns /lost+found, creating it (mode 0700, as mke2fs makes
@@ -321,12 +336,69 @@ func (f *fixer) lostFound() (uint64, error) {
 	if err := f.completeName(format.RootDirIno, noIndex, lostFound, ino, format.FileTypeDir); err != nil {
 		return 0, err
 	}
-	// The root gains an entry and a subdirectory.
-	if err := f.inode(format.RootDirIno, func(in *format.InodeItem) { in.Size++; in.Nlink++ }); err != nil {
-		return 0, err
-	}
 	f.lf = ino
+	f.settle[ino], f.settle[format.RootDirIno] = true, true
 	return ino, nil
+}
+
+// names counts the names of ino (all its INODE_REF entries).
+func (f *fixer) names(ino uint64) (uint64, error) {
+	var n uint64
+	err := f.tree(format.FSTree).Scan(inodeRefKey(ino, 0), format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
+		if refs, err := format.UnmarshalInodeRefs(it.Data); err == nil {
+			n += uint64(len(refs))
+		}
+		return n < maxDirScan, nil
+	})
+	return n, err
+}
+
+// settleAll recounts the inodes the name fixes touched: a directory's
+// size (its DIR_INDEX entries) and nlink (2 + subdirectories), another
+// inode's nlink (its names, when it has any).
+func (f *fixer) settleAll() error {
+	for ino := range f.settle {
+		if ino == 0 {
+			continue
+		}
+		in, err := f.getInode(ino)
+		if err != nil || in == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if in.FileType() != format.FileTypeDir {
+			n, err := f.names(ino)
+			if err != nil {
+				return err
+			}
+			if n > 0 && uint64(in.Nlink) != n {
+				if err := f.inode(ino, func(in *format.InodeItem) { in.Nlink = uint32(n) }); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		var entries, subdirs uint64
+		err = f.tree(format.FSTree).Scan(dirIndexKey(ino, 0), dirIndexKey(ino, noIndex), func(it format.Item) (bool, error) {
+			entries++
+			if e, err := format.UnmarshalDirEntry(it.Data); err == nil && e.Type == format.FileTypeDir {
+				subdirs++
+			}
+			return entries < maxDirScan, nil
+		})
+		if err != nil {
+			return err
+		}
+		if in.Size != entries || uint64(in.Nlink) != 2+subdirs {
+			if err := f.inode(ino, func(in *format.InodeItem) { in.Size, in.Nlink = entries, uint32(2+subdirs) }); err != nil {
+				return err
+			}
+		}
+	}
+	clear(f.settle)
+	return nil
 }
 
 // maxInodeItems bounds the items read to rebuild one inode item.

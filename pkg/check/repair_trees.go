@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
@@ -21,6 +22,10 @@ type fixer struct {
 	opt Options
 	// touched: inodes a name is restored to this round (not orphans).
 	touched map[uint64]bool
+	// settle: inodes whose names or entries a fix changed; their link
+	// counts and directory sizes are recounted before the commit, so
+	// every commit is a state with no problem the repair made.
+	settle map[uint64]bool
 	// recreated: inodes whose missing inode item this round makes anew
 	// (their names stay).
 	recreated map[uint64]bool
@@ -32,7 +37,7 @@ type fixer struct {
 // commit rewrites every superblock copy of every device, so superblock
 // problems need a commit and nothing more.
 func fixTrees(st *store.FS, todo []Problem, opt Options) error {
-	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}}
+	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}, settle: map[uint64]bool{}}
 	var devs []Problem
 	for _, p := range todo {
 		switch p.Code {
@@ -56,6 +61,9 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 			}
 		}
 	}
+	// Values first (absolute, as checked), then the name fixes, whose
+	// inodes are recounted before each commit.
+	sort.SliceStable(todo, func(i, j int) bool { return !isNameFix(todo[i].Code) && isNameFix(todo[j].Code) })
 	for _, p := range todo {
 		if err := f.fix(p); err != nil {
 			// A fix that cannot read what it changes drops the whole
@@ -64,6 +72,10 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 			return nil
 		}
 		if f.tx.DirtyNodes() > maxDirtyNodes {
+			if err := f.settleAll(); err != nil {
+				f.tx.Abort()
+				return nil
+			}
 			if err := f.commit(); err != nil {
 				return err
 			}
@@ -71,6 +83,10 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 				return err
 			}
 		}
+	}
+	if err := f.settleAll(); err != nil {
+		f.tx.Abort()
+		return nil
 	}
 	if err := f.commit(); err != nil {
 		return err
@@ -137,20 +153,25 @@ func (f *fixer) fix(p Problem) error {
 		if x.want != 0 {
 			return nil // several entries: the stale ones are dropped first
 		}
-		// No entry: the extent is no longer offered for sharing. The
-		// data stays; only future writes miss this block.
-		return f.item(format.ExtentTree, x.key, func(b []byte) ([]byte, error) {
-			e, err := format.UnmarshalExtentItem(b)
-			if err != nil {
-				return nil, err
-			}
-			e.Flags &^= format.ExtentFlagDeduped
-			return format.MarshalExtentItem(e), nil
-		})
+		return f.unmarkDeduped(x.key.ObjectID)
 	case MetaLeaked:
-		return f.del(format.ExtentTree, x.key)
-	case DedupeItemBad, DedupeStale, DedupePrefix, DedupeLength, DedupeHash:
+		if err := f.del(format.ExtentTree, x.key); err != nil {
+			return err
+		}
+		// Its block group's usage, set as checked above, drops with it.
+		for _, bg := range f.st.BlockGroups() {
+			if bg.Chunk.Logical <= p.Logical && p.Logical < bg.Chunk.End() {
+				bg.Used -= min(bg.Used, uint64(f.st.Super().NodeSize))
+			}
+		}
+		return nil
+	case DedupeStale:
 		return f.del(format.DedupeTree, x.key)
+	case DedupeItemBad, DedupePrefix, DedupeLength, DedupeHash:
+		if err := f.del(format.DedupeTree, x.key); err != nil {
+			return err
+		}
+		return f.unmarkDeduped(x.key.Offset)
 	case DiscardBad:
 		return f.del(format.DiscardTree, x.key)
 	case CsumOrphan:
@@ -265,5 +286,27 @@ func (f *fixer) entryType(x *fixData) error {
 			}
 		}
 		return es
+	})
+}
+
+// unmarkDeduped clears the indexed mark of the data extent at logical
+// once its index entry is gone: the extent is no longer offered for
+// sharing. The data stays; only future writes miss this block.
+func (f *fixer) unmarkDeduped(logical uint64) error {
+	var k format.Key
+	err := f.tree(format.ExtentTree).Scan(format.Key{ObjectID: logical, Type: format.ExtentItemKey}, format.Key{ObjectID: logical, Type: format.ExtentItemKey + 1}, func(it format.Item) (bool, error) {
+		k = it.Key
+		return false, nil
+	})
+	if err != nil || k.ObjectID != logical {
+		return err
+	}
+	return f.item(format.ExtentTree, k, func(b []byte) ([]byte, error) {
+		e, err := format.UnmarshalExtentItem(b)
+		if err != nil {
+			return nil, err
+		}
+		e.Flags &^= format.ExtentFlagDeduped
+		return format.MarshalExtentItem(e), nil
 	})
 }
