@@ -98,6 +98,10 @@ type Report struct {
 	// TreeNodes counts the nodes of each tree.
 	TreeNodes map[string]int `json:"tree_nodes"`
 	Problems  []Problem      `json:"problems"`
+	// RestoredFrom is the generation of the backup root set a repair
+	// put in place of roots that did not read (0: none); the
+	// generations after it are lost.
+	RestoredFrom uint64 `json:"restored_from,omitempty"`
 	// Incomplete names the trees with a node no copy of which could be
 	// read: the cross-checks over them are unreliable, so repair then
 	// makes only the fixes that do not depend on them.

@@ -79,6 +79,9 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		// Every copy is bad: its subtree cannot be checked, and what the
 		// cross-checks conclude about this tree is unreliable.
 		c.rep.markIncomplete(tree)
+		if isRoot {
+			c.add(Problem{Code: TreeRootBad, Tree: tree, Logical: logical, Message: "no copy of the root node reads"})
+		}
 		return
 	}
 	problem := func(code Code, msg string, args ...any) {

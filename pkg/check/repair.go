@@ -83,6 +83,7 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	all := []Problem{}
 	index := map[problemID]int{}
 	var last *Report
+	var restored uint64
 	for round := 0; ; round++ {
 		if err := opt.cancelled(); err != nil {
 			return nil, err
@@ -103,6 +104,18 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 				index[p.id()] = len(all)
 				all = append(all, p)
 				same = false
+			}
+		}
+		if opt.Mode == ModeRepair && restored == 0 && hasCode(rep.Problems, TreeRootBad) {
+			vol.Close()
+			if restored, err = restoreBackupRoots(open, opt); err != nil {
+				return nil, fmt.Errorf("repair: %w", err)
+			}
+			if restored != 0 {
+				continue // check the restored roots
+			}
+			if vol, err = open(); err != nil {
+				return nil, err
 			}
 		}
 		todo := opt.fixable(rep.Problems, len(rep.Incomplete) > 0)
@@ -127,7 +140,17 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 		all[i].Fixed = !left[all[i].id()]
 	}
 	last.Problems = all
+	last.RestoredFrom = restored
 	return last, nil
+}
+
+func hasCode(ps []Problem, c Code) bool {
+	for _, p := range ps {
+		if p.Code == c {
+			return true
+		}
+	}
+	return false
 }
 
 // fixable returns the problems the mode repairs. Over incomplete trees

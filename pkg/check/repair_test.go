@@ -231,3 +231,51 @@ func TestRepairCancelled(t *testing.T) {
 		t.Fatalf("after a cancelled repair: %v", rep.Problems)
 	}
 }
+
+// TestRepairBackupRoots: with no copy of the fs tree's root readable, -y
+// puts back the newest backup root set that checks clean, reports its
+// generation, and the files are those of that generation.
+func TestRepairBackupRoots(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	want := contents(t, devs)
+	gen := f.Store().Super().Generation
+	in, err := f.Create("/late", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.WriteAt(in, pattern(9000, 3), 0))
+	must(t, f.Sync())
+	sb := f.Store().Super()
+	root := sb.Roots.Root(format.FSTree)
+	targets, err := f.Store().Vol.Locate(root.Logical)
+	must(t, err)
+	for _, tg := range targets {
+		flip(devs[tg.DevID-1], int64(tg.Physical)+200)
+	}
+	if rep := fsckDevs(t, devs, Options{}); !hasCode(rep.Problems, TreeRootBad) {
+		t.Fatalf("not reported: %v", rep.Problems)
+	}
+	if rep := repairDevs(t, devs, ModePreen); rep.RestoredFrom != 0 || !hasCode(rep.Problems, TreeRootBad) {
+		t.Fatalf("-p restored roots: %d %v", rep.RestoredFrom, rep.Problems)
+	}
+	rep := repairDevs(t, devs, ModeRepair)
+	if rep.RestoredFrom != gen {
+		t.Fatalf("restored generation %d, want %d: %v", rep.RestoredFrom, gen, rep.Problems)
+	}
+	for _, p := range rep.Problems {
+		if !p.Fixed {
+			t.Errorf("left: %v", p)
+		}
+	}
+	if after := fsckDevs(t, devs, Options{CheckData: true}); len(after.Problems) != 0 {
+		t.Fatalf("after -y: %v", after.Problems)
+	}
+	got := contents(t, devs)
+	if len(got) != len(want) {
+		t.Fatalf("%d files, want the %d of generation %d", len(got), len(want), gen)
+	}
+	for ino, sum := range want {
+		if got[ino] != sum {
+			t.Errorf("inode %d differs from generation %d", ino, gen)
+		}
+	}
+}
