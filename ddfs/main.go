@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"tar-out": {"write an image tree as a tar archive to stdout", cmdTarOut},
 	"prop":    {"get or set properties: dedupe, compression, alloc-policy, discard", cmdProp},
 	"device":  {"device usage, set properties, add a device", cmdDevice},
+	"inspect": {"dump-super, dump-tree, map, inode: on-disk structures (as btrfs inspect-internal)", cmdInspect},
 }
 
 func main() {

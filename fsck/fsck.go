@@ -179,6 +179,9 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "%s\n", p)
 	}
+	if rep.RestoredFrom != 0 {
+		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
+	}
 	fixed, left := 0, rep.Errors()
 	for _, p := range rep.Problems {
 		if p.Fixed {

@@ -16,6 +16,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -220,7 +221,14 @@ func newSurgeon(t *testing.T, base []*device.MemDevice) *surgeon {
 	return s
 }
 
-func (s *surgeon) ino(p string) uint64 { s.t.Helper(); return resolve(s.t, s.f, p).Ino }
+// ino finds the inode of path p as the damaged-image generator does
+// (pkg/inspect), in the committed state.
+func (s *surgeon) ino(p string) uint64 {
+	s.t.Helper()
+	ino, err := inspect.Lookup(s.st.Tree(format.FSTree), p)
+	must(s.t, err)
+	return ino
+}
 
 func (s *surgeon) tree(id format.TreeID) *btree.Tree { return s.tx.Tree(id) }
 
@@ -275,13 +283,14 @@ func (s *surgeon) extents(ino uint64) []format.Item {
 	return s.items(format.FSTree, format.Key{ObjectID: ino, Type: format.FileExtentKey}, format.Key{ObjectID: ino, Type: format.FileExtentKey + 1})
 }
 
-// diskExtent is the data extent of ino's first regular extent.
+// diskExtent is the data extent of ino's first regular extent (found
+// with pkg/inspect, in the committed state).
 func (s *surgeon) diskExtent(ino uint64) (logical, length uint64) {
 	s.t.Helper()
-	for _, it := range s.extents(ino) {
-		x, err := format.UnmarshalFileExtentItem(it.Data)
-		must(s.t, err)
-		if x.DiskLogical != 0 {
+	d, err := inspect.Inode(s.st, ino)
+	must(s.t, err)
+	for _, e := range d.Extents {
+		if x := e.Item; x.Type != format.FileExtentInline && x.DiskLogical != 0 {
 			return x.DiskLogical, x.DiskLen
 		}
 	}
