@@ -6,7 +6,7 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -75,6 +75,10 @@ demo: build
 # Rebuild the frozen images under testimages/ (only when the format gains a version).
 testimages: build
 	$(GO) run ./testimages/gen
+
+# Rewrite the damaged-image corpus and its golden codes (review the diff).
+damaged: build
+	$(GO) run ./testimages/damaged/gen
 
 clean:
 	rm -rf $(BIN) demo

@@ -179,6 +179,10 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "%s\n", p)
 	}
+	if len(rep.Incomplete) > 0 {
+		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree incomplete (a node no copy of which reads): %d conclusions about counts and references withheld\n",
+			image, strings.Join(rep.Incomplete, ", "), rep.Withheld)
+	}
 	if rep.RestoredFrom != 0 {
 		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
 	}

@@ -106,6 +106,36 @@ type Report struct {
 	// read: the cross-checks over them are unreliable, so repair then
 	// makes only the fixes that do not depend on them.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Withheld counts the cross-check conclusions not reported because
+	// of an incomplete tree.
+	Withheld int `json:"withheld,omitempty"`
+}
+
+// crossChecks are the codes concluded from whole trees (counts, links,
+// references, coverage): over a tree with an unreadable node they may
+// only reflect the unread part, so they are withheld.
+var crossChecks = map[Code]bool{
+	MetaLeaked: true, BGUsed: true, DevBytesUsed: true, DevCount: true, DevNoItem: true,
+	ExtentUnreferenced: true, ExtentRefs: true, FileExtentNoItem: true, CsumOrphan: true, CsumMissing: true,
+	Orphan: true, RootMissing: true, InodeMissing: true, Nlink: true, DirNlink: true, DirSize: true, NBytes: true,
+	EntryDangling: true, EntryNoRef: true, IndexNoItem: true, RefNoDir: true, RefNoIndex: true, RefIndexOther: true,
+	EntryMismatch: true, EntryType: true, DirLoop: true, DirNames: true, DedupeStale: true, DedupeEntries: true,
+}
+
+// withhold drops the cross-check problems when a tree is incomplete.
+func (c *checker) withhold() {
+	if len(c.rep.Incomplete) == 0 {
+		return
+	}
+	kept := c.rep.Problems[:0]
+	for _, p := range c.rep.Problems {
+		if crossChecks[p.Code] {
+			c.rep.Withheld++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	c.rep.Problems = kept
 }
 
 func (r *Report) markIncomplete(tree string) {
@@ -202,6 +232,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.checkExtents()
 	c.checkFS()
 	c.checkDedupe()
+	c.withhold()
 	c.setPaths()
 	c.rep.Devices = len(vol.Devices())
 	items := make([]*format.DevItem, 0, len(c.devItems))

@@ -137,7 +137,7 @@ var (
 	BGOrphan           = def("BG_ORPHAN", PassExtent, FixNone, "a block group item has no chunk")
 	DataExtentAlign    = def("DATA_EXTENT_ALIGN", PassExtent, FixNone, "a data extent is not whole sectors")
 	DataExtentChunk    = def("DATA_EXTENT_CHUNK", PassExtent, FixNone, "a data extent lies in a chunk that is not a data chunk")
-	ExtentUnreferenced = def("EXTENT_UNREFERENCED", PassExtent, FixNone, "no file extent points at a data extent (leaked space)")
+	ExtentUnreferenced = def("EXTENT_UNREFERENCED", PassExtent, FixRepair, "no file extent points at a data extent (leaked space; -y frees it)")
 	ExtentRefs         = def("EXTENT_REFS", PassExtent, FixPreen, "a data extent's reference count differs from the file extents that point at it")
 	ExtentReadAs       = def("EXTENT_READ_AS", PassExtent, FixNone, "a file extent reads a data extent with another compression or size")
 	FileExtentNoItem   = def("FILE_EXTENT_NO_ITEM", PassExtent, FixNone, "a file extent points at a data extent with no extent item")
@@ -145,10 +145,10 @@ var (
 
 // Checksums.
 var (
-	CsumItemBad = def("CSUM_ITEM_BAD", PassCsum, FixNone, "a csum tree item is malformed (key, length, alignment)")
+	CsumItemBad = def("CSUM_ITEM_BAD", PassCsum, FixRepair, "a csum tree item is malformed (key, length, alignment)")
 	CsumOverlap = def("CSUM_OVERLAP", PassCsum, FixNone, "checksum items overlap")
 	CsumOrphan  = def("CSUM_ORPHAN", PassCsum, FixPreen, "checksums for space outside every data extent (freed space)")
-	CsumMissing = def("CSUM_MISSING", PassCsum, FixNone, "sectors of a data extent have no checksum")
+	CsumMissing = def("CSUM_MISSING", PassCsum, FixRepair, "sectors of a data extent have no checksum (-y sums the data as it reads now)")
 )
 
 // Data (--check-data).
@@ -159,13 +159,13 @@ var (
 // The namespace and file layout (fs tree).
 var (
 	InoReserved      = def("INO_RESERVED", PassFS, FixNone, "an fs tree item uses a reserved object id")
-	FSItemBad        = def("FS_ITEM_BAD", PassFS, FixNone, "an fs tree item does not decode")
+	FSItemBad        = def("FS_ITEM_BAD", PassFS, FixRepair, "an fs tree item does not decode (-y drops it; what it held is rebuilt from the rest where possible)")
 	InodeKeyOffset   = def("INODE_KEY_OFFSET", PassFS, FixNone, "an inode item's key offset is not 0")
 	RootNotDir       = def("ROOT_NOT_DIR", PassFS, FixNone, "the root inode is not a directory")
 	RootHasName      = def("ROOT_HAS_NAME", PassFS, FixNone, "the root directory has a name")
 	RefSelfParent    = def("REF_SELF_PARENT", PassFS, FixNone, "an INODE_REF names the inode as its own parent")
-	XattrHash        = def("XATTR_HASH", PassFS, FixNone, "an xattr is under a key that is not its name hash")
-	DirItemHash      = def("DIR_ITEM_HASH", PassFS, FixNone, "a DIR_ITEM entry is under a key that is not its name hash")
+	XattrHash        = def("XATTR_HASH", PassFS, FixPreen, "an xattr is under a key that is not its name hash")
+	DirItemHash      = def("DIR_ITEM_HASH", PassFS, FixPreen, "a DIR_ITEM entry is under a key that is not its name hash")
 	DirIndexRange    = def("DIR_INDEX_RANGE", PassFS, FixNone, "a DIR_INDEX is outside [2, the directory's seq)")
 	DirEntrySelf     = def("DIR_ENTRY_SELF", PassFS, FixNone, "a directory entry names its own directory")
 	NotDirEntries    = def("NOT_DIR_ENTRIES", PassFS, FixNone, "an inode that is no directory has directory entries")
@@ -174,10 +174,10 @@ var (
 	FileExtentOvlp   = def("FILE_EXTENT_OVERLAP", PassFS, FixNone, "a file extent overlaps the previous one")
 	InlineNotOnly    = def("INLINE_NOT_ONLY", PassFS, FixNone, "an extent follows an inline extent")
 	InlineOffset     = def("INLINE_OFFSET", PassFS, FixNone, "an inline extent is not at offset 0")
-	ExtentBeyondSize = def("EXTENT_BEYOND_SIZE", PassFS, FixNone, "a file extent lies wholly beyond the file size")
+	ExtentBeyondSize = def("EXTENT_BEYOND_SIZE", PassFS, FixRepair, "a file extent lies wholly beyond the file size (-y grows the size over it)")
 	CompressFeature  = def("COMPRESS_FEATURE", PassFS, FixNone, "a compressed extent without the compression feature")
 	FileExtentAlign  = def("FILE_EXTENT_ALIGN", PassFS, FixNone, "a file extent points at partial sectors")
-	PropItem         = def("PROP_ITEM", PassFS, FixNone, "a PROP_ITEM (reserved)")
+	PropItem         = def("PROP_ITEM", PassFS, FixRepair, "a PROP_ITEM (reserved)")
 	FSItemType       = def("FS_ITEM_TYPE", PassFS, FixNone, "an item of a type the fs tree does not hold")
 	InodeMissing     = def("INODE_MISSING", PassFS, FixRepair, "items of an inode without its inode item (a new inode item is made from them)")
 	RootMissing      = def("ROOT_MISSING", PassFS, FixRepair, "the root directory has no inode item")
@@ -189,7 +189,7 @@ var (
 	DirSeq           = def("DIR_SEQ", PassFS, FixNone, "a directory's seq is below 2")
 	SpecialSize      = def("SPECIAL_SIZE", PassFS, FixPreen, "a directory-less, file-less inode (device, fifo, socket) has a size")
 	Rdev             = def("RDEV", PassFS, FixPreen, "an inode that is no device has a device number")
-	InodeFlags       = def("INODE_FLAGS", PassFS, FixNone, "an inode has unknown flags")
+	InodeFlags       = def("INODE_FLAGS", PassFS, FixRepair, "an inode has unknown flags (-y clears them)")
 	NBytes           = def("NBYTES", PassFS, FixPreen, "an inode's nbytes differs from its extents")
 	DirLoop          = def("DIR_LOOP", PassFS, FixNone, "directories are each other's ancestors")
 	EntryDangling    = def("ENTRY_DANGLING", PassFS, FixRepair, "a directory entry names an inode that does not exist")

@@ -49,6 +49,9 @@ type fsState struct {
 	refs      map[extentID]extentUse // file extent items per (disk_logical, disk_len)
 	csums     []span                 // logical ranges of the csum items
 	lastCsum  uint64                 // end of the previous csum item
+	// extentLost: a file extent item did not decode, so the reference
+	// counts miss what it points at (their problems get no fix).
+	extentLost bool
 }
 
 // inodeState is what the items of the current inode add up to.
@@ -198,7 +201,7 @@ func (c *checker) fsItem(it format.Item) {
 		cur.orphaned++
 	}
 	bad := func(err error) {
-		c.fsProblem(FSItemBad, cur.ino, "item %v: %s", k, errString(err))
+		c.fsFix(FSItemBad, cur.ino, &fixData{key: k}, "item %v: %s", k, errString(err))
 	}
 	switch k.Type {
 	case format.InodeItemKey:
@@ -244,7 +247,7 @@ func (c *checker) fsItem(it format.Item) {
 		}
 		for _, x := range xs {
 			if h := format.NameHash([]byte(x.Name)); h != k.Offset {
-				c.fsProblem(XattrHash, cur.ino, "xattr %q is under key offset %#x, its name hash is %#x", x.Name, k.Offset, h)
+				c.fsFix(XattrHash, cur.ino, &fixData{key: k, name: x.Name}, "xattr %q is under key offset %#x, its name hash is %#x", x.Name, k.Offset, h)
 			}
 		}
 	case format.DirItemKey:
@@ -256,7 +259,7 @@ func (c *checker) fsItem(it format.Item) {
 		c.dirEntries(cur)
 		for _, e := range es {
 			if h := format.NameHash([]byte(e.Name)); h != k.Offset {
-				c.fsProblem(DirItemHash, cur.ino, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
+				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: e.Name, want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
 			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
@@ -286,12 +289,13 @@ func (c *checker) fsItem(it format.Item) {
 		x, err := format.UnmarshalFileExtentItem(it.Data)
 		if err != nil {
 			cur.extentLost = true
+			s.extentLost = true
 			bad(err)
 			return
 		}
 		c.fileExtent(cur, k.Offset, x)
 	case format.PropItemKey:
-		c.fsProblem(PropItem, cur.ino, "PROP_ITEM %v (reserved: version 1 writes none)", k)
+		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
 	default:
 		c.fsProblem(FSItemType, cur.ino, "item %v of a type the fs tree does not hold", k)
 	}
@@ -335,7 +339,7 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	}
 	if in := cur.item; in != nil {
 		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsProblem(ExtentBeyondSize, cur.ino, "extent at %d lies wholly beyond the size %d", off, in.Size)
+			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end}, "extent at %d lies wholly beyond the size %d", off, in.Size)
 		}
 	}
 	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
@@ -417,7 +421,7 @@ func (c *checker) finishInode() {
 		c.fsFix(Rdev, cur.ino, &fixData{}, "a %v with device number %#x, want 0", t, in.Rdev)
 	}
 	if in.Flags&^format.KnownInodeFlags != 0 {
-		c.fsProblem(InodeFlags, cur.ino, "unknown flags %#x", in.Flags)
+		c.fsFix(InodeFlags, cur.ino, &fixData{}, "unknown flags %#x", in.Flags)
 	}
 	if !cur.extentLost && in.NBytes != cur.nbytes {
 		c.fsFix(NBytes, cur.ino, &fixData{want: cur.nbytes}, "nbytes %d, its extents hold %d", in.NBytes, cur.nbytes)
@@ -429,7 +433,7 @@ func (c *checker) csumItem(it format.Item) {
 	s := &c.fs
 	k := it.Key
 	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
-	p := Problem{Code: CsumItemBad, Tree: format.CsumTree.String(), Logical: k.Offset}
+	p := Problem{Code: CsumItemBad, Tree: format.CsumTree.String(), Logical: k.Offset, fix: &fixData{key: k}}
 	switch {
 	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
 		p.Message = fmt.Sprintf("item %v is no checksum item", k)
@@ -566,6 +570,16 @@ func (c *checker) checkLoops() {
 	}
 }
 
+// refFix is f, or nil when a file extent item did not decode: then the
+// counted references may miss it, and freeing an "unreferenced" extent
+// or lowering a count could lose a file's data.
+func (s *fsState) refFix(f *fixData) *fixData {
+	if s.extentLost {
+		return nil
+	}
+	return f
+}
+
 // checkRefs compares every data extent's reference count with the file
 // extent items that point at it, and returns the extents that regular
 // file extents use (they need checksums).
@@ -585,11 +599,12 @@ func (c *checker) checkRefs() (need []span) {
 		u, ok := s.refs[e.extentID]
 		switch {
 		case !ok:
+			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
 			c.add(p)
 		case u.n != e.refs:
 			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
-			p.fix = &fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}}
+			p.fix = s.refFix(&fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			c.add(p)
 		case u.compression != e.compression || u.ram != e.ram || u.mismatch != "":
 			// A file extent that reads the extent as something else
@@ -637,7 +652,7 @@ func (c *checker) checkCsums(need []span) {
 		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
 	})
 	uncovered(need, union(s.csums), func(x span, a, b uint64) {
-		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
+		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
 	})
 }
 

@@ -63,7 +63,7 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 	}
 	// Values first (absolute, as checked), then the name fixes, whose
 	// inodes are recounted before each commit.
-	sort.SliceStable(todo, func(i, j int) bool { return !isNameFix(todo[i].Code) && isNameFix(todo[j].Code) })
+	sort.SliceStable(todo, func(i, j int) bool { return fixOrder(todo[i].Code) < fixOrder(todo[j].Code) })
 	for _, p := range todo {
 		if err := f.fix(p); err != nil {
 			// A fix that cannot read what it changes drops the whole
@@ -127,6 +127,9 @@ func (f *fixer) tree(id format.TreeID) *btree.Tree { return f.tx.Tree(id) }
 // fix applies the fix of one problem to the running transaction.
 func (f *fixer) fix(p Problem) error {
 	x := p.fix
+	if x == nil {
+		return nil // superblocks (any commit rewrites them) or not fixable here
+	}
 	switch p.Code {
 	case Nlink, DirNlink:
 		return f.inode(p.Ino, func(in *format.InodeItem) { in.Nlink = uint32(x.want) })
@@ -173,11 +176,62 @@ func (f *fixer) fix(p Problem) error {
 		}
 		return f.unmarkDeduped(x.key.Offset)
 	case DiscardBad:
+		if x.key.Type == format.DiscardItemKey {
+			return nil // the store drops a record that fits no chunk at commit
+		}
 		return f.del(format.DiscardTree, x.key)
 	case CsumOrphan:
 		return f.dropCsums(p.Logical, x.end)
+	case CsumItemBad, PropItem:
+		return f.del(tree(p.Code), x.key)
+	case CsumMissing:
+		return f.sumData(x.index, x.end)
+	case ExtentUnreferenced:
+		return f.dropExtent(x.key)
+	case InodeFlags:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
+	case ExtentBeyondSize:
+		return f.inode(p.Ino, func(in *format.InodeItem) {
+			if in.FileType() == format.FileTypeRegular { // a fifo's extents are the problem
+				in.Size = max(in.Size, x.want)
+			}
+		})
+	case FSItemBad:
+		if x.key.Type == format.FileExtentKey {
+			return nil // it maps file data: dropping it would lose the data
+		}
+		// What it held is lost either way; without it the next round
+		// rebuilds the rest (an inode item, a DIR_ITEM from its
+		// DIR_INDEX, a name in lost+found).
+		return f.del(format.FSTree, x.key)
+	case XattrHash:
+		return f.rekeyXattr(p.Ino, x.key, x.name)
+	case DirItemHash:
+		return f.rekeyDirItem(p.Ino, x.key, x.name, x.want)
 	}
 	return f.fixNames(p)
+}
+
+func tree(c Code) format.TreeID {
+	if c == CsumItemBad {
+		return format.CsumTree
+	}
+	return format.FSTree
+}
+
+// fixOrder runs deletions of bad items before the value fixes, those
+// before the name fixes, and new checksums last (a bad item may sit at
+// the key they take).
+func fixOrder(c Code) int {
+	switch {
+	case c == CsumItemBad || c == FSItemBad:
+		return 0
+	case c == CsumMissing:
+		return 3
+	case isNameFix(c):
+		return 2
+	}
+	return 1
 }
 
 // inode changes the inode item of ino.
