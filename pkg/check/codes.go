@@ -210,6 +210,6 @@ var (
 	DedupePrefix  = def("DEDUPE_PREFIX", PassDedupe, FixPreen, "an index entry's hash prefix differs from its extent")
 	DedupeLength  = def("DEDUPE_LENGTH", PassDedupe, FixPreen, "an index entry's length does not fit its extent")
 	DedupeHash    = def("DEDUPE_HASH", PassDedupe, FixPreen, "an extent's data no longer hashes to its index entry (the entry is dropped)")
-	DedupeEntries = def("DEDUPE_ENTRIES", PassDedupe, FixPreen, "an extent marked as indexed has not exactly one index entry (with none, the mark is cleared)")
+	DedupeEntries = def("DEDUPE_ENTRIES", PassDedupe, FixPreen, "an extent marked as indexed has not exactly one index entry (with none, the entry is rebuilt from the extent's data, or the mark cleared if the data no longer matches)")
 	DiscardBad    = def("DISCARD_BAD", PassDisc, FixPreen, "a discard record is not a range inside one chunk")
 )

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/codec"
 	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/store"
 )
@@ -156,7 +157,7 @@ func (f *fixer) fix(p Problem) error {
 		if x.want != 0 {
 			return nil // several entries: the stale ones are dropped first
 		}
-		return f.unmarkDeduped(x.key.ObjectID)
+		return f.reindex(x.key.ObjectID)
 	case MetaLeaked:
 		if err := f.del(format.ExtentTree, x.key); err != nil {
 			return err
@@ -174,7 +175,7 @@ func (f *fixer) fix(p Problem) error {
 		if err := f.del(format.DedupeTree, x.key); err != nil {
 			return err
 		}
-		return f.unmarkDeduped(x.key.Offset)
+		return f.reindex(x.key.Offset)
 	case DiscardBad:
 		if x.key.Type == format.DiscardItemKey {
 			return nil // the store drops a record that fits no chunk at commit
@@ -343,17 +344,25 @@ func (f *fixer) entryType(x *fixData) error {
 	})
 }
 
-// unmarkDeduped clears the indexed mark of the data extent at logical
-// once its index entry is gone: the extent is no longer offered for
-// sharing. The data stays; only future writes miss this block.
-func (f *fixer) unmarkDeduped(logical uint64) error {
+// reindex rebuilds the dedupe index entry of the data extent at logical
+// from the extent (its data hashed as fsys hashes a block); when the data
+// no longer hashes to the extent's prefix (changed since, or unreadable)
+// the extent loses its indexed mark instead: it is no longer offered for
+// sharing, and only future writes miss this block.
+func (f *fixer) reindex(logical uint64) error {
 	var k format.Key
+	var e *format.ExtentItem
 	err := f.tree(format.ExtentTree).Scan(format.Key{ObjectID: logical, Type: format.ExtentItemKey}, format.Key{ObjectID: logical, Type: format.ExtentItemKey + 1}, func(it format.Item) (bool, error) {
 		k = it.Key
+		e, _ = format.UnmarshalExtentItem(it.Data)
 		return false, nil
 	})
-	if err != nil || k.ObjectID != logical {
+	if err != nil || e == nil || e.Flags&format.ExtentFlagDeduped == 0 {
 		return err
+	}
+	if d, ok := f.blockHash(k, e); ok {
+		key := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical}
+		return f.tree(format.DedupeTree).Put(key, format.MarshalDedupeItem(d))
 	}
 	return f.item(format.ExtentTree, k, func(b []byte) ([]byte, error) {
 		e, err := format.UnmarshalExtentItem(b)
@@ -363,4 +372,34 @@ func (f *fixer) unmarkDeduped(logical uint64) error {
 		e.Flags &^= format.ExtentFlagDeduped
 		return format.MarshalExtentItem(e), nil
 	})
+}
+
+// maxBlock bounds the data reindex reads (dedupe blocks are at most 8 MiB,
+// content-defined ones up to four times the block).
+const maxBlock = 32 << 20
+
+// blockHash hashes the extent's data with the hash whose prefix the
+// extent records.
+func (f *fixer) blockHash(k format.Key, e *format.ExtentItem) (*format.DedupeItem, bool) {
+	if k.Offset == 0 || k.Offset > maxBlock || e.RAMBytes > maxBlock {
+		return nil, false
+	}
+	disk := make([]byte, k.Offset)
+	if f.readAny(k.ObjectID, disk) != nil {
+		return nil, false
+	}
+	data := disk
+	if e.Compression != format.CompressNone {
+		var err error
+		if data, err = codec.Decompress(disk, e.Compression, e.RAMBytes); err != nil {
+			return nil, false
+		}
+	}
+	for _, algo := range []format.CsumType{format.CsumSHA256, format.CsumBLAKE3} {
+		h := format.DedupeHash(format.Checksum(algo, data))
+		if format.DedupeHashPrefix(h) == e.HashPrefix {
+			return &format.DedupeItem{Hash: h, Length: uint64(len(data)), HashAlgo: algo}, true
+		}
+	}
+	return nil, false
 }
