@@ -7,8 +7,8 @@ import (
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/codec"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/codec"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
