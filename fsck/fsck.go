@@ -111,6 +111,13 @@ func (o *options) pickMode() (check.Mode, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// runContext is run with the context SIGINT cancels.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
 	fl := cli.NewFlags("fsck.ddfs", "fsck.ddfs [options] DEVICE...\n\n"+help, examples, stdout)
 	o.addFlags(fl)
@@ -131,8 +138,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() == 0 {
 		return usage(stderr, "no device given")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], o.extra...), Wait: o.wait,
 		CheckData: o.checkData, Mode: mode, Context: ctx})
 	if err != nil {

@@ -229,6 +229,9 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	for id := format.TreeID(2); id <= format.NumTrees; id++ {
 		c.walk(id)
 	}
+	if err := c.opt.cancelled(); err != nil {
+		return nil, err
+	}
 	c.checkExtents()
 	c.checkFS()
 	c.checkDedupe()

@@ -471,7 +471,7 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 		return // reported by the coverage check
 	}
 	buf := make([]byte, min(n, batch)*ss)
-	for first := uint64(0); first < n; first += batch {
+	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
 		cnt := min(n-first, batch)
 		start := logical + first*ss
 		b := buf[:cnt*ss]

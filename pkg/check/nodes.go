@@ -25,6 +25,9 @@ func (c *checker) walk(id format.TreeID) {
 // visit checks every copy of one node, then its items or children.
 func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool) {
 	tree := id.String()
+	if c.opt.cancelled() != nil {
+		return // CheckVolume reports ErrCancelled
+	}
 	if other, dup := c.seen[logical]; dup {
 		c.add(Problem{Code: NodeTwice, Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
 		return
