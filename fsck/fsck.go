@@ -15,6 +15,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/progress"
 )
 
 // Exit codes of fsck(8); a run that corrects some errors and leaves
@@ -138,8 +139,16 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if fl.NArg() == 0 {
 		return usage(stderr, "no device given")
 	}
-	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], o.extra...), Wait: o.wait,
-		CheckData: o.checkData, Mode: mode, Context: ctx})
+	opt := check.Options{Extra: append(fl.Args()[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Mode: mode, Context: ctx}
+	var bar *progress.Status
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
+		bar = progress.NewStatus(f)
+		opt.Progress = bar.Update
+	}
+	rep, err := check.Check(fl.Args(), opt)
+	if bar != nil {
+		bar.Done()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fsck.ddfs: %s: %s\n", fl.Arg(0), strings.ReplaceAll(err.Error(), "\n", "; "))
 		if errors.Is(err, check.ErrCancelled) {

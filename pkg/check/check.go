@@ -173,6 +173,15 @@ type Options struct {
 	// Context cancels the check or repair between steps (nil: never);
 	// the error then matches ErrCancelled.
 	Context context.Context
+	// Progress, if set, is called as the check goes: the pass, what it
+	// has done and its total (0: unknown), in bytes when bytes is set.
+	Progress func(pass string, done, total uint64, bytes bool)
+}
+
+func (o Options) progress(pass string, done, total uint64, bytes bool) {
+	if o.Progress != nil {
+		o.Progress(pass, done, total, bytes)
+	}
 }
 
 type checker struct {
@@ -188,6 +197,7 @@ type checker struct {
 	extents   []format.Key // data extent keys, in order
 	fs        fsState      // the filesystem pass (fs.go)
 	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
+	dataRead  uint64       // bytes of data verified (--check-data), one copy
 }
 
 // Check checks the filesystem that specs belong to. The error is for

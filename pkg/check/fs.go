@@ -474,6 +474,8 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
 		cnt := min(n-first, batch)
 		start := logical + first*ss
+		c.dataRead += cnt * ss
+		c.opt.progress("data", c.dataRead, c.sb.BytesUsed, true)
 		b := buf[:cnt*ss]
 		for m := 0; m < c.vol.Copies(start); m++ {
 			if err := c.vol.ReadCopy(start, b, m); err != nil {

@@ -33,6 +33,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		return
 	}
 	c.seen[logical] = id
+	c.opt.progress("nodes", uint64(len(c.seen)), 0, false)
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok {
 		c.add(Problem{Code: NodeNoChunk, Tree: tree, Logical: logical, Message: "node address is in no chunk"})
