@@ -52,6 +52,7 @@ bench: build
 	BIN=$(BIN) bench/tiered.sh
 	BIN=$(BIN) bench/tiered-loop.sh
 	BIN=$(BIN) bench/discard.sh
+	BIN=$(BIN) bench/fsck.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,
