@@ -23,6 +23,11 @@ func (f *fixer) sumData(start, end uint64) error {
 	if start%ss != 0 || end%ss != 0 || end <= start {
 		return nil
 	}
+	// The range comes from an extent item: only within one data chunk
+	// (a crafted length must not make this loop for ever).
+	if ch, ok := f.st.Vol.Chunks.Lookup(start); !ok || ch.Type != format.ChunkData || end > ch.End() {
+		return nil
+	}
 	buf := make([]byte, sumBatch*ss)
 	for at := start; at < end; at += sumBatch * ss {
 		n := min(end-at, sumBatch*ss)
