@@ -2,8 +2,10 @@ package check
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // bounds are the keys a subtree may hold: [lo, hi).
@@ -19,11 +21,11 @@ func (c *checker) walk(id format.TreeID) {
 		}
 		return
 	}
-	c.visit(id, root.Logical, root.Generation, int(root.Level), nil, bounds{format.Key{}, format.MaxKey}, true)
+	c.visit(id, root.Logical, root.Generation, int(root.Level), nil, bounds{format.Key{}, format.MaxKey}, true, nil)
 }
 
 // visit checks every copy of one node, then its items or children.
-func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool) {
+func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool, pre *nodeRead) {
 	tree := id.String()
 	if c.opt.cancelled() != nil {
 		return // CheckVolume reports ErrCancelled
@@ -50,34 +52,26 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		c.add(Problem{Code: NodeAlign, Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
 		return
 	}
-	want := format.NodeExpect{FSID: c.sb.FSID, Logical: logical, Generation: gen, Owner: id, Level: level}
-	var node *format.Node
-	copies := c.vol.Copies(logical)
-	targets, _ := c.vol.Locate(logical)
-	buf := make([]byte, c.sb.NodeSize)
-	for m := 0; m < copies; m++ {
+	r := pre
+	if r == nil || (r.node == nil && len(r.errs) == 0) {
+		// Not read ahead, or read before the chunk tree walk added its
+		// chunk: read now.
+		r = c.readCopies(id, logical, gen, level)
+	}
+	node := r.node
+	for m, err := range r.errs {
 		c.rep.NodeCopies++
-		p := Problem{Code: NodeCopyBad, Tree: tree, Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}}
-		if m < len(targets) {
-			p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
+		if err == nil {
+			continue
+		}
+		p := Problem{Code: NodeCopyBad, Tree: tree, Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}, Message: errString(err)}
+		if m < len(r.targets) {
+			p.DevID, p.Offset = r.targets[m].DevID, r.targets[m].Physical
 			if d, ok := c.vol.Device(p.DevID); ok {
 				p.Device = d.Path
 			}
 		}
-		if err := c.vol.ReadCopy(logical, buf, m); err != nil {
-			p.Message = errString(err)
-			c.add(p)
-			continue
-		}
-		n, err := format.UnmarshalNode(buf, c.sb.CsumType, want)
-		if err != nil {
-			p.Message = errString(err)
-			c.add(p)
-			continue
-		}
-		if node == nil {
-			node = n
-		}
+		c.add(p)
 	}
 	if node == nil {
 		// Every copy is bad: its subtree cannot be checked, and what the
@@ -110,7 +104,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		}
 		return
 	}
+	ahead := c.prefetch(id, node, level-1)
+	defer ahead.stop()
 	for i, p := range node.Ptrs {
+		r := ahead.next()
 		cb := bounds{p.Key, b.hi}
 		if i+1 < len(node.Ptrs) {
 			cb.hi = node.Ptrs[i+1].Key
@@ -122,7 +119,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 			problem(NodePtrGen, "child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
 		}
 		k := p.Key
-		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false)
+		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false, r)
 	}
 }
 
@@ -199,4 +196,77 @@ func (c *checker) discardItem(it format.Item) {
 		c.add(Problem{Code: DiscardBad, Tree: format.DiscardTree.String(), Logical: k.ObjectID, fix: &fixData{key: k},
 			Message: fmt.Sprintf("discard record %v is not a range inside one chunk", k)})
 	}
+}
+
+// nodeRead is every copy of one node read and validated: the first good
+// copy decoded, and per copy nil or why it is bad.
+type nodeRead struct {
+	node    *format.Node
+	errs    []error
+	targets []volume.Target
+}
+
+// readCopies reads and validates every copy of a node. It touches no
+// checker state, so the prefetcher runs it beside the item checks; a node
+// outside its chunk is not read (visit reports it).
+func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *nodeRead {
+	r := &nodeRead{}
+	ch, ok := c.vol.Chunks.Lookup(logical)
+	if !ok || logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
+		return r
+	}
+	want := format.NodeExpect{FSID: c.sb.FSID, Logical: logical, Generation: gen, Owner: id, Level: level}
+	r.targets, _ = c.vol.Locate(logical)
+	buf := make([]byte, c.sb.NodeSize)
+	for m := 0; m < c.vol.Copies(logical); m++ {
+		err := c.vol.ReadCopy(logical, buf, m)
+		if err == nil {
+			var n *format.Node
+			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil && r.node == nil {
+				r.node = n
+			}
+		}
+		r.errs = append(r.errs, err)
+	}
+	return r
+}
+
+// prefetchDepth bounds the children read ahead of the checks (memory:
+// this many nodes, all copies read, per tree level being walked).
+const prefetchDepth = 16
+
+// prefetcher reads the children of an inner node, in order, on a second
+// goroutine: node verification (reads, checksums, decoding) runs beside
+// the item checks of the namespace and extent passes on the first.
+type prefetcher struct {
+	out  chan *nodeRead
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (c *checker) prefetch(id format.TreeID, parent *format.Node, level int) *prefetcher {
+	pf := &prefetcher{out: make(chan *nodeRead, prefetchDepth), done: make(chan struct{})}
+	pf.wg.Add(1)
+	go func() {
+		defer pf.wg.Done()
+		defer close(pf.out)
+		for _, p := range parent.Ptrs {
+			r := c.readCopies(id, p.Logical, p.Generation, level)
+			select {
+			case pf.out <- r:
+			case <-pf.done:
+				return
+			}
+		}
+	}()
+	return pf
+}
+
+// next is the read of the next child.
+func (pf *prefetcher) next() *nodeRead { return <-pf.out }
+
+// stop ends the prefetcher (early return: cancelled) and waits for it.
+func (pf *prefetcher) stop() {
+	close(pf.done)
+	pf.wg.Wait()
 }
