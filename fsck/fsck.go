@@ -42,7 +42,7 @@ counts recomputed, stale index entries dropped); -y or --repair also removes
 dangling entries, rebuilds missing names and inode items and reconnects
 orphans under /lost+found/#INO. Every fix is a normal transaction (or the
 rewrite of one bad copy), so an interrupted repair leaves a consistent
-image. Each problem has a stable code (--list-codes; --json lists code,
+image. With a broken chunk mapping or device item nothing is repaired. Each problem has a stable code (--list-codes; --json lists code,
 pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 

@@ -157,6 +157,9 @@ func hasCode(ps []Problem, c Code) bool {
 // only copies and superblocks are fixed: the other conclusions (an
 // orphan, a dangling entry, a count) may only reflect the unread part.
 func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
+	if mappingBroken(ps) {
+		return nil
+	}
 	var out []Problem
 	for _, p := range ps {
 		ci, _ := p.Code.Info()
@@ -169,6 +172,23 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 		out = append(out, p)
 	}
 	return out
+}
+
+// mappingBroken reports problems of the chunk mapping or the device
+// items: then a write through the mapping (a rewritten copy, a commit's
+// new nodes) could land on another chunk's bytes, so nothing is repaired.
+func mappingBroken(ps []Problem) bool {
+	for _, p := range ps {
+		switch {
+		case p.Pass == PassChunk, p.Code == DevSize, p.Code == DevNoItem, p.Code == DevCount, p.Code == DevUUID:
+			return true
+		case p.Code == ItemBad && p.Tree == format.ChunkTree.String():
+			return true
+		case p.Code == TreeRootBad && p.Tree == format.ChunkTree.String():
+			return true
+		}
+	}
+	return false
 }
 
 func (o Options) cancelled() error {

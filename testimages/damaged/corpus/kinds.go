@@ -114,25 +114,22 @@ var Kinds = []Kind{
 		flipRoot(fsT, 1, 1600)(s)
 	}},
 	// Chunk tree and device items.
-	{"dev-bytes-used", "device", 1, SmallDev, func(s *Surgeon) {
-		k := format.Key{ObjectID: format.DevItemsObjectID, Type: format.DevItemKey, Offset: 1}
-		d, err := format.UnmarshalDevItem(s.Get(format.ChunkTree, k))
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		d.BytesUsed += 1 << 20
-		s.Put(format.ChunkTree, k, format.MarshalDevItem(d))
+	{"dev-bytes-used", "device", 1, SmallDev, func(s *Surgeon) { s.devItem(func(d *format.DevItem) { d.BytesUsed += 1 << 20 }) }},
+	{"dev-item-uuid", "device", 1, SmallDev, func(s *Surgeon) { s.devItem(func(d *format.DevItem) { d.UUID[0] ^= 1 }) }},
+	{"dev-item-size", "device", 1, SmallDev, func(s *Surgeon) {
+		s.devItem(func(d *format.DevItem) { d.TotalBytes = 1 << 30 })
 	}},
-	{"dev-item-uuid", "device", 1, SmallDev, func(s *Surgeon) {
-		k := format.Key{ObjectID: format.DevItemsObjectID, Type: format.DevItemKey, Offset: 1}
-		d, err := format.UnmarshalDevItem(s.Get(format.ChunkTree, k))
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		d.UUID[0] ^= 1
-		s.Put(format.ChunkTree, k, format.MarshalDevItem(d))
+	{"dev-item-deleted", "device", 2, SmallDev, func(s *Surgeon) {
+		s.Del(format.ChunkTree, format.Key{ObjectID: format.DevItemsObjectID, Type: format.DevItemKey, Offset: 2})
+	}},
+	{"chunk-item-garbage", "chunk", 1, SmallDev, func(s *Surgeon) {
+		s.dataChunk(func(k format.Key, _ *format.ChunkItem) { s.Put(format.ChunkTree, k, []byte{1, 2, 3, 4}) })
+	}},
+	{"chunk-stripe-past-device", "chunk", 1, SmallDev, func(s *Surgeon) {
+		s.dataChunk(func(k format.Key, c *format.ChunkItem) {
+			c.Stripes[0].Offset = SmallDev - 1<<20
+			s.Put(format.ChunkTree, k, format.MarshalChunkItem(c))
+		})
 	}},
 	// Extents, references and block groups.
 	{"extent-refs-high", "extent", 1, SmallDev, func(s *Surgeon) { s.extentRefs("/mid", 3) }},
@@ -355,4 +352,32 @@ func (s *Surgeon) superBehind(i int, off int64) {
 		s.fail(err)
 		s.Devs[i].WriteAt(nb, off)
 	})
+}
+
+// devItem changes the device item of device 1.
+func (s *Surgeon) devItem(change func(*format.DevItem)) {
+	k := format.Key{ObjectID: format.DevItemsObjectID, Type: format.DevItemKey, Offset: 1}
+	d, err := format.UnmarshalDevItem(s.Get(format.ChunkTree, k))
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	change(d)
+	s.Put(format.ChunkTree, k, format.MarshalDevItem(d))
+}
+
+// dataChunk calls fn with the chunk item of the data chunk.
+func (s *Surgeon) dataChunk(fn func(format.Key, *format.ChunkItem)) {
+	for _, bg := range s.st.BlockGroups() {
+		if bg.Chunk.Type == format.ChunkData {
+			k := format.Key{ObjectID: format.ChunkObjectID, Type: format.ChunkItemKey, Offset: bg.Chunk.Logical}
+			c, _, err := format.UnmarshalChunkItem(s.Get(format.ChunkTree, k))
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			fn(k, c)
+			return
+		}
+	}
 }
