@@ -396,7 +396,7 @@ func (c *checker) finishInode() {
 	case cur.names == 0:
 		c.fsFix(Orphan, cur.ino, &fixData{ftype: t}, "a %v with nlink %d has no name (orphan)", t, in.Nlink)
 	case isDir && cur.names > 1:
-		c.fsProblem(DirNames, cur.ino, "directory has %d names, want 1", cur.names)
+		c.fsFix(DirNames, cur.ino, &fixData{}, "directory has %d names, want 1", cur.names)
 	case !isDir && in.Nlink != cur.names:
 		c.fsFix(Nlink, cur.ino, &fixData{want: uint64(cur.names)}, "nlink %d, the inode has %d names", in.Nlink, cur.names)
 	}
@@ -555,7 +555,7 @@ func (c *checker) checkLoops() {
 					}
 				}
 				sort.Slice(loop, func(i, j int) bool { return loop[i] < loop[j] })
-				c.fsProblem(DirLoop, loop[0], "directories %v are each other's ancestors, not connected to the root", loop)
+				c.fsFix(DirLoop, loop[0], &fixData{}, "directories %v are each other's ancestors, not connected to the root", loop)
 				break
 			}
 			p, ok := s.dirParent[x]

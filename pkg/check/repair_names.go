@@ -26,7 +26,7 @@ const lostFound = "lost+found"
 // isNameFix tells the fixes that add or remove names or inodes.
 func isNameFix(c Code) bool {
 	switch c {
-	case EntryDangling, EntryNoRef, IndexNoItem, RefNoIndex, RefNoDir, Orphan, InodeMissing, RootMissing:
+	case EntryDangling, EntryNoRef, IndexNoItem, RefNoIndex, RefNoDir, Orphan, InodeMissing, RootMissing, DirNames, DirLoop:
 		return true
 	}
 	return false
@@ -85,6 +85,11 @@ func (f *fixer) fixNames(p Problem) error {
 			return err
 		}
 		return f.reconnect(child)
+	case DirNames:
+		return f.keepFirstName(p.Ino)
+	case DirLoop:
+		// Cut the loop at its lowest directory: it moves to lost+found.
+		return f.relink(p.Ino)
 	case Orphan:
 		f.settle[p.Ino] = true
 		if f.touched[p.Ino] {
@@ -441,4 +446,66 @@ func (f *fixer) recreateInode(ino uint64) error {
 		}
 	}
 	return f.tree(format.FSTree).Insert(format.Key{ObjectID: ino, Type: format.InodeItemKey}, format.MarshalInodeItem(in))
+}
+
+// nameOf is one name of an inode, from its INODE_REF items.
+type nameOf struct {
+	dir, index uint64
+	name       string
+}
+
+// allNames lists the names of ino (bounded).
+func (f *fixer) allNames(ino uint64) ([]nameOf, error) {
+	var out []nameOf
+	err := f.tree(format.FSTree).Scan(inodeRefKey(ino, 0), format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
+		refs, err := format.UnmarshalInodeRefs(it.Data)
+		if err != nil {
+			return true, nil
+		}
+		for _, r := range refs {
+			out = append(out, nameOf{it.Key.Offset, r.Index, r.Name})
+		}
+		return len(out) < maxDirScan, nil
+	})
+	return out, err
+}
+
+// dropWholeName removes one name of child: its DIR_ITEM entry, its
+// DIR_INDEX and its INODE_REF.
+func (f *fixer) dropWholeName(child uint64, n nameOf) error {
+	f.settle[n.dir], f.settle[child] = true, true
+	if err := f.dropName(n.dir, n.index, n.name, child); err != nil {
+		return err
+	}
+	return f.dropRef(child, n.dir, n.name)
+}
+
+// keepFirstName leaves a directory with the first of its names (a
+// directory has one parent; the others are hard links it may not have).
+func (f *fixer) keepFirstName(dir uint64) error {
+	names, err := f.allNames(dir)
+	if err != nil || len(names) < 2 {
+		return err
+	}
+	for _, n := range names[1:] {
+		if err := f.dropWholeName(dir, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relink moves a directory out of a loop: its names go, and it gets one
+// in /lost+found.
+func (f *fixer) relink(dir uint64) error {
+	names, err := f.allNames(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := f.dropWholeName(dir, n); err != nil {
+			return err
+		}
+	}
+	return f.reconnect(dir)
 }
