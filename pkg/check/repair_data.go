@@ -63,14 +63,22 @@ func (f *fixer) readAny(logical uint64, buf []byte) error {
 	return err
 }
 
-// dropExtent frees a data extent no file uses: its item, its checksums
-// and its bytes in the block group. The space is free from the next
+// dropExtent frees a data extent no file uses: its item, its index
+// entry, its checksums and its bytes in the block group. The space is free from the next
 // open on (the free-space map is built from the extent tree).
 func (f *fixer) dropExtent(k format.Key) error {
-	if _, err := f.tree(format.ExtentTree).Get(k); errors.Is(err, btree.ErrNotFound) {
+	b, err := f.tree(format.ExtentTree).Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
+	}
+	// Its dedupe index entry goes with it (an entry never outlives its
+	// extent).
+	if e, err := format.UnmarshalExtentItem(b); err == nil && e.Flags&format.ExtentFlagDeduped != 0 {
+		if err := f.del(format.DedupeTree, format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: k.ObjectID}); err != nil {
+			return err
+		}
 	}
 	if err := f.del(format.ExtentTree, k); err != nil {
 		return err

@@ -201,6 +201,15 @@ func (f *fixer) fix(p Problem) error {
 		if x.key.Type == format.FileExtentKey {
 			return nil // it maps file data: dropping it would lose the data
 		}
+		if x.key.Type == format.InodeItemKey {
+			// Made anew in the same transaction, so no state between
+			// has names of an inode that does not exist.
+			if err := f.del(format.FSTree, x.key); err != nil {
+				return err
+			}
+			f.settle[x.key.ObjectID] = true
+			return f.recreateInode(x.key.ObjectID)
+		}
 		// What it held is lost either way; without it the next round
 		// rebuilds the rest (an inode item, a DIR_ITEM from its
 		// DIR_INDEX, a name in lost+found).

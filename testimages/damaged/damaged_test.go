@@ -4,11 +4,16 @@
 package damaged
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/volume"
 	"github.com/ddfs/ddfs/testimages/damaged/corpus"
 )
 
@@ -65,5 +70,91 @@ func TestCorpus(t *testing.T) {
 	}
 	for k := range kinds {
 		t.Errorf("kind %s has no golden file: run go run ./testimages/damaged/gen", k)
+	}
+}
+
+// where is a problem without its message (counts in messages change as
+// fixes go in).
+func where(p check.Problem) string {
+	c := -1
+	if p.Copy != nil {
+		c = *p.Copy
+	}
+	return fmt.Sprintf("%s/%s/%d/%d/%d/%d/%d", p.Code, p.Tree, p.Ino, p.Logical, p.DevID, p.Offset, c)
+}
+
+// problemSet: the errors of a check; superblock copies behind are the
+// crash window of every commit (the crash harness allows them too).
+func problemSet(devs []*device.MemDevice) (map[string]bool, error) {
+	rep, err := corpus.Run(devs, check.ModeCheck)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range rep.Problems {
+		if p.Pass != check.PassSuper {
+			out[where(p)] = true
+		}
+	}
+	return out, nil
+}
+
+// TestCorpusRepairCrash replays the -y repair of every corpus image up to
+// every flush (each a state a crash can leave): every state opens and has
+// no problem the damaged image did not have.
+func TestCorpusRepairCrash(t *testing.T) {
+	goldens, _ := filepath.Glob("*.golden")
+	for _, g := range goldens {
+		name := strings.TrimSuffix(g, ".golden")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			devs, err := corpus.ReadImages(".", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := problemSet(devs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := device.NewLog()
+			work := make([]*device.MemDevice, len(devs))
+			for i, d := range devs {
+				work[i] = d.Snapshot()
+			}
+			_, err = check.Repair(func() (*volume.Volume, error) {
+				var ds []device.Device
+				for i, d := range work {
+					ds = append(ds, log.Wrap(d, i))
+				}
+				return volume.FromDevices(ds, true)
+			}, check.Options{Mode: check.ModeRepair, CheckData: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := log.Ops()
+			for _, upto := range append(device.FlushPoints(ops), len(ops)) {
+				state := make([]*device.MemDevice, len(devs))
+				for i, d := range devs {
+					state[i] = d.Snapshot()
+				}
+				if err := device.Replay(ops, upto, state); err != nil {
+					t.Fatal(err)
+				}
+				got, err := problemSet(state)
+				if err != nil {
+					t.Fatalf("crash after op %d of %d: %v", upto, len(ops), err)
+				}
+				var worse []string
+				for w := range got {
+					if !before[w] {
+						worse = append(worse, w)
+					}
+				}
+				if len(worse) > 0 {
+					sort.Strings(worse)
+					t.Fatalf("crash after op %d of %d: problems the damage did not have: %v", upto, len(ops), worse)
+				}
+			}
+		})
 	}
 }
