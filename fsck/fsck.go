@@ -204,14 +204,11 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options) {
 	for _, p := range rep.Problems {
 		if p.Fixed {
 			fixed++
-			if !p.Warning {
-				left--
-			}
 		}
 	}
 	if !o.quiet || left > 0 || fixed > 0 {
 		state := "clean"
-		if w := len(rep.Problems) - rep.Errors(); w > 0 && fixed == 0 {
+		if w := len(rep.Problems) - rep.Errors(); w > 0 && fixed == 0 { // only warnings
 			state = "clean (" + plural(w, "warning") + ": superblock copies the next commit rewrites)"
 		}
 		switch {

@@ -69,10 +69,11 @@ func (p Problem) String() string {
 	if p.Logical != 0 {
 		s += fmt.Sprintf(" logical %d", p.Logical)
 	}
-	if p.Device != "" || p.Offset != 0 {
+	switch {
+	case p.Device != "":
 		s += fmt.Sprintf(" on %s (devid %d) offset %d", p.Device, p.DevID, p.Offset)
-	} else if p.DevID != 0 {
-		s += fmt.Sprintf(" devid %d", p.DevID)
+	case p.DevID != 0:
+		s += fmt.Sprintf(" devid %d offset %d", p.DevID, p.Offset)
 	}
 	if p.Copy != nil {
 		s += fmt.Sprintf(" copy %d", *p.Copy)
@@ -147,14 +148,14 @@ func (r *Report) markIncomplete(tree string) {
 	r.Incomplete = append(r.Incomplete, tree)
 }
 
-// Clean reports whether no problem was found.
+// Clean reports whether no problem is left (none found, or all fixed).
 func (r *Report) Clean() bool { return r.Errors() == 0 }
 
-// Errors counts the problems that are not warnings.
+// Errors counts the problems left that are not warnings.
 func (r *Report) Errors() int {
 	n := 0
 	for _, p := range r.Problems {
-		if !p.Warning {
+		if !p.Warning && !p.Fixed {
 			n++
 		}
 	}
