@@ -6,7 +6,7 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -61,6 +61,7 @@ bench: build
 	BIN=$(BIN) bench/discard.sh
 	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
+	BIN=$(BIN) bench/fsck.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,
@@ -84,6 +85,10 @@ demo: build
 # Rebuild the frozen images under testimages/ (only when the format gains a version).
 testimages: build
 	$(GO) run ./testimages/gen
+
+# Rewrite the damaged-image corpus and its golden codes (review the diff).
+damaged: build
+	$(GO) run ./testimages/damaged/gen
 
 clean:
 	rm -rf $(BIN) demo

@@ -72,10 +72,7 @@ func timeString(in *fsys.Inode) string {
 }
 
 // stdinIsTerminal is used to refuse binary output to a terminal.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+func isTerminal(f *os.File) bool { return cli.IsTerminal(f) }
 
 func parseFlags(fl *pflag.FlagSet, args []string) error { return cli.Parse(fl, args) }
 

@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"device":  {"device usage, set properties, add, remove, replace or resize a device", cmdDevice},
 	"balance": {"convert chunk profiles (-d data, -m metadata)", cmdBalance},
 	"scrub":   {"read and verify every copy; --repair rewrites bad ones", cmdScrub},
+	"inspect": {"dump-super, dump-tree, map, inode: on-disk structures (as btrfs inspect-internal)", cmdInspect},
 }
 
 func main() {

@@ -35,12 +35,6 @@ func randomTree(t *testing.T, dir string, seed uint64) map[string][]byte {
 	return files
 }
 
-type fsckProblem struct {
-	Kind  string `json:"kind"`
-	Code  string `json:"code"`
-	DevID uint64 `json:"devid"`
-}
-
 func fsckProblems(t *testing.T, r result) []fsckProblem {
 	t.Helper()
 	var rep struct {
@@ -135,7 +129,7 @@ func TestDegradedPerProfile(t *testing.T) {
 			}
 			for _, args := range [][]string{{"--json", "d0.img"}, {"--json", "--degraded", "--check-data", "d0.img"}} {
 				ps := fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", args...), 4))
-				if len(ps) != 1 || ps[0].Code != "missing-device" || ps[0].DevID != uint64(tc.devs) {
+				if len(ps) != 1 || ps[0].Code != "DEV_MISSING" || ps[0].DevID != uint64(tc.devs) {
 					t.Fatalf("fsck %v: problems %+v, want only device %d missing", args, ps, tc.devs)
 				}
 			}

@@ -250,7 +250,7 @@ func TestMissingDevice(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "info", "--device", "away/b.img", "a.img"), 0)
 	// fsck reports the missing device as the problem found (exit 4).
 	ps := fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", "--json", "a.img"), 4))
-	if len(ps) != 1 || ps[0].Code != "missing-device" || ps[0].DevID != 2 {
+	if len(ps) != 1 || ps[0].Code != "DEV_MISSING" || ps[0].DevID != 2 {
 		t.Fatalf("fsck problems %+v", ps)
 	}
 	must(t, run(t, dir, "fsck.ddfs", "a.img", "away/b.img"), 0)
@@ -302,33 +302,61 @@ func TestCorruptionExitCodes(t *testing.T) {
 	}
 	// One copy: reported, exit 4, the image still reads.
 	flipAt(t, img, int64(offs[0])+1000)
-	r := must(t, run(t, dir, "fsck.ddfs", "x.img"), 4)
-	if !strings.Contains(r.stdout, fmt.Sprintf("fs tree logical %d on x.img (devid 1) offset %d copy 1", fsRoot, offs[0])) {
-		t.Fatalf("fsck: %s", r.stdout)
+	rep := fsckJSON(t, dir, 4, "x.img")
+	if len(rep.Problems) != 1 || !rep.Problems[0].is("NODE_COPY_BAD", fsRoot, 0) || rep.Problems[0].Offset != offs[0] || rep.Problems[0].Pass != "node" {
+		t.Fatalf("problems %+v", rep.Problems)
 	}
 	must(t, run(t, dir, "ddfs", "info", "x.img"), 0)
-	// Both copies: still exit 4, naming the node twice.
-	flipAt(t, img, int64(offs[1])+77)
-	r = must(t, run(t, dir, "fsck.ddfs", "--json", "x.img"), 4)
-	var rep struct {
-		Problems []struct {
-			Kind    string `json:"kind"`
-			Logical uint64 `json:"logical"`
-			Copy    int    `json:"copy"`
-		} `json:"problems"`
+	// -p rewrites the bad copy from the good one: exit 1, then clean.
+	rep = fsckJSON(t, dir, 1, "-p", "x.img")
+	if len(rep.Problems) != 1 || !rep.Problems[0].Fixed {
+		t.Fatalf("-p: %+v", rep.Problems)
 	}
+	must(t, run(t, dir, "fsck.ddfs", "x.img"), 0)
+	// Both copies: exit 4 even with -y (nothing to copy from), naming
+	// both copies.
+	flipAt(t, img, int64(offs[0])+1000)
+	flipAt(t, img, int64(offs[1])+77)
+	rep = fsckJSON(t, dir, 4, "-y", "x.img")
+	copies := map[int]bool{}
+	for _, p := range rep.Problems {
+		if p.is("NODE_COPY_BAD", fsRoot, -1) && !p.Fixed {
+			copies[*p.Copy] = true
+		}
+	}
+	if !copies[0] || !copies[1] {
+		t.Fatalf("problems %+v", rep.Problems)
+	}
+}
+
+// fsckProblem is a problem as fsck.ddfs --json prints it.
+type fsckProblem struct {
+	Code    string `json:"code"`
+	Pass    string `json:"pass"`
+	Tree    string `json:"tree"`
+	Logical uint64 `json:"logical"`
+	DevID   uint64 `json:"devid"`
+	Offset  uint64 `json:"offset"`
+	Copy    *int   `json:"copy"`
+	Path    string `json:"path"`
+	Fixed   bool   `json:"fixed"`
+	Warning bool   `json:"warning"`
+}
+
+// is matches code, logical and copy (-1: any copy).
+func (p fsckProblem) is(code string, logical uint64, copy int) bool {
+	return p.Code == code && p.Logical == logical && (copy < 0 || (p.Copy != nil && *p.Copy == copy))
+}
+
+// fsckJSON runs fsck.ddfs --json, requires exit code want and decodes
+// the report.
+func fsckJSON(t *testing.T, dir string, want int, args ...string) (rep struct{ Problems []fsckProblem }) {
+	t.Helper()
+	r := must(t, run(t, dir, "fsck.ddfs", append([]string{"--json"}, args...)...), want)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	copies := map[int]bool{}
-	for _, p := range rep.Problems {
-		if p.Kind == "node" && p.Logical == fsRoot {
-			copies[p.Copy] = true
-		}
-	}
-	if !copies[1] || !copies[2] {
-		t.Fatalf("problems %+v", rep.Problems)
-	}
+	return rep
 }
 
 func TestPrimarySuperblockFlip(t *testing.T) {
@@ -337,9 +365,9 @@ func TestPrimarySuperblockFlip(t *testing.T) {
 	flipAt(t, filepath.Join(dir, "x.img"), 64<<10+300)
 	// A problem, not a warning (issue 12): the primary is the copy every
 	// other tool reads first. Readers still open the set from copy 1.
-	r := must(t, run(t, dir, "fsck.ddfs", "x.img"), 4)
-	if !strings.Contains(r.stdout, "superblock on x.img (devid 1) offset 65536") || strings.Contains(r.stdout, "warning") {
-		t.Fatalf("fsck: %s", r.stdout)
+	rep := fsckJSON(t, dir, 4, "x.img")
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != "SUPER_BAD" || rep.Problems[0].Warning || rep.Problems[0].Offset != 65536 || rep.Problems[0].DevID != 1 {
+		t.Fatalf("fsck: %+v", rep.Problems)
 	}
 	must(t, run(t, dir, "ddfs", "info", "x.img"), 0)
 }

@@ -25,8 +25,9 @@ var layers = map[string]int{
 	// The five mains and the tools around them.
 	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,
 	"bench/gen": 10, "bench/dedupegen": 10, "bench/fragment": 10,
-	"bench/postmark": 10, "bench/randwrite": 10,
+	"bench/postmark": 10, "bench/randwrite": 10, "bench/fsckdamage": 10,
 	"testimages/gen": 10, "testimages": 10, "e2e": 10,
+	"testimages/damaged/corpus": 7, "testimages/damaged": 10, "testimages/damaged/gen": 10,
 }
 
 // importsOf lists each package of the module with its module imports

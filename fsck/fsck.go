@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -12,14 +15,18 @@ import (
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/progress"
 )
 
-// Exit codes of fsck(8).
+// Exit codes of fsck(8); a run that corrects some errors and leaves
+// others returns their sum (5).
 const (
 	exitClean       = 0
+	exitCorrected   = 1
 	exitUncorrected = 4
 	exitOperational = 8
 	exitUsage       = 16
+	exitCancelled   = 32
 )
 
 const help = `Checks every superblock copy, the device items, the chunk mapping, every
@@ -27,81 +34,215 @@ copy of every tree node (checksum, header, key order, levels, generations),
 the extent accounting, and the filesystem: directory entries and inodes,
 link counts, orphans, file sizes against extents, extent reference counts
 against all references, data checksum coverage (--check-data reads and
-verifies every data sector). Nothing is changed (-n is the default).
+verifies every data sector).
 
-Exit codes (as fsck(8)):
+Modes (as fsck(8)): -n (the default) changes nothing; -p or -a (preen) makes
+only the fixes that cannot lose data (a bad copy rewritten from a good one,
+counts recomputed, stale index entries dropped); -y or --repair also removes
+dangling entries, rebuilds missing names and inode items and reconnects
+orphans under /lost+found/#INO. Every fix is a normal transaction (or the
+rewrite of one bad copy), so an interrupted repair leaves a consistent
+image. With a broken chunk mapping or device item nothing is repaired. Each problem has a stable code (--list-codes; --json lists code,
+pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
+from 0, as every ddfs tool numbers them.
+
+Memory is proportional to the number of tree nodes and data extents (not
+to the data size), plus the names whose halves lie apart in key order.
+
+Exit codes (as fsck(8), summed):
   0   no problems
+  1   problems found and corrected
   4   problems found and left uncorrected (a missing device is one)
   8   operational error (e.g. a device cannot be opened)
   16  usage error
+  32  cancelled (SIGINT); a repair stops between two transactions
 `
 
 const examples = `  fsck.ddfs disk.img
+  fsck.ddfs -p disk.img             # at boot: safe fixes only
+  fsck.ddfs -y --check-data disk.img
   fsck.ddfs --json a.img b.img
+  fsck.ddfs --list-codes
   fsck.ddfs --device /elsewhere/hdd1.img ssd0.img
 `
 
+// options are fsck.ddfs's flags.
+type options struct {
+	noChange, preen, preenA, yes, repair, force bool
+	listCodes, checkData, asJSON, quiet         bool
+	verbose, wait, stats, degraded              bool
+	extra                                       []string
+	mode                                        check.Mode
+}
+
+func (o *options) addFlags(fl *pflag.FlagSet) {
+	fl.BoolVarP(&o.noChange, "no-change", "n", false, "change nothing (the default)")
+	fl.BoolVarP(&o.preen, "preen", "p", false, "make only the fixes that cannot lose data")
+	fl.BoolVarP(&o.preenA, "auto", "a", false, "the same as -p")
+	fl.BoolVarP(&o.yes, "yes", "y", false, "fix everything that can be fixed")
+	fl.BoolVar(&o.repair, "repair", false, "the same as -y")
+	fl.BoolVarP(&o.force, "force", "f", false, "accepted (a check is always full)")
+	fl.BoolVar(&o.listCodes, "list-codes", false, "print the table of problem codes and exit")
+	fl.BoolVar(&o.checkData, "check-data", false, "also read every data sector (every copy) and verify its checksum")
+	fl.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	fl.BoolVarP(&o.quiet, "quiet", "q", false, "print only problems")
+	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print what was checked")
+	fl.StringArrayVar(&o.extra, "device", nil, "another device of the set (repeatable)")
+	fl.BoolVar(&o.wait, "wait", false, "wait for a busy device")
+	fl.BoolVar(&o.degraded, "degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
+	fl.BoolVar(&o.stats, "stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
+}
+
+// mode picks the mode; more than one is a usage error.
+func (o *options) pickMode() (check.Mode, error) {
+	n := 0
+	m := check.ModeCheck
+	for _, c := range []struct {
+		set  bool
+		mode check.Mode
+	}{{o.noChange, check.ModeCheck}, {o.preen || o.preenA, check.ModePreen}, {o.yes || o.repair, check.ModeRepair}} {
+		if c.set {
+			n++
+			m = c.mode
+		}
+	}
+	if n > 1 {
+		return 0, fmt.Errorf("-n, -p/-a and -y/--repair exclude each other")
+	}
+	return m, nil
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// runContext is run with the context SIGINT cancels.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
 	fl := cli.NewFlags("fsck.ddfs", "fsck.ddfs [options] DEVICE...\n\n"+help, examples, stdout)
-	fl.BoolP("no-change", "n", true, "do not change anything (the default; repair comes later)")
-	checkData := fl.Bool("check-data", false, "also read every data sector (every copy) and verify its checksum")
-	asJSON := fl.Bool("json", false, "print the report as JSON")
-	quiet := fl.BoolP("quiet", "q", false, "print only problems")
-	verbose := fl.BoolP("verbose", "v", false, "print what was checked")
-	var extra []string
-	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
-	wait := fl.Bool("wait", false, "wait for a busy device")
-	degraded := fl.Bool("degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
-	stats := fl.Bool("stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
+	o.addFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitClean
 		}
-		fmt.Fprintf(stderr, "fsck.ddfs: %v\n", err)
-		return exitUsage
+		return usage(stderr, err.Error())
+	}
+	if o.listCodes {
+		return listCodes(stdout, o.asJSON)
+	}
+	mode, err := o.pickMode()
+	o.mode = mode
+	if err != nil {
+		return usage(stderr, err.Error())
 	}
 	if fl.NArg() == 0 {
-		fmt.Fprintf(stderr, "fsck.ddfs: no device given\nTry 'fsck.ddfs --help' for more information.\n")
-		return exitUsage
+		return usage(stderr, "no device given")
 	}
-	rep, err := check.Check(fl.Args(), check.Options{Extra: append(fl.Args()[1:], extra...), Wait: *wait, CheckData: *checkData, Degraded: *degraded})
+	opt := check.Options{Extra: append(fl.Args()[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx}
+	var bar *progress.Status
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
+		bar = progress.NewStatus(f)
+		opt.Progress = bar.Update
+	}
+	rep, err := check.Check(fl.Args(), opt)
+	if bar != nil {
+		bar.Done()
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		fmt.Fprintf(stderr, "fsck.ddfs: %s: %s\n", fl.Arg(0), strings.ReplaceAll(err.Error(), "\n", "; "))
+		if errors.Is(err, check.ErrCancelled) {
+			return exitCancelled
+		}
 		return exitOperational
 	}
-	if *stats {
+	if o.stats {
 		inspect.PrintIOStats(stderr, rep.IO)
 	}
-	if *asJSON {
+	if o.asJSON {
 		if err := cli.JSON(stdout, rep); err != nil {
 			return exitOperational
 		}
 	} else {
-		for _, p := range rep.Problems {
-			fmt.Fprintf(stdout, "%s\n", p)
+		printReport(stdout, fl.Arg(0), rep, &o)
+	}
+	return exitCode(rep)
+}
+
+func usage(stderr io.Writer, msg string) int {
+	fmt.Fprintf(stderr, "fsck.ddfs: %s\nTry 'fsck.ddfs --help' for more information.\n", msg)
+	return exitUsage
+}
+
+// exitCode sums fsck(8)'s conditions: 1 when something was corrected, 4
+// when an error is left.
+func exitCode(rep *check.Report) int {
+	code := exitClean
+	for _, p := range rep.Problems {
+		switch {
+		case p.Fixed:
+			code |= exitCorrected
+		case !p.Warning:
+			code |= exitUncorrected
 		}
-		if !*quiet || !rep.Clean() {
-			state := "clean"
-			if w := len(rep.Problems) - rep.Errors(); w > 0 {
-				state = "clean (" + plural(w, "warning") + ": superblock copies the next commit rewrites)"
-			}
-			if !rep.Clean() {
-				state = plural(rep.Errors(), "problem") + " found, none corrected"
-			}
-			fmt.Fprintf(stdout, "fsck.ddfs: %s: generation %d, %s, %s, %s (%d copies), %s: %s\n",
-				fl.Arg(0), rep.Generation, plural(rep.Devices, "device"), plural(rep.Chunks, "chunk"),
-				plural(rep.Nodes, "node"), rep.NodeCopies, plural(rep.Items, "item"), state)
+	}
+	return code
+}
+
+func printReport(w io.Writer, image string, rep *check.Report, o *options) {
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "%s\n", p)
+	}
+	if len(rep.Incomplete) > 0 {
+		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree incomplete (a node no copy of which reads): %d conclusions about counts and references withheld\n",
+			image, strings.Join(rep.Incomplete, ", "), rep.Withheld)
+	}
+	if rep.RestoredFrom != 0 {
+		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
+	}
+	fixed, left := 0, rep.Errors()
+	for _, p := range rep.Problems {
+		if p.Fixed {
+			fixed++
 		}
-		if *verbose {
-			for id := format.TreeID(1); id <= format.NumTrees; id++ {
-				if n := rep.TreeNodes[id.String()]; n > 0 {
-					fmt.Fprintf(stdout, "  %-10s tree: %d nodes\n", id, n)
-				}
+	}
+	if !o.quiet || left > 0 || fixed > 0 {
+		state := "clean"
+		if w := len(rep.Problems) - rep.Errors(); w > 0 && fixed == 0 { // only warnings
+			state = "clean (" + plural(w, "warning") + ": superblock copies the next commit rewrites)"
+		}
+		switch {
+		case o.mode == check.ModeCheck && left > 0:
+			state = plural(left, "problem") + " found, none corrected"
+		case fixed > 0 || left > 0:
+			state = fmt.Sprintf("%s corrected, %s left", plural(fixed, "problem"), plural(left, "problem"))
+		}
+		fmt.Fprintf(w, "fsck.ddfs: %s: generation %d, %s, %s, %s (%d copies), %s: %s\n",
+			image, rep.Generation, plural(rep.Devices, "device"), plural(rep.Chunks, "chunk"),
+			plural(rep.Nodes, "node"), rep.NodeCopies, plural(rep.Items, "item"), state)
+	}
+	if o.verbose {
+		for id := format.TreeID(1); id <= format.NumTrees; id++ {
+			if n := rep.TreeNodes[id.String()]; n > 0 {
+				fmt.Fprintf(w, "  %-10s tree: %d nodes\n", id, n)
 			}
 		}
 	}
-	if !rep.Clean() {
-		return exitUncorrected
+}
+
+// listCodes prints the code table (--list-codes).
+func listCodes(w io.Writer, asJSON bool) int {
+	codes := check.Codes()
+	if asJSON {
+		if err := cli.JSON(w, codes); err != nil {
+			return exitOperational
+		}
+		return exitClean
+	}
+	fmt.Fprintf(w, "%-20s %-10s %-6s %s\n", "CODE", "PASS", "FIX", "DESCRIPTION")
+	for _, c := range codes {
+		fmt.Fprintf(w, "%-20s %-10s %-6s %s\n", c.Code, c.Pass, c.Fix, c.Description)
 	}
 	return exitClean
 }

@@ -5,6 +5,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -17,50 +18,71 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-// Problem is one inconsistency, located as precisely as it can be.
+// Problem is one inconsistency, located as precisely as it can be. The
+// JSON keys are an interface (fsck.ddfs --json): keep them.
 type Problem struct {
-	Kind    string `json:"kind"` // superblock, device, chunk, node, extent, block-group, fs, data
-	Tree    string `json:"tree,omitempty"`
-	Logical uint64 `json:"logical,omitempty"`
-	DevID   uint64 `json:"devid,omitempty"`
+	Code    Code   `json:"code"`
+	Pass    Pass   `json:"pass"` // filled in from Code by add
+	Tree    string `json:"tree"`
+	Logical uint64 `json:"logical"`
+	DevID   uint64 `json:"devid"`
+	Offset  uint64 `json:"offset"` // physical byte offset on DevID
+	// Copy is the copy number as volume.ReadCopy and WriteCopy count
+	// them (0 is the first); nil when the problem is not copy-specific.
+	Copy *int `json:"copy"`
+	// Path is the file that owns the bad inode or data block, when known.
+	Path  string `json:"path"`
+	Fixed bool   `json:"fixed"`
+	// Ino is the inode the problem is about (0: none).
+	Ino     uint64 `json:"ino,omitempty"`
 	Device  string `json:"device,omitempty"`
-	Offset  uint64 `json:"offset,omitempty"` // physical byte offset on Device
-	Copy    int    `json:"copy,omitempty"`   // 1-based copy number, 0 = not copy-specific
 	Message string `json:"message"`
-	// Code is a stable name for problems callers look for
-	// (CodeMissingDevice); empty for the others.
-	Code string `json:"code,omitempty"`
 	// Warning marks what a crash or failed commit leaves behind and the
 	// next commit repairs (a superblock copy that lags or is torn while
 	// the device has a current one); it does not make the check fail.
 	Warning bool `json:"warning,omitempty"`
+	// fix is what a repair needs to know (repair.go).
+	fix *fixData
 }
 
+// copyNum is a Problem.Copy value.
+func copyNum(m int) *int { return &m }
+
+// CopyIs reports whether the problem is about copy m.
+func (p Problem) CopyIs(m int) bool { return p.Copy != nil && *p.Copy == m }
+
 func (p Problem) String() string {
-	s := p.Kind
+	s := string(p.Code)
 	if p.Warning {
 		s = "warning: " + s
 	}
 	if p.Tree != "" {
 		s += " " + p.Tree + " tree"
 	}
+	if p.Ino != 0 {
+		s += fmt.Sprintf(" inode %d", p.Ino)
+	}
+	if p.Path != "" {
+		s += " " + p.Path
+	}
 	if p.Logical != 0 {
 		s += fmt.Sprintf(" logical %d", p.Logical)
 	}
-	if p.Device != "" {
-		s += fmt.Sprintf(" on %s (devid %d)", p.Device, p.DevID)
-		if p.Kind == "node" || p.Kind == "superblock" || p.Kind == "chunk" || p.Kind == "data" {
-			s += fmt.Sprintf(" offset %d", p.Offset)
-		}
+	switch {
+	case p.Device != "":
+		s += fmt.Sprintf(" on %s (devid %d) offset %d", p.Device, p.DevID, p.Offset)
+	case p.DevID != 0:
+		s += fmt.Sprintf(" devid %d offset %d", p.DevID, p.Offset)
 	}
-	if p.Copy > 0 {
-		s += fmt.Sprintf(" copy %d", p.Copy)
+	if p.Copy != nil {
+		s += fmt.Sprintf(" copy %d", *p.Copy)
 	}
-	return s + ": " + p.Message
+	s += ": " + p.Message
+	if p.Fixed {
+		s += " (fixed)"
+	}
+	return s
 }
-
-// CodeMissingDevice: a member of the set is not present.
-const CodeMissingDevice = "missing-device"
 
 // Report is the outcome of a check.
 type Report struct {
@@ -76,16 +98,63 @@ type Report struct {
 	// TreeNodes counts the nodes of each tree.
 	TreeNodes map[string]int `json:"tree_nodes"`
 	Problems  []Problem      `json:"problems"`
+	// RestoredFrom is the generation of the backup root set a repair
+	// put in place of roots that did not read (0: none); the
+	// generations after it are lost.
+	RestoredFrom uint64 `json:"restored_from,omitempty"`
+	// Incomplete names the trees with a node no copy of which could be
+	// read: the cross-checks over them are unreliable, so repair then
+	// makes only the fixes that do not depend on them.
+	Incomplete []string `json:"incomplete,omitempty"`
+	// Withheld counts the cross-check conclusions not reported because
+	// of an incomplete tree.
+	Withheld int `json:"withheld,omitempty"`
 }
 
-// Clean reports whether no problem was found.
+// crossChecks are the codes concluded from whole trees (counts, links,
+// references, coverage): over a tree with an unreadable node they may
+// only reflect the unread part, so they are withheld.
+var crossChecks = map[Code]bool{
+	MetaLeaked: true, BGUsed: true, DevBytesUsed: true, DevCount: true, DevNoItem: true,
+	ExtentUnreferenced: true, ExtentRefs: true, FileExtentNoItem: true, CsumOrphan: true, CsumMissing: true,
+	Orphan: true, RootMissing: true, InodeMissing: true, Nlink: true, DirNlink: true, DirSize: true, NBytes: true,
+	EntryDangling: true, EntryNoRef: true, IndexNoItem: true, RefNoDir: true, RefNoIndex: true, RefIndexOther: true,
+	EntryMismatch: true, EntryType: true, DirLoop: true, DirNames: true, DedupeStale: true, DedupeEntries: true,
+}
+
+// withhold drops the cross-check problems when a tree is incomplete.
+func (c *checker) withhold() {
+	if len(c.rep.Incomplete) == 0 {
+		return
+	}
+	kept := c.rep.Problems[:0]
+	for _, p := range c.rep.Problems {
+		if crossChecks[p.Code] {
+			c.rep.Withheld++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	c.rep.Problems = kept
+}
+
+func (r *Report) markIncomplete(tree string) {
+	for _, t := range r.Incomplete {
+		if t == tree {
+			return
+		}
+	}
+	r.Incomplete = append(r.Incomplete, tree)
+}
+
+// Clean reports whether no problem is left (none found, or all fixed).
 func (r *Report) Clean() bool { return r.Errors() == 0 }
 
-// Errors counts the problems that are not warnings.
+// Errors counts the problems left that are not warnings.
 func (r *Report) Errors() int {
 	n := 0
 	for _, p := range r.Problems {
-		if !p.Warning {
+		if !p.Warning && !p.Fixed {
 			n++
 		}
 	}
@@ -103,6 +172,20 @@ type Options struct {
 	// missing (--degraded); without it a missing member is the only
 	// problem reported.
 	Degraded bool
+	// Mode is what may be changed (ModeCheck: nothing).
+	Mode Mode
+	// Context cancels the check or repair between steps (nil: never);
+	// the error then matches ErrCancelled.
+	Context context.Context
+	// Progress, if set, is called as the check goes: the pass, what it
+	// has done and its total (0: unknown), in bytes when bytes is set.
+	Progress func(pass string, done, total uint64, bytes bool)
+}
+
+func (o Options) progress(pass string, done, total uint64, bytes bool) {
+	if o.Progress != nil {
+		o.Progress(pass, done, total, bytes)
+	}
 }
 
 type checker struct {
@@ -119,12 +202,19 @@ type checker struct {
 	fs        fsState      // the filesystem pass (fs.go)
 	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
 	hintErr   error        // a device a path hint found but must not use
+	dataRead  uint64       // bytes of data verified (--check-data), one copy
 }
 
 // Check checks the filesystem that specs belong to. The error is for
 // operational failures (nothing to check); damage is in the report.
+// With a Mode other than ModeCheck it repairs what the mode allows
+// (Repair) and the report marks what was fixed.
 func Check(specs []string, opt Options) (*Report, error) {
-	vol, err := volume.Open(specs, volume.Options{Extra: opt.Extra, Wait: opt.Wait})
+	vo := volume.Options{Extra: opt.Extra, Wait: opt.Wait, Write: opt.Mode != ModeCheck}
+	if opt.Mode != ModeCheck {
+		return Repair(func() (*volume.Volume, error) { return volume.Open(specs, vo) }, opt)
+	}
+	vol, err := volume.Open(specs, vo)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +246,14 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		for id := format.TreeID(2); id <= format.NumTrees; id++ {
 			c.walk(id)
 		}
+		if err := c.opt.cancelled(); err != nil {
+			return nil, err
+		}
 		c.checkExtents()
 		c.checkFS()
 		c.checkDedupe()
+		c.withhold()
+		c.setPaths()
 	}
 	c.rep.Devices = len(vol.Devices())
 	items := make([]*format.DevItem, 0, len(c.devItems))
@@ -172,13 +267,19 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	for _, id := range c.seen {
 		c.rep.TreeNodes[id.String()]++
 	}
-	sort.SliceStable(c.rep.Problems, func(i, j int) bool { return kindOrder[c.rep.Problems[i].Kind] < kindOrder[c.rep.Problems[j].Kind] })
+	sort.SliceStable(c.rep.Problems, func(i, j int) bool {
+		return passOrder[c.rep.Problems[i].Pass] < passOrder[c.rep.Problems[j].Pass]
+	})
 	return c.rep, nil
 }
 
-var kindOrder = map[string]int{"superblock": 0, "device": 1, "chunk": 2, "node": 3, "block-group": 4, "extent": 5, "fs": 6, "data": 7}
-
-func (c *checker) add(p Problem) { c.rep.Problems = append(c.rep.Problems, p) }
+// add records a problem; its pass comes from its code (every Code value
+// comes from def, so it is registered).
+func (c *checker) add(p Problem) {
+	ci, _ := p.Code.Info()
+	p.Pass = ci.Pass
+	c.rep.Problems = append(c.rep.Problems, p)
+}
 
 func (c *checker) checkSupers() {
 	for _, d := range c.vol.Devices() {
@@ -188,18 +289,18 @@ func (c *checker) checkSupers() {
 			current = current || (sc.Err == nil && volume.SameSet(sc.SB, c.sb) && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
 		}
 		for _, sc := range copies {
-			p := Problem{Kind: "superblock", DevID: d.ID, Device: d.Path, Offset: sc.Offset}
+			p := Problem{DevID: d.ID, Device: d.Path, Offset: sc.Offset}
 			switch {
 			case sc.Err != nil:
-				p.Message = sc.Err.Error()
+				p.Code, p.Message = SuperBad, sc.Err.Error()
 			case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
-				p.Message = "copy belongs to another filesystem or device"
+				p.Code, p.Message = SuperForeign, "copy belongs to another filesystem or device"
 			case sc.SB.Generation != c.sb.Generation:
-				p.Message = fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
+				p.Code, p.Message = SuperGeneration, fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
 			case !volume.SameSetFields(sc.SB, c.sb):
 				// FORMAT.md §3.7: copies of one generation are written from
 				// one superblock; a difference is corruption, never a crash.
-				p.Message = fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
+				p.Code, p.Message = SuperDiffers, fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
 			default:
 				continue
 			}
@@ -223,7 +324,7 @@ func (c *checker) dropRemoved() {
 			continue
 		}
 		c.vol.DetachDevice(d.ID).Dev.Close()
-		c.add(Problem{Kind: "device", DevID: d.ID, Device: d.Path, Warning: true,
+		c.add(Problem{Code: DevRemoved, DevID: d.ID, Device: d.Path, Warning: true,
 			Message: fmt.Sprintf("removed from the set at a generation after %d (no device item): ignored", d.Super.Generation)})
 	}
 }
@@ -242,18 +343,18 @@ func (c *checker) checkDevices() {
 		}
 	}
 	if uint64(len(c.devItems)) != c.sb.NumDevices {
-		c.add(Problem{Kind: "device", Message: fmt.Sprintf("superblock says %d devices, chunk tree has %d device items", c.sb.NumDevices, len(c.devItems))})
+		c.add(Problem{Code: DevCount, Message: fmt.Sprintf("superblock says %d devices, chunk tree has %d device items", c.sb.NumDevices, len(c.devItems))})
 	}
 	for _, d := range c.vol.Devices() {
 		item, ok := c.devItems[d.ID]
-		p := Problem{Kind: "device", DevID: d.ID, Device: d.Path}
+		p := Problem{DevID: d.ID, Device: d.Path}
 		switch {
 		case !ok:
-			p.Message = "no device item in the chunk tree"
+			p.Code, p.Message = DevNoItem, "no device item in the chunk tree"
 		case item.UUID != d.UUID:
-			p.Message = fmt.Sprintf("device item uuid %x, superblock says %x", item.UUID, d.UUID)
+			p.Code, p.Message = DevUUID, fmt.Sprintf("device item uuid %x, superblock says %x", item.UUID, d.UUID)
 		case item.TotalBytes > uint64(d.Dev.Size()):
-			p.Message = fmt.Sprintf("device item says %d bytes, device has %d", item.TotalBytes, d.Dev.Size())
+			p.Code, p.Message = DevSize, fmt.Sprintf("device item says %d bytes, device has %d", item.TotalBytes, d.Dev.Size())
 		default:
 			continue
 		}
@@ -277,12 +378,12 @@ func (c *checker) missingDevices() bool {
 			if err := c.vol.Unusable(id); err != nil {
 				msg = fmt.Sprintf("device found but cannot be used (uuid %s): %v", uuid.UUID(d.UUID), err)
 			}
-			c.add(Problem{Kind: "device", DevID: id, Device: d.Path, Code: CodeMissingDevice, Message: msg})
+			c.add(Problem{Code: DevMissing, DevID: id, Device: d.Path, Message: msg})
 		}
 	}
 	// Unread copies on missing members must not pass as checked.
 	for _, p := range c.rep.Problems {
-		if p.Code == CodeMissingDevice {
+		if p.Code == DevMissing {
 			return true
 		}
 	}
@@ -302,18 +403,18 @@ func (c *checker) checkChunks() {
 	for _, ch := range c.vol.Chunks.All() {
 		for _, s := range ch.Stripes {
 			end := s.Offset + ch.StripeLength()
-			p := Problem{Kind: "chunk", Logical: ch.Logical, DevID: s.DevID, Offset: s.Offset}
+			p := Problem{Logical: ch.Logical, DevID: s.DevID, Offset: s.Offset}
 			if d, ok := c.devItems[s.DevID]; !ok {
-				p.Message = "stripe on a device with no device item"
+				p.Code, p.Message = ChunkNoDevice, "stripe on a device with no device item"
 				c.add(p)
 				continue
 			} else if end > d.TotalBytes {
-				p.Message = fmt.Sprintf("stripe ends at %d, past the device's %d bytes", end, d.TotalBytes)
+				p.Code, p.Message = ChunkPastDevice, fmt.Sprintf("stripe ends at %d, past the device's %d bytes", end, d.TotalBytes)
 				c.add(p)
 			}
 			for _, off := range format.SuperblockOffsets {
 				if s.Offset < off+format.SuperblockSize && off < end {
-					p.Message = fmt.Sprintf("stripe covers the superblock at %d", off)
+					p.Code, p.Message = ChunkCoversSuper, fmt.Sprintf("stripe covers the superblock at %d", off)
 					c.add(p)
 				}
 			}
@@ -325,17 +426,17 @@ func (c *checker) checkChunks() {
 		for i, e := range ext {
 			sum += e.Length
 			if i > 0 && ext[i-1].Physical+ext[i-1].Length > e.Physical {
-				c.add(Problem{Kind: "chunk", Logical: e.ChunkLogical, DevID: id, Offset: e.Physical, Message: fmt.Sprintf("stripe overlaps chunk %d", ext[i-1].ChunkLogical)})
+				c.add(Problem{Code: ChunkOverlap, Logical: e.ChunkLogical, DevID: id, Offset: e.Physical, Message: fmt.Sprintf("stripe overlaps chunk %d", ext[i-1].ChunkLogical)})
 			}
 		}
 		if d := c.devItems[id]; d.BytesUsed != sum {
-			c.add(Problem{Kind: "device", DevID: id, Device: d.Path, Message: fmt.Sprintf("device item says %d bytes used, chunks use %d", d.BytesUsed, sum)})
+			c.add(Problem{Code: DevBytesUsed, DevID: id, Device: d.Path, fix: &fixData{want: sum}, Message: fmt.Sprintf("device item says %d bytes used, chunks use %d", d.BytesUsed, sum)})
 		}
 	}
 	for _, sc := range c.sb.SysChunks {
 		ch, ok := c.vol.Chunks.Lookup(sc.Logical)
 		if !ok || ch.Logical != sc.Logical || ch.Length != sc.Chunk.Length {
-			c.add(Problem{Kind: "chunk", Logical: sc.Logical, Message: "system chunk of the superblock is not in the chunk tree"})
+			c.add(Problem{Code: ChunkSysMissing, Logical: sc.Logical, Message: "system chunk of the superblock is not in the chunk tree"})
 		}
 	}
 }

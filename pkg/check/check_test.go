@@ -154,7 +154,7 @@ func allNodeCopies(t *testing.T, devs []*device.MemDevice) []nodeCopy {
 			}
 			targets, _ := vol.Locate(l)
 			for m := 0; m < vol.Copies(l); m++ {
-				out = append(out, nodeCopy{id, l, m + 1, targets[m]})
+				out = append(out, nodeCopy{id, l, m, targets[m]})
 			}
 			for _, p := range n.Ptrs {
 				walk(p.Logical, p.Generation, level-1)
@@ -202,7 +202,7 @@ func TestFlippedNodeByte(t *testing.T) {
 				rep := checkDevs(t, devs)
 				found := false
 				for _, p := range rep.Problems {
-					if p.Kind == "node" && p.Logical == nc.logical && p.Copy == nc.copy && p.DevID == nc.target.DevID && p.Offset == nc.target.Physical && p.Tree == nc.tree.String() {
+					if p.Code == NodeCopyBad && p.Logical == nc.logical && p.CopyIs(nc.copy) && p.DevID == nc.target.DevID && p.Offset == nc.target.Physical && p.Tree == nc.tree.String() {
 						found = true
 					}
 				}
@@ -225,7 +225,7 @@ func TestFlippedPrimarySuper(t *testing.T) {
 	flip(devs[1], 64<<10+200)
 	rep := checkDevs(t, devs)
 	// A bad primary is a problem, not a warning (issue 12).
-	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<10 || rep.Problems[0].DevID != 2 || rep.Clean() {
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != SuperBad || rep.Problems[0].Offset != 64<<10 || rep.Problems[0].DevID != 2 || rep.Clean() {
 		t.Fatalf("got %v", rep.Problems)
 	}
 	if _, err := store.OpenVolume(volumeOf(t, devs)); err != nil {
@@ -247,7 +247,7 @@ func TestSameGenerationSuperDiffers(t *testing.T) {
 	nb, _ := format.MarshalSuperblock(sb)
 	devs[1].WriteAt(nb, 64<<20)
 	rep := checkDevs(t, devs)
-	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "superblock" || rep.Problems[0].Offset != 64<<20 || rep.Problems[0].DevID != 2 || rep.Clean() {
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != SuperDiffers || rep.Problems[0].Offset != 64<<20 || rep.Problems[0].DevID != 2 || rep.Clean() {
 		t.Fatalf("got %v", rep.Problems)
 	}
 }
@@ -266,7 +266,7 @@ func TestStaleSuperCopy(t *testing.T) {
 	nb, _ := format.MarshalSuperblock(sb)
 	devs[0].WriteAt(nb, 64<<20)
 	rep := checkDevs(t, devs)
-	if len(rep.Problems) != 1 || rep.Problems[0].Offset != 64<<20 {
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != SuperGeneration || rep.Problems[0].Offset != 64<<20 {
 		t.Fatalf("got %v", rep.Problems)
 	}
 }

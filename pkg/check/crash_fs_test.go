@@ -164,7 +164,7 @@ func TestCrashReplayFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range rep.Problems {
-			if p.Kind != "superblock" {
+			if p.Pass != PassSuper {
 				t.Fatalf("prefix %d: %v", upto, p)
 			}
 		}

@@ -181,7 +181,7 @@ func verifyCrashState(t *testing.T, devs []*device.MemDevice, models map[uint64]
 	for _, p := range rep.Problems {
 		// A superblock copy that lags or is torn is expected mid-commit;
 		// everything else must be clean.
-		if p.Kind != "superblock" {
+		if p.Pass != PassSuper {
 			t.Fatalf("%s: generation %d: %v", where, gen, p)
 		}
 	}

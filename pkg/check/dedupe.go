@@ -34,7 +34,7 @@ func (d *dedupeState) extent(k format.Key, e *format.ExtentItem) {
 }
 
 func (c *checker) dedupeItem(it format.Item) {
-	p := Problem{Kind: "dedupe", Tree: format.DedupeTree.String(), Logical: it.Key.Offset}
+	p := Problem{Code: DedupeItemBad, Tree: format.DedupeTree.String(), Logical: it.Key.Offset, fix: &fixData{key: it.Key}}
 	if it.Key.Type != format.DedupeItemKey {
 		p.Message = fmt.Sprintf("unknown item %v in the dedupe tree", it.Key)
 		c.add(p)
@@ -56,18 +56,18 @@ func (c *checker) dedupeItem(it format.Item) {
 func (c *checker) checkDedupe() {
 	s := &c.dedupe
 	if len(s.entries) > 0 && c.sb.Incompat&format.IncompatDedupe == 0 {
-		c.add(Problem{Kind: "dedupe", Tree: "dedupe", Message: "dedupe entries but the dedupe feature is not enabled"})
+		c.add(Problem{Code: DedupeFeature, Tree: "dedupe", Message: "dedupe entries but the dedupe feature is not enabled"})
 	}
 	for _, e := range s.entries {
-		p := Problem{Kind: "dedupe", Tree: "dedupe", Logical: e.key.Offset}
+		p := Problem{Tree: "dedupe", Logical: e.key.Offset, fix: &fixData{key: e.key}}
 		x, ok := s.extents[e.key.Offset]
 		switch {
 		case !ok:
-			p.Message = "entry points at no live extent marked as indexed (stale index entry)"
+			p.Code, p.Message = DedupeStale, "entry points at no live extent marked as indexed (stale index entry)"
 		case x.prefix != e.key.ObjectID:
-			p.Message = fmt.Sprintf("entry prefix %#x, the extent says %#x", e.key.ObjectID, x.prefix)
+			p.Code, p.Message = DedupePrefix, fmt.Sprintf("entry prefix %#x, the extent says %#x", e.key.ObjectID, x.prefix)
 		case e.item.Length == 0 || e.item.Length > max(x.ram, x.diskLen):
-			p.Message = fmt.Sprintf("entry for %d bytes, the extent holds %d", e.item.Length, x.ram)
+			p.Code, p.Message = DedupeLength, fmt.Sprintf("entry for %d bytes, the extent holds %d", e.item.Length, x.ram)
 		default:
 			x.entries++
 			s.extents[e.key.Offset] = x
@@ -85,7 +85,8 @@ func (c *checker) checkDedupe() {
 	sort.Slice(logicals, func(i, j int) bool { return logicals[i] < logicals[j] })
 	for _, l := range logicals {
 		if n := s.extents[l].entries; n != 1 {
-			c.add(Problem{Kind: "dedupe", Tree: "extent", Logical: l, Message: fmt.Sprintf("extent is marked as indexed but has %d index entries", n)})
+			k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: s.extents[l].diskLen}
+			c.add(Problem{Code: DedupeEntries, Tree: "extent", Logical: l, fix: &fixData{key: k, want: uint64(n)}, Message: fmt.Sprintf("extent is marked as indexed but has %d index entries", n)})
 		}
 	}
 }
@@ -113,6 +114,6 @@ func (c *checker) checkDedupeData(e dedupeEntry, x dedupedExtent, p Problem) {
 		}
 		last = "the extent's data no longer hashes to its index entry"
 	}
-	p.Message = last
+	p.Code, p.Message = DedupeHash, last
 	c.add(p)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +84,7 @@ func TestDedupeClean(t *testing.T) {
 	rep, _ = CheckVolume(vol2)
 	found := false
 	for _, p := range rep.Problems {
-		found = found || (p.Kind == "dedupe" && p.Logical == victim.Offset && strings.Contains(p.Message, "0 index entries"))
+		found = found || (p.Code == DedupeEntries && p.Logical == victim.Offset)
 	}
 	if !found {
 		t.Fatalf("dropped entry not reported: %v", rep.Problems)
@@ -131,7 +130,7 @@ func TestFileExtentDisagrees(t *testing.T) {
 	rep, _ := CheckVolume(vol)
 	found := false
 	for _, p := range rep.Problems {
-		found = found || (p.Kind == "extent" && strings.Contains(p.Message, "reads it differently"))
+		found = found || (p.Code == ExtentReadAs && p.Logical == x.DiskLogical)
 	}
 	if !found {
 		t.Fatalf("not reported: %v", rep.Problems)

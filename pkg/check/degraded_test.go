@@ -25,7 +25,7 @@ func TestMissingDeviceReported(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(rep.Problems) != 1 || rep.Problems[0].Code != CodeMissingDevice || rep.Problems[0].DevID != uint64(l.devs) || rep.Clean() {
+				if len(rep.Problems) != 1 || rep.Problems[0].Code != DevMissing || rep.Problems[0].DevID != uint64(l.devs) || rep.Clean() {
 					t.Fatalf("degraded %v: problems %v, want only devid %d missing", degraded, rep.Problems, l.devs)
 				}
 				if checked := rep.Nodes == full.Nodes; checked != degraded {

@@ -3,6 +3,8 @@ package check
 import (
 	"fmt"
 	"sort"
+
+	"github.com/ddfs/ddfs/format"
 )
 
 // checkExtents compares the extent tree with what the walk found: one
@@ -14,7 +16,7 @@ func (c *checker) checkExtents() {
 	account := func(start, n uint64, what string) {
 		ch, ok := c.vol.Chunks.Lookup(start)
 		if !ok || start+n > ch.End() {
-			c.add(Problem{Kind: "extent", Logical: start, Message: what + " outside every chunk"})
+			c.add(Problem{Code: ExtentOutside, Logical: start, Message: what + " outside every chunk"})
 			return
 		}
 		used[ch.Logical] += n
@@ -26,7 +28,7 @@ func (c *checker) checkExtents() {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	for _, l := range nodes {
 		if _, ok := c.metaItems[l]; !ok {
-			c.add(Problem{Kind: "extent", Tree: c.seen[l].String(), Logical: l, Message: "node has no metadata extent item"})
+			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, Message: "node has no metadata extent item"})
 		}
 	}
 	metas := make([]uint64, 0, len(c.metaItems))
@@ -36,7 +38,7 @@ func (c *checker) checkExtents() {
 	sort.Slice(metas, func(i, j int) bool { return metas[i] < metas[j] })
 	for _, l := range metas {
 		if _, ok := c.seen[l]; !ok {
-			c.add(Problem{Kind: "extent", Logical: l, Message: "metadata extent item for a node no tree references (leaked space)"})
+			c.add(Problem{Code: MetaLeaked, Tree: format.ExtentTree.String(), Logical: l, fix: &fixData{key: c.metaItems[l]}, Message: "metadata extent item for a node no tree references (leaked space)"})
 		}
 		account(l, ns, "metadata extent")
 	}
@@ -47,16 +49,16 @@ func (c *checker) checkExtents() {
 		g, ok := c.bgItems[ch.Logical]
 		switch {
 		case !ok:
-			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: "chunk has no block group item"})
+			c.add(Problem{Code: BGMissing, Logical: ch.Logical, Message: "chunk has no block group item"})
 		case g.Type != ch.Type || g.Profile != ch.Profile:
-			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: fmt.Sprintf("block group says %v/%v, chunk is %v/%v", g.Type, g.Profile, ch.Type, ch.Profile)})
+			c.add(Problem{Code: BGType, Logical: ch.Logical, Message: fmt.Sprintf("block group says %v/%v, chunk is %v/%v", g.Type, g.Profile, ch.Type, ch.Profile)})
 		case g.Used != used[ch.Logical]:
-			c.add(Problem{Kind: "block-group", Logical: ch.Logical, Message: fmt.Sprintf("block group says %d bytes used, extents use %d", g.Used, used[ch.Logical])})
+			c.add(Problem{Code: BGUsed, Logical: ch.Logical, fix: &fixData{want: used[ch.Logical]}, Message: fmt.Sprintf("block group says %d bytes used, extents use %d", g.Used, used[ch.Logical])})
 		}
 	}
 	for l := range c.bgItems {
 		if ch, ok := c.vol.Chunks.Lookup(l); !ok || ch.Logical != l {
-			c.add(Problem{Kind: "block-group", Logical: l, Message: "block group item without a chunk"})
+			c.add(Problem{Code: BGOrphan, Logical: l, Message: "block group item without a chunk"})
 		}
 	}
 	// Extents must not overlap each other.
@@ -71,7 +73,7 @@ func (c *checker) checkExtents() {
 	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
 	for i := 1; i < len(spans); i++ {
 		if spans[i].start < spans[i-1].end {
-			c.add(Problem{Kind: "extent", Logical: spans[i].start, Message: fmt.Sprintf("extent overlaps the extent at %d", spans[i-1].start)})
+			c.add(Problem{Code: ExtentOverlap, Logical: spans[i].start, Message: fmt.Sprintf("extent overlaps the extent at %d", spans[i-1].start)})
 		}
 	}
 }

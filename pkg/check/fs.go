@@ -50,6 +50,9 @@ type fsState struct {
 	refs      map[extentID]extentUse // file extent items per (disk_logical, disk_len)
 	csums     []span                 // logical ranges of the csum items
 	lastCsum  uint64                 // end of the previous csum item
+	// extentLost: a file extent item did not decode, so the reference
+	// counts miss what it points at (their problems get no fix).
+	extentLost bool
 }
 
 // inodeState is what the items of the current inode add up to.
@@ -120,9 +123,15 @@ func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
 	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs, e.RAMBytes, e.Compression})
 }
 
-// fsProblem reports a problem of the namespace or file contents.
-func (c *checker) fsProblem(msg string, args ...any) {
-	c.add(Problem{Kind: "fs", Tree: format.FSTree.String(), Message: fmt.Sprintf(msg, args...)})
+// fsProblem reports a problem of the namespace or file contents of inode
+// ino (0: none).
+func (c *checker) fsProblem(code Code, ino uint64, msg string, args ...any) {
+	c.fsFix(code, ino, nil, msg, args...)
+}
+
+// fsFix is fsProblem with what a repair needs.
+func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...any) {
+	c.add(Problem{Code: code, Tree: format.FSTree.String(), Ino: ino, Message: fmt.Sprintf(msg, args...), fix: f})
 }
 
 // nameMark is the fingerprint of one name of child in parent; DIR_INDEX
@@ -185,7 +194,7 @@ func (c *checker) fsItem(it format.Item) {
 	cur.items++
 	if k.ObjectID < format.RootDirIno {
 		if cur.items == 1 {
-			c.fsProblem("item %v: object id %d is reserved (inodes start at %d)", k, k.ObjectID, format.RootDirIno)
+			c.fsProblem(InoReserved, 0, "item %v: object id %d is reserved (inodes start at %d)", k, k.ObjectID, format.RootDirIno)
 		}
 		return
 	}
@@ -193,7 +202,7 @@ func (c *checker) fsItem(it format.Item) {
 		cur.orphaned++
 	}
 	bad := func(err error) {
-		c.fsProblem("inode %d: item %v: %s", cur.ino, k, errString(err))
+		c.fsFix(FSItemBad, cur.ino, &fixData{key: k}, "item %v: %s", k, errString(err))
 	}
 	switch k.Type {
 	case format.InodeItemKey:
@@ -207,11 +216,11 @@ func (c *checker) fsItem(it format.Item) {
 			return
 		}
 		if k.Offset != 0 {
-			c.fsProblem("inode %d: inode item key offset %d, want 0", cur.ino, k.Offset)
+			c.fsProblem(InodeKeyOffset, cur.ino, "inode item key offset %d, want 0", k.Offset)
 		}
 		cur.item = in
 		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
-			c.fsProblem("inode %d: the root directory is a %v", cur.ino, in.FileType())
+			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
 		}
 	case format.InodeRefKey:
 		refs, err := format.UnmarshalInodeRefs(it.Data)
@@ -221,10 +230,10 @@ func (c *checker) fsItem(it format.Item) {
 		}
 		parent := k.Offset
 		if cur.ino == format.RootDirIno {
-			c.fsProblem("inode %d: the root directory has a name in directory %d", cur.ino, parent)
+			c.fsProblem(RootHasName, cur.ino, "the root directory has a name in directory %d", parent)
 		}
 		if parent == cur.ino {
-			c.fsProblem("inode %d: INODE_REF names the inode as its own parent", cur.ino)
+			c.fsProblem(RefSelfParent, cur.ino, "INODE_REF names the inode as its own parent")
 		}
 		for _, r := range refs {
 			cur.names++
@@ -239,7 +248,7 @@ func (c *checker) fsItem(it format.Item) {
 		}
 		for _, x := range xs {
 			if h := format.NameHash([]byte(x.Name)); h != k.Offset {
-				c.fsProblem("inode %d: xattr %q is under key offset %#x, its name hash is %#x", cur.ino, x.Name, k.Offset, h)
+				c.fsFix(XattrHash, cur.ino, &fixData{key: k, name: x.Name}, "xattr %q is under key offset %#x, its name hash is %#x", x.Name, k.Offset, h)
 			}
 		}
 	case format.DirItemKey:
@@ -251,7 +260,7 @@ func (c *checker) fsItem(it format.Item) {
 		c.dirEntries(cur)
 		for _, e := range es {
 			if h := format.NameHash([]byte(e.Name)); h != k.Offset {
-				c.fsProblem("inode %d: DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", cur.ino, e.Name, k.Offset, h)
+				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: e.Name, want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
 			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
@@ -265,10 +274,10 @@ func (c *checker) fsItem(it format.Item) {
 		c.dirEntries(cur)
 		idx := k.Offset
 		if in := cur.item; in != nil && in.FileType() == format.FileTypeDir && (idx < 2 || idx >= in.Seq) {
-			c.fsProblem("inode %d: DIR_INDEX %d (%q) is outside [2, seq %d)", cur.ino, idx, e.Name, in.Seq)
+			c.fsProblem(DirIndexRange, cur.ino, "DIR_INDEX %d (%q) is outside [2, seq %d)", idx, e.Name, in.Seq)
 		}
 		if e.Ino == cur.ino {
-			c.fsProblem("inode %d: directory entry %q names the directory itself", cur.ino, e.Name)
+			c.fsProblem(DirEntrySelf, cur.ino, "directory entry %q names the directory itself", e.Name)
 		}
 		cur.entries++
 		if e.Type == format.FileTypeDir {
@@ -281,14 +290,15 @@ func (c *checker) fsItem(it format.Item) {
 		x, err := format.UnmarshalFileExtentItem(it.Data)
 		if err != nil {
 			cur.extentLost = true
+			s.extentLost = true
 			bad(err)
 			return
 		}
 		c.fileExtent(cur, k.Offset, x)
 	case format.PropItemKey:
-		c.fsProblem("inode %d: PROP_ITEM %v (reserved: version 1 writes none)", cur.ino, k)
+		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
 	default:
-		c.fsProblem("inode %d: item %v of a type the fs tree does not hold", cur.ino, k)
+		c.fsProblem(FSItemType, cur.ino, "item %v of a type the fs tree does not hold", k)
 	}
 }
 
@@ -296,7 +306,7 @@ func (c *checker) fsItem(it format.Item) {
 func (c *checker) dirEntries(cur *inodeState) {
 	if t := cur.fileType(); t != 0 && t != format.FileTypeDir && !cur.notDir {
 		cur.notDir = true
-		c.fsProblem("inode %d: a %v has directory entries", cur.ino, t)
+		c.fsProblem(NotDirEntries, cur.ino, "a %v has directory entries", t)
 	}
 }
 
@@ -308,35 +318,35 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	t := cur.fileType()
 	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
 		cur.notFile = true
-		c.fsProblem("inode %d: a %v has file extents", cur.ino, t)
+		c.fsProblem(NotFileExtents, cur.ino, "a %v has file extents", t)
 	}
 	n := x.Len()
 	end := off + n
 	switch {
 	case end < off:
-		c.fsProblem("inode %d: extent at %d of %d bytes passes the end of the offset space", cur.ino, off, n)
+		c.fsProblem(FileExtentWraps, cur.ino, "extent at %d of %d bytes passes the end of the offset space", off, n)
 	case format.CheckFileExtentRange(off, x) != nil:
-		c.fsProblem("inode %d: extent at %d of %d bytes passes the largest file size %d", cur.ino, off, n, uint64(format.MaxFileSize))
+		c.fsProblem(FileExtentTooBig, cur.ino, "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
 	case cur.extents > 0 && off < cur.extEnd:
-		c.fsProblem("inode %d: extent at %d overlaps the previous extent, which ends at %d", cur.ino, off, cur.extEnd)
+		c.fsProblem(FileExtentOvlp, cur.ino, "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
 	}
 	if cur.inline && cur.extents > 0 {
-		c.fsProblem("inode %d: extent at %d follows an inline extent (inline must be the only extent)", cur.ino, off)
+		c.fsProblem(InlineNotOnly, cur.ino, "extent at %d follows an inline extent (inline must be the only extent)", off)
 	}
 	if x.Type == format.FileExtentInline {
 		if off != 0 {
-			c.fsProblem("inode %d: inline extent at %d (inline extents live at offset 0 only)", cur.ino, off)
+			c.fsProblem(InlineOffset, cur.ino, "inline extent at %d (inline extents live at offset 0 only)", off)
 		} else if cur.extents == 0 {
 			cur.inline = true
 		}
 	}
 	if in := cur.item; in != nil {
 		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsProblem("inode %d: extent at %d lies wholly beyond the size %d", cur.ino, off, in.Size)
+			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end}, "extent at %d lies wholly beyond the size %d", off, in.Size)
 		}
 	}
 	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
-		c.fsProblem("inode %d: extent at %d is compressed (%v) but the compression feature is not enabled", cur.ino, off, x.Compression)
+		c.fsProblem(CompressFeature, cur.ino, "extent at %d is compressed (%v) but the compression feature is not enabled", off, x.Compression)
 	}
 	cur.extents++
 	cur.extEnd = max(cur.extEnd, end)
@@ -349,7 +359,7 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	}
 	cur.nbytes += n
 	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
-		c.fsProblem("inode %d: extent at %d points at %d+%d, not whole sectors of %d bytes", cur.ino, off, x.DiskLogical, x.DiskLen, ss)
+		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
 	id := extentID{x.DiskLogical, x.DiskLen}
 	u, ok := s.refs[id]
@@ -374,7 +384,7 @@ func (c *checker) finishInode() {
 		s.dirFlag[cur.ino] = true
 	}
 	if !cur.hasItem {
-		c.fsProblem("inode %d: %d items but no inode item", cur.ino, cur.orphaned)
+		c.fsFix(InodeMissing, cur.ino, &fixData{}, "%d items but no inode item", cur.orphaned)
 		return
 	}
 	in := cur.item
@@ -387,37 +397,37 @@ func (c *checker) finishInode() {
 	case cur.ino == format.RootDirIno:
 		// no name (reported with the INODE_REF otherwise)
 	case cur.names == 0:
-		c.fsProblem("inode %d: a %v with nlink %d has no name (orphan)", cur.ino, t, in.Nlink)
+		c.fsFix(Orphan, cur.ino, &fixData{ftype: t}, "a %v with nlink %d has no name (orphan)", t, in.Nlink)
 	case isDir && cur.names > 1:
-		c.fsProblem("inode %d: directory has %d names, want 1", cur.ino, cur.names)
+		c.fsFix(DirNames, cur.ino, &fixData{}, "directory has %d names, want 1", cur.names)
 	case !isDir && in.Nlink != cur.names:
-		c.fsProblem("inode %d: nlink %d, the inode has %d names", cur.ino, in.Nlink, cur.names)
+		c.fsFix(Nlink, cur.ino, &fixData{want: uint64(cur.names)}, "nlink %d, the inode has %d names", in.Nlink, cur.names)
 	}
 	if isDir {
 		if uint64(in.Nlink) != 2+cur.subdirs {
-			c.fsProblem("inode %d: directory nlink %d, want %d (2 + %d subdirectories)", cur.ino, in.Nlink, 2+cur.subdirs, cur.subdirs)
+			c.fsFix(DirNlink, cur.ino, &fixData{want: 2 + cur.subdirs}, "directory nlink %d, want %d (2 + %d subdirectories)", in.Nlink, 2+cur.subdirs, cur.subdirs)
 		}
 		if in.Size != cur.entries {
-			c.fsProblem("inode %d: directory size %d, it has %d entries", cur.ino, in.Size, cur.entries)
+			c.fsFix(DirSize, cur.ino, &fixData{want: cur.entries}, "directory size %d, it has %d entries", in.Size, cur.entries)
 		}
 		if in.Seq < 2 {
-			c.fsProblem("inode %d: directory seq %d, want >= 2", cur.ino, in.Seq)
+			c.fsProblem(DirSeq, cur.ino, "directory seq %d, want >= 2", in.Seq)
 		}
 		if cur.names == 1 && cur.ino != format.RootDirIno {
 			s.dirParent[cur.ino] = cur.parent
 		}
 	}
 	if t != format.FileTypeRegular && t != format.FileTypeSymlink && !isDir && in.Size != 0 {
-		c.fsProblem("inode %d: a %v with size %d, want 0", cur.ino, t, in.Size)
+		c.fsFix(SpecialSize, cur.ino, &fixData{}, "a %v with size %d, want 0", t, in.Size)
 	}
 	if t != format.FileTypeCharDev && t != format.FileTypeBlockDev && in.Rdev != 0 {
-		c.fsProblem("inode %d: a %v with device number %#x, want 0", cur.ino, t, in.Rdev)
+		c.fsFix(Rdev, cur.ino, &fixData{}, "a %v with device number %#x, want 0", t, in.Rdev)
 	}
 	if in.Flags&^format.KnownInodeFlags != 0 {
-		c.fsProblem("inode %d: unknown flags %#x", cur.ino, in.Flags)
+		c.fsFix(InodeFlags, cur.ino, &fixData{}, "unknown flags %#x", in.Flags)
 	}
 	if !cur.extentLost && in.NBytes != cur.nbytes {
-		c.fsProblem("inode %d: nbytes %d, its extents hold %d", cur.ino, in.NBytes, cur.nbytes)
+		c.fsFix(NBytes, cur.ino, &fixData{want: cur.nbytes}, "nbytes %d, its extents hold %d", in.NBytes, cur.nbytes)
 	}
 }
 
@@ -426,7 +436,7 @@ func (c *checker) csumItem(it format.Item) {
 	s := &c.fs
 	k := it.Key
 	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
-	p := Problem{Kind: "extent", Tree: format.CsumTree.String(), Logical: k.Offset}
+	p := Problem{Code: CsumItemBad, Tree: format.CsumTree.String(), Logical: k.Offset, fix: &fixData{key: k}}
 	switch {
 	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
 		p.Message = fmt.Sprintf("item %v is no checksum item", k)
@@ -443,7 +453,7 @@ func (c *checker) csumItem(it format.Item) {
 	}
 	end := k.Offset + uint64(len(it.Data))/cl*ss
 	if len(s.csums) > 0 && k.Offset < s.lastCsum {
-		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
+		p.Code, p.Message = CsumOverlap, fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
 		c.add(p)
 	}
 	s.lastCsum = max(s.lastCsum, end)
@@ -464,9 +474,11 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 		return // reported by the coverage check
 	}
 	buf := make([]byte, min(n, batch)*ss)
-	for first := uint64(0); first < n; first += batch {
+	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
 		cnt := min(n-first, batch)
 		start := logical + first*ss
+		c.dataRead += cnt * ss
+		c.opt.progress("data", c.dataRead, c.sb.BytesUsed, true)
 		b := buf[:cnt*ss]
 		for m := 0; m < c.vol.Copies(start); m++ {
 			if err := c.vol.ReadCopy(start, b, m); err != nil {
@@ -479,7 +491,9 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 			for i := uint64(0); i < cnt; i++ {
 				want := sums[(first+i)*uint64(cl) : (first+i+1)*uint64(cl)]
 				if got := format.Checksum(c.sb.CsumType, b[i*ss:(i+1)*ss]); !bytes.Equal(got[:cl], want) {
-					c.add(c.dataProblem(start+i*ss, m, "data checksum mismatch"))
+					p := c.dataProblem(start+i*ss, m, "data checksum mismatch")
+					p.fix = &fixData{sum: bytes.Clone(want)}
+					c.add(p)
 				}
 			}
 		}
@@ -488,7 +502,7 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 
 // dataProblem locates copy m of the data sector at logical.
 func (c *checker) dataProblem(logical uint64, m int, msg string) Problem {
-	p := Problem{Kind: "data", Logical: logical, Copy: m + 1, Message: msg}
+	p := Problem{Code: DataCopyBad, Logical: logical, Copy: copyNum(m), Message: msg}
 	if targets, err := c.vol.Locate(logical); err == nil && m < len(targets) {
 		p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
 		if d, ok := c.vol.Device(p.DevID); ok {
@@ -506,12 +520,13 @@ func (c *checker) checkFS() {
 		c.finishInode()
 	}
 	if !s.rootSeen {
-		c.fsProblem("inode %d: the root directory has no inode item", format.RootDirIno)
+		c.fsFix(RootMissing, format.RootDirIno, &fixData{}, "the root directory has no inode item")
 	}
 	c.checkLoops()
 	if len(s.names) > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
+	c.dataOwners()
 	c.checkCsums(c.checkRefs())
 }
 
@@ -546,7 +561,7 @@ func (c *checker) checkLoops() {
 					}
 				}
 				sort.Slice(loop, func(i, j int) bool { return loop[i] < loop[j] })
-				c.fsProblem("inode %d: directories %v are each other's ancestors, not connected to the root", loop[0], loop)
+				c.fsFix(DirLoop, loop[0], &fixData{}, "directories %v are each other's ancestors, not connected to the root", loop)
 				break
 			}
 			p, ok := s.dirParent[x]
@@ -563,6 +578,16 @@ func (c *checker) checkLoops() {
 	}
 }
 
+// refFix is f, or nil when a file extent item did not decode: then the
+// counted references may miss it, and freeing an "unreferenced" extent
+// or lowering a count could lose a file's data.
+func (s *fsState) refFix(f *fixData) *fixData {
+	if s.extentLost {
+		return nil
+	}
+	return f
+}
+
 // checkRefs compares every data extent's reference count with the file
 // extent items that point at it, and returns the extents that regular
 // file extents use (they need checksums).
@@ -570,22 +595,24 @@ func (c *checker) checkRefs() (need []span) {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
 	for _, e := range s.extents {
-		p := Problem{Kind: "extent", Tree: format.ExtentTree.String(), Logical: e.logical}
+		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
 		if e.logical%ss != 0 || e.length%ss != 0 {
-			p.Message = fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
+			p.Code, p.Message = DataExtentAlign, fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
 			c.add(p)
 		}
 		if ch, ok := c.vol.Chunks.Lookup(e.logical); ok && ch.Type != format.ChunkData {
-			p.Message = fmt.Sprintf("data extent lives in a %v chunk", ch.Type)
+			p.Code, p.Message = DataExtentChunk, fmt.Sprintf("data extent lives in a %v chunk", ch.Type)
 			c.add(p)
 		}
 		u, ok := s.refs[e.extentID]
 		switch {
 		case !ok:
-			p.Message = fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
+			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
+			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
 			c.add(p)
 		case u.n != e.refs:
-			p.Message = fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
+			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
+			p.fix = s.refFix(&fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			c.add(p)
 		case u.compression != e.compression || u.ram != e.ram || u.mismatch != "":
 			// A file extent that reads the extent as something else
@@ -594,7 +621,7 @@ func (c *checker) checkRefs() (need []span) {
 			if where == "" {
 				where = fmt.Sprintf("inode %d extent at %d", u.ino, u.off)
 			}
-			p.Message = fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
+			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
 			c.add(p)
 		}
 		if u.regular {
@@ -610,8 +637,8 @@ func (c *checker) checkRefs() (need []span) {
 	sort.Slice(missing, func(i, j int) bool { return missing[i].logical < missing[j].logical })
 	for _, id := range missing {
 		u := s.refs[id]
-		c.add(Problem{Kind: "extent", Tree: format.FSTree.String(), Logical: id.logical, Message: fmt.Sprintf(
-			"inode %d: extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.ino, u.off, id.logical, id.length, u.n)})
+		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
+			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
 	}
 	return need
 }
@@ -630,10 +657,10 @@ func (c *checker) checkCsums(need []span) {
 	sortSpans(s.csums)
 	tree := format.CsumTree.String()
 	uncovered(s.csums, union(all), func(x span, a, b uint64) {
-		c.add(Problem{Kind: "extent", Tree: tree, Logical: a, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
+		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
 	})
 	uncovered(need, union(s.csums), func(x span, a, b uint64) {
-		c.add(Problem{Kind: "extent", Tree: tree, Logical: x.start, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
+		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
 	})
 }
 
@@ -822,12 +849,20 @@ func (c *checker) matchDirItem(l lookup, dir uint64, e format.DirEntry) {
 		return
 	}
 	if !exists {
-		c.fsProblem("inode %d: directory entry %q names inode %d, which does not exist", dir, e.Name, e.Ino)
+		c.fsFix(EntryDangling, dir, entryFix(dir, noIndex, e), "directory entry %q names inode %d, which does not exist", e.Name, e.Ino)
 		return
 	}
 	if _, ok, err := l.refIndex(e.Ino, dir, e.Name); err == nil && !ok {
-		c.fsProblem("inode %d: directory entry %q names inode %d, which has no INODE_REF for it", dir, e.Name, e.Ino)
+		c.fsFix(EntryNoRef, dir, entryFix(dir, noIndex, e), "directory entry %q names inode %d, which has no INODE_REF for it", e.Name, e.Ino)
 	}
+}
+
+// noIndex marks a name whose DIR_INDEX is not known.
+const noIndex = ^uint64(0)
+
+// entryFix is the fix data of directory entry e of dir.
+func entryFix(dir, idx uint64, e format.DirEntry) *fixData {
+	return &fixData{dir: dir, index: idx, name: e.Name, ftype: e.Type, want: e.Ino}
 }
 
 // matchDirIndex: a DIR_INDEX entry needs the same entry in the DIR_ITEM,
@@ -839,7 +874,7 @@ func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 		return
 	}
 	if hasItem && (de.Ino != e.Ino || de.Type != e.Type) {
-		c.fsProblem("inode %d: DIR_INDEX %d names %q inode %d (%v), its DIR_ITEM entry inode %d (%v)", dir, idx, e.Name, e.Ino, e.Type, de.Ino, de.Type)
+		c.fsFix(EntryMismatch, dir, entryFix(dir, idx, e), "DIR_INDEX %d names %q inode %d (%v), its DIR_ITEM entry inode %d (%v)", idx, e.Name, e.Ino, e.Type, de.Ino, de.Type)
 	}
 	in, exists, err := l.inode(e.Ino)
 	if err != nil {
@@ -847,12 +882,13 @@ func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 	}
 	if !exists {
 		if !hasItem { // else matchDirItem reports it
-			c.fsProblem("inode %d: DIR_INDEX %d %q names inode %d, which does not exist", dir, idx, e.Name, e.Ino)
+			c.fsFix(EntryDangling, dir, entryFix(dir, idx, e), "DIR_INDEX %d %q names inode %d, which does not exist", idx, e.Name, e.Ino)
 		}
 		return
 	}
 	if in != nil && in.FileType() != e.Type {
-		c.fsProblem("inode %d: directory entry %q says %v, inode %d is a %v", dir, e.Name, e.Type, e.Ino, in.FileType())
+		c.fsFix(EntryType, dir, &fixData{dir: dir, index: idx, name: e.Name, ftype: in.FileType(), want: e.Ino},
+			"directory entry %q says %v, inode %d is a %v", e.Name, e.Type, e.Ino, in.FileType())
 	}
 	if hasItem {
 		return
@@ -865,7 +901,7 @@ func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 	if !hasRef || ri != idx {
 		missing += " and no INODE_REF with this index"
 	}
-	c.fsProblem("inode %d: DIR_INDEX %d %q (inode %d) has no %s", dir, idx, e.Name, e.Ino, missing)
+	c.fsFix(IndexNoItem, dir, entryFix(dir, idx, e), "DIR_INDEX %d %q (inode %d) has no %s", idx, e.Name, e.Ino, missing)
 }
 
 // matchInodeRef: each name of an inode needs the DIR_INDEX its index names.
@@ -879,12 +915,12 @@ func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) 
 		if err != nil || (e.Ino == child && e.Name == r.Name) {
 			return
 		}
-		c.fsProblem("inode %d: name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", child, r.Name, dir, r.Index, e.Name, e.Ino)
+		c.fsProblem(RefIndexOther, child, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
 		return
 	}
 	if _, exists, err := l.inode(dir); err == nil && !exists {
-		c.fsProblem("inode %d: name %q is in directory %d, which does not exist", child, r.Name, dir)
+		c.fsFix(RefNoDir, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q is in directory %d, which does not exist", r.Name, dir)
 		return
 	}
-	c.fsProblem("inode %d: name %q in directory %d (index %d) has no DIR_INDEX", child, r.Name, dir, r.Index)
+	c.fsFix(RefNoIndex, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d (index %d) has no DIR_INDEX", r.Name, dir, r.Index)
 }

@@ -47,7 +47,7 @@ func TestCraftedExtentLength(t *testing.T) {
 		rep := s.check(Options{CheckData: true})
 		found := false
 		for _, p := range rep.Problems {
-			found = found || (p.Kind == "node" && p.Tree == format.ExtentTree.String() && p.Logical != 0)
+			found = found || (p.Code == ItemBad && p.Tree == format.ExtentTree.String() && p.Logical != 0)
 		}
 		if !found {
 			t.Errorf("length %d: no bad extent item reported: %v", length, rep.Problems)

@@ -1,9 +1,12 @@
 package check
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // bounds are the keys a subtree may hold: [lo, hi).
@@ -15,24 +18,28 @@ func (c *checker) walk(id format.TreeID) {
 	root := c.sb.Roots.Root(id)
 	if root.Logical == 0 {
 		if id == format.ChunkTree || id == format.ExtentTree || id == format.FSTree {
-			c.add(Problem{Kind: "node", Tree: id.String(), Message: "tree has no root"})
+			c.add(Problem{Code: TreeNoRoot, Tree: id.String(), Message: "tree has no root"})
 		}
 		return
 	}
-	c.visit(id, root.Logical, root.Generation, int(root.Level), nil, bounds{format.Key{}, format.MaxKey}, true)
+	c.visit(id, root.Logical, root.Generation, int(root.Level), nil, bounds{format.Key{}, format.MaxKey}, true, nil)
 }
 
 // visit checks every copy of one node, then its items or children.
-func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool) {
+func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool, pre *nodeRead) {
 	tree := id.String()
+	if c.opt.cancelled() != nil {
+		return // CheckVolume reports ErrCancelled
+	}
 	if other, dup := c.seen[logical]; dup {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
+		c.add(Problem{Code: NodeTwice, Tree: tree, Logical: logical, Message: fmt.Sprintf("node referenced twice (also by the %v tree)", other)})
 		return
 	}
 	c.seen[logical] = id
+	c.opt.progress("nodes", uint64(len(c.seen)), 0, false)
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node address is in no chunk"})
+		c.add(Problem{Code: NodeNoChunk, Tree: tree, Logical: logical, Message: "node address is in no chunk"})
 		return
 	}
 	wantType := format.ChunkMetadata
@@ -40,83 +47,83 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		wantType = format.ChunkSystem
 	}
 	if ch.Type != wantType {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf("node lives in a %v chunk, want %v", ch.Type, wantType)})
+		c.add(Problem{Code: NodeChunkType, Tree: tree, Logical: logical, Message: fmt.Sprintf("node lives in a %v chunk, want %v", ch.Type, wantType)})
 	}
 	if logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
+		c.add(Problem{Code: NodeAlign, Tree: tree, Logical: logical, Message: "node is misaligned or crosses its chunk's end"})
 		return
 	}
-	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
-	var node *format.Node
-	copies := c.vol.Copies(logical)
-	targets, _ := c.vol.Locate(logical)
-	buf := make([]byte, c.sb.NodeSize)
-	for m := 0; m < copies; m++ {
+	r := pre
+	if r == nil || (r.node == nil && len(r.errs) == 0) {
+		// Not read ahead, or read before the chunk tree walk added its
+		// chunk: read now.
+		r = c.readCopies(id, logical, gen, level)
+	}
+	node := r.node
+	for m, err := range r.errs {
+		if err == errMissingCopy {
+			continue // the missing member is reported once, not per copy
+		}
 		c.rep.NodeCopies++
-		p := Problem{Kind: "node", Tree: tree, Logical: logical, Copy: m + 1}
-		if m < len(targets) {
-			if c.vol.IsMissing(targets[m].DevID) {
-				c.rep.NodeCopies--
-				continue // the missing member is reported once, not per copy
-			}
-			p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
+		if err == nil {
+			continue
+		}
+		p := Problem{Code: NodeCopyBad, Tree: tree, Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}, Message: errString(err)}
+		if m < len(r.targets) {
+			p.DevID, p.Offset = r.targets[m].DevID, r.targets[m].Physical
 			if d, ok := c.vol.Device(p.DevID); ok {
 				p.Device = d.Path
 			}
 		}
-		if err := c.vol.ReadCopy(logical, buf, m); err != nil {
-			p.Message = errString(err)
-			c.add(p)
-			continue
-		}
-		n, err := format.UnmarshalNode(buf, c.sb.CsumType, want)
-		if err != nil {
-			p.Message = errString(err)
-			c.add(p)
-			continue
-		}
-		if node == nil {
-			node = n
-		}
+		c.add(p)
 	}
 	if node == nil {
-		return // every copy is bad: its subtree cannot be checked
+		// Every copy is bad: its subtree cannot be checked, and what the
+		// cross-checks conclude about this tree is unreliable.
+		c.rep.markIncomplete(tree)
+		if isRoot {
+			c.add(Problem{Code: TreeRootBad, Tree: tree, Logical: logical, Message: "no copy of the root node reads"})
+		}
+		return
 	}
-	problem := func(msg string, args ...any) {
-		c.add(Problem{Kind: "node", Tree: tree, Logical: logical, Message: fmt.Sprintf(msg, args...)})
+	problem := func(code Code, msg string, args ...any) {
+		c.add(Problem{Code: code, Tree: tree, Logical: logical, Message: fmt.Sprintf(msg, args...)})
 	}
 	if node.NumItems() == 0 && !isRoot {
-		problem("empty node below the root")
+		problem(NodeEmpty, "empty node below the root")
 	}
 	if firstKey != nil && node.NumItems() > 0 && node.FirstKey() != *firstKey {
-		problem("first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
+		problem(NodeFirstKey, "first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
 	}
 	if node.UsedBytes() > int(c.sb.NodeSize)-format.NodeHeaderSize {
-		problem("contents overflow the node")
+		problem(NodeOverflow, "contents overflow the node")
 	}
 	if node.IsLeaf() {
 		for _, it := range node.Items {
 			if it.Key.Less(b.lo) || !it.Key.Less(b.hi) {
-				problem("key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
+				problem(NodeKeyRange, "key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
 			}
 			c.rep.Items++
 			c.item(id, logical, it)
 		}
 		return
 	}
+	ahead := c.prefetch(id, node, level-1)
+	defer ahead.stop()
 	for i, p := range node.Ptrs {
+		r := ahead.next()
 		cb := bounds{p.Key, b.hi}
 		if i+1 < len(node.Ptrs) {
 			cb.hi = node.Ptrs[i+1].Key
 		}
 		if p.Key.Less(b.lo) || !p.Key.Less(b.hi) {
-			problem("pointer key %v outside the parent's range", p.Key)
+			problem(NodeKeyRange, "pointer key %v outside the parent's range", p.Key)
 		}
 		if p.Generation > node.Generation {
-			problem("child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
+			problem(NodePtrGen, "child %d has generation %d, newer than the node's %d", p.Logical, p.Generation, node.Generation)
 		}
 		k := p.Key
-		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false)
+		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false, r)
 	}
 }
 
@@ -124,7 +131,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 // cross-checks need.
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 	bad := func(err error) {
-		c.add(Problem{Kind: "node", Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
+		c.add(Problem{Code: ItemBad, Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
 	}
 	switch {
 	case id == format.ChunkTree && it.Key.Type == format.DevItemKey:
@@ -193,7 +200,88 @@ func (c *checker) discardItem(it format.Item) {
 	k := it.Key
 	ch, ok := c.vol.Chunks.Lookup(k.ObjectID)
 	if k.Type != format.DiscardItemKey || len(it.Data) != 0 || k.Offset == 0 || !ok || k.Offset > ch.End()-k.ObjectID {
-		c.add(Problem{Kind: "discard", Tree: format.DiscardTree.String(), Logical: k.ObjectID,
+		c.add(Problem{Code: DiscardBad, Tree: format.DiscardTree.String(), Logical: k.ObjectID, fix: &fixData{key: k},
 			Message: fmt.Sprintf("discard record %v is not a range inside one chunk", k)})
 	}
+}
+
+// nodeRead is every copy of one node read and validated: the first good
+// copy decoded, and per copy nil or why it is bad.
+type nodeRead struct {
+	node    *format.Node
+	errs    []error
+	targets []volume.Target
+}
+
+// readCopies reads and validates every copy of a node. It touches no
+// checker state, so the prefetcher runs it beside the item checks; a node
+// outside its chunk is not read (visit reports it).
+// errMissingCopy marks a copy on a member the set was opened without
+// (--degraded): not read, not counted, not a problem of its own.
+var errMissingCopy = errors.New("copy on a missing device")
+
+func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *nodeRead {
+	r := &nodeRead{}
+	ch, ok := c.vol.Chunks.Lookup(logical)
+	if !ok || logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
+		return r
+	}
+	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
+	r.targets, _ = c.vol.Locate(logical)
+	buf := make([]byte, c.sb.NodeSize)
+	for m := 0; m < c.vol.Copies(logical); m++ {
+		if m < len(r.targets) && c.vol.IsMissing(r.targets[m].DevID) {
+			r.errs = append(r.errs, errMissingCopy)
+			continue
+		}
+		err := c.vol.ReadCopy(logical, buf, m)
+		if err == nil {
+			var n *format.Node
+			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil && r.node == nil {
+				r.node = n
+			}
+		}
+		r.errs = append(r.errs, err)
+	}
+	return r
+}
+
+// prefetchDepth bounds the children read ahead of the checks (memory:
+// this many nodes, all copies read, per tree level being walked).
+const prefetchDepth = 16
+
+// prefetcher reads the children of an inner node, in order, on a second
+// goroutine: node verification (reads, checksums, decoding) runs beside
+// the item checks of the namespace and extent passes on the first.
+type prefetcher struct {
+	out  chan *nodeRead
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (c *checker) prefetch(id format.TreeID, parent *format.Node, level int) *prefetcher {
+	pf := &prefetcher{out: make(chan *nodeRead, prefetchDepth), done: make(chan struct{})}
+	pf.wg.Add(1)
+	go func() {
+		defer pf.wg.Done()
+		defer close(pf.out)
+		for _, p := range parent.Ptrs {
+			r := c.readCopies(id, p.Logical, p.Generation, level)
+			select {
+			case pf.out <- r:
+			case <-pf.done:
+				return
+			}
+		}
+	}()
+	return pf
+}
+
+// next is the read of the next child.
+func (pf *prefetcher) next() *nodeRead { return <-pf.out }
+
+// stop ends the prefetcher (early return: cancelled) and waits for it.
+func (pf *prefetcher) stop() {
+	close(pf.done)
+	pf.wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"syscall"
 
@@ -92,4 +93,11 @@ func plain(err error) string {
 		return pe.Path + ": " + strings.ToUpper(m[:1]) + m[1:]
 	}
 	return err.Error()
+}
+
+// IsTerminal reports whether f is a terminal (progress lines are drawn
+// only there).
+func IsTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -130,9 +130,9 @@ func verifyDegraded(mems []*device.MemDevice, states map[uint64]string) error {
 	var missing int
 	for _, p := range rep.Problems {
 		switch {
-		case p.Code == check.CodeMissingDevice:
+		case p.Code == check.DevMissing:
 			missing++
-		case p.Kind != "superblock":
+		case p.Pass != check.PassSuper:
 			return fmt.Errorf("generation %d: fsck: %v", gen, p)
 		}
 	}

@@ -84,7 +84,7 @@ func (v *verifier) good(off uint64, blk []byte) bool {
 		return true
 	}
 	if v.c.Type != format.ChunkData {
-		_, err := format.UnmarshalNode(blk, v.fs.sb.CsumType, format.NodeExpect{FSID: v.fs.sb.FSID, Logical: logical, Level: -1})
+		_, err := format.UnmarshalNode(blk, v.fs.sb.CsumType, format.NodeExpect{FSID: v.fs.sb.FSID, AltFSID: v.fs.sb.NewFSID, Logical: logical, Level: -1})
 		return err == nil
 	}
 	want, ok := v.sums[logical]

@@ -120,7 +120,7 @@ func (c *crafter) done() *fsys.FS {
 	must(c.t, err)
 	namespace := false
 	for _, p := range rep.Problems {
-		namespace = namespace || p.Kind == "fs"
+		namespace = namespace || p.Pass == check.PassFS
 	}
 	if !namespace {
 		c.t.Errorf("fsck finds no namespace problem in the crafted image: %v", rep.Problems)

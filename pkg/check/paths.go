@@ -1,0 +1,95 @@
+package check
+
+import (
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// Bounds of the path lookups: problems named by path, and the depth of
+// one path (a loop or a very deep tree ends the walk).
+const (
+	maxPaths     = 1000
+	maxPathDepth = 256
+)
+
+// dataOwners sets Ino on the data problems (bad data copies) from the
+// file extents that point at their extent: the first such file. It runs
+// before checkRefs consumes the references.
+func (c *checker) dataOwners() {
+	s := &c.fs
+	ext := s.extents
+	sorted := sort.SliceIsSorted(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })
+	if !sorted {
+		return // the extent tree is out of order (reported); no owners
+	}
+	for i := range c.rep.Problems {
+		p := &c.rep.Problems[i]
+		if p.Pass != PassData || p.Ino != 0 {
+			continue
+		}
+		j := sort.Search(len(ext), func(j int) bool { return ext[j].logical+ext[j].length > p.Logical })
+		if j < len(ext) && ext[j].logical <= p.Logical {
+			if u, ok := s.refs[ext[j].extentID]; ok {
+				p.Ino = u.ino
+			}
+		}
+	}
+}
+
+// setPaths names the file of every problem about an inode, walking its
+// first INODE_REF up to the root. An inode without a way to the root has
+// no path.
+func (c *checker) setPaths() {
+	root := c.sb.Roots.Root(format.FSTree)
+	if root.Logical == 0 {
+		return
+	}
+	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
+	known := map[uint64]string{}
+	for i := range c.rep.Problems {
+		p := &c.rep.Problems[i]
+		if p.Ino == 0 || len(known) >= maxPaths {
+			continue
+		}
+		if _, ok := known[p.Ino]; !ok {
+			known[p.Ino] = pathOf(t, p.Ino)
+		}
+		p.Path = known[p.Ino]
+	}
+}
+
+// pathOf returns the path of ino, "" if it does not lead to the root.
+func pathOf(t *btree.Tree, ino uint64) string {
+	if ino == format.RootDirIno {
+		return "/"
+	}
+	var names []string
+	for depth := 0; ino != format.RootDirIno; depth++ {
+		if depth == maxPathDepth {
+			return ""
+		}
+		var name string
+		var parent uint64
+		err := t.Scan(format.Key{ObjectID: ino, Type: format.InodeRefKey}, format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
+			refs, err := format.UnmarshalInodeRefs(it.Data)
+			if err != nil || len(refs) == 0 {
+				return true, nil
+			}
+			name, parent = refs[0].Name, it.Key.Offset
+			return false, nil
+		})
+		if err != nil && !errors.Is(err, btree.ErrNotFound) || name == "" {
+			return ""
+		}
+		names = append(names, name)
+		ino = parent
+	}
+	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+		names[i], names[j] = names[j], names[i]
+	}
+	return "/" + strings.Join(names, "/")
+}

@@ -1,0 +1,187 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// sumBatch is the sectors one new checksum item covers (well inside a
+// node).
+const sumBatch = 64
+
+// sumData writes checksums for [start, end) from the data as it reads now
+// (as btrfs check --init-csum-tree does): the first copy that reads. What
+// the data should have been is not known; from here on a change is
+// caught.
+func (f *fixer) sumData(start, end uint64) error {
+	sb := f.st.Super()
+	ss := uint64(sb.SectorSize)
+	cl := sb.CsumType.Len()
+	if start%ss != 0 || end%ss != 0 || end <= start {
+		return nil
+	}
+	// The range comes from an extent item: only within one data chunk
+	// (a crafted length must not make this loop for ever).
+	if ch, ok := f.st.Vol.Chunks.Lookup(start); !ok || ch.Type != format.ChunkData || end > ch.End() {
+		return nil
+	}
+	buf := make([]byte, sumBatch*ss)
+	for at := start; at < end; at += sumBatch * ss {
+		n := min(end-at, sumBatch*ss)
+		b := buf[:n]
+		if err := f.readAny(at, b); err != nil {
+			return err
+		}
+		sums := make([]byte, 0, n/ss*uint64(cl))
+		for i := uint64(0); i < n; i += ss {
+			sum := format.Checksum(sb.CsumType, b[i:i+ss])
+			sums = append(sums, sum[:cl]...)
+		}
+		if err := f.tree(format.CsumTree).Put(csumKey(at), sums); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func csumKey(l uint64) format.Key {
+	return format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l}
+}
+
+// readAny reads buf at logical from the first copy that reads.
+func (f *fixer) readAny(logical uint64, buf []byte) error {
+	vol := f.st.Vol
+	err := fmt.Errorf("logical %d: no copy", logical)
+	for m := 0; m < vol.Copies(logical); m++ {
+		if err = vol.ReadCopy(logical, buf, m); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// dropExtent frees a data extent no file uses: its item, its index
+// entry, its checksums and its bytes in the block group. The space is free from the next
+// open on (the free-space map is built from the extent tree).
+func (f *fixer) dropExtent(k format.Key) error {
+	b, err := f.tree(format.ExtentTree).Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	// Its dedupe index entry goes with it (an entry never outlives its
+	// extent).
+	if e, err := format.UnmarshalExtentItem(b); err == nil && e.Flags&format.ExtentFlagDeduped != 0 {
+		if err := f.del(format.DedupeTree, format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: k.ObjectID}); err != nil {
+			return err
+		}
+	}
+	if err := f.del(format.ExtentTree, k); err != nil {
+		return err
+	}
+	for _, bg := range f.st.BlockGroups() {
+		if bg.Chunk.Logical <= k.ObjectID && k.ObjectID < bg.Chunk.End() {
+			bg.Used -= min(bg.Used, k.Offset)
+		}
+	}
+	return f.dropCsums(k.ObjectID, k.ObjectID+k.Offset)
+}
+
+// rekeyXattr moves xattr name of ino from the item at k to the item its
+// name hash keys.
+func (f *fixer) rekeyXattr(ino uint64, k format.Key, name string) error {
+	tr := f.tree(format.FSTree)
+	b, err := tr.Get(k)
+	if err != nil {
+		return ignoreNotFound(err)
+	}
+	xs, err := format.UnmarshalXattrs(b)
+	if err != nil {
+		return nil
+	}
+	var moved *format.Xattr
+	var kept []format.Xattr
+	for i := range xs {
+		if xs[i].Name == name && moved == nil {
+			moved = &xs[i]
+			continue
+		}
+		kept = append(kept, xs[i])
+	}
+	if moved == nil {
+		return nil
+	}
+	if err := putOrDelete(f, k, kept, format.MarshalXattrs); err != nil {
+		return err
+	}
+	to := format.Key{ObjectID: ino, Type: format.XattrItemKey, Offset: format.NameHash([]byte(name))}
+	var there []format.Xattr
+	if b, err := tr.Get(to); err == nil {
+		if there, err = format.UnmarshalXattrs(b); err != nil {
+			return nil
+		}
+	} else if err = ignoreNotFound(err); err != nil {
+		return err
+	}
+	for _, x := range there {
+		if x.Name == name {
+			return nil // the right key holds the name already: keep that one
+		}
+	}
+	return tr.Put(to, format.MarshalXattrs(append(there, *moved)))
+}
+
+// rekeyDirItem moves the DIR_ITEM entry name → child of dir from the item
+// at k to the item its name hash keys.
+func (f *fixer) rekeyDirItem(dir uint64, k format.Key, name string, child uint64) error {
+	b, err := f.tree(format.FSTree).Get(k)
+	if err != nil {
+		return ignoreNotFound(err)
+	}
+	es, err := format.UnmarshalDirEntries(b)
+	if err != nil {
+		return nil
+	}
+	var moved *format.DirEntry
+	var kept []format.DirEntry
+	for i := range es {
+		if es[i].Name == name && es[i].Ino == child && moved == nil {
+			moved = &es[i]
+			continue
+		}
+		kept = append(kept, es[i])
+	}
+	if moved == nil {
+		return nil
+	}
+	if err := putOrDelete(f, k, kept, format.MarshalDirEntries); err != nil {
+		return err
+	}
+	return f.editDirItem(dir, name, func(es []format.DirEntry) []format.DirEntry {
+		for _, e := range es {
+			if e.Name == name {
+				return es
+			}
+		}
+		return append(es, *moved)
+	})
+}
+
+// putOrDelete rewrites the fs tree item at k with what is left of it.
+func putOrDelete[T any](f *fixer, k format.Key, left []T, marshal func([]T) []byte) error {
+	if len(left) == 0 {
+		return f.del(format.FSTree, k)
+	}
+	return f.tree(format.FSTree).Put(k, marshal(left))
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil
+	}
+	return err
+}

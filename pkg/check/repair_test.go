@@ -1,0 +1,333 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// opener reopens a set of memory devices writable, as fsck reopens the
+// images for every repair round.
+func opener(devs []*device.MemDevice) func() (*volume.Volume, error) {
+	return func() (*volume.Volume, error) {
+		var ds []device.Device
+		for _, d := range devs {
+			ds = append(ds, d)
+		}
+		return volume.FromDevices(ds, true)
+	}
+}
+
+func repairDevs(t *testing.T, devs []*device.MemDevice, mode Mode) *Report {
+	t.Helper()
+	rep, err := Repair(opener(devs), Options{Mode: mode, CheckData: true})
+	if err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	return rep
+}
+
+// contents maps every regular file reachable from the root, by inode, to
+// the hash of its bytes; files that cannot be read are left out.
+func contents(t *testing.T, devs []*device.MemDevice) map[uint64][32]byte {
+	t.Helper()
+	out := map[uint64][32]byte{}
+	st, err := store.OpenVolume(volumeOf(t, devs))
+	if err != nil {
+		return out
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		return out
+	}
+	seen := map[uint64]bool{}
+	var walk func(in *fsys.Inode, depth int)
+	walk = func(in *fsys.Inode, depth int) {
+		if depth > 64 || seen[in.Ino] {
+			return
+		}
+		seen[in.Ino] = true
+		_ = f.ReadDir(in, func(e fsys.DirEntry) bool {
+			c, err := f.Inode(e.Ino)
+			if err != nil {
+				return true
+			}
+			switch {
+			case c.IsDir():
+				walk(c, depth+1)
+			case e.Type == format.FileTypeRegular && c.Size < 64<<20:
+				buf := make([]byte, c.Size)
+				if n, err := f.ReadAt(c, buf, 0); err == nil && uint64(n) == c.Size {
+					out[c.Ino] = sha256.Sum256(buf)
+				}
+			}
+			return true
+		})
+	}
+	if root, err := f.Inode(format.RootDirIno); err == nil {
+		walk(root, 0)
+	}
+	return out
+}
+
+// codesOf lists the codes of the problems, sorted, with fixed ones
+// marked "+".
+func codesOf(ps []Problem, onlyLeft bool) []string {
+	var out []string
+	for _, p := range ps {
+		if p.Warning || (onlyLeft && p.Fixed) {
+			continue
+		}
+		c := string(p.Code)
+		if p.Fixed {
+			c += "+"
+		}
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// repairLeaves are problems of a surgery case that a fixable code cannot
+// fix in that case.
+var repairLeaves = map[string][]string{
+	"csum items overlap":                   {"DATA_COPY_BAD"},
+	"extents on a fifo":                    {"EXTENT_BEYOND_SIZE"}, // its extents are the damage
+	"extent beyond its decompressed bytes": {"EXTENT_UNREFERENCED", "FS_ITEM_BAD"},
+}
+
+// TestRepairSurgery: every surgery case, repaired with -y: what the codes
+// table says -y fixes is fixed, a second check finds exactly what -y
+// cannot fix, and no readable file changes a byte.
+func TestRepairSurgery(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	original := contents(t, base)
+	for _, tc := range surgeryCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSurgeon(t, base)
+			tc.damage(s)
+			must(t, s.tx.Commit())
+			before := fsckDevs(t, s.devs, Options{CheckData: true})
+			damaged := contents(t, s.devs)
+			rep := repairDevs(t, s.devs, ModeRepair)
+			after := fsckDevs(t, s.devs, Options{CheckData: true})
+			// Left after -y: exactly the problems no mode fixes.
+			var unfixable []string
+			for _, p := range before.Problems {
+				if ci, _ := p.Code.Info(); !ModeRepair.allows(ci.fix) {
+					unfixable = append(unfixable, string(p.Code))
+				}
+			}
+			// A sum over a sector of the single copy: no good copy to
+			// rewrite it from.
+			unfixable = append(unfixable, repairLeaves[tc.name]...)
+			sort.Strings(unfixable)
+			if got := codesOf(after.Problems, false); strings.Join(got, " ") != strings.Join(unfixable, " ") {
+				t.Errorf("after -y: %v, want the unfixable %v\nbefore: %v\nrepair: %v", got, unfixable, before.Problems, rep.Problems)
+			}
+			if got := codesOf(rep.Problems, true); strings.Join(got, " ") != strings.Join(codesOf(after.Problems, false), " ") {
+				t.Errorf("repair report leaves %v, the second check finds %v", got, codesOf(after.Problems, false))
+			}
+			// A file reads as before the damage or as after it: a repair
+			// may undo damage, never make a third version.
+			for ino, sum := range contents(t, s.devs) {
+				if old, ok := original[ino]; ok && old != sum && damaged[ino] != sum {
+					t.Errorf("inode %d changed its contents", ino)
+				}
+			}
+		})
+	}
+}
+
+// TestRepairPreen: -p fixes only what cannot lose data: a dangling entry
+// (removing it is a -y fix) stays, and -p reports it as left.
+func TestRepairPreen(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	s.link(format.RootDirIno, "ghost", 90000, format.FileTypeRegular)
+	s.del(format.FSTree, format.Key{ObjectID: 90000, Type: format.InodeRefKey, Offset: format.RootDirIno})
+	mid := s.ino("/mid")
+	s.inode(mid, func(in *format.InodeItem) { in.NBytes = 1 })
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModePreen)
+	got := codesOf(rep.Problems, false)
+	if strings.Join(got, " ") != "ENTRY_DANGLING NBYTES+" {
+		t.Fatalf("preen: %v", rep.Problems)
+	}
+	rep = repairDevs(t, s.devs, ModeRepair)
+	// The root's size drops with the entry in the same transaction.
+	if got := codesOf(rep.Problems, false); strings.Join(got, " ") != "ENTRY_DANGLING+" {
+		t.Fatalf("repair: %v", rep.Problems)
+	}
+	if after := fsckDevs(t, s.devs, Options{}); len(after.Problems) != 0 {
+		t.Fatalf("after -y: %v", after.Problems)
+	}
+}
+
+// TestRepairCopies: a bad copy of a dup node and of a raid1 data sector
+// are rewritten from the good copy; the files read the same.
+func TestRepairCopies(t *testing.T) {
+	f, devs := newFS(t, layout{2, format.ProfileRaid1, format.ProfileRaid1})
+	populate(t, f)
+	want := contents(t, devs)
+	copies := allNodeCopies(t, devs)
+	s := newSurgeon(t, devs)
+	l, _ := s.diskExtent(s.ino("/mid"))
+	s.tx.Abort()
+	dt, err := s.st.Vol.Locate(l + 4096)
+	must(t, err)
+	// Damage the devices the surgeon copied.
+	devs = s.devs
+	flip(devs[dt[1].DevID-1], int64(dt[1].Physical)+100)
+	nc := copies[len(copies)/2]
+	flip(devs[nc.target.DevID-1], int64(nc.target.Physical)+300)
+	rep := repairDevs(t, devs, ModePreen)
+	var fixed []string
+	for _, p := range rep.Problems {
+		if !p.Fixed {
+			t.Errorf("left: %v", p)
+		}
+		fixed = append(fixed, fmt.Sprintf("%s@%d/%d", p.Code, p.Logical, *p.Copy))
+	}
+	sort.Strings(fixed)
+	wantFixed := []string{fmt.Sprintf("%s@%d/1", DataCopyBad, l+4096), fmt.Sprintf("%s@%d/%d", NodeCopyBad, nc.logical, nc.copy)}
+	sort.Strings(wantFixed)
+	if strings.Join(fixed, " ") != strings.Join(wantFixed, " ") {
+		t.Fatalf("fixed %v, want %v", fixed, wantFixed)
+	}
+	if rep := fsckDevs(t, devs, Options{CheckData: true}); len(rep.Problems) != 0 {
+		t.Fatalf("after -p: %v", rep.Problems)
+	}
+	got := contents(t, devs)
+	if len(got) != len(want) || len(want) < 10 {
+		t.Fatalf("%d files, had %d", len(got), len(want))
+	}
+	for ino, sum := range want {
+		if got[ino] != sum {
+			t.Errorf("inode %d changed", ino)
+		}
+	}
+}
+
+// TestRepairCancelled: a cancelled context stops a repair before it
+// changes anything.
+func TestRepairCancelled(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, devs)
+	s.inode(s.ino("/mid"), func(in *format.InodeItem) { in.NBytes = 1 })
+	must(t, s.tx.Commit())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Repair(opener(s.devs), Options{Mode: ModeRepair, Context: ctx}); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("err %v, want ErrCancelled", err)
+	}
+	if rep := fsckDevs(t, s.devs, Options{}); len(rep.Problems) != 1 || rep.Problems[0].Code != NBytes {
+		t.Fatalf("after a cancelled repair: %v", rep.Problems)
+	}
+}
+
+// TestRepairBackupRoots: with no copy of the fs tree's root readable, -y
+// puts back the newest backup root set that checks clean, reports its
+// generation, and the files are those of that generation.
+func TestRepairBackupRoots(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	want := contents(t, devs)
+	gen := f.Store().Super().Generation
+	in, err := f.Create("/late", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.WriteAt(in, pattern(9000, 3), 0))
+	must(t, f.Sync())
+	sb := f.Store().Super()
+	root := sb.Roots.Root(format.FSTree)
+	targets, err := f.Store().Vol.Locate(root.Logical)
+	must(t, err)
+	for _, tg := range targets {
+		flip(devs[tg.DevID-1], int64(tg.Physical)+200)
+	}
+	if rep := fsckDevs(t, devs, Options{}); !hasCode(rep.Problems, TreeRootBad) {
+		t.Fatalf("not reported: %v", rep.Problems)
+	}
+	if rep := repairDevs(t, devs, ModePreen); rep.RestoredFrom != 0 || !hasCode(rep.Problems, TreeRootBad) {
+		t.Fatalf("-p restored roots: %d %v", rep.RestoredFrom, rep.Problems)
+	}
+	rep := repairDevs(t, devs, ModeRepair)
+	if rep.RestoredFrom != gen {
+		t.Fatalf("restored generation %d, want %d: %v", rep.RestoredFrom, gen, rep.Problems)
+	}
+	for _, p := range rep.Problems {
+		if !p.Fixed {
+			t.Errorf("left: %v", p)
+		}
+	}
+	if after := fsckDevs(t, devs, Options{CheckData: true}); len(after.Problems) != 0 {
+		t.Fatalf("after -y: %v", after.Problems)
+	}
+	got := contents(t, devs)
+	if len(got) != len(want) {
+		t.Fatalf("%d files, want the %d of generation %d", len(got), len(want), gen)
+	}
+	for ino, sum := range want {
+		if got[ino] != sum {
+			t.Errorf("inode %d differs from generation %d", ino, gen)
+		}
+	}
+}
+
+// TestRepairDedupeRebuilt: a dropped dedupe index entry is rebuilt from
+// its extent's data, byte for byte, by -p.
+func TestRepairDedupeRebuilt(t *testing.T) {
+	d := device.NewMemDevice("m", 256<<20)
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{13}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
+		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 3}})
+	must(t, err)
+	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
+	must(t, err)
+	f.Adopt(tx)
+	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	for i := 0; i < 3; i++ {
+		in, err := f.Create(fmt.Sprintf("/f%d", i), fsys.Attr{Mode: 0o644})
+		must(t, err)
+		must(t, f.WriteAt(in, pattern(30000, byte(i%2)), 0))
+	}
+	must(t, f.Sync())
+	devs := []*device.MemDevice{d}
+	s := newSurgeon(t, devs)
+	var victim format.Item
+	must(t, s.tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		victim = format.Item{Key: it.Key, Data: bytes.Clone(it.Data)}
+		return false, nil
+	}))
+	if victim.Key.Type != format.DedupeItemKey {
+		t.Fatal("no dedupe entries: test too weak")
+	}
+	s.del(format.DedupeTree, victim.Key)
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModePreen)
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != DedupeEntries || !rep.Problems[0].Fixed {
+		t.Fatalf("-p: %v", rep.Problems)
+	}
+	st2, err := store.OpenVolume(volumeOf(t, s.devs))
+	must(t, err)
+	got, err := st2.Tree(format.DedupeTree).Get(victim.Key)
+	must(t, err)
+	if !bytes.Equal(got, victim.Data) {
+		t.Fatalf("rebuilt entry %x, was %x", got, victim.Data)
+	}
+}

@@ -1,0 +1,414 @@
+package check
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/codec"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// maxDirtyNodes bounds one repair transaction's memory: past it the
+// transaction commits and the next one continues.
+const maxDirtyNodes = 4096
+
+// fixer applies tree fixes inside store transactions.
+type fixer struct {
+	st  *store.FS
+	tx  *store.Txn
+	opt Options
+	// touched: inodes a name is restored to this round (not orphans).
+	touched map[uint64]bool
+	// settle: inodes whose names or entries a fix changed; their link
+	// counts and directory sizes are recounted before the commit, so
+	// every commit is a state with no problem the repair made.
+	settle map[uint64]bool
+	// recreated: inodes whose missing inode item this round makes anew
+	// (their names stay).
+	recreated map[uint64]bool
+	lf        uint64 // /lost+found, once found or made
+}
+
+// fixTrees fixes the problems that change trees, in transactions. Device
+// items are changed by their own transaction (store.UpdateDevice). Any
+// commit rewrites every superblock copy of every device, so superblock
+// problems need a commit and nothing more.
+func fixTrees(st *store.FS, todo []Problem, opt Options) error {
+	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}, settle: map[uint64]bool{}}
+	var devs []Problem
+	for _, p := range todo {
+		switch p.Code {
+		case DevBytesUsed:
+			devs = append(devs, p)
+		case InodeMissing:
+			f.recreated[p.Ino] = true
+		}
+	}
+	if err := f.begin(); err != nil {
+		return err
+	}
+	// Block group usage first, before this transaction allocates: the
+	// commit then records the checked usage plus its own changes.
+	for _, p := range todo {
+		if p.Code == BGUsed && p.fix != nil {
+			for _, bg := range st.BlockGroups() {
+				if bg.Chunk.Logical == p.Logical {
+					bg.Used = p.fix.want
+				}
+			}
+		}
+	}
+	// Values first (absolute, as checked), then the name fixes, whose
+	// inodes are recounted before each commit.
+	sort.SliceStable(todo, func(i, j int) bool { return fixOrder(todo[i].Code) < fixOrder(todo[j].Code) })
+	for _, p := range todo {
+		if err := f.fix(p); err != nil {
+			// A fix that cannot read what it changes drops the whole
+			// transaction: its problems stay, reported as left.
+			f.tx.Abort()
+			return nil
+		}
+		if f.tx.DirtyNodes() > maxDirtyNodes {
+			if err := f.settleAll(); err != nil {
+				f.tx.Abort()
+				return nil
+			}
+			if err := f.commit(); err != nil {
+				return err
+			}
+			if err := f.begin(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.settleAll(); err != nil {
+		f.tx.Abort()
+		return nil
+	}
+	if err := f.commit(); err != nil {
+		return err
+	}
+	for _, p := range devs {
+		if p.fix == nil {
+			continue
+		}
+		if err := opt.cancelled(); err != nil {
+			return err
+		}
+		want := p.fix.want
+		if err := st.UpdateDevice(p.DevID, func(d *format.DevItem) error { d.BytesUsed = want; return nil }); err != nil {
+			return fmt.Errorf("device %d bytes used: %w", p.DevID, err)
+		}
+	}
+	return nil
+}
+
+func (f *fixer) begin() error {
+	if err := f.opt.cancelled(); err != nil {
+		return err
+	}
+	tx, err := f.st.Begin()
+	f.tx = tx
+	return err
+}
+
+func (f *fixer) commit() error {
+	if err := f.tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (f *fixer) tree(id format.TreeID) *btree.Tree { return f.tx.Tree(id) }
+
+// fix applies the fix of one problem to the running transaction.
+func (f *fixer) fix(p Problem) error {
+	x := p.fix
+	if x == nil {
+		return nil // superblocks (any commit rewrites them) or not fixable here
+	}
+	switch p.Code {
+	case Nlink, DirNlink:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Nlink = uint32(x.want) })
+	case DirSize:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Size = x.want })
+	case NBytes:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.NBytes = x.want })
+	case SpecialSize:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Size = 0 })
+	case Rdev:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Rdev = 0 })
+	case EntryType:
+		return f.entryType(x)
+	case ExtentRefs:
+		return f.item(format.ExtentTree, x.key, func(b []byte) ([]byte, error) {
+			e, err := format.UnmarshalExtentItem(b)
+			if err != nil {
+				return nil, err
+			}
+			e.Refs = x.want
+			return format.MarshalExtentItem(e), nil
+		})
+	case DedupeEntries:
+		if x.want != 0 {
+			return nil // several entries: the stale ones are dropped first
+		}
+		return f.reindex(x.key.ObjectID)
+	case MetaLeaked:
+		if err := f.del(format.ExtentTree, x.key); err != nil {
+			return err
+		}
+		// Its block group's usage, set as checked above, drops with it.
+		for _, bg := range f.st.BlockGroups() {
+			if bg.Chunk.Logical <= p.Logical && p.Logical < bg.Chunk.End() {
+				bg.Used -= min(bg.Used, uint64(f.st.Super().NodeSize))
+			}
+		}
+		return nil
+	case DedupeStale:
+		return f.del(format.DedupeTree, x.key)
+	case DedupeItemBad, DedupePrefix, DedupeLength, DedupeHash:
+		if err := f.del(format.DedupeTree, x.key); err != nil {
+			return err
+		}
+		return f.reindex(x.key.Offset)
+	case DiscardBad:
+		if x.key.Type == format.DiscardItemKey {
+			return nil // the store drops a record that fits no chunk at commit
+		}
+		return f.del(format.DiscardTree, x.key)
+	case CsumOrphan:
+		return f.dropCsums(p.Logical, x.end)
+	case CsumItemBad, PropItem:
+		return f.del(tree(p.Code), x.key)
+	case CsumMissing:
+		return f.sumData(x.index, x.end)
+	case ExtentUnreferenced:
+		return f.dropExtent(x.key)
+	case InodeFlags:
+		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
+	case ExtentBeyondSize:
+		return f.inode(p.Ino, func(in *format.InodeItem) {
+			if in.FileType() == format.FileTypeRegular { // a fifo's extents are the problem
+				in.Size = max(in.Size, x.want)
+			}
+		})
+	case FSItemBad:
+		if x.key.Type == format.FileExtentKey {
+			return nil // it maps file data: dropping it would lose the data
+		}
+		if x.key.Type == format.InodeItemKey {
+			// Made anew in the same transaction, so no state between
+			// has names of an inode that does not exist.
+			if err := f.del(format.FSTree, x.key); err != nil {
+				return err
+			}
+			f.settle[x.key.ObjectID] = true
+			return f.recreateInode(x.key.ObjectID)
+		}
+		// What it held is lost either way; without it the next round
+		// rebuilds the rest (an inode item, a DIR_ITEM from its
+		// DIR_INDEX, a name in lost+found).
+		return f.del(format.FSTree, x.key)
+	case XattrHash:
+		return f.rekeyXattr(p.Ino, x.key, x.name)
+	case DirItemHash:
+		return f.rekeyDirItem(p.Ino, x.key, x.name, x.want)
+	}
+	return f.fixNames(p)
+}
+
+func tree(c Code) format.TreeID {
+	if c == CsumItemBad {
+		return format.CsumTree
+	}
+	return format.FSTree
+}
+
+// fixOrder runs deletions of bad items before the value fixes, those
+// before the name fixes, and new checksums last (a bad item may sit at
+// the key they take).
+func fixOrder(c Code) int {
+	switch {
+	case c == CsumItemBad || c == FSItemBad:
+		return 0
+	case c == CsumMissing:
+		return 3
+	case isNameFix(c):
+		return 2
+	}
+	return 1
+}
+
+// inode changes the inode item of ino.
+func (f *fixer) inode(ino uint64, change func(*format.InodeItem)) error {
+	return f.item(format.FSTree, format.Key{ObjectID: ino, Type: format.InodeItemKey}, func(b []byte) ([]byte, error) {
+		in, err := format.UnmarshalInodeItem(b)
+		if err != nil {
+			return nil, err
+		}
+		change(in)
+		return format.MarshalInodeItem(in), nil
+	})
+}
+
+// item rewrites one item; a missing item is left alone (an earlier fix
+// of the round may have removed it).
+func (f *fixer) item(id format.TreeID, k format.Key, change func([]byte) ([]byte, error)) error {
+	t := f.tree(id)
+	b, err := t.Get(k)
+	if errors.Is(err, btree.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%v tree item %v: %w", id, k, err)
+	}
+	nb, err := change(bytes.Clone(b))
+	if err != nil {
+		return nil // does not decode: another problem, not this fix's
+	}
+	if err := t.Put(k, nb); err != nil {
+		return fmt.Errorf("%v tree item %v: %w", id, k, err)
+	}
+	return nil
+}
+
+// del deletes one item; a missing one is already gone.
+func (f *fixer) del(id format.TreeID, k format.Key) error {
+	if err := f.tree(id).Delete(k); err != nil && !errors.Is(err, btree.ErrNotFound) {
+		return fmt.Errorf("%v tree item %v: %w", id, k, err)
+	}
+	return nil
+}
+
+// dropCsums removes the checksums of [start, end) (space no data extent
+// holds), keeping the sums on either side of it in shortened items.
+func (f *fixer) dropCsums(start, end uint64) error {
+	sb := f.st.Super()
+	ss, cl := uint64(sb.SectorSize), uint64(sb.CsumType.Len())
+	t := f.tree(format.CsumTree)
+	var hit []format.Item
+	// An item that starts before start may reach into the range.
+	from := format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey}
+	if it, err := t.SeekLE(format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: start}); err == nil && it.Key.Type == format.CsumItemKey {
+		from = it.Key
+	}
+	err := t.Scan(from, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: end}, func(it format.Item) (bool, error) {
+		hit = append(hit, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
+		return len(hit) < 1<<16, nil
+	})
+	if err != nil {
+		return fmt.Errorf("csum items over [%d, %d): %w", start, end, err)
+	}
+	for _, it := range hit {
+		s := it.Key.Offset
+		e := s + uint64(len(it.Data))/cl*ss
+		if e <= start || s >= end || uint64(len(it.Data))%cl != 0 {
+			continue
+		}
+		if err := f.del(format.CsumTree, it.Key); err != nil {
+			return err
+		}
+		if s < start {
+			if err := t.Insert(it.Key, it.Data[:(start-s)/ss*cl]); err != nil {
+				return err
+			}
+		}
+		if e > end {
+			k := it.Key
+			k.Offset = end
+			if err := t.Insert(k, it.Data[(end-s)/ss*cl:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entryType sets the type of a name in its DIR_INDEX and DIR_ITEM to the
+// type of the inode it names.
+func (f *fixer) entryType(x *fixData) error {
+	e := format.DirEntry{Ino: x.want, Type: x.ftype, Name: x.name}
+	err := f.item(format.FSTree, dirIndexKey(x.dir, x.index), func(b []byte) ([]byte, error) {
+		old, err := format.UnmarshalDirEntry(b)
+		if err != nil || old.Ino != e.Ino || old.Name != e.Name {
+			return nil, fmt.Errorf("entry changed")
+		}
+		return format.MarshalDirEntry(e), nil
+	})
+	if err != nil {
+		return err
+	}
+	return f.editDirItem(x.dir, x.name, func(es []format.DirEntry) []format.DirEntry {
+		for i := range es {
+			if es[i].Name == x.name && es[i].Ino == x.want {
+				es[i].Type = x.ftype
+			}
+		}
+		return es
+	})
+}
+
+// reindex rebuilds the dedupe index entry of the data extent at logical
+// from the extent (its data hashed as fsys hashes a block); when the data
+// no longer hashes to the extent's prefix (changed since, or unreadable)
+// the extent loses its indexed mark instead: it is no longer offered for
+// sharing, and only future writes miss this block.
+func (f *fixer) reindex(logical uint64) error {
+	var k format.Key
+	var e *format.ExtentItem
+	err := f.tree(format.ExtentTree).Scan(format.Key{ObjectID: logical, Type: format.ExtentItemKey}, format.Key{ObjectID: logical, Type: format.ExtentItemKey + 1}, func(it format.Item) (bool, error) {
+		k = it.Key
+		e, _ = format.UnmarshalExtentItem(it.Data)
+		return false, nil
+	})
+	if err != nil || e == nil || e.Flags&format.ExtentFlagDeduped == 0 {
+		return err
+	}
+	if d, ok := f.blockHash(k, e); ok {
+		key := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical}
+		return f.tree(format.DedupeTree).Put(key, format.MarshalDedupeItem(d))
+	}
+	return f.item(format.ExtentTree, k, func(b []byte) ([]byte, error) {
+		e, err := format.UnmarshalExtentItem(b)
+		if err != nil {
+			return nil, err
+		}
+		e.Flags &^= format.ExtentFlagDeduped
+		return format.MarshalExtentItem(e), nil
+	})
+}
+
+// maxBlock bounds the data reindex reads (dedupe blocks are at most 8 MiB,
+// content-defined ones up to four times the block).
+const maxBlock = 32 << 20
+
+// blockHash hashes the extent's data with the hash whose prefix the
+// extent records.
+func (f *fixer) blockHash(k format.Key, e *format.ExtentItem) (*format.DedupeItem, bool) {
+	if k.Offset == 0 || k.Offset > maxBlock || e.RAMBytes > maxBlock {
+		return nil, false
+	}
+	disk := make([]byte, k.Offset)
+	if f.readAny(k.ObjectID, disk) != nil {
+		return nil, false
+	}
+	data := disk
+	if e.Compression != format.CompressNone {
+		var err error
+		if data, err = codec.Decompress(disk, e.Compression, e.RAMBytes); err != nil {
+			return nil, false
+		}
+	}
+	for _, algo := range []format.CsumType{format.CsumSHA256, format.CsumBLAKE3} {
+		h := format.DedupeHash(format.Checksum(algo, data))
+		if format.DedupeHashPrefix(h) == e.HashPrefix {
+			return &format.DedupeItem{Hash: h, Length: uint64(len(data)), HashAlgo: algo}, true
+		}
+	}
+	return nil, false
+}
