@@ -347,7 +347,16 @@ func (s *Surgeon) superBehind(i int, off int64) {
 			s.fail(err)
 			return
 		}
+		// A real lag (a crash between superblock writes): the copy holds
+		// the previous generation's root set, which the set remembers
+		// among its backups (FORMAT.md §3.7); anything else is a diverged
+		// member that discovery refuses.
 		sb.Generation--
+		for _, b := range sb.Backups {
+			if b.Generation == sb.Generation {
+				sb.Roots = b
+			}
+		}
 		nb, err := format.MarshalSuperblock(sb)
 		s.fail(err)
 		s.Devs[i].WriteAt(nb, off)
