@@ -314,3 +314,29 @@ func TestSetUUIDInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestCopiedDeviceElsewhereRefused: one device of a set whose members live
+// in different folders (so path hints are stored) copied to a third folder.
+// Its hints lead to the original's other device; the copy's own hint names
+// the original it was copied from, so the copy is refused and the original
+// set is not written (found by review: mkdir wrote into d2/b.img).
+func TestCopiedDeviceElsewhereRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"d1", "d2", "d3"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-d", "raid1", "-m", "raid1", "d1/a.img", "d2/b.img"), 0)
+	copyFile(t, filepath.Join(dir, "d1/a.img"), filepath.Join(dir, "d3/a.img"))
+	sumA, sumB := digest(t, filepath.Join(dir, "d1/a.img")), digest(t, filepath.Join(dir, "d2/b.img"))
+	r := must(t, run(t, dir, "ddfs", "mkdir", "d3/a.img:/fromcopy"), 1)
+	if !names(r, "d3/a.img", "d1/a.img", "device 1") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	if digest(t, filepath.Join(dir, "d1/a.img")) != sumA || digest(t, filepath.Join(dir, "d2/b.img")) != sumB {
+		t.Fatal("the original set was written")
+	}
+	// The original opens as before, and naming a file twice is no conflict.
+	must(t, run(t, dir, "ddfs", "mkdir", "d1/a.img:/x"), 0)
+	must(t, run(t, dir, "ddfs", "ls", "--device", "d1/a.img", "d1/a.img:/"), 0)
+	must(t, run(t, dir, "fsck.ddfs", "d1/a.img"), 0)
+}

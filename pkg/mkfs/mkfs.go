@@ -145,6 +145,7 @@ func Make(o Options) (*fsys.FS, error) {
 		}
 		p.Devices = append(p.Devices, newDevice(dev, s, baseDir))
 	}
+	hintEveryDevice(p.Devices)
 	st, tx, err := store.CreateTx(p)
 	if err != nil {
 		return nil, err
@@ -288,6 +289,25 @@ func pathHint(path, baseDir string) string {
 		return ""
 	}
 	return rel
+}
+
+// hintEveryDevice: a set spread over folders records every member's path,
+// the first one's too, so that a copy of one member made elsewhere finds
+// its original named by its own hint and is refused (volume.CheckOwnHint)
+// instead of following the others' hints into the original set. A set in
+// one folder records none and stays independent of its file names.
+func hintEveryDevice(devs []store.NewDevice) {
+	spread := false
+	for _, d := range devs {
+		spread = spread || d.PathHint != ""
+	}
+	for i := range devs {
+		if spread && devs[i].PathHint == "" {
+			if abs, err := filepath.Abs(devs[i].Path); err == nil {
+				devs[i].PathHint = abs
+			}
+		}
+	}
 }
 
 func article(word string) string {

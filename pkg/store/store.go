@@ -158,6 +158,9 @@ func (fs *FS) findDevices(opt volume.Options) error {
 	var missing []*volume.MissingDeviceError
 	for _, d := range fs.DevItems() {
 		if _, ok := fs.Vol.Device(d.DevID); ok {
+			if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {
+				return err
+			}
 			continue
 		}
 		hint := d.Path

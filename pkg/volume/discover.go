@@ -252,6 +252,34 @@ func isOneOf(p string, files map[string]os.FileInfo) bool {
 	return false
 }
 
+// CheckOwnHint refuses device devid when its recorded path hint names
+// another existing file that claims the same device of the same set: the
+// opened file is then one of two copies (a device copied to another
+// folder), and hints of the other members would lead a writer into the
+// original set (FORMAT.md §3.7).
+func (v *Volume) CheckOwnHint(devid uint64, hint string) error {
+	d, ok := v.devs[devid]
+	if !ok || hint == "" {
+		return nil
+	}
+	if !filepath.IsAbs(hint) {
+		hint = filepath.Join(v.Dir, hint)
+	}
+	if isOneOf(hint, map[string]os.FileInfo{filepath.Clean(d.Path): statOrNil(d.Path)}) {
+		return nil
+	}
+	sb := peekSuper(hint)
+	if sb == nil || !SameSet(sb, v.Super) || sb.DevID != devid {
+		return nil // moved or reused since: a stale hint is no claim
+	}
+	return &AmbiguousError{FSID: v.Super.FSID, DevID: devid, Paths: []string{d.Path, hint}}
+}
+
+func statOrNil(p string) os.FileInfo {
+	st, _ := os.Stat(p)
+	return st
+}
+
 // peekSuper returns the newest valid superblock copy of file p, nil if it
 // has none; a copy whose primary is damaged still claims its device. It
 // reads without locking, before anything is opened.

@@ -100,6 +100,9 @@ func Open(specs []string, opt Options) (*Volume, error) {
 	}()
 	var first *format.Superblock
 	for _, spec := range append(append([]string{}, specs...), opt.Extra...) {
+		if v.hasFile(spec) {
+			continue // the same file named twice (IMAGE and --device IMAGE)
+		}
 		d, err := openDev(spec, opt.devOpts())
 		if err != nil {
 			return nil, err
