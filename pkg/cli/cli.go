@@ -43,7 +43,8 @@ func Report(w io.Writer, prog string, err error) int {
 	fmt.Fprintf(w, "%s: %s\n", prog, msg)
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(w, "Try '%s --help' for more information.\n", strings.Fields(prog)[0])
+		// "ddfs: cp" names the command: "Try 'ddfs cp --help'".
+		fmt.Fprintf(w, "Try '%s --help' for more information.\n", strings.ReplaceAll(prog, ":", ""))
 		return ExitUsage
 	}
 	return ExitError
