@@ -20,6 +20,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"enable":   cmdEnable,
 	"disable":  cmdDisable,
 	"estimate": cmdEstimate,
+	"run":      cmdRun,
 }
 
 const usage = `Usage: dedupe-tool COMMAND [options] IMAGE
@@ -31,6 +32,8 @@ Commands:
   estimate PATH|IMAGE[:DIR]... [--block SIZE,...] [--chunking fixed|cdc] [--compress ALGO] [--json]
                                                 what dedupe would save, per block size (changes nothing;
                                                 block tables bounded by --memory, default 64M, then spilled)
+  run IMAGE[:DIR] [--block SIZE] [--chunking fixed|cdc] [--min-size SIZE] [--dry-run] [--json]
+                                                dedupe data already written (bounded transactions, rerunnable)
 
 Examples:
   dedupe-tool status --json backup.img
