@@ -21,6 +21,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"disable":  cmdDisable,
 	"estimate": cmdEstimate,
 	"run":      cmdRun,
+	"index":    cmdIndex,
 }
 
 const usage = `Usage: dedupe-tool COMMAND [options] IMAGE
@@ -34,10 +35,14 @@ Commands:
                                                 block tables bounded by --memory, default 64M, then spilled)
   run IMAGE[:DIR] [--block SIZE] [--chunking fixed|cdc] [--min-size SIZE] [--dry-run] [--json]
                                                 dedupe data already written (bounded transactions, rerunnable)
+  index rebuild IMAGE                           the dedupe index again from the extents
+  index prune IMAGE --max-entries N             keep the N entries most likely to hit
 
 Examples:
   dedupe-tool status --json backup.img
   dedupe-tool enable --block 64K --hash blake3 backup.img
+  dedupe-tool estimate --json ./backups
+  dedupe-tool run --json backup.img
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
