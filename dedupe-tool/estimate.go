@@ -11,12 +11,9 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
-	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
-	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 const estimateExamples = `  dedupe-tool estimate ./backups                 a host folder
@@ -132,15 +129,11 @@ func estimateOne(e *dedupe.Estimator, arg string) error {
 		}
 		img, dir = arg, "/"
 	}
-	st, err := store.Open([]string{img}, volume.Options{})
+	f, err := openFS(img, false, 0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
-		return err
-	}
+	defer f.Close()
 	root := strings.TrimPrefix(path.Clean("/"+dir), "/")
 	if root == "" {
 		root = "."

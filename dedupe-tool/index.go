@@ -6,9 +6,6 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/inspect"
-	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 const indexExamples = `  dedupe-tool index rebuild backup.img          the index again from the extents' data
@@ -35,12 +32,7 @@ func cmdIndex(args []string, stdout, stderr io.Writer) error {
 	if fl.Arg(0) == "prune" && !fl.Changed("max-entries") {
 		return cli.Usagef("prune: --max-entries N is required")
 	}
-	st, err := store.Open([]string{fl.Arg(1)}, volume.Options{Write: true})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	f, err := fsys.New(st, fsys.Options{})
+	f, err := openFS(fl.Arg(1), true, 0)
 	if err != nil {
 		return err
 	}
@@ -50,13 +42,7 @@ func cmdIndex(args []string, stdout, stderr io.Writer) error {
 	} else {
 		res, err = f.PruneIndex(*maxEntries)
 	}
-	if err == nil {
-		err = f.Sync()
-	} else {
-		f.Abort()
-	}
-	inspect.MaybePrintIOStats(stderr, st, *stats)
-	if err != nil {
+	if err := finish(f, err, stderr, *stats); err != nil {
 		return err
 	}
 	if *asJSON {

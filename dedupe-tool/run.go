@@ -10,12 +10,8 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
-	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/progress"
-	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 const runExamples = `  dedupe-tool run backup.img                     every file, the image's block and hash
@@ -70,12 +66,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		defer bar.Done()
 		o.Progress = bar.Add
 	}
-	st, err := store.Open([]string{img}, volume.Options{Write: !*dry})
+	f, err := openFS(img, !*dry, 256<<20)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	s := st.Super().Settings
+	s := f.Store().Super().Settings
 	o.CDC, o.Hash = s.DedupeCDC, s.DedupeHash
 	if *chunking != "" {
 		o.CDC = *chunking == "cdc"
@@ -83,18 +78,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if o.Hash != format.CsumBLAKE3 {
 		o.Hash = format.CsumSHA256
 	}
-	f, err := fsys.New(st, fsys.Options{BatchBytes: 256 << 20})
-	if err != nil {
-		return err
-	}
 	var res *dedupe.RunResult
 	if *dry {
 		res, err = dedupe.DryRun(f, o)
-	} else if res, err = dedupe.Run(f, o); err != nil {
-		f.Abort()
+	} else {
+		res, err = dedupe.Run(f, o)
 	}
-	inspect.MaybePrintIOStats(stderr, st, *stats)
-	if err != nil {
+	if err := finish(f, err, stderr, *stats); err != nil {
 		return err
 	}
 	if *asJSON {

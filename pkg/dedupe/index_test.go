@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -19,21 +18,8 @@ import (
 // shorter than a sector, one ending in zero bytes. counts[i] is how many
 // times block i was written.
 func dedupeImage(t *testing.T) (*device.MemDevice, [][]byte, []int) {
-	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{15}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
-		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 14, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return epoch }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Adopt(tx)
-	if err := f.InitRoot(fsys.Attr{Mode: 0o755}); err != nil {
-		t.Fatal(err)
-	}
+	d := newImage(t, format.Settings{Dedupe: true, DedupeBlockLog2: 14, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 1})
+	f := openAt(t, d, 0, epoch)
 	rng := rand.New(rand.NewPCG(3, 3))
 	var blocks [][]byte
 	for i := range 10 {

@@ -21,11 +21,12 @@ const testBlock = 16 << 10
 
 var epoch = time.Unix(1700000000, 0)
 
-func newImage(t testing.TB) *device.MemDevice {
+// newImage makes an empty image with settings s.
+func newImage(t testing.TB, s format.Settings) *device.MemDevice {
 	t.Helper()
 	d := device.NewMemDevice("m", 256<<20)
 	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{14}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}}})
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}}, Settings: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func physicalBytes(t *testing.T, d *device.MemDevice) (uint64, uint64) {
 }
 
 func TestRunFreesDuplicates(t *testing.T) {
-	d := newImage(t)
+	d := newImage(t, format.Settings{})
 	model := writeSet(t, d)
 	before, _ := physicalBytes(t, d)
 	f := openImage(t, d, 0)
@@ -214,7 +215,7 @@ func TestRunFreesDuplicates(t *testing.T) {
 // transactions) is consistent and holds the model; a rerun from it ends
 // at the same physical size as an uninterrupted run.
 func TestRunKilled(t *testing.T) {
-	d := newImage(t)
+	d := newImage(t, format.Settings{})
 	model := writeSet(t, d)
 	want := wantPhysical(model)
 	var kills []*device.MemDevice
