@@ -129,13 +129,35 @@ func (e *Estimator) AddFS(fsys fs.FS, root string) error {
 	})
 }
 
-// Add adds one file's data: reading the next chunk overlaps hashing the
-// current one.
+// Add adds one file's data. A file that fits one chunk is read and hashed
+// in the caller's goroutine (handing a small file to other goroutines
+// costs more than hashing it); in a bigger one, reading the next chunk
+// overlaps hashing the current one.
 func (e *Estimator) Add(r io.Reader) error {
 	e.files++
+	b := <-e.bufs
+	n, err := io.ReadFull(r, b)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = e.chunk(b[:n], true)
+		e.bufs <- b
+		return err
+	}
+	if err == nil {
+		err = e.chunk(b, false)
+	}
+	e.bufs <- b
+	if err != nil {
+		return err
+	}
+	return e.addRest(r)
+}
+
+// addRest adds the chunks after the first, read ahead by a goroutine.
+func (e *Estimator) addRest(r io.Reader) error {
 	type chunk struct {
-		b   []byte
-		err error
+		b    []byte
+		last bool
+		err  error
 	}
 	ch := make(chan chunk, cap(e.bufs)-1)
 	stop := make(chan struct{})
@@ -145,23 +167,24 @@ func (e *Estimator) Add(r io.Reader) error {
 		for {
 			b := <-e.bufs
 			n, err := io.ReadFull(r, b)
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			last := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+			if last {
 				err = nil
 			}
 			select {
-			case ch <- chunk{b[:n], err}:
+			case ch <- chunk{b[:n], last, err}:
 			case <-stop:
 				e.bufs <- b
 				return
 			}
-			if n < len(b) || err != nil {
+			if last || err != nil {
 				return
 			}
 		}
 	}()
 	for c := range ch {
 		if c.err == nil {
-			c.err = e.chunk(c.b, len(c.b) < chunkSize)
+			c.err = e.chunk(c.b, c.last)
 		}
 		e.bufs <- c.b[:cap(c.b)]
 		if c.err != nil {
@@ -179,12 +202,16 @@ func (e *Estimator) chunk(p []byte, last bool) error {
 	}
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
+	spawn := func(fn func()) { g.Go(func() error { fn(); return nil }) }
+	if len(p) < 1<<20 {
+		spawn = func(fn func()) { fn() } // a small chunk is hashed here: handing it over costs more
+	}
 	var outs [][]entry
 	for _, r := range e.rows {
 		if r.cdc {
 			i := len(outs)
 			outs = append(outs, nil)
-			g.Go(func() error { outs[i] = e.cutCDC(r, p, last); return nil })
+			spawn(func() { outs[i] = e.cutCDC(r, p, last) })
 			continue
 		}
 		piece := max(r.block, 1<<20)
@@ -192,7 +219,7 @@ func (e *Estimator) chunk(p []byte, last bool) error {
 			i := len(outs)
 			outs = append(outs, nil)
 			part := p[off:min(off+piece, uint64(len(p)))]
-			g.Go(func() error { outs[i] = e.hashFixed(part, r.block); return nil })
+			spawn(func() { outs[i] = e.hashFixed(part, r.block) })
 		}
 	}
 	g.Wait()

@@ -106,3 +106,36 @@ func TestEstimateCompressed(t *testing.T) {
 		t.Fatalf("row %+v stored %v", r, r.StoredBytes)
 	}
 }
+
+// TestEstimateBigFiles: files of several chunks (read ahead by a
+// goroutine) and of exactly one chunk count like small ones: a file that
+// is X twice and a file that is X add no unique bytes beyond X.
+func TestEstimateBigFiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	x := make([]byte, chunkSize)
+	for i := range x {
+		x[i] = byte(rng.Uint32())
+	}
+	e, err := NewEstimator(EstimateOptions{Blocks: []uint64{4 << 10, 1 << 20}, CDC: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{append(bytes.Clone(x), x...), x} {
+		if err := e.Add(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogicalBytes != 3*chunkSize {
+		t.Fatalf("logical %d", res.LogicalBytes)
+	}
+	for _, r := range res.Sizes {
+		// cdc: the chunks across the seam of X+X and the last one differ.
+		if r.UniqueBytes < chunkSize || (r.Chunking == "fixed" && r.UniqueBytes != chunkSize) || r.UniqueBytes > chunkSize+2<<20 {
+			t.Errorf("%s %d: unique %d, want %d", r.Chunking, r.BlockSize, r.UniqueBytes, chunkSize)
+		}
+	}
+}
