@@ -40,6 +40,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if fl.NArg() != 1 {
 		return cli.Usagef("want one IMAGE[:DIR]")
 	}
+	// A run holds one 8 MiB window and the writes in flight: a tighter
+	// heap than the tool's 160 MiB halves its peak RSS and is faster too
+	// (1.5 GiB written without dedupe: 91 MB, 5.5 s -> 50 MB, 4.2 s; at
+	// 24 MiB the collector thrashes: 14 s for the same 49 MB).
+	cli.SoftMemoryLimit(48 << 20)
 	img, dir := splitImage(fl.Arg(0))
 	if img == "" {
 		img, dir = fl.Arg(0), "/"
