@@ -45,7 +45,7 @@ func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
 		target = path.Join(dst, fsys.Base(src))
 	}
 	s, t := path.Clean(src), path.Clean(target)
-	if sf == df && in.IsDir() && (t == s || strings.HasPrefix(t, s+"/")) {
+	if sf == df && in.IsDir() && (t == s || strings.HasPrefix(t, strings.TrimSuffix(s, "/")+"/")) { // "/" holds every path
 		return fmt.Errorf("cannot copy a directory, '%s', into itself, '%s'", src, target)
 	}
 	w := &within{sf: sf, f: df, o: o, buf: make([]byte, bufSize), links: map[uint64]string{}}
