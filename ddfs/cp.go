@@ -15,10 +15,12 @@ const cpExamples = `  ddfs cp -r ./tree disk.img:/              host tree into t
   ddfs cp -a disk.img:/etc ./etc-copy        out of the image, keeping everything
   ddfs cp disk.img:/a disk.img:/b            inside one image
   ddfs cp ./x:y disk.img:/                   a host file whose name has a colon
+  ddfs cp -a disk.img:/vm disk.img:/vm-snap   a reflink copy: shares the data until written
+  ddfs cp -r old.img:/home new.img:/          image to image (the target's dedupe applies)
 `
 
 func cmdCp(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("cp", "cp [-r] [-a] [-p] [-n] [-L] SRC... DST", cpExamples, stdout)
+	fl, of := newCmd("cp", "cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST", cpExamples, stdout)
 	var o transfer.Options
 	fl.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories recursively")
 	fl.BoolVarP(&o.Recursive, "R", "R", false, "same as -r")
@@ -27,8 +29,18 @@ func cmdCp(args []string, stdout, stderr io.Writer) error {
 	fl.BoolVarP(&o.NoClobber, "no-clobber", "n", false, "do not replace existing files")
 	fl.BoolVarP(&o.Follow, "dereference", "L", false, "follow symlinks in SRC")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
+	reflink := fl.String("reflink", "auto", "inside one image: always (share data, fail across images), auto (share when possible) or never (copy the bytes)")
+	fl.Lookup("reflink").NoOptDefVal = "always"
 	if err := parseFlags(fl, args); err != nil {
 		return err
+	}
+	switch *reflink {
+	case "auto":
+		o.Reflink = transfer.ReflinkAuto
+	case "always", "never":
+		o.Reflink = *reflink
+	default:
+		return usageErr("--reflink: want always, auto or never")
 	}
 	if o.Archive {
 		o.Recursive = true
@@ -52,7 +64,8 @@ func cmdCp(args []string, stdout, stderr io.Writer) error {
 	return copyOut(of, srcs, dst, o)
 }
 
-// copyInto copies host paths, or paths of the same image, into an image.
+// copyInto copies host paths, or paths of the same or another image,
+// into an image.
 func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) error {
 	im, err := of.openImage(dst.image, true)
 	if err != nil {
@@ -65,7 +78,7 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 		case s.image == dst.image:
 			err = transfer.CopyWithin(im.f, abs(s.path), abs(dst.path), o)
 		default:
-			err = usageErr("copying between two images is not supported yet: copy out, then in")
+			err = copyAcross(of, s, im, abs(dst.path), o)
 		}
 		if err != nil {
 			im.f.Abort()
@@ -74,6 +87,19 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 		}
 	}
 	return im.close()
+}
+
+// copyAcross copies a path of another image (opened read-only) into im.
+func copyAcross(of *openFlags, s operand, im *image, dst string, o transfer.Options) error {
+	src, err := of.openImage(s.image, false)
+	if err != nil {
+		return err
+	}
+	err = transfer.CopyBetween(src.f, im.f, abs(s.path), dst, o)
+	if cerr := src.close(); err == nil {
+		err = cerr
+	}
+	return src.err(err)
 }
 
 // copyOut copies image paths to the host.

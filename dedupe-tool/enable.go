@@ -15,7 +15,7 @@ import (
 func cmdEnable(args []string, stdout, stderr io.Writer) error {
 	fl := cli.NewFlags("dedupe-tool enable", "dedupe-tool enable [--block SIZE] [--hash ALGO] IMAGE", "  dedupe-tool enable --block 64K backup.img\n", stdout)
 	block := fl.String("block", "", "dedupe block size (power of two, 4K..8M; default: keep, or 128K)")
-	hash := fl.String("hash", "", "sha256 or blake3 (default: keep, or sha256)")
+	hash := fl.String("hash", "", "blake3 or sha256 (default: keep; blake3 when no hash was ever chosen)")
 	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
 	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
 	if err := cli.Parse(fl, args); err != nil {
@@ -48,6 +48,8 @@ func cmdEnable(args []string, stdout, stderr io.Writer) error {
 		}
 		if h != 0 {
 			s.DedupeHash = h
+		} else if s.DedupeHash == 0 {
+			s.DedupeHash = format.CsumBLAKE3 // the default that pays off (README, "Which hash")
 		}
 		return nil
 	})

@@ -237,6 +237,12 @@ func (f *FS) writeInline(in *Inode, p []byte) error {
 // that are all zero are left as holes, so sparse and zero-filled files
 // take no space.
 func (f *FS) writeExtents(in *Inode, p []byte, off uint64) error {
+	return f.writeExtentsWith(in, p, off, nil)
+}
+
+// writeExtentsWith is writeExtents under a given policy (nil: the file's,
+// taken again for every extent as a write may change it).
+func (f *FS) writeExtentsWith(in *Inode, p []byte, off uint64, force *dataPolicy) error {
 	ss := uint64(f.st.Super().SectorSize)
 	for len(p) > 0 {
 		// Skip a run of zero sectors (only whole sectors aligned in the file).
@@ -245,7 +251,11 @@ func (f *FS) writeExtents(in *Inode, p []byte, off uint64) error {
 			continue
 		}
 		n := dataRun(p, off, ss, maxExtent)
-		if pol := f.policy(in); !pol.plain() {
+		pol := f.policy(in)
+		if force != nil {
+			pol = *force
+		}
+		if !pol.plain() {
 			if err := f.writeBlocks(in, p[:n], off, pol); err != nil {
 				return err
 			}

@@ -234,6 +234,7 @@ func (tx *Txn) nextSuper() format.Superblock {
 		}
 	}
 	sb.Settings.DedupeHits += tx.dedupeHits
+	sb.Incompat |= tx.incompat
 	sb.Roots = format.RootSet{Generation: tx.gen, Nonce: fs.commitNonce(tx.gen)}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())

@@ -45,6 +45,8 @@ type Txn struct {
 	Fallbacks  int
 	dedupeHits uint64
 	settings   *format.Settings
+	// incompat: features the commit's trees need (NeedIncompat).
+	incompat format.IncompatFeatures
 	// superChange edits the committed superblock (fsid change, §3.8).
 	superChange func(*format.Superblock)
 }
@@ -52,6 +54,11 @@ type Txn struct {
 // SetSettings changes the filesystem settings from this commit on, and
 // sets the incompat features they need.
 func (tx *Txn) SetSettings(s format.Settings) { tx.settings = &s }
+
+// NeedIncompat sets incompat features the trees of this commit need
+// whatever the settings (offline dedupe fills the dedupe tree while
+// inband dedupe is off).
+func (tx *Txn) NeedIncompat(f format.IncompatFeatures) { tx.incompat |= f }
 
 // AddDedupeHits adds to the dedupe hit counter the commit stores.
 func (tx *Txn) AddDedupeHits(n uint64) { tx.dedupeHits += n }

@@ -34,6 +34,9 @@ type Options struct {
 	// Clamp, if set, makes copies reproducible (SOURCE_DATE_EPOCH): every
 	// time becomes Clamp, except mtimes that are older.
 	Clamp *format.Timespec
+	// Reflink is cp --reflink for copies from an image (ReflinkAuto,
+	// ReflinkAlways, ReflinkNever).
+	Reflink string
 }
 
 func (o *Options) keepAttrs() bool { return o.Archive || o.Preserve }

@@ -11,11 +11,29 @@ import (
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
+// Reflink modes of Options.Reflink (cp --reflink=WHEN).
+const (
+	ReflinkAuto   = ""       // share data inside one image, copy across images
+	ReflinkAlways = "always" // share data or fail (EXDEV across images)
+	ReflinkNever  = "never"  // always copy the bytes
+)
+
 // CopyWithin copies image path src to dst in the same image, as cp does
-// (into dst/base(src) when dst is a directory). Data is copied, not
-// shared (reflinks come with dedupe).
+// (into dst/base(src) when dst is a directory). Unless o.Reflink is
+// "never", regular files share their data extents with the source (a
+// reflink copy: copy on write).
 func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
-	in, err := f.Resolve(src, !o.Recursive || o.Follow)
+	return CopyBetween(f, f, src, dst, o)
+}
+
+// CopyBetween copies path src of image sf to dst in image df (the same
+// FS or another one): across images data is copied and goes through df's
+// write path (its dedupe and compression apply on the way in).
+func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
+	if sf != df && o.Reflink == ReflinkAlways {
+		return fmt.Errorf("cannot reflink between two images: %w", syscall.EXDEV)
+	}
+	in, err := sf.Resolve(src, !o.Recursive || o.Follow)
 	if err != nil {
 		return err
 	}
@@ -23,27 +41,28 @@ func CopyWithin(f *fsys.FS, src, dst string, o Options) error {
 		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
 	}
 	target := dst
-	if d, err := f.Resolve(dst, true); err == nil && d.IsDir() {
+	if d, err := df.Resolve(dst, true); err == nil && d.IsDir() {
 		target = path.Join(dst, fsys.Base(src))
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err // unreadable is not missing
 	}
 	s, t := path.Clean(src), path.Clean(target)
-	if in.IsDir() && (t == s || strings.HasPrefix(t, s+"/")) {
+	if sf == df && in.IsDir() && (t == s || strings.HasPrefix(t, strings.TrimSuffix(s, "/")+"/")) { // "/" holds every path
 		return fmt.Errorf("cannot copy a directory, '%s', into itself, '%s'", src, target)
 	}
-	w := &within{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]string{}}
+	w := &within{sf: sf, f: df, o: o, buf: make([]byte, bufSize), links: map[uint64]string{}}
 	if err := w.copy(in, s, t); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := df.Sync(); err != nil {
 		return err
 	}
 	return w.bad.Done(nil)
 }
 
+// within copies a tree from sf to f (the destination).
 type within struct {
-	f     *fsys.FS
+	sf, f *fsys.FS
 	o     Options
 	buf   []byte
 	links map[uint64]string
@@ -58,7 +77,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		w.links[in.Ino] = dst
 	}
 	if old, err := w.f.Resolve(dst, false); err == nil {
-		if old.Ino == in.Ino {
+		if w.sf == w.f && old.Ino == in.Ino {
 			return sameFileError{src, dst}
 		}
 		if w.o.NoClobber || (old.IsDir() && in.IsDir()) {
@@ -85,7 +104,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		if err != nil {
 			return err
 		}
-		kids, err := w.f.Children(in)
+		kids, err := w.sf.Children(in)
 		if err := w.bad.Note(src, err); err != nil {
 			return err
 		}
@@ -99,7 +118,7 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		}
 		return nil
 	case in.IsSymlink():
-		target, err := w.f.Readlink(src)
+		target, err := w.sf.Readlink(src)
 		if err != nil {
 			return err
 		}
@@ -111,18 +130,12 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 			return err
 		}
 		if in.IsRegular() {
-			err := w.f.ReadData(in, w.buf, func(p []byte, off uint64) error { return w.f.WriteAt(out, p, off) })
-			if err != nil {
+			if err := w.data(in, out); err != nil {
 				return err
-			}
-			if out.Size < in.Size {
-				if err := w.f.Truncate(out, in.Size); err != nil {
-					return err
-				}
 			}
 		}
 		if w.o.Archive {
-			xs, err := w.f.ListXattrs(in)
+			xs, err := w.sf.ListXattrs(in)
 			if err != nil {
 				return err
 			}
@@ -139,6 +152,34 @@ func (w *within) copy(in *fsys.Inode, src, dst string) error {
 		}
 		return w.f.MaybeCommit()
 	}
+}
+
+// data copies a regular file's data: shared inside one image, bytes
+// otherwise.
+func (w *within) data(in, out *fsys.Inode) error {
+	if w.sf == w.f && w.o.Reflink != ReflinkNever {
+		if err := w.f.CloneData(in, out); err != nil {
+			return err
+		}
+		if w.o.Progress != nil {
+			w.o.Progress(int64(in.Size))
+		}
+		return nil
+	}
+	// Data ranges only: holes stay holes and cost nothing (O(extents)).
+	err := w.sf.ReadData(in, w.buf, func(p []byte, off uint64) error {
+		if w.o.Progress != nil {
+			w.o.Progress(int64(len(p)))
+		}
+		return w.f.WriteAt(out, p, off)
+	})
+	if err != nil {
+		return err
+	}
+	if out.Size < in.Size {
+		return w.f.Truncate(out, in.Size)
+	}
+	return nil
 }
 
 // sameFileError is cp's refusal to copy a file onto itself; it is an

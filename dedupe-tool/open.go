@@ -1,0 +1,44 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// openFS opens an image for namespace work; batch bounds a writer's
+// transactions (0: the default).
+func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
+	st, err := store.Open([]string{image}, volume.Options{Write: write})
+	if err != nil {
+		return nil, err
+	}
+	// DDFS_BATCH_NODES makes transactions small in tests (as ddfs), so
+	// a kill lands between many commits.
+	nodes, _ := strconv.Atoi(os.Getenv("DDFS_BATCH_NODES"))
+	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// finish ends a command on f: after an error the running transaction is
+// dropped (the image keeps its last commit), else it commits; then
+// --stats and close.
+func finish(f *fsys.FS, err error, stderr io.Writer, stats bool) error {
+	if err != nil {
+		f.Abort()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	inspect.MaybePrintIOStats(stderr, f.Store(), stats)
+	return err
+}

@@ -1,0 +1,176 @@
+package dedupe
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inspect"
+)
+
+// RunOptions choose what Run dedupes and how.
+type RunOptions struct {
+	Dir      string // image folder to dedupe ("" or "/": all)
+	Block    uint64 // 0: the image's dedupe block
+	CDC      bool   // content-defined chunks (with Block as the average)
+	Hash     format.CsumType
+	MinSize  uint64 // files smaller than this are left alone
+	Progress func(n int64)
+}
+
+// RunResult is what a run did; the JSON keys are dedupe-tool run's.
+type RunResult struct {
+	FreedBytes     uint64  `json:"freed_bytes"`
+	ExtentsShared  uint64  `json:"extents_shared"`
+	Seconds        float64 `json:"seconds"`
+	IndexEntries   uint64  `json:"index_entries"`
+	Files          uint64  `json:"files"`
+	RewrittenBytes uint64  `json:"rewritten_bytes"`
+}
+
+// Run dedupes the data already in the image: every regular file under
+// o.Dir goes through fsys.Rededupe, committing in bounded transactions
+// between windows (the FS's batch limits), so a kill leaves a consistent
+// image and a rerun continues where the last commit ended.
+func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
+	t0 := time.Now()
+	before, err := inspect.GetDedupeStatus(f.Store())
+	if err != nil {
+		return nil, err
+	}
+	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash}
+	if ro.Block == 0 {
+		ro.Block = f.Store().Super().Settings.DedupeBlockSize()
+	}
+	if ro.Block < 4<<10 || ro.Block > 8<<20 || ro.Block&(ro.Block-1) != 0 {
+		return nil, fmt.Errorf("dedupe block %d: want a power of two 4K..8M", ro.Block)
+	}
+	res := &RunResult{}
+	var st fsys.RededupeStats
+	err = walkFiles(f, o.Dir, func(in *fsys.Inode) error {
+		if in.Size < o.MinSize {
+			return nil
+		}
+		res.Files++
+		step := f.Rededupe(in, ro, &st)
+		for {
+			was := st.Rewritten
+			more, err := step()
+			if err != nil {
+				return err
+			}
+			if o.Progress != nil {
+				o.Progress(int64(st.Rewritten - was))
+			}
+			if !more {
+				return nil
+			}
+			if err := f.MaybeCommit(); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	after, err := inspect.GetDedupeStatus(f.Store())
+	if err != nil {
+		return nil, err
+	}
+	if before.PhysicalBytes > after.PhysicalBytes {
+		res.FreedBytes = before.PhysicalBytes - after.PhysicalBytes
+	}
+	res.ExtentsShared, res.RewrittenBytes = st.Shared, st.Rewritten
+	res.IndexEntries = after.IndexEntries
+	res.Seconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+// walkFiles calls fn for every regular file under dir once (hard links
+// are visited once), depth first with an explicit stack.
+func walkFiles(f *fsys.FS, dir string, fn func(*fsys.Inode) error) error {
+	root, err := f.Resolve(path.Clean("/"+dir), true)
+	if err != nil {
+		return err
+	}
+	seen := map[uint64]bool{}
+	stack := []*fsys.Inode{root}
+	for len(stack) > 0 {
+		in := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if in.IsRegular() {
+			if in.Nlink > 1 {
+				if seen[in.Ino] {
+					continue
+				}
+				seen[in.Ino] = true
+			}
+			if err := fn(in); err != nil {
+				return err
+			}
+			continue
+		}
+		if !in.IsDir() {
+			continue
+		}
+		ents, err := f.List(in)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			c, err := f.Inode(e.Ino)
+			if err != nil {
+				return err
+			}
+			if c.IsDir() || c.IsRegular() {
+				stack = append(stack, c)
+			}
+		}
+	}
+	return nil
+}
+
+// DryRun changes nothing: it estimates what Run would free from the
+// unique bytes of the files under o.Dir at o's block size (exact for a
+// whole image whose data is not yet deduped or compressed).
+func DryRun(f *fsys.FS, o RunOptions) (*RunResult, error) {
+	t0 := time.Now()
+	block := o.Block
+	if block == 0 {
+		block = f.Store().Super().Settings.DedupeBlockSize()
+	}
+	eo := EstimateOptions{Blocks: []uint64{block}, Progress: o.Progress}
+	if o.CDC {
+		eo = EstimateOptions{CDC: block, Progress: o.Progress}
+	}
+	e, err := NewEstimator(eo)
+	if err != nil {
+		return nil, err
+	}
+	root := strings.TrimPrefix(path.Clean("/"+o.Dir), "/")
+	if root == "" {
+		root = "."
+	}
+	if err := e.AddFS(f.IOFS(), root); err != nil {
+		return nil, err
+	}
+	est, err := e.Result()
+	if err != nil {
+		return nil, err
+	}
+	st, err := inspect.GetDedupeStatus(f.Store())
+	if err != nil {
+		return nil, err
+	}
+	res := &RunResult{Files: est.Files, IndexEntries: est.Sizes[0].IndexEntries, Seconds: time.Since(t0).Seconds()}
+	if u := est.Sizes[0].UniqueBytes; st.PhysicalBytes > u {
+		res.FreedBytes = st.PhysicalBytes - u
+	}
+	return res, nil
+}

@@ -1,0 +1,146 @@
+package fsys
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// RededupeOptions choose how Rededupe cuts and hashes data.
+type RededupeOptions struct {
+	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
+	CDC   bool            // content-defined chunks
+	Hash  format.CsumType // sha256 or blake3
+}
+
+// RededupeStats counts what Rededupe did.
+type RededupeStats struct {
+	Rewritten uint64 // file bytes passed through the dedupe write path
+	Shared    uint64 // blocks turned into references to existing extents
+}
+
+// Rededupe passes the file's data that is not yet held in indexed
+// single-block extents through the dedupe write path, a window of at
+// most maxExtent bytes at a time: a block seen before becomes a reference
+// to its extent, a new one gets its own indexed extent, and punching the
+// old extents frees them once nothing refers to them. Data already in
+// indexed blocks is left alone, so a second pass frees nothing twice.
+// Times are kept (nothing here sets them). Callers commit between calls of step (each window is a
+// whole change): step returns false when the file is done.
+func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step func() (bool, error)) {
+	pos := uint64(0)
+	return func() (bool, error) {
+		if !in.IsRegular() {
+			return false, nil
+		}
+		start, ok, err := f.nextExtent(in.Ino, pos)
+		if err != nil || !ok || start >= in.Size {
+			return false, err
+		}
+		if o.CDC {
+			start = max(start, pos)
+		} else {
+			start = max(start/o.Block*o.Block, pos)
+		}
+		end := min(start+maxExtent, in.Size)
+		pos = end
+		return true, f.rededupeRange(in, start, end, o, st)
+	}
+}
+
+// nextExtent is the offset of the first file extent ending after pos.
+func (f *FS) nextExtent(ino, pos uint64) (uint64, bool, error) {
+	xs, err := f.extents(ino, pos, pos+1)
+	if err != nil || len(xs) > 0 {
+		return pos, len(xs) > 0, err
+	}
+	var next uint64
+	found := false
+	err = f.rtree(format.FSTree).Scan(extentKey(ino, pos), extentKey(ino, ^uint64(0)), func(it format.Item) (bool, error) {
+		next, found = it.Key.Offset, true
+		return false, nil
+	})
+	return next, found, err
+}
+
+// rededupeRange rewrites the runs of [start, end) whose extents are not
+// indexed blocks, widened to block boundaries for fixed chunking.
+func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats) error {
+	xs, err := f.extents(in.Ino, start, end)
+	if err != nil {
+		return err
+	}
+	var runs [][2]uint64
+	for _, x := range xs {
+		done, err := f.indexedBlock(x)
+		if err != nil {
+			return err
+		}
+		if done || x.Type == format.FileExtentInline {
+			continue // inline data is small and lives in the tree
+		}
+		s, e := max(x.off, start), min(x.end(), end)
+		if !o.CDC {
+			s, e = s/o.Block*o.Block, min((e+o.Block-1)/o.Block*o.Block, end)
+		}
+		if n := len(runs); n > 0 && s <= runs[n-1][1] {
+			runs[n-1][1] = max(runs[n-1][1], e)
+		} else if s < e {
+			runs = append(runs, [2]uint64{s, e})
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	pol := f.policy(in)
+	pol.dedupe, pol.cdc, pol.block, pol.hash = true, o.CDC, o.Block, o.Hash
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	tx.NeedIncompat(format.IncompatDedupe)
+	hits := f.dedupeHits
+	for _, r := range runs {
+		if err := f.rewriteRun(in, r[0], r[1], pol); err != nil {
+			return err
+		}
+		st.Rewritten += r[1] - r[0]
+	}
+	st.Shared += f.dedupeHits - hits
+	return f.putInode(in)
+}
+
+// rewriteRun reads [s, e), punches it and writes it again under pol.
+func (f *FS) rewriteRun(in *Inode, s, e uint64, pol dataPolicy) error {
+	buf := make([]byte, e-s)
+	if n, err := f.ReadAt(in, buf, s); err != nil && uint64(n) != e-s {
+		return err
+	}
+	if err := f.punch(in, s, e); err != nil {
+		return err
+	}
+	f.dataBytes += e - s
+	return f.writeExtentsWith(in, buf, s, &pol)
+}
+
+// indexedBlock reports whether x references the start of an extent that
+// holds one indexed dedupe block.
+func (f *FS) indexedBlock(x fileExtent) (bool, error) {
+	if x.Type != format.FileExtentRegular || x.DiskLogical == 0 || x.Offset != 0 {
+		return x.DiskLogical == 0 && x.Type != format.FileExtentInline, nil // holes need nothing
+	}
+	b, err := f.rtree(format.ExtentTree).Get(format.Key{ObjectID: x.DiskLogical, Type: format.ExtentItemKey, Offset: x.DiskLen})
+	if errors.Is(err, btree.ErrNotFound) {
+		return false, fmt.Errorf("file extent at %d: data extent %d missing: %w", x.off, x.DiskLogical, format.ErrCorrupt)
+	}
+	if err != nil {
+		return false, err
+	}
+	e, err := format.UnmarshalExtentItem(b)
+	if err != nil {
+		return false, err
+	}
+	return e.Flags&format.ExtentFlagDeduped != 0, nil
+}
