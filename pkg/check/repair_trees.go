@@ -404,11 +404,7 @@ func (f *fixer) blockHash(k format.Key, e *format.ExtentItem) (*format.DedupeIte
 			return nil, false
 		}
 	}
-	for _, algo := range []format.CsumType{format.CsumSHA256, format.CsumBLAKE3} {
-		h := format.DedupeHash(format.Checksum(algo, data))
-		if format.DedupeHashPrefix(h) == e.HashPrefix {
-			return &format.DedupeItem{Hash: h, Length: uint64(len(data)), HashAlgo: algo}, true
-		}
-	}
-	return nil, false
+	// The one rebuild rule (FORMAT.md §6.8), shared with dedupe-tool index
+	// rebuild: an uncompressed tail block is found inside its padding.
+	return format.RebuildDedupeItem(data, e.HashPrefix, e.Compression == format.CompressNone, format.CsumSHA256)
 }
