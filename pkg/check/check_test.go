@@ -250,3 +250,35 @@ func TestStaleSuperCopy(t *testing.T) {
 		t.Fatalf("got %v", rep.Problems)
 	}
 }
+
+// TestDeviceLagging: a crash between the superblock writes of a commit
+// leaves every copy of a device one generation behind; that is a warning
+// (LagsOneGeneration), while two generations behind is a stale device.
+func TestDeviceLagging(t *testing.T) {
+	for _, lag := range []uint64{1, 2} {
+		devs := build(t, layout{2, format.ProfileSingle, format.ProfileRaid1}, 30)
+		for _, off := range volume.SuperOffsets(devs[1].Size()) {
+			b := make([]byte, format.SuperblockSize)
+			devs[1].ReadAt(b, int64(off))
+			sb, err := format.UnmarshalSuperblock(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb.Generation -= lag
+			nb, _ := format.MarshalSuperblock(sb)
+			devs[1].WriteAt(nb, int64(off))
+		}
+		rep := checkDevs(t, devs)
+		if len(rep.Problems) != len(volume.SuperOffsets(devs[1].Size())) {
+			t.Fatalf("lag %d: got %v", lag, rep.Problems)
+		}
+		for _, p := range rep.Problems {
+			if p.Kind != "superblock" || p.DevID != 2 || p.Generation != rep.Generation-lag {
+				t.Fatalf("lag %d: got %+v", lag, p)
+			}
+			if got := LagsOneGeneration(p, rep.Generation); got != (lag == 1) || p.Warning != (lag == 1) {
+				t.Fatalf("lag %d: warning %v, LagsOneGeneration %v", lag, p.Warning, got)
+			}
+		}
+	}
+}
