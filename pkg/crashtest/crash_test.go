@@ -36,11 +36,11 @@ func TestCrashMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Generations < 10 {
-					t.Fatalf("only %d commits: too few to test", res.Generations)
+				if res.Generations < 10 || res.Succeeded < cfg.Ops/3 {
+					t.Fatalf("%d commits, %d of %d operations succeeded: too few to test", res.Generations, res.Succeeded, cfg.Ops)
 				}
 				total += res.Points
-				t.Logf("%d crash points, %d generations, %d writes", res.Points, res.Generations, res.Writes)
+				t.Logf("%d crash points, %d generations, %d writes, %d operations succeeded", res.Points, res.Generations, res.Writes, res.Succeeded)
 			})
 		}
 	}

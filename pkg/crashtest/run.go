@@ -40,6 +40,7 @@ type Result struct {
 	Points      int // crash states verified
 	Generations int // commits of the workload
 	Writes      int // recorded operations
+	Succeeded   int // workload operations that did not fail a precondition
 }
 
 var epoch = func() time.Time { return time.Unix(1700000000, 0) }
@@ -93,7 +94,8 @@ func Run(cfg Config) (Result, error) {
 	// A crash inside mkfs promises nothing (mkfs never reported success):
 	// crash states start once its commit is durable on every device.
 	made := len(log.Ops())
-	if err := workload(cfg, f); err != nil {
+	succeeded, err := workload(cfg, f)
+	if err != nil {
 		return Result{}, err
 	}
 	if rec.err != nil {
@@ -101,7 +103,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	states := rec.states
 	ops := log.Ops()
-	res := Result{Generations: len(states), Writes: len(ops)}
+	res := Result{Generations: len(states), Writes: len(ops), Succeeded: succeeded}
 	stride := max(cfg.Stride, 1)
 	for upto := made; upto <= len(ops); upto += stride {
 		devs := fresh(cfg)
@@ -186,24 +188,29 @@ func (r *recorder) take() {
 	r.states[r.f.Store().Super().Generation] = s
 }
 
-// workload runs the operations, committing between them as the tools do.
-func workload(cfg Config, f *fsys.FS) error {
+// workload runs the operations, committing between them as the tools
+// do, and returns how many succeeded.
+func workload(cfg Config, f *fsys.FS) (int, error) {
 	r := rand.New(rand.NewPCG(cfg.Seed, 2))
+	succeeded := 0
 	for i := 0; i < cfg.Ops; i++ {
-		if err := step(f, r, i); err != nil {
-			return fmt.Errorf("%v: op %d: %w", cfg, i, err)
+		ok, err := step(f, r, i)
+		if err != nil {
+			return succeeded, fmt.Errorf("%v: op %d: %w", cfg, i, err)
 		}
-		var err error
+		if ok {
+			succeeded++
+		}
 		if r.IntN(8) == 0 {
 			err = f.Sync()
 		} else {
 			err = f.MaybeCommit()
 		}
 		if err != nil {
-			return err
+			return succeeded, err
 		}
 	}
-	return f.Sync()
+	return succeeded, f.Sync()
 }
 
 func fresh(cfg Config) []*device.MemDevice {
