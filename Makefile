@@ -5,8 +5,10 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Executions of each fuzz target inside `make test` (a count, not a duration: a
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
+# Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
+FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=300x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress
+.PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress mutants
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -37,10 +39,15 @@ race:
 	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 
+# Every fuzz target of every package (found by name in the _test.go files),
+# each with its count from FUZZCOUNTS or FUZZTIME.
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./format/ | grep '^Fuzz'); do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime=0 ./format/ || exit 1; \
+	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			n=$(FUZZTIME); for c in $(FUZZCOUNTS); do [ "$${c%%=*}" = "$$t" ] && n=$${c#*=}; done; \
+			echo "fuzz $$pkg $$t ($$n)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
+		done; \
 	done
 
 stress: build
@@ -71,6 +78,11 @@ demo: build
 	$(BIN)/dedupe-tool status demo/ssd1.img
 	$(BIN)/fsck.ddfs --check-data demo/hdd1.img
 	@du -h demo/*.img
+
+# Mutation testing (gremlins) of the core packages; the table goes to
+# bench/results/mutants.txt. Slow (one go test per mutant): not part of make test.
+mutants:
+	bench/mutants.sh
 
 # Rebuild the frozen images under testimages/ (only when the format gains a version).
 testimages: build
