@@ -6,7 +6,7 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
-FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=300x
+FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x
 
 .PHONY: all build test test-unit fuzz race bench demo testimages clean vet stress mutants
 
