@@ -3,11 +3,14 @@ package check
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,34 +90,44 @@ func TestCrashReplayFiles(t *testing.T) {
 	made := len(log.Ops()) // a crash inside mkfs promises nothing
 	r := rand.New(rand.NewPCG(9, 9))
 	names := []string{"/a", "/b", "/d/c", "/d/e", "/d"}
+	succeeded := 0
 	for step := 0; step < 120; step++ {
 		p := names[r.IntN(len(names))]
+		var err error
+		var may []syscall.Errno // precondition errors this operation may return
 		switch r.IntN(6) {
 		case 0:
-			f.Mkdir("/d", fsys.Attr{Mode: 0o755})
+			_, err = f.Mkdir("/d", fsys.Attr{Mode: 0o755})
+			may = []syscall.Errno{syscall.EEXIST}
 		case 1, 2:
-			in, err := f.Resolve(p, false)
-			if err != nil {
+			in, rerr := f.Resolve(p, false)
+			if rerr != nil {
 				in, err = f.Create(p, fsys.Attr{Mode: 0o644})
 			}
 			if err == nil && in.IsRegular() {
 				data := bytes.Repeat([]byte{byte(step)}, 1+r.IntN(30000))
-				if err := f.WriteAt(in, data, uint64(r.IntN(20000))); err != nil {
-					t.Fatal(err)
-				}
+				err = f.WriteAt(in, data, uint64(r.IntN(20000)))
 			}
 		case 3:
-			if in, err := f.Resolve(p, false); err == nil && in.IsRegular() {
-				f.Truncate(in, uint64(r.IntN(10000)))
+			if in, rerr := f.Resolve(p, false); rerr == nil && in.IsRegular() {
+				err = f.Truncate(in, uint64(r.IntN(10000)))
 			}
 		case 4:
-			f.Rename(p, names[r.IntN(len(names))])
+			err = f.Rename(p, names[r.IntN(len(names))])
+			may = []syscall.Errno{syscall.EINVAL, syscall.EISDIR, syscall.ENOTDIR, syscall.ENOTEMPTY}
 		case 5:
 			if r.IntN(2) == 0 {
-				f.Remove(p)
+				err = f.Remove(p)
+				may = []syscall.Errno{syscall.ENOTEMPTY}
 			} else {
-				f.Link(p, names[r.IntN(len(names))])
+				err = f.Link(p, names[r.IntN(len(names))])
+				may = []syscall.Errno{syscall.EEXIST, syscall.EPERM}
 			}
+		}
+		if err == nil {
+			succeeded++
+		} else if !slices.ContainsFunc(append(may, syscall.ENOENT, syscall.ENOTDIR), func(e syscall.Errno) bool { return errors.Is(err, e) }) {
+			t.Fatalf("step %d: %v", step, err)
 		}
 		// Commit points as the tools make them: only between operations.
 		before := f.Store().Super().Generation
@@ -171,8 +184,8 @@ func TestCrashReplayFiles(t *testing.T) {
 		}
 		verified++
 	}
-	if len(states) < 10 || verified < 100 {
-		t.Fatalf("weak test: %d generations, %d states verified", len(states), verified)
+	if len(states) < 10 || verified < 100 || succeeded < 40 {
+		t.Fatalf("weak test: %d generations, %d states verified, %d of 120 operations succeeded", len(states), verified, succeeded)
 	}
-	t.Logf("%d crash points verified over %d generations (%d ops)", verified, len(states), len(ops))
+	t.Logf("%d crash points verified over %d generations (%d ops, %d of 120 operations succeeded)", verified, len(states), len(ops), succeeded)
 }
