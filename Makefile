@@ -40,11 +40,15 @@ race:
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 
 # Every fuzz target of every package (found by name in the _test.go files),
-# each with its count from FUZZCOUNTS or FUZZTIME.
+# each with its count from FUZZCOUNTS or FUZZTIME. Each starts from its seeds
+# (f.Add, testdata/fuzz), not from the corpus earlier runs cached: replaying a
+# cache that grows with every run would make make test slower each time.
 fuzz:
-	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	@cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			n=$(FUZZTIME); for c in $(FUZZCOUNTS); do [ "$${c%%=*}" = "$$t" ] && n=$${c#*=}; done; \
+			rm -rf "$$cache/$$($(GO) list $$pkg)/$$t"; \
 			echo "fuzz $$pkg $$t ($$n)"; \
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
 		done; \
