@@ -2,6 +2,7 @@ package btree
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -150,5 +151,32 @@ func TestDeleteKeepsNodesFilled(t *testing.T) {
 	needInner := (leaves + tr.maxPtrs() - 1) / tr.maxPtrs()
 	if leaves > 4*needLeaves+1 || inner > 4*needInner+2 {
 		t.Fatalf("%d items left in %d leaves (need %d) and %d internal nodes (need %d)", left, leaves, needLeaves, inner, needInner)
+	}
+}
+
+// TestSplitPoints: the most even two-way cut where both halves fit (the
+// first of equally even ones), else greedy packing that fills a group up
+// to exactly the capacity.
+func TestSplitPoints(t *testing.T) {
+	items := func(sizes ...int) []format.Item { // sizes in bytes including the item header
+		var out []format.Item
+		for _, s := range sizes {
+			out = append(out, format.Item{Data: make([]byte, s-format.LeafItemSize)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		sizes    []int
+		capacity int
+		want     []int
+	}{
+		{[]int{300, 300, 300, 300}, 1000, []int{0, 2}},
+		{[]int{400, 200, 400}, 600, []int{0, 1}},                 // two cuts as even: the first
+		{[]int{300, 200, 300, 300, 300}, 500, []int{0, 2, 3, 4}}, // greedy, the first group exactly full
+		{[]int{500, 500}, 500, []int{0, 1}},
+	} {
+		if got := splitPoints(items(tc.sizes...), tc.capacity); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v in %d: cut at %v, want %v", tc.sizes, tc.capacity, got, tc.want)
+		}
 	}
 }
