@@ -282,3 +282,48 @@ func TestDeviceLagging(t *testing.T) {
 		}
 	}
 }
+
+// TestSuperCopyWarnings: beside a current primary, a copy left at an
+// older generation or torn is a warning carrying what it holds; on a
+// device with no current copy the same lag of two generations is not.
+func TestSuperCopyWarnings(t *testing.T) {
+	const second = 64 << 20
+	for _, tc := range []struct {
+		name    string
+		damage  func(d *device.MemDevice)
+		gen     func(set uint64) uint64
+		warning bool
+	}{
+		{"two behind", func(d *device.MemDevice) { setGen(t, d, second, 2) }, func(s uint64) uint64 { return s - 2 }, true},
+		{"torn", func(d *device.MemDevice) { flip(d, second+300) }, func(uint64) uint64 { return 0 }, true},
+		{"two behind, no current copy", func(d *device.MemDevice) { setGen(t, d, 64<<10, 2); setGen(t, d, second, 2) }, func(s uint64) uint64 { return s - 2 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			devs := build(t, layout{2, format.ProfileSingle, format.ProfileRaid1}, 30)
+			tc.damage(devs[1])
+			rep := checkDevs(t, devs)
+			if len(rep.Problems) == 0 {
+				t.Fatal("no problem reported")
+			}
+			for _, p := range rep.Problems {
+				if p.Kind != "superblock" || p.DevID != 2 || p.Warning != tc.warning || p.Generation != tc.gen(rep.Generation) {
+					t.Fatalf("got %+v", p)
+				}
+			}
+		})
+	}
+}
+
+// setGen rewrites the superblock copy at off with its generation lowered by lag.
+func setGen(t *testing.T, d *device.MemDevice, off int64, lag uint64) {
+	t.Helper()
+	b := make([]byte, format.SuperblockSize)
+	d.ReadAt(b, off)
+	sb, err := format.UnmarshalSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Generation -= lag
+	nb, _ := format.MarshalSuperblock(sb)
+	d.WriteAt(nb, off)
+}
