@@ -327,3 +327,32 @@ func setGen(t *testing.T, d *device.MemDevice, off int64, lag uint64) {
 	nb, _ := format.MarshalSuperblock(sb)
 	d.WriteAt(nb, off)
 }
+
+// TestStripeOverSuperblock: a stripe that ends where the 64 MiB superblock
+// copy starts, or starts where it ends, is fine; one byte over is a chunk
+// problem at that stripe.
+func TestStripeOverSuperblock(t *testing.T) {
+	const sb, size = 64 << 20, 1 << 20
+	for _, tc := range []struct {
+		offset uint64
+		bad    bool
+	}{
+		{sb - size, false},
+		{sb + format.SuperblockSize, false},
+		{sb - size + 1, true},
+		{sb + format.SuperblockSize - 1, true},
+	} {
+		c := &checker{vol: volume.New(nil, nil, false), sb: &format.Superblock{}, rep: &Report{},
+			devItems: map[uint64]*format.DevItem{1: {DevID: 1, TotalBytes: 1 << 30, BytesUsed: size}}}
+		item := &format.ChunkItem{Length: size, Type: format.ChunkData, Profile: format.ProfileSingle, StripeLen: format.DefaultStripeLen, SubStripes: 1,
+			Stripes: []format.Stripe{{DevID: 1, Offset: tc.offset}}}
+		if err := c.vol.AddChunk(1<<30, item); err != nil {
+			t.Fatal(err)
+		}
+		c.checkChunks()
+		got := len(c.rep.Problems) == 1 && c.rep.Problems[0].Kind == "chunk" && c.rep.Problems[0].Offset == tc.offset
+		if got != tc.bad || (!tc.bad && len(c.rep.Problems) != 0) {
+			t.Fatalf("stripe at %d: %v", tc.offset, c.rep.Problems)
+		}
+	}
+}
