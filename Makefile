@@ -5,8 +5,10 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Executions of each fuzz target inside `make test` (a count, not a duration: a
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
+# Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
+FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -38,15 +40,18 @@ race:
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 
-# PACKAGE:EXECUTIONS for each fuzz target of the package: format's decoders
-# are cheap; FuzzTarIn builds an image per input (about 1 ms each).
-FUZZPKGS ?= ./format/:$(FUZZTIME) ./pkg/codec/:20000x ./pkg/transfer/:3000x
-
+# Every fuzz target of every package (found by name in the _test.go files),
+# each with its count from FUZZCOUNTS or FUZZTIME. Each starts from its seeds
+# (f.Add, testdata/fuzz), not from the corpus earlier runs cached: replaying a
+# cache that grows with every run would make make test slower each time.
 fuzz:
-	@for pc in $(FUZZPKGS); do p=$${pc%%:*}; n=$${pc##*:}; \
-		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
-			echo "fuzz $$p $$t ($$n)"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$p || exit 1; \
+	@cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			n=$(FUZZTIME); for c in $(FUZZCOUNTS); do [ "$${c%%=*}" = "$$t" ] && n=$${c#*=}; done; \
+			rm -rf "$$cache/$$($(GO) list $$pkg)/$$t"; \
+			echo "fuzz $$pkg $$t ($$n)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
 		done; \
 	done
 
@@ -81,6 +86,11 @@ demo: build
 	$(BIN)/dedupe-tool status demo/ssd1.img
 	$(BIN)/fsck.ddfs --check-data demo/hdd1.img
 	@du -h demo/*.img
+
+# Mutation testing (gremlins) of the core packages; the table goes to
+# bench/results/mutants.txt. Slow (one go test per mutant): not part of make test.
+mutants:
+	bench/mutants.sh
 
 # Rebuild the frozen images under testimages/ (only when the format gains a version).
 testimages: build

@@ -15,8 +15,16 @@ go build -o "$root/dedupegen" ./bench/dedupegen
 "$root/dedupegen" "$root/zeros" "$bytes" -1
 cat "$root/dup75" "$root/uniq" "$root/zeros" >/dev/null # warm the page cache
 
+# Each case sets LAST to its seconds, and clears it first: a ratio never
+# uses a figure left by an earlier case (ratio prints n/a for a missing one).
+LAST=
+ratio() { # ratio A B: A / B to 2 places, or n/a
+	if [ -n "$1" ] && [ -n "$2" ]; then echo "scale=2; $1 / $2" | bc; else echo n/a; fi
+}
+
 # run LABEL MKFS_ARGS... -- FILE: median of 3 of `ddfs cp FILE img:/x`.
 run() {
+	LAST=
 	local label=$1
 	shift
 	local args=()
@@ -37,20 +45,21 @@ run() {
 	local phys
 	phys=$("$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' '/"physical_bytes"/{print $2}')
 	printf '%-34s %8.3f s  %8.1f MB/s  stored %6.1f%%\n' "$label" "$med" "$(echo "$bytes / $med / 1000000" | bc -l)" "$(echo "100 * $phys / $bytes" | bc -l)"
-	echo "$med" >"$root/last"
+	LAST=$med
 }
 
 echo "# dedupe benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $SIZE per data set, $(nproc) cores"
 run "zeros, dedupe off" -- "$root/zeros"
 run "zeros, dedupe on" --dedupe -- "$root/zeros"
-run "75% dup, dedupe off" -- "$root/dup75"; off=$(cat "$root/last")
-run "75% dup, dedupe on (sha256)" --dedupe -- "$root/dup75"; on=$(cat "$root/last")
-echo "  -> dedupe on is $(echo "scale=2; $off / $on" | bc)x the speed of off (target >= 1.35)"
-run "75% dup, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/dup75"; onb3=$(cat "$root/last")
-echo "  -> with blake3: $(echo "scale=2; $off / $onb3" | bc)x"
+run "75% dup, dedupe off" -- "$root/dup75"; off=$LAST
+run "75% dup, dedupe on (sha256)" --dedupe -- "$root/dup75"; on=$LAST
+echo "  -> dedupe on is $(ratio "$off" "$on")x the speed of off (target >= 1.35)"
+run "75% dup, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/dup75"; onb3=$LAST
+echo "  -> with blake3: $(ratio "$off" "$onb3")x"
 # The same on a device slower than the hash (a SATA SSD: writes throttled to
 # 500 MB/s by a blkio cgroup on a loop device), where the btrfs thread's win came from.
 slow_dev() { # LABEL MKFS_ARGS... -- FILE
+	LAST=
 	local label=$1; shift
 	local args=(); while [ "$1" != "--" ]; do args+=("$1"); shift; done
 	local file=$2 cg=/sys/fs/cgroup/blkio/ddfs-dedupe
@@ -64,19 +73,19 @@ slow_dev() { # LABEL MKFS_ARGS... -- FILE
 	t1=$(date +%s.%N)
 	losetup -d "$l"; rm -f "$root/loop.img"; rmdir "$cg" 2>/dev/null || true
 	printf '%-34s %8.3f s  %8.1f MB/s\n' "$label" "$(echo "$t1 - $t0" | bc)" "$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l)"
-	echo "$t1 - $t0" | bc >"$root/last"
+	LAST=$(echo "$t1 - $t0" | bc)
 }
 if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null && [ -d /sys/fs/cgroup/blkio ]; then
-	slow_dev "75% dup, off, 500 MB/s device" -- "$root/dup75"; soff=$(cat "$root/last")
-	slow_dev "75% dup, on (sha256), 500 MB/s dev" --dedupe -- "$root/dup75"; son=$(cat "$root/last")
-	echo "  -> on a 500 MB/s device dedupe on is $(echo "scale=2; $soff / $son" | bc)x the speed of off (target >= 1.35)"
-	slow_dev "unique, off, 500 MB/s device" -- "$root/uniq"; suoff=$(cat "$root/last")
-	slow_dev "unique, on (sha256), 500 MB/s dev" --dedupe -- "$root/uniq"; suon=$(cat "$root/last")
+	slow_dev "75% dup, off, 500 MB/s device" -- "$root/dup75"; soff=$LAST
+	slow_dev "75% dup, on (sha256), 500 MB/s dev" --dedupe -- "$root/dup75"; son=$LAST
+	echo "  -> on a 500 MB/s device dedupe on is $(ratio "$soff" "$son")x the speed of off (target >= 1.35)"
+	slow_dev "unique, off, 500 MB/s device" -- "$root/uniq"; suoff=$LAST
+	slow_dev "unique, on (sha256), 500 MB/s dev" --dedupe -- "$root/uniq"; suon=$LAST
 	echo "  -> dedupe cost on unique data at 500 MB/s: $(echo "scale=1; 100 * ($suon - $suoff) / $suoff" | bc)%"
 fi
-run "unique, dedupe off" -- "$root/uniq"; uoff=$(cat "$root/last")
-run "unique, dedupe on (sha256)" --dedupe -- "$root/uniq"; uon=$(cat "$root/last")
-run "unique, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/uniq"; ub3=$(cat "$root/last")
+run "unique, dedupe off" -- "$root/uniq"; uoff=$LAST
+run "unique, dedupe on (sha256)" --dedupe -- "$root/uniq"; uon=$LAST
+run "unique, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/uniq"; ub3=$LAST
 echo "  -> dedupe cost on unique data: sha256 $(echo "scale=1; 100 * ($uon - $uoff) / $uoff" | bc)%, blake3 $(echo "scale=1; 100 * ($ub3 - $uoff) / $uoff" | bc)% (target <= 10%)"
 echo "raw hash speed, one core: $("$root/dedupegen" hashspeed | tr '\n' ' ')"
 for p in 1 2; do
@@ -94,10 +103,14 @@ for c in none s2 zstd:3; do
 done
 rm -f "$root/img"
 "$BIN/mkfs.ddfs" -q -b 4G --dedupe --dedupe-block 4K -r /usr/local/go "$root/img"
-"$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' '
-	/"index_entries"/{e=$2} /"index_disk_bytes"/{d=$2} /"index_memory_bytes"/{m=$2}
-	END{printf "index (Go tree, 4K blocks): %d entries, %.1f bytes/entry on disk (target <= 64), %.1f in memory (target <= 32)\n", e, d/e, m/e
-	    printf "  1 TiB of unique 128 KiB blocks: %d entries, %.0f MiB on disk, %.0f MiB in memory\n", 8388608, 8388608*d/e/1048576, 8388608*m/e/1048576}'
+# Memory per cached index entry is measured (heap in use of the writer's
+# cache at 1M entries, pkg/fsys TestDedupeIndexMemory), not taken from status.
+mem=$({ go test ./pkg/fsys -run '^TestDedupeIndexMemory$' -count=1 -v || true; } | sed -n 's/.* entries, \([0-9.]*\) bytes\/entry heap in use.*/\1/p')
+[ -n "$mem" ] || { echo "dedupe.sh: index memory not measured" >&2; exit 1; }
+"$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' -v m="$mem" '
+	/"index_entries"/{e=$2} /"index_disk_bytes"/{d=$2}
+	END{printf "index (Go tree, 4K blocks): %d entries, %.1f bytes/entry on disk (target <= 64); in memory %.1f bytes/entry measured at 1M entries (target <= 32)\n", e, d/e, m
+	    printf "  1 TiB of unique 128 KiB blocks: %d entries, %.0f MiB on disk, %.0f MiB in memory\n", 8388608, 8388608*d/e/1048576, 8388608*m/1048576}'
 
 # Case 5: a backup-like set — four copies of the Go tree plus VM-image-like files
 # whose 128 KiB blocks repeat 75% — packed by mkfs.ddfs -r --dedupe against
@@ -116,6 +129,7 @@ if [ "${BACKUP:-1}" = 1 ]; then
 	echo "## backup-like set: $(echo "$in_bytes / 1000000" | bc) MB (4 x Go tree + 4 x ${VM_SIZE:-256M} VM-like, 75% dup blocks)"
 	sync; cat "$set_dir"/vm* >/dev/null
 	pack() { # LABEL OUT CMD...: time it, print result size as % of the input
+		LAST=
 		local label=$1 out=$2; shift 2
 		rm -f "$out"; sync
 		local t0 t1; t0=$(date +%s.%N)
@@ -123,16 +137,16 @@ if [ "${BACKUP:-1}" = 1 ]; then
 		t1=$(date +%s.%N)
 		local sz; sz=$(du -B1 "$out" | cut -f1)
 		printf '%-34s %8.2f s  result %7.1f MB = %5.1f%% of the input\n' "$label" "$(echo "$t1 - $t0" | bc)" "$(echo "$sz / 1000000" | bc -l)" "$(echo "100 * $sz / $in_bytes" | bc -l)"
-		echo "$t1 - $t0" | bc >"$root/last"
+		LAST=$(echo "$t1 - $t0" | bc)
 	}
-	pack "mkfs.ddfs -r --dedupe" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe -r "$set_dir" "$root/b.img"; ddfs_t=$(cat "$root/last")
+	pack "mkfs.ddfs -r --dedupe" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe -r "$set_dir" "$root/b.img"; ddfs_t=$LAST
 	pack "mkfs.ddfs -r --dedupe -m single" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe -m single -r "$set_dir" "$root/b.img"
 	pack "mkfs.ddfs -r --dedupe --compress s2" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe --compress s2 -r "$set_dir" "$root/b.img"
 	pack "mkfs.ddfs -r --dedupe --compress zstd:3" "$root/b.img" "$BIN/mkfs.ddfs" -q -b 8G --dedupe --compress zstd:3 -r "$set_dir" "$root/b.img"
 	rm -f "$root/b.img"
 	if command -v mkfs.erofs >/dev/null; then
-		pack "mkfs.erofs" "$root/b.erofs" mkfs.erofs "$root/b.erofs" "$set_dir"; erofs_t=$(cat "$root/last")
-		echo "  -> mkfs.ddfs -r --dedupe took $(echo "scale=2; $ddfs_t / $erofs_t" | bc)x the time of mkfs.erofs (target < 1)"
+		pack "mkfs.erofs" "$root/b.erofs" mkfs.erofs "$root/b.erofs" "$set_dir"; erofs_t=$LAST
+		echo "  -> mkfs.ddfs -r --dedupe took $(ratio "$ddfs_t" "$erofs_t")x the time of mkfs.erofs (target < 1)"
 		rm -f "$root/b.erofs"
 	fi
 	if command -v mksquashfs >/dev/null; then

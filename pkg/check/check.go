@@ -37,6 +37,9 @@ type Problem struct {
 	Ino     uint64 `json:"ino,omitempty"`
 	Device  string `json:"device,omitempty"`
 	Message string `json:"message"`
+	// Generation is, for a superblock copy of another generation than the
+	// set's, the generation it holds (0 otherwise).
+	Generation uint64 `json:"generation,omitempty"`
 	// Warning marks what a crash or failed commit leaves behind and the
 	// next commit repairs (a superblock copy that lags or is torn while
 	// the device has a current one); it does not make the check fail.
@@ -50,6 +53,23 @@ func copyNum(m int) *int { return &m }
 
 // CopyIs reports whether the problem is about copy m.
 func (p Problem) CopyIs(m int) bool { return p.Copy != nil && *p.Copy == m }
+
+// LagsOneGeneration reports whether p is the trace a crash in the middle of
+// a commit's superblock writes leaves: a warning about a valid superblock
+// copy one generation behind the set's generation setGen. Crash tests
+// accept this problem and no other.
+func LagsOneGeneration(p Problem, setGen uint64) bool {
+	return p.Code == SuperGeneration && p.Warning && p.Generation != 0 && p.Generation+1 == setGen
+}
+
+// CrashTrace reports whether p is a trace a power cut during a commit may
+// leave and the next commit repairs: a superblock copy one generation
+// behind (LagsOneGeneration) or a superblock copy whose write was torn
+// (SUPER_BAD). Crash tests accept these and nothing else; the crash model
+// tears the last write a device kept.
+func CrashTrace(p Problem, setGen uint64) bool {
+	return LagsOneGeneration(p, setGen) || p.Code == SuperBad
+}
 
 func (p Problem) String() string {
 	s := string(p.Code)
@@ -296,6 +316,7 @@ func (c *checker) checkSupers() {
 			case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
 				p.Code, p.Message = SuperForeign, "copy belongs to another filesystem or device"
 			case sc.SB.Generation != c.sb.Generation:
+				p.Generation = sc.SB.Generation
 				p.Code, p.Message = SuperGeneration, fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
 			case !volume.SameSetFields(sc.SB, c.sb):
 				// FORMAT.md §3.7: copies of one generation are written from
@@ -305,10 +326,15 @@ func (c *checker) checkSupers() {
 				continue
 			}
 			// With a current copy on the device, the others are the trace of
-			// an interrupted superblock write; a device with none is stale.
-			// A bad primary is a problem: it is the copy other tools read first.
+			// an interrupted superblock write. So is a copy exactly one
+			// generation behind on a device with none: a commit writes the
+			// superblocks device by device after flushing every node, and a
+			// crash in between leaves whole devices at the previous one.
+			// Further behind, the device is stale. A bad primary is a
+			// problem: it is the copy other tools read first.
+			lagsOne := sc.Err == nil && volume.SameSet(sc.SB, c.sb) && sc.SB.DevID == d.ID && sc.SB.Generation+1 == c.sb.Generation
 			lags := sc.Err == nil && sc.SB.Generation < c.sb.Generation
-			p.Warning = current && (lags || (sc.Err != nil && sc.Offset != format.SuperblockOffsets[0]))
+			p.Warning = lagsOne || current && (lags || (sc.Err != nil && sc.Offset != format.SuperblockOffsets[0]))
 			c.add(p)
 		}
 	}

@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -35,11 +36,11 @@ func TestCrashMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Generations < 10 {
-					t.Fatalf("only %d commits: too few to test", res.Generations)
+				if res.Generations < 10 || res.Succeeded < cfg.Ops/3 {
+					t.Fatalf("%d commits, %d of %d operations succeeded: too few to test", res.Generations, res.Succeeded, cfg.Ops)
 				}
 				total += res.Points
-				t.Logf("%d crash points, %d generations, %d writes", res.Points, res.Generations, res.Writes)
+				t.Logf("%d crash points, %d generations, %d writes, %d operations succeeded", res.Points, res.Generations, res.Writes, res.Succeeded)
 			})
 		}
 	}
@@ -47,4 +48,36 @@ func TestCrashMatrix(t *testing.T) {
 		t.Fatalf("%d crash points, want at least 10,000", total)
 	}
 	t.Logf("total: %d crash points", total)
+}
+
+// TestCrashModelSeesMissingFlush: a commit that flushes only the first
+// device (the others' flushes do nothing) must fail the crash matrix. A
+// model where a flush of any device counts as a flush of all passed it.
+func TestCrashModelSeesMissingFlush(t *testing.T) {
+	caught := 0
+	for i, base := range matrix {
+		if base.Devices < 2 {
+			continue
+		}
+		cfg := base
+		cfg.Seed, cfg.Ops, cfg.BatchNodes, cfg.Stride, cfg.Reordered, cfg.DevSize = 7+uint64(i), 60, 24, 5, 100, 192<<20
+		cfg.dropFlush = func(dev int) bool { return dev > 0 }
+		if _, err := Run(cfg); err != nil {
+			caught++
+			t.Logf("%v: caught: %v", cfg, firstLine(err))
+		} else {
+			t.Errorf("%v: flushing only device 0 passed the crash test", cfg)
+		}
+	}
+	if caught == 0 {
+		t.Fatal("no multi-device configuration in the matrix")
+	}
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -22,7 +22,7 @@ func RunDegraded(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := workload(cfg, f); err != nil {
+	if _, err := workload(cfg, f); err != nil {
 		return Result{}, err
 	}
 	if err := f.Close(); err != nil {
@@ -52,7 +52,7 @@ func RunDegraded(cfg Config) (Result, error) {
 	rec.f = f
 	rec.snap()
 	cfg.Seed += 1000 // another workload than the first
-	if err := workload(cfg, f); err != nil {
+	if _, err := workload(cfg, f); err != nil {
 		return Result{}, err
 	}
 	if err := f.Close(); err != nil {
@@ -73,7 +73,7 @@ func RunDegraded(cfg Config) (Result, error) {
 		}
 		res.Points++
 	}
-	n, err := replayReordered(ops, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return survivors(base) },
+	n, err := replayReordered(ops, 0, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return survivors(base) },
 		func(devs []*device.MemDevice) (bool, error) { return true, verifyDegraded(devs, rec.states) })
 	res.Points += n
 	if err != nil {

@@ -41,7 +41,7 @@ func RunDeviceOp(cfg Config, spares int, op DeviceOp) (DeviceResult, error) {
 	}
 	rec.f = f
 	rec.snap()
-	if err := workload(cfg, f); err != nil {
+	if _, err := workload(cfg, f); err != nil {
 		return DeviceResult{}, err
 	}
 	if rec.err != nil {
@@ -97,7 +97,7 @@ func RunDeviceOp(cfg Config, spares int, op DeviceOp) (DeviceResult, error) {
 			return res, err
 		}
 	}
-	_, err = replayReordered(ops[start:], cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return snapshots(base) },
+	_, err = replayReordered(ops[start:], 0, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return snapshots(base) },
 		func(ds []*device.MemDevice) (bool, error) {
 			return false, check(ds, "reordered writes after a flush") // check counts the point
 		})

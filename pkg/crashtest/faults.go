@@ -63,7 +63,7 @@ func RunFault(cfg Config, kind string, dev, after int) (FaultResult, error) {
 	res := FaultResult{}
 	r := rand.New(rand.NewPCG(cfg.Seed, 3))
 	for i := 0; i < cfg.Ops && !res.Failed; i++ {
-		err := step(f, r, i)
+		_, err := step(f, r, i)
 		if err == nil {
 			if r.IntN(6) == 0 {
 				err = f.Sync()

@@ -26,6 +26,9 @@ type Config struct {
 	DevSize    int64 // bytes per device
 	// Settings: dedupe and compression of the filesystem.
 	Settings format.Settings
+	// dropFlush, a test-only mutation, makes the flushes of the devices
+	// it names do nothing: the crash model must catch it.
+	dropFlush func(dev int) bool
 }
 
 func (c Config) String() string {
@@ -37,6 +40,7 @@ type Result struct {
 	Points      int // crash states verified
 	Generations int // commits of the workload
 	Writes      int // recorded operations
+	Succeeded   int // workload operations that did not fail a precondition
 }
 
 var epoch = func() time.Time { return time.Unix(1700000000, 0) }
@@ -71,15 +75,15 @@ func create(cfg Config, wrap func(device.Device, int) device.Device, rec *record
 // Run records the workload, then verifies every replayed crash state.
 func Run(cfg Config) (Result, error) {
 	log := device.NewLog()
-	_, rec, err := recordWorkload(cfg, log)
+	_, rec, made, succeeded, err := recordWorkload(cfg, log)
 	if err != nil {
 		return Result{}, err
 	}
 	states := rec.states
 	ops := log.Ops()
-	res := Result{Generations: len(states), Writes: len(ops)}
+	res := Result{Generations: len(states), Writes: len(ops), Succeeded: succeeded}
 	stride := max(cfg.Stride, 1)
-	for upto := 0; upto <= len(ops); upto += stride {
+	for upto := made; upto <= len(ops); upto += stride {
 		devs := fresh(cfg)
 		if err := device.Replay(ops, upto, devs); err != nil {
 			return res, err
@@ -92,7 +96,7 @@ func Run(cfg Config) (Result, error) {
 			res.Points++
 		}
 	}
-	n, err := replayReordered(ops, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return fresh(cfg) },
+	n, err := replayReordered(ops, made, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return fresh(cfg) },
 		func(devs []*device.MemDevice) (bool, error) { return verify(devs, states) })
 	res.Points += n
 	if err != nil {
@@ -101,28 +105,23 @@ func Run(cfg Config) (Result, error) {
 	return res, nil
 }
 
-// replayReordered verifies n crash states that keep the writes up to a
-// random flush and a random subset of the writes after it, applied in any
-// order with the last one torn; devs makes the starting devices. It
+// replayReordered verifies n crash states with unflushed writes: a power
+// cut after a random op past from, where each device keeps what it had
+// before its own last flush and a random subset of the rest, the last one
+// possibly torn (device.ReplayCrash); devs makes the starting devices. It
 // returns the states verified.
-func replayReordered(ops []device.Op, seed uint64, n int, devs func() []*device.MemDevice, verify func([]*device.MemDevice) (bool, error)) (int, error) {
+func replayReordered(ops []device.Op, from int, seed uint64, n int, devs func() []*device.MemDevice, verify func([]*device.MemDevice) (bool, error)) (int, error) {
 	r := rand.New(rand.NewPCG(seed, 1))
-	flushes := device.FlushPoints(ops)
 	points := 0
-	for i := 0; i < n && len(flushes) > 0; i++ {
-		fi := r.IntN(len(flushes))
-		base, end := flushes[fi], len(ops)
-		if fi+1 < len(flushes) {
-			end = flushes[fi+1] - 1
-		}
+	for i := 0; i < n && len(ops) > from; i++ {
+		upto := from + 1 + r.IntN(len(ops)-from)
 		ds := devs()
-		if err := device.Replay(ops, base, ds); err != nil {
+		if err := device.ReplayCrash(ops, upto, ds, r); err != nil {
 			return points, err
 		}
-		tornApply(r, ops[base:end], ds)
 		ok, err := verify(ds)
 		if err != nil {
-			return points, fmt.Errorf("reordered writes after flush %d: %w", base, err)
+			return points, fmt.Errorf("crash with unflushed writes after op %d of %d: %w", upto, len(ops), err)
 		}
 		if ok {
 			points++
@@ -133,18 +132,30 @@ func replayReordered(ops []device.Op, seed uint64, n int, devs func() []*device.
 
 // recordWorkload creates the filesystem on devices recording into log and
 // runs the workload, keeping the tree of every committed generation.
-func recordWorkload(cfg Config, log *device.Log) (*fsys.FS, *recorder, error) {
-	rec := &recorder{states: map[uint64]string{}}
-	f, _, err := create(cfg, log.Wrap, rec)
-	if err != nil {
-		return nil, nil, err
+// made is the op count once mkfs's commit is durable (a crash inside mkfs
+// promises nothing: mkfs never reported success); succeeded counts the
+// workload's operations that succeeded.
+func recordWorkload(cfg Config, log *device.Log) (f *fsys.FS, rec *recorder, made, succeeded int, err error) {
+	rec = &recorder{states: map[uint64]string{}}
+	wrap := log.Wrap
+	if cfg.dropFlush != nil {
+		wrap = func(d device.Device, i int) device.Device {
+			if cfg.dropFlush(i) {
+				return noFlush{log.Wrap(d, i)}
+			}
+			return log.Wrap(d, i)
+		}
+	}
+	if f, _, err = create(cfg, wrap, rec); err != nil {
+		return nil, nil, 0, 0, err
 	}
 	rec.f = f
 	rec.snap()
-	if err := workload(cfg, f); err != nil {
-		return nil, nil, err
+	made = len(log.Ops())
+	if succeeded, err = workload(cfg, f); err != nil {
+		return nil, nil, 0, 0, err
 	}
-	return f, rec, rec.err
+	return f, rec, made, succeeded, rec.err
 }
 
 // recorder keeps the tree of every committed generation (fsys calls
@@ -197,24 +208,29 @@ func (r *recorder) take() {
 	r.states[r.f.Store().Super().Generation] = s
 }
 
-// workload runs the operations, committing between them as the tools do.
-func workload(cfg Config, f *fsys.FS) error {
+// workload runs the operations, committing between them as the tools
+// do, and returns how many succeeded.
+func workload(cfg Config, f *fsys.FS) (int, error) {
 	r := rand.New(rand.NewPCG(cfg.Seed, 2))
+	succeeded := 0
 	for i := 0; i < cfg.Ops; i++ {
-		if err := step(f, r, i); err != nil {
-			return fmt.Errorf("%v: op %d: %w", cfg, i, err)
+		ok, err := step(f, r, i)
+		if err != nil {
+			return succeeded, fmt.Errorf("%v: op %d: %w", cfg, i, err)
 		}
-		var err error
+		if ok {
+			succeeded++
+		}
 		if r.IntN(8) == 0 {
 			err = f.Sync()
 		} else {
 			err = f.MaybeCommit()
 		}
 		if err != nil {
-			return err
+			return succeeded, err
 		}
 	}
-	return f.Sync()
+	return succeeded, f.Sync()
 }
 
 func fresh(cfg Config) []*device.MemDevice {
@@ -264,10 +280,16 @@ func verify(mems []*device.MemDevice, states map[uint64]string) (bool, error) {
 		return false, err
 	}
 	for _, p := range rep.Problems {
-		// A superblock copy that lags or is torn is expected mid-commit.
-		if p.Pass != check.PassSuper {
+		// Mid-commit, a superblock copy may still hold the previous
+		// generation; anything else is damage.
+		if !check.CrashTrace(p, rep.Generation) {
 			return false, fmt.Errorf("generation %d: fsck: %v", gen, p)
 		}
 	}
 	return true, nil
 }
+
+// noFlush is a device whose Flush does nothing (the dropFlush mutation).
+type noFlush struct{ device.Device }
+
+func (noFlush) Flush() error { return nil }

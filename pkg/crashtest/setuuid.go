@@ -15,7 +15,7 @@ import (
 // or the new fsid, holds the workload's tree and fscks clean (FORMAT.md §3.8).
 func RunSetUUID(cfg Config, to [16]byte) (Result, error) {
 	log := device.NewLog()
-	f, _, err := recordWorkload(cfg, log)
+	f, _, _, _, err := recordWorkload(cfg, log)
 	if err != nil {
 		return Result{}, err
 	}

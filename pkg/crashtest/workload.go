@@ -10,11 +10,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -25,22 +27,69 @@ import (
 // collide (overwrite, rename onto, link to existing names).
 var names = []string{"/a", "/b", "/d", "/d/c", "/d/e", "/d/f/g", "/d/f", "/x y", "/ü"}
 
-// step runs one random operation. Precondition failures (ENOENT, EEXIST,
-// ...) leave no trace, so the workload simply ignores them; any other
-// error is returned.
-func step(f *fsys.FS, r *rand.Rand, i int) error {
+// Operation kinds of step, indexes of mayFail.
+const (
+	opMkdir = iota
+	opWrite
+	opTruncate
+	opRemove
+	opRename
+	opLink
+	opSymlink
+	opXattr
+	opTarIn
+	opCopy
+	numOps
+)
+
+// mayFail lists, per operation kind, the precondition errors it may
+// return (they leave no trace); any other error fails the workload. Every
+// kind resolves paths, which can fail with ENOENT, ENOTDIR or ELOOP.
+var mayFail = [numOps][]syscall.Errno{
+	opMkdir:    {syscall.EEXIST},
+	opWrite:    {},
+	opTruncate: {},
+	opRemove:   {syscall.ENOTEMPTY},
+	opRename:   {syscall.EINVAL, syscall.EISDIR, syscall.ENOTDIR, syscall.ENOTEMPTY},
+	opLink:     {syscall.EEXIST, syscall.EPERM},
+	opSymlink:  {syscall.EEXIST},
+	opXattr:    {syscall.ENODATA},
+	opTarIn:    {syscall.EEXIST},
+	opCopy:     {syscall.EEXIST, syscall.EISDIR, syscall.EINVAL}, // EINVAL: onto itself
+}
+
+// step runs one random operation and tells whether it succeeded. A
+// precondition failure the operation may return (mayFail) is not an
+// error: it changed nothing.
+func step(f *fsys.FS, r *rand.Rand, i int) (bool, error) {
+	kind, err := runStep(f, r, i)
+	if err == nil {
+		return true, nil
+	}
+	for _, e := range append([]syscall.Errno{syscall.ENOENT, syscall.ENOTDIR, syscall.ELOOP}, mayFail[kind]...) {
+		if errors.Is(err, e) {
+			return false, nil
+		}
+	}
+	return false, err
+}
+
+// runStep runs one random operation and returns its kind.
+func runStep(f *fsys.FS, r *rand.Rand, i int) (int, error) {
 	p := names[r.IntN(len(names))]
 	q := names[r.IntN(len(names))]
 	var err error
+	kind := opMkdir
 	switch r.IntN(12) {
 	case 0:
 		_, err = f.Mkdir(p, fsys.Attr{Mode: 0o755})
 	case 1, 2, 3:
+		kind = opWrite
 		in, rerr := f.Resolve(p, false)
 		if rerr != nil {
 			in, err = f.Create(p, fsys.Attr{Mode: 0o644, UID: uint32(r.IntN(3))})
 		} else if !in.IsRegular() {
-			return nil
+			return kind, nil
 		}
 		if err == nil {
 			size := []int{1, 100, 3000, 5000, 70000, 300000}[r.IntN(6)]
@@ -48,18 +97,21 @@ func step(f *fsys.FS, r *rand.Rand, i int) error {
 			err = f.WriteAt(in, data, uint64(r.IntN(3)*r.IntN(40000)))
 		}
 	case 4:
+		kind = opTruncate
 		if in, rerr := f.Resolve(p, false); rerr == nil && in.IsRegular() {
 			err = f.Truncate(in, uint64(r.IntN(50000)))
 		}
 	case 5:
-		err = f.Remove(p)
+		kind, err = opRemove, f.Remove(p)
 	case 6:
-		err = f.Rename(p, q)
+		kind, err = opRename, f.Rename(p, q)
 	case 7:
-		err = f.Link(p, q)
+		kind, err = opLink, f.Link(p, q)
 	case 8:
+		kind = opSymlink
 		_, err = f.Symlink(strings.TrimPrefix(q, "/"), p, fsys.Attr{})
 	case 9:
+		kind = opXattr
 		if in, rerr := f.Resolve(p, false); rerr == nil {
 			if r.IntN(3) == 0 {
 				err = f.RemoveXattr(in, "user.k")
@@ -68,16 +120,14 @@ func step(f *fsys.FS, r *rand.Rand, i int) error {
 			}
 		}
 	case 10:
-		err = transfer.TarIn(f, smallTar(i), "/", transfer.Options{})
+		kind, err = opTarIn, transfer.TarIn(f, smallTar(i), "/", transfer.Options{})
 	case 11:
+		kind = opCopy
 		if in, rerr := f.Resolve(p, false); rerr == nil && in.IsRegular() {
 			err = transfer.CopyWithin(f, p, q, transfer.Options{})
 		}
 	}
-	if err != nil && isPrecondition(err) {
-		return nil
-	}
-	return err
+	return kind, err
 }
 
 // smallTar is an archive of a directory with two files and a hard link.

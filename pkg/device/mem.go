@@ -7,7 +7,11 @@ import (
 
 const (
 	memPageSize = 4096
-	sectorSize  = 512 // unit a torn write is cut at
+	// atomicWriteSize is the unit a torn write is cut at: a device
+	// persists an aligned 4 KiB block whole or not at all (4Kn disks, the
+	// NVMe atomic write unit; btrfs makes the same assumption for its 4 KiB
+	// superblock). Only a longer write can be torn, between such blocks.
+	atomicWriteSize = 4096
 )
 
 // MemDevice is a sparse in-memory device for tests, with crash simulation.
@@ -98,8 +102,8 @@ func (m *MemDevice) Crash() {
 
 // CrashPartial is a power cut where the disk had already persisted a random
 // subset of the unflushed writes (disks reorder within a flush epoch). The
-// last persisted write may be torn: only a prefix of its 512-byte sectors
-// made it.
+// last persisted write may be torn: only a prefix of its 4 KiB blocks
+// (atomicWriteSize) made it.
 func (m *MemDevice) CrashPartial(rng *rand.Rand) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -120,20 +124,20 @@ func (m *MemDevice) CrashPartial(rng *rand.Rand) {
 	m.cur = m.durable.clone()
 }
 
-// tear keeps a random non-empty prefix of op, cut at an absolute sector
-// boundary.
+// tear keeps a random non-empty prefix of op, cut at an absolute
+// atomicWriteSize boundary.
 func tear(op memOp, rng *rand.Rand) memOp {
 	if op.discard {
 		return op
 	}
-	first := (op.off/sectorSize + 1) * sectorSize // first boundary inside
+	first := (op.off/atomicWriteSize + 1) * atomicWriteSize // first boundary inside
 	end := op.off + op.n
 	if first >= end {
 		return op
 	}
-	cuts := (end-first+sectorSize-1)/sectorSize + 1 // boundaries plus "all"
+	cuts := (end-first+atomicWriteSize-1)/atomicWriteSize + 1 // boundaries plus "all"
 	k := rng.Int64N(cuts)
-	cut := min(first+k*sectorSize, end)
+	cut := min(first+k*atomicWriteSize, end)
 	op.n = cut - op.off
 	op.data = op.data[:op.n]
 	return op

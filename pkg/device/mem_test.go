@@ -82,35 +82,36 @@ func TestMemCrash(t *testing.T) {
 }
 
 func TestMemCrashPartial(t *testing.T) {
-	const n = 16
-	old := bytes.Repeat([]byte{0xAA}, 4096)
-	newer := bytes.Repeat([]byte{0xBB}, 4096)
+	// Blocks of 4 atomic units, so a write can tear inside a block.
+	const n, bs = 16, 4 * atomicWriteSize
+	old := bytes.Repeat([]byte{0xAA}, bs)
+	newer := bytes.Repeat([]byte{0xBB}, bs)
 	seen := map[string]bool{}
 	for seed := uint64(0); seed < 20; seed++ {
-		d := NewMemDevice("mem", n*4096)
+		d := NewMemDevice("mem", n*bs)
 		for i := range n {
-			d.WriteAt(old, int64(i)*4096)
+			d.WriteAt(old, int64(i)*bs)
 		}
 		d.Flush()
 		for i := range n {
-			d.WriteAt(newer, int64(i)*4096)
+			d.WriteAt(newer, int64(i)*bs)
 		}
 		d.CrashPartial(rand.New(rand.NewPCG(seed, 1)))
 
-		got := readAll(t, d, 0, n*4096)
+		got := readAll(t, d, 0, n*bs)
 		var nNew, nOld, nTorn int
 		for i := range n {
-			blk := got[i*4096 : (i+1)*4096]
+			blk := got[i*bs : (i+1)*bs]
 			switch {
 			case bytes.Equal(blk, newer):
 				nNew++
 			case bytes.Equal(blk, old):
 				nOld++
 			default:
-				// A torn block is new sectors then old ones.
+				// A torn block is new atomic units then old ones.
 				cut := bytes.IndexByte(blk, 0xAA)
-				if cut%512 != 0 || !bytes.Equal(blk[:cut], newer[:cut]) || !bytes.Equal(blk[cut:], old[cut:]) {
-					t.Fatalf("seed %d: block %d is not a sector-torn write", seed, i)
+				if cut%atomicWriteSize != 0 || !bytes.Equal(blk[:cut], newer[:cut]) || !bytes.Equal(blk[cut:], old[cut:]) {
+					t.Fatalf("seed %d: block %d is not torn at an atomic-unit boundary", seed, i)
 				}
 				nTorn++
 			}

@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 )
@@ -147,6 +148,22 @@ func Replay(ops []Op, upto int, devs []*MemDevice) error {
 		if err != nil {
 			return fmt.Errorf("replay: op %d (%v on device %d): %w", i, op.Kind, op.Dev, err)
 		}
+	}
+	return nil
+}
+
+// ReplayCrash rebuilds a state a power cut right after ops[:upto] can
+// leave: each device keeps every write it had before its own last flush
+// and a random subset of its later ones, in issue order, the last kept one
+// possibly torn (MemDevice.CrashPartial). A flush of one device makes
+// nothing durable on another, so a commit that forgets to flush some
+// device shows up here.
+func ReplayCrash(ops []Op, upto int, devs []*MemDevice, rng *rand.Rand) error {
+	if err := Replay(ops, upto, devs); err != nil {
+		return err
+	}
+	for _, d := range devs {
+		d.CrashPartial(rng)
 	}
 	return nil
 }

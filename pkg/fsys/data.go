@@ -369,6 +369,9 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 
 // Truncate sets the size of a regular file.
 func (f *FS) Truncate(in *Inode, size uint64) error {
+	if in.IsDir() {
+		return syscall.EISDIR // as truncate(2)
+	}
 	if !in.IsRegular() {
 		return syscall.EINVAL
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"testing"
@@ -156,6 +157,11 @@ func TestWriteReadPatterns(t *testing.T) {
 // TestModel runs random namespace and data operations against a real
 // directory on disk, comparing results and the whole tree, across
 // commits, reopens and crashes.
+// TestModel runs random namespace and data operations on ddfs and on a
+// host directory (the model) and requires the same errno from both and
+// the same tree. The model never looks at the image: after an abort it
+// goes back to its own copy of the last committed state, which is what
+// the aborted transaction must leave.
 func TestModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -167,24 +173,50 @@ func TestModel(t *testing.T) {
 func runModel(t *testing.T, seed uint64, steps int) {
 	f, devs := newTestFS(t, 256<<20, 2)
 	dir := t.TempDir()
+	var committed []hostEntry // the model's copy of the last committed state
 	r := rand.New(rand.NewPCG(seed, 77))
 	names := []string{"a", "b", "c", "dir1", "dir2", "x y", "ü"}
 	randPath := func() string {
-		p := ""
-		for d := r.IntN(3); d >= 0; d-- {
+		p := "" // mostly shallow, so that parents exist and operations succeed
+		for d := r.IntN(3) * r.IntN(2); d >= 0; d-- {
 			p += "/" + names[r.IntN(len(names))]
 		}
 		return p
 	}
+	// pick is a path the model holds half of the time (dirsOnly: a new
+	// name in one of its directories), so operations also succeed.
+	pick := func(dirsOnly bool) string {
+		if r.IntN(2) == 0 {
+			return randPath()
+		}
+		var have []string
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && p != dir && (!dirsOnly || d.IsDir()) {
+				have = append(have, p[len(dir):])
+			}
+			return nil
+		})
+		if dirsOnly {
+			have = append(have, "")
+			return have[r.IntN(len(have))] + "/" + names[r.IntN(len(names))]
+		}
+		if len(have) == 0 {
+			return randPath()
+		}
+		return have[r.IntN(len(have))]
+	}
+	succeeded, aborts := 0, 0
+	var okByOp [9]int
 	for step := 0; step < steps; step++ {
 		if os.Getenv("DDFS_DEBUG_MODEL") != "" {
 			t.Logf("step %d", step)
 			compareTree(t, f, dir)
 		}
-		p := randPath()
+		op := r.IntN(11)
+		p := pick(op <= 2)
 		host := filepath.Join(dir, p)
 		var gotErr, wantErr error
-		switch op := r.IntN(10); op {
+		switch op {
 		case 0, 1:
 			_, gotErr = f.Create(p, Attr{Mode: 0o644})
 			var fh *os.File
@@ -206,12 +238,6 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			}
 			if fh, err := os.OpenFile(host, os.O_WRONLY, 0); err == nil {
 				_, wantErr = fh.WriteAt(data, int64(off))
-				if len(data) == 0 {
-					st, _ := fh.Stat()
-					if st.IsDir() {
-						wantErr = syscall.EISDIR
-					}
-				}
 				fh.Close()
 			} else {
 				wantErr = err
@@ -223,18 +249,11 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				wantErr = os.Remove(host)
 			}
 		case 6:
-			q := randPath()
-			if os.Getenv("DDFS_DEBUG_MODEL") != "" {
-				a, _ := f.Resolve(p, false)
-				b, _ := f.Resolve(q, false)
-				if a != nil && b != nil {
-					t.Logf("rename %s (ino %d size %d) -> %s (ino %d size %d nlink %d)", p, a.Ino, a.Size, q, b.Ino, b.Size, b.Nlink)
-				}
-			}
+			q := pick(r.IntN(2) == 0)
 			gotErr = f.Rename(p, q)
 			wantErr = syscall.Rename(host, filepath.Join(dir, q)) // os.Rename refuses to replace a directory
 		case 7:
-			q := randPath()
+			q := pick(true)
 			gotErr = f.Link(p, q)
 			wantErr = os.Link(host, filepath.Join(dir, q))
 		case 8:
@@ -250,66 +269,119 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
+			committed = snapHost(t, dir)
 			if r.IntN(2) == 0 {
 				f = reopenFS(t, devs)
 			}
 			continue
-		}
-		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("step %d: %v: ddfs %v, host %v", step, p, gotErr, wantErr)
-		}
-		if gotErr != nil {
+		case 10:
+			if r.IntN(4) != 0 {
+				continue
+			}
+			// A failed operation aborts the transaction in the tools: all
+			// since the last commit is gone, in ddfs and in the model.
 			f.Abort()
-			f = reopenFSKeep(t, devs)
-			// Reopening dropped the uncommitted work of this batch: redo
-			// the model from the image (host dir follows ddfs).
-			resetHost(t, f, dir)
+			f = reopenFS(t, devs)
+			restoreHost(t, dir, committed)
+			aborts++
+			continue
+		}
+		got, want := errnoOf(t, gotErr), errnoOf(t, wantErr)
+		if got != want {
+			t.Fatalf("step %d: %v: ddfs %v (%v), host %v (%v)", step, p, got, gotErr, want, wantErr)
+		}
+		if gotErr == nil {
+			succeeded++
+			okByOp[op]++
 		}
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	compareTree(t, reopenFS(t, devs), dir)
+	// A run where almost everything fails its precondition tests little.
+	if succeeded < steps/4 || slices.Min(okByOp[:]) < 10 || aborts < 5 {
+		t.Fatalf("%d of %d operations succeeded (by kind %v), %d aborts: too few to test", succeeded, steps, okByOp, aborts)
+	}
+	t.Logf("%d of %d operations succeeded (by kind %v), %d aborts", succeeded, steps, okByOp, aborts)
 }
 
-// reopenFSKeep reopens from the durable state without a crash model.
-func reopenFSKeep(t *testing.T, devs []*device.MemDevice) *FS { return reopenFS(t, devs) }
+// errnoOf is the errno an operation failed with, 0 for success; an error
+// that carries none fails the test (every fsys error a caller can expect
+// here is an errno).
+func errnoOf(t *testing.T, err error) syscall.Errno {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if !errors.As(err, &e) {
+		t.Fatalf("error without an errno: %v", err)
+	}
+	return e
+}
 
-// resetHost makes the host directory equal the image.
-func resetHost(t *testing.T, f *FS, dir string) {
+// hostEntry is one name of the model's snapshot of a committed state.
+type hostEntry struct {
+	rel  string // path under the model's directory, parents first
+	dir  bool
+	ino  uint64 // host inode: names sharing one are hard links
+	data []byte
+}
+
+// snapHost records the model's tree (directories, contents, hard links).
+func snapHost(t *testing.T, dir string) []hostEntry {
+	t.Helper()
+	var out []hostEntry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		e := hostEntry{rel: p[len(dir):], dir: d.IsDir()}
+		if !e.dir {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			e.ino = fi.Sys().(*syscall.Stat_t).Ino
+			if e.data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// restoreHost makes the model's directory hold exactly snap.
+func restoreHost(t *testing.T, dir string, snap []hostEntry) {
 	t.Helper()
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
-	var copyOut func(p string)
-	copyOut = func(p string) {
-		in, err := f.Resolve(p, false)
-		if err != nil {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			t.Fatal(err)
 		}
-		links := map[uint64]string{}
-		err = f.ReadDir(in, func(e DirEntry) bool {
-			cp := p + "/" + e.Name
-			host := filepath.Join(dir, cp)
-			if first, ok := links[e.Ino]; ok {
-				os.Link(filepath.Join(dir, first), host)
-				return true
-			}
-			links[e.Ino] = cp
-			if e.Type == format.FileTypeDir {
-				os.Mkdir(host, 0o755)
-				copyOut(cp)
-			} else {
-				os.WriteFile(host, readAll(t, f, cp), 0o644)
-			}
-			return true
-		})
+	}
+	first := map[uint64]string{}
+	for _, e := range snap {
+		to := filepath.Join(dir, e.rel)
+		var err error
+		if e.dir {
+			err = os.Mkdir(to, 0o755)
+		} else if f, ok := first[e.ino]; ok {
+			err = os.Link(f, to)
+		} else {
+			first[e.ino] = to
+			err = os.WriteFile(to, e.data, 0o644)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	copyOut("")
 }
 
 // compareTree checks names, types, contents and hard-link identity.
@@ -363,5 +435,3 @@ func compareTree(t *testing.T, f *FS, dir string) {
 	}
 	walk("")
 }
-
-var _ = fs.ErrNotExist

@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"cmp"
 	"errors"
 	"path"
 	"syscall"
@@ -112,9 +113,6 @@ func (f *FS) Link(oldp, newp string) error {
 	if err != nil {
 		return err
 	}
-	if in.IsDir() {
-		return &PathError{Op: "link", Path: oldp, Err: syscall.EPERM}
-	}
 	dir, name, err := f.resolveParent(newp)
 	if err != nil {
 		return &PathError{Op: "link", Path: newp, Err: err}
@@ -128,6 +126,10 @@ func (f *FS) linkIn(dir *Inode, name string, in *Inode) error {
 		return syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return err
+	}
+	// After the new name's checks, as link(2) orders its errors.
+	if in.IsDir() {
+		return syscall.EPERM
 	}
 	in.Nlink++
 	in.Ctime = f.Now()
@@ -239,13 +241,8 @@ func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) erro
 	}
 	if in.IsDir() {
 		// A directory may not move below itself.
-		for a := ndir.Ino; a != format.RootDirIno; {
-			if a == in.Ino {
-				return syscall.EINVAL
-			}
-			if a, err = f.parentOf(a); err != nil {
-				return err
-			}
+		if under, err := f.isUnder(ndir.Ino, in.Ino); err != nil || under {
+			return cmp.Or[error](err, syscall.EINVAL)
 		}
 	}
 	if old, err := f.lookupChild(ndir.Ino, nname); err == nil {
@@ -257,6 +254,11 @@ func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) erro
 			return err
 		}
 		if target.IsDir() != in.IsDir() {
+			// A target that holds the source is not empty, whatever its
+			// type (rename(2) checks that first).
+			if under, err := f.isUnder(odir.Ino, target.Ino); err != nil || under {
+				return cmp.Or[error](err, syscall.ENOTEMPTY)
+			}
 			if target.IsDir() {
 				return syscall.EISDIR
 			}
@@ -284,6 +286,20 @@ func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) erro
 		return err
 	}
 	return f.addEntry(ndir, nname, in)
+}
+
+// isUnder reports whether directory dir is anc or below it.
+func (f *FS) isUnder(dir, anc uint64) (bool, error) {
+	for a := dir; a != format.RootDirIno; {
+		if a == anc {
+			return true, nil
+		}
+		var err error
+		if a, err = f.parentOf(a); err != nil {
+			return false, err
+		}
+	}
+	return anc == format.RootDirIno, nil
 }
 
 // parentOf returns the directory holding directory ino (from its INODE_REF).

@@ -27,8 +27,10 @@ type DedupeStatus struct {
 }
 
 // IndexEntryMemory is what one cached index entry costs a writer: the
-// prefix and the extent address (16 bytes) plus the map's share.
-const IndexEntryMemory = 32
+// prefix and the extent address (16 bytes) plus the map's share: heap in
+// use at 1M entries measured 42.6-43.7 bytes with Go 1.26, rounded up;
+// pkg/fsys TestDedupeIndexMemory fails if the measurement exceeds it.
+const IndexEntryMemory = 48
 
 // GetDedupeStatus scans the fs, extent and dedupe trees (streaming).
 func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {

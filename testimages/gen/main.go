@@ -38,17 +38,63 @@ func Content(i int) []byte {
 	return b
 }
 
-func gen(dir string) error {
-	name := fmt.Sprintf("v%d-raid1-2dev", format.CurrentVersion)
-	var devs []*device.MemDevice
-	p := store.CreateParams{
-		FSID: [16]byte{0xdd, 0xf5, 1}, Label: name, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileRaid1,
+// set is one frozen image set: how its filesystem is made and what it
+// holds beyond the common tree (populate).
+type set struct {
+	name   string // without the version prefix
+	params store.CreateParams
+	props  []store.NewDevice // per device: Rotational, SeekSpeed, Bandwidth, Tier
+	extra  func(*fsys.FS) error
+}
+
+// sets are every feature a frozen image covers. The first is the original
+// v1 set; all of them are written once and never rewritten.
+func sets() []set {
+	base := store.CreateParams{Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096}
+	with := func(id byte, data, meta format.Profile, st format.Settings) store.CreateParams {
+		p := base
+		p.FSID = [16]byte{0xdd, 0xf5, id}
+		p.Data, p.Metadata, p.Settings = data, meta, st
+		return p
 	}
-	for i := 0; i < 2; i++ {
+	hdd := store.NewDevice{Rotational: true, SeekSpeed: 120, Bandwidth: 150 << 20}
+	return []set{
+		{name: "raid1-2dev", params: with(1, format.ProfileSingle, format.ProfileRaid1, format.Settings{}), props: make([]store.NewDevice, 2)},
+		{name: "dedupe-zstd", params: with(2, format.ProfileSingle, format.ProfileDup, format.Settings{
+			Dedupe: true, DedupeBlockLog2: 12, DedupeHash: format.CsumSHA256, Compression: format.CompressZstd, CompressionLevel: 3}),
+			props: make([]store.NewDevice, 1), extra: duplicates},
+		{name: "discard-async", params: with(3, format.ProfileSingle, format.ProfileDup, format.Settings{
+			Discard: format.DiscardAsync, DiscardMaxPerCommit: 4096}),
+			props: make([]store.NewDevice, 1), extra: churn},
+		{name: "raid10-4dev", params: with(4, format.ProfileRaid10, format.ProfileRaid10, format.Settings{}), props: make([]store.NewDevice, 4)},
+		{name: "tiered-4dev", params: with(5, format.ProfileSingle, format.ProfileRaid1, format.Settings{AllocPolicy: format.AllocTiered}),
+			props: []store.NewDevice{{}, {}, hdd, hdd}},
+	}
+}
+
+func gen(dir string) error {
+	for _, s := range sets() {
+		name := fmt.Sprintf("v%d-%s", format.CurrentVersion, s.name)
+		if _, err := os.Stat(filepath.Join(dir, name+".1.img.gz")); err == nil {
+			continue // frozen: never rewritten
+		}
+		if err := genSet(dir, name, s); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func genSet(dir, name string, s set) error {
+	var devs []*device.MemDevice
+	p := s.params
+	p.Label = name
+	p.AllocPolicy = p.Settings.AllocPolicy
+	for i, props := range s.props {
 		d := device.NewMemDevice(fmt.Sprintf("%s.%d.img", name, i+1), size)
 		devs = append(devs, d)
-		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name(), PathHint: d.Name()})
+		props.Dev, props.Path, props.PathHint = d, d.Name(), d.Name()
+		p.Devices = append(p.Devices, props)
 	}
 	st, tx, err := store.CreateTx(p)
 	if err != nil {
@@ -62,6 +108,14 @@ func gen(dir string) error {
 	if err := populate(f); err != nil {
 		return err
 	}
+	if s.extra != nil {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		if err := s.extra(f); err != nil {
+			return err
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
@@ -71,6 +125,48 @@ func gen(dir string) error {
 		}
 	}
 	return nil
+}
+
+// Compressible is the content of /dup1 and /dup2 in the dedupe set: 64 KiB
+// that compresses well, written twice so the second copy is deduplicated.
+func Compressible() []byte {
+	b := make([]byte, 64<<10)
+	for j := range b {
+		b[j] = "ddfs frozen image "[j%18]
+	}
+	return b
+}
+
+func duplicates(f *fsys.FS) error {
+	for _, p := range []string{"/dup1", "/dup2"} {
+		in, err := f.Create(p, fsys.Attr{Mode: 0o644})
+		if err != nil {
+			return err
+		}
+		if err := f.WriteAt(in, Compressible(), 0); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// churn writes and removes /churn so that its extents are freed; with at
+// most 4 KiB discarded per commit, ranges stay recorded in the discard tree.
+func churn(f *fsys.FS) error {
+	in, err := f.Create("/churn", fsys.Attr{Mode: 0o644})
+	if err != nil {
+		return err
+	}
+	if err := f.WriteAt(in, make([]byte, 1<<20), 0); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Remove("/churn")
 }
 
 // populate writes a small tree: 300 files in a directory (a two-level fs
