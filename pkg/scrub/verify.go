@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 )
 
 // copyState is what one copy of a node or sector turned out to be.
@@ -33,6 +34,9 @@ func (s *scrubber) verify(u *unit) {
 	copies := vol.Copies(u.logical)
 	bufs := make([][]byte, copies)
 	readErrs := make([]error, copies)
+	// The copies sit on different devices: read them at once, so each
+	// device has a read in flight per worker.
+	var wg sync.WaitGroup
 	for m := 0; m < copies; m++ {
 		present := true
 		for _, sg := range segs {
@@ -47,8 +51,13 @@ func (s *scrubber) verify(u *unit) {
 			continue // the device is reported missing, not each copy
 		}
 		bufs[m] = getBuf(u.length)
-		readErrs[m] = vol.ReadCopy(u.logical, bufs[m], m)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			readErrs[m] = vol.ReadCopyUncached(u.logical, bufs[m], m)
+		}()
 	}
+	wg.Wait()
 	if u.meta {
 		s.verifyNode(u, bufs, readErrs)
 	} else {
@@ -62,14 +71,15 @@ func (s *scrubber) verify(u *unit) {
 }
 
 // bufPool recycles the read buffers: a scrub reads the whole set through
-// them, and fresh ones would keep the garbage collector busy.
+// them, and fresh ones would keep the garbage collector busy. They are
+// aligned for reads past the page cache.
 var bufPool sync.Pool
 
 func getBuf(n int) []byte {
 	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
 		return (*b)[:n]
 	}
-	return make([]byte, n, max(n, pieceSectors*4096))
+	return device.AlignedBuf(max(n, pieceSectors*4096))[:n]
 }
 
 func putBuf(b []byte) { bufPool.Put(&b) }
@@ -106,7 +116,7 @@ func (s *scrubber) verifyData(u *unit, bufs [][]byte, readErrs []error) {
 		if b != nil && readErrs[m] != nil {
 			sectorErrs[m] = make([]error, n)
 			for i := 0; i < n; i++ {
-				sectorErrs[m][i] = s.fs.Vol.ReadCopy(u.logical+uint64(i*ss), b[i*ss:(i+1)*ss], m)
+				sectorErrs[m][i] = s.fs.Vol.ReadCopyUncached(u.logical+uint64(i*ss), b[i*ss:(i+1)*ss], m)
 			}
 		}
 	}
