@@ -16,8 +16,6 @@ type fileDevice struct {
 	lock *devLock
 	// dirty counts bytes written since writeback was last started.
 	dirty atomic.Int64
-	// direct serves ReadUncached.
-	direct direct
 }
 
 var _ Device = (*fileDevice)(nil)
@@ -123,7 +121,6 @@ func (d *fileDevice) Discard(off, length int64) error {
 
 // Close closes the file, which drops its locks.
 func (d *fileDevice) Close() error {
-	d.direct.close()
 	err := d.f.Close()
 	d.lock.release()
 	if err != nil {

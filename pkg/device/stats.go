@@ -59,22 +59,11 @@ func (c *Counting) seek(off, n int64) {
 
 func (c *Counting) ReadAt(p []byte, off int64) (int, error) {
 	n, err := c.Device.ReadAt(p, off)
-	c.read(off, n)
-	return n, err
-}
-
-func (c *Counting) read(off int64, n int) {
 	c.mu.Lock()
 	c.s.Reads++
 	c.s.ReadBytes += uint64(n)
 	c.seek(off, int64(n))
 	c.mu.Unlock()
-}
-
-// ReadUncached is ReadAt past the page cache where the wrapped device can.
-func (c *Counting) ReadUncached(p []byte, off int64) (int, error) {
-	n, err := ReadUncached(c.Device, p, off)
-	c.read(off, n)
 	return n, err
 }
 

@@ -73,11 +73,3 @@ func startWriteback(f *os.File, off, n int64) {
 		return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
 	})
 }
-
-// openDirect opens path read-only past the page cache.
-func openDirect(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-}
-
-// errDirectRefused is how a file system without direct I/O refuses a read.
-var errDirectRefused error = unix.EINVAL

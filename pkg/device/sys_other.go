@@ -48,11 +48,3 @@ func regionLock(f *os.File, typ int16, off, n int64, wait bool) error {
 }
 
 func startWriteback(f *os.File, off, n int64) {}
-
-// openDirect: direct I/O is Linux-only here; reads stay cached.
-func openDirect(path string) (*os.File, error) {
-	return nil, fmt.Errorf("%w: direct I/O on this OS", ErrNotSupported)
-}
-
-// errDirectRefused is never returned where openDirect always fails.
-var errDirectRefused = ErrNotSupported

@@ -27,9 +27,8 @@ type unit struct {
 
 func (u *unit) end() uint64 { return u.logical + uint64(u.length) }
 
-// pieceSectors bounds a data unit (1 MiB at 4 KiB sectors): reads past
-// the page cache get no read-ahead, so each must be big on its own;
-// buffers stay small per copy.
+// pieceSectors bounds a data unit (1 MiB at 4 KiB sectors): big reads,
+// few system calls, small buffers per copy.
 const pieceSectors = 256
 
 // produce sends the units at or above start in logical order: per chunk,

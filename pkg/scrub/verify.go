@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/device"
 )
 
 // copyState is what one copy of a node or sector turned out to be.
@@ -54,7 +53,7 @@ func (s *scrubber) verify(u *unit) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readErrs[m] = vol.ReadCopyUncached(u.logical, bufs[m], m)
+			readErrs[m] = vol.ReadCopy(u.logical, bufs[m], m)
 		}()
 	}
 	wg.Wait()
@@ -71,15 +70,14 @@ func (s *scrubber) verify(u *unit) {
 }
 
 // bufPool recycles the read buffers: a scrub reads the whole set through
-// them, and fresh ones would keep the garbage collector busy. They are
-// aligned for reads past the page cache.
+// them, and fresh ones would keep the garbage collector busy.
 var bufPool sync.Pool
 
 func getBuf(n int) []byte {
 	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
 		return (*b)[:n]
 	}
-	return device.AlignedBuf(max(n, pieceSectors*4096))[:n]
+	return make([]byte, n, max(n, pieceSectors*4096))
 }
 
 func putBuf(b []byte) { bufPool.Put(&b) }
@@ -116,7 +114,7 @@ func (s *scrubber) verifyData(u *unit, bufs [][]byte, readErrs []error) {
 		if b != nil && readErrs[m] != nil {
 			sectorErrs[m] = make([]error, n)
 			for i := 0; i < n; i++ {
-				sectorErrs[m][i] = s.fs.Vol.ReadCopyUncached(u.logical+uint64(i*ss), b[i*ss:(i+1)*ss], m)
+				sectorErrs[m][i] = s.fs.Vol.ReadCopy(u.logical+uint64(i*ss), b[i*ss:(i+1)*ss], m)
 			}
 		}
 	}

@@ -3,8 +3,6 @@ package volume
 import (
 	"fmt"
 
-	"github.com/ddfs/ddfs/pkg/device"
-
 	"github.com/ddfs/ddfs/format"
 )
 
@@ -51,17 +49,6 @@ func (v *Volume) Copies(logical uint64) int {
 
 // ReadCopy reads len(buf) bytes at logical from copy number mirror.
 func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
-	return v.readCopy(logical, buf, mirror, false)
-}
-
-// ReadCopyUncached is ReadCopy from the media past the page cache where
-// the devices allow it (see device.ReadUncached): for scrub. buf should
-// come from device.AlignedBuf.
-func (v *Volume) ReadCopyUncached(logical uint64, buf []byte, mirror int) error {
-	return v.readCopy(logical, buf, mirror, true)
-}
-
-func (v *Volume) readCopy(logical uint64, buf []byte, mirror int, uncached bool) error {
 	_, segs, err := v.mapRange(logical, len(buf))
 	if err != nil {
 		return err
@@ -72,11 +59,7 @@ func (v *Volume) readCopy(logical uint64, buf []byte, mirror int, uncached bool)
 		if !ok {
 			return &IOError{"read", logical, t.DevID, "", t.Physical, errMissingIO}
 		}
-		read := d.Dev.ReadAt
-		if uncached {
-			read = func(p []byte, off int64) (int, error) { return device.ReadUncached(d.Dev, p, off) }
-		}
-		if _, err := read(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
+		if _, err := d.Dev.ReadAt(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
 			return &IOError{"read", logical, t.DevID, d.Path, t.Physical, err}
 		}
 	}
