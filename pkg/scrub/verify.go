@@ -33,8 +33,8 @@ func (s *scrubber) verify(u *unit) {
 	copies := vol.Copies(u.logical)
 	bufs := make([][]byte, copies)
 	readErrs := make([]error, copies)
-	// The copies sit on different devices: read them at once, so each
-	// device has a read in flight per worker.
+	// Mirrored copies sit on different devices: read them at once, so
+	// each device has a read in flight per worker (dup costs nothing).
 	var wg sync.WaitGroup
 	for m := 0; m < copies; m++ {
 		present := true
