@@ -7,7 +7,9 @@
 # (ddfs, btrfs, cat, ddfs, ...) so drifts of the host disk hit all three alike; the page
 # cache is dropped before each run when the kernel lets us (else every run is warm,
 # after one untimed warm-up of each). Reported: median wall time, the bytes each tool
-# says it read (every copy of data and metadata), the rate, and the ratios.
+# says it read (every copy of data and metadata), the rate, the ratios, the worst
+# max RSS of each tool over its runs (btrfs: the userspace tool only, the
+# kernel does the reading) and the load average before and after.
 # Needs root for the loop mount; the btrfs peer is skipped with a note otherwise.
 #
 # Environment: BIN (bin), SIZE (4G), RUNS (3), TMPDIR (/tmp).
@@ -30,6 +32,8 @@ cleanup() {
 trap cleanup EXIT
 note() { echo "  note: $*"; }
 now() { date +%s.%N; }
+rss() { local t=$1; shift; /usr/bin/time -a -o "$root/m-$t" -f %M "$@"; } # max RSS in KiB, one line a run
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 median() { sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 bytes() { numfmt --from=iec "$1"; }
 
@@ -71,7 +75,7 @@ fi
 run_ddfs() {
 	local t0 t1
 	drop; t0=$(now)
-	"$BIN/ddfs" scrub --json "$root/a.img" >"$root/ddfs.json"
+	rss ddfs "$BIN/ddfs" scrub --json "$root/a.img" >"$root/ddfs.json"
 	t1=$(now)
 	echo "$t1 - $t0" | bc >>"$root/t-ddfs"
 	jq '[.devices[].bytes_read] | add' "$root/ddfs.json" >>"$root/b-ddfs"
@@ -80,7 +84,7 @@ run_ddfs() {
 run_btrfs() {
 	local t0 t1
 	drop; t0=$(now)
-	btrfs scrub start -B -R "$mnt" >"$root/btrfs.txt"
+	rss btrfs btrfs scrub start -B -R "$mnt" >"$root/btrfs.txt"
 	t1=$(now)
 	echo "$t1 - $t0" | bc >>"$root/t-btrfs"
 	awk '/data_bytes_scrubbed|tree_bytes_scrubbed/ {s += $2} END {printf "%.0f\n", s}' "$root/btrfs.txt" >>"$root/b-btrfs"
@@ -88,7 +92,7 @@ run_btrfs() {
 run_cat() {
 	local t0 t1
 	drop; t0=$(now)
-	cat "$root/a.img" "$root/b.img" >/dev/null
+	rss cat cat "$root/a.img" "$root/b.img" >/dev/null
 	t1=$(now)
 	echo "$t1 - $t0" | bc >>"$root/t-cat"
 	echo $(($(stat -c %s "$root/a.img") + $(stat -c %s "$root/b.img"))) >>"$root/b-cat" # holes included: cat reads them
@@ -98,13 +102,15 @@ tools=(ddfs cat)
 [[ $btrfs_ok -eq 1 ]] && tools=(ddfs btrfs cat)
 if [[ $cold -eq 0 ]]; then
 	for t in "${tools[@]}"; do "run_$t"; done # warm-up, not timed
-	for t in "${tools[@]}"; do : >"$root/t-$t"; : >"$root/b-$t"; done
+	for t in "${tools[@]}"; do : >"$root/t-$t"; : >"$root/b-$t"; : >"$root/m-$t"; done
 fi
+echo "# load average before the runs: $(load)"
 for _ in $(seq "$RUNS"); do
 	for t in "${tools[@]}"; do "run_$t"; done
 done
 
-printf '%-28s %10s %14s %12s\n' tool "seconds" "bytes read" "MiB/s"
+echo "# load average after the runs: $(load)"
+printf '%-28s %10s %14s %12s %12s\n' tool "seconds" "bytes read" "MiB/s" "max RSS KiB"
 declare -A sec rate
 for t in "${tools[@]}"; do
 	sec[$t]=$(median <"$root/t-$t")
@@ -115,7 +121,7 @@ for t in "${tools[@]}"; do
 	btrfs) label="btrfs scrub start -B" ;;
 	cat) label="cat a.img b.img (read limit)" ;;
 	esac
-	printf '%-28s %10.2f %14d %12.1f\n' "$label" "${sec[$t]}" "$b" "${rate[$t]}"
+	printf '%-28s %10.2f %14d %12.1f %12d\n' "$label" "${sec[$t]}" "$b" "${rate[$t]}" "$(sort -n "$root/m-$t" | tail -1)"
 done
 echo "  -> ddfs scrub rate = $(echo "scale=2; ${rate[ddfs]} / ${rate[cat]}" | bc)x the read limit (target >= 0.80)"
 if [[ $btrfs_ok -eq 1 ]]; then

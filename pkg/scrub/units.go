@@ -27,9 +27,9 @@ type unit struct {
 
 func (u *unit) end() uint64 { return u.logical + uint64(u.length) }
 
-// pieceSectors bounds a data unit (256 KiB at 4 KiB sectors): big reads,
-// small buffers per copy.
-const pieceSectors = 64
+// pieceSectors bounds a data unit (1 MiB at 4 KiB sectors): big reads,
+// few system calls, small buffers per copy.
+const pieceSectors = 256
 
 // produce sends the units at or above start in logical order: per chunk,
 // the nodes its metadata items list or the sectors its csum items cover.

@@ -33,6 +33,9 @@ func (s *scrubber) verify(u *unit) {
 	copies := vol.Copies(u.logical)
 	bufs := make([][]byte, copies)
 	readErrs := make([]error, copies)
+	// Mirrored copies sit on different devices: read them at once, so
+	// each device has a read in flight per worker (dup costs nothing).
+	var wg sync.WaitGroup
 	for m := 0; m < copies; m++ {
 		present := true
 		for _, sg := range segs {
@@ -47,8 +50,13 @@ func (s *scrubber) verify(u *unit) {
 			continue // the device is reported missing, not each copy
 		}
 		bufs[m] = getBuf(u.length)
-		readErrs[m] = vol.ReadCopy(u.logical, bufs[m], m)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			readErrs[m] = vol.ReadCopy(u.logical, bufs[m], m)
+		}()
 	}
+	wg.Wait()
 	if u.meta {
 		s.verifyNode(u, bufs, readErrs)
 	} else {
