@@ -6,14 +6,12 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/diskfs/go-diskfs v1.9.4
 	github.com/google/uuid v1.6.0
+	github.com/klauspost/compress v1.20.4
 	github.com/spf13/pflag v1.1.0
 	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 )
 
-require (
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-)
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
