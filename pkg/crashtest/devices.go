@@ -3,7 +3,6 @@ package crashtest
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -105,25 +104,6 @@ func RunDeviceOp(cfg Config, spares int, op DeviceOp) (DeviceResult, error) {
 		return res, err
 	}
 	return res, nil
-}
-
-// tornApply applies a random subset of the writes in random order, the
-// last one cut to a prefix of its sectors.
-func tornApply(r *rand.Rand, ops []device.Op, devs []*device.MemDevice) {
-	var applied []device.Op
-	for _, op := range ops {
-		if op.Kind == device.OpWrite && r.IntN(2) == 0 {
-			applied = append(applied, op)
-		}
-	}
-	r.Shuffle(len(applied), func(a, b int) { applied[a], applied[b] = applied[b], applied[a] })
-	for j, op := range applied {
-		data := op.Data
-		if j == len(applied)-1 && len(data) > 512 {
-			data = data[:512*(1+r.IntN(len(data)/512))]
-		}
-		devs[op.Dev].WriteAt(data, op.Off)
-	}
 }
 
 func freshN(cfg Config, n int) []*device.MemDevice {
