@@ -125,7 +125,10 @@ func (tx *Txn) foldAllocations() error {
 				if err := ext.Put(bgKey(c), format.MarshalBlockGroupItem(item)); err != nil {
 					return fmt.Errorf("record block group %d: %w", c.Logical, err)
 				}
-				bg.itemUsed = bg.Used
+				// What was stored, not bg.Used: the Put itself may take a
+				// node from this very group, and the usage loop below must
+				// then see the difference and write the item again.
+				bg.itemUsed = item.Used
 			}
 			tx.devDirty = true
 		}
