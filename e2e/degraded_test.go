@@ -58,11 +58,7 @@ func TestDegradedPerProfile(t *testing.T) {
 	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
 		t.Run(tc.profile, func(t *testing.T) {
 			dir := t.TempDir()
-			var imgs []string
-			for i := 0; i < tc.devs; i++ {
-				imgs = append(imgs, fmt.Sprintf("d%d.img", i))
-			}
-			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "1G", "-d", tc.profile, "-m", tc.profile}, imgs...)...), 0)
+			imgs := mkfsProfile(t, dir, "1G", tc.profile, tc.devs)
 			files := randomTree(t, dir, uint64(tc.devs))
 			must(t, run(t, dir, "ddfs", "cp", "-r", "src", "d0.img:/"), 0)
 			gone := imgs[tc.devs-1]
@@ -216,4 +212,16 @@ func TestDegradedNewGroupsCounted(t *testing.T) {
 			t.Fatalf("device back: %+v", p)
 		}
 	}
+}
+
+// mkfsProfile makes a set of devs images d0.img… of size each, data and
+// metadata both at profile, and returns their names.
+func mkfsProfile(t *testing.T, dir, size, profile string, devs int) []string {
+	t.Helper()
+	var imgs []string
+	for i := 0; i < devs; i++ {
+		imgs = append(imgs, fmt.Sprintf("d%d.img", i))
+	}
+	must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", size, "-d", profile, "-m", profile}, imgs...)...), 0)
+	return imgs
 }

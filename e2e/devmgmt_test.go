@@ -282,11 +282,7 @@ func TestDegradedReplacePerProfile(t *testing.T) {
 	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
 		t.Run(tc.profile, func(t *testing.T) {
 			dir := t.TempDir()
-			var imgs []string
-			for i := 0; i < tc.devs; i++ {
-				imgs = append(imgs, fmt.Sprintf("d%d.img", i))
-			}
-			must(t, run(t, dir, "mkfs.ddfs", append([]string{"-q", "-b", "256M", "-d", tc.profile, "-m", tc.profile}, imgs...)...), 0)
+			imgs := mkfsProfile(t, dir, "256M", tc.profile, tc.devs)
 			fillDevTest(t, dir, "d0.img")
 			if err := os.Remove(filepath.Join(dir, imgs[tc.devs-1])); err != nil {
 				t.Fatal(err)
