@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -13,44 +14,45 @@ const balanceExamples = `  ddfs device add -b 64G disk.img b.img
 `
 
 // cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
-func cmdBalance(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("balance", "balance IMAGE [-d PROFILE] [-m PROFILE]", balanceExamples, stdout)
+func newBalanceCmd() *cobra.Command {
+	c, fl, of := newCmd("balance IMAGE [-d PROFILE] [-m PROFILE]", "convert chunk profiles (-d data, -m metadata)", balanceExamples)
 	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
 	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return usageErr("want exactly one IMAGE")
-	}
-	if *data == "" && *meta == "" {
-		return usageErr("nothing to do: give -d PROFILE and/or -m PROFILE")
-	}
-	var dp, mp *format.Profile
-	for _, f := range []struct {
-		name string
-		out  **format.Profile
-	}{{*data, &dp}, {*meta, &mp}} {
-		if f.name == "" {
-			continue
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if fl.NArg() != 1 {
+			return usageErr("want exactly one IMAGE")
 		}
-		p, err := format.ParseProfile(f.name)
+		if *data == "" && *meta == "" {
+			return usageErr("nothing to do: give -d PROFILE and/or -m PROFILE")
+		}
+		var dp, mp *format.Profile
+		for _, f := range []struct {
+			name string
+			out  **format.Profile
+		}{{*data, &dp}, {*meta, &mp}} {
+			if f.name == "" {
+				continue
+			}
+			p, err := format.ParseProfile(f.name)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			*f.out = &p
+		}
+		image := fl.Arg(0)
+		fs, err := of.open(image, true)
 		if err != nil {
-			return usageErr("%v", err)
+			return err
 		}
-		*f.out = &p
+		defer of.closeStats(fs)
+		n, err := fs.Balance(dp, mp, relocProgress())
+		reportReloc(stderr, "balance: "+image, fs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", image, err)
+		}
+		fmt.Fprintf(stdout, "converted %d chunks\n", n)
+		return nil
 	}
-	image := fl.Arg(0)
-	fs, err := of.open(image, true)
-	if err != nil {
-		return err
-	}
-	defer of.closeStats(fs)
-	n, err := fs.Balance(dp, mp, relocProgress())
-	reportReloc(stderr, "balance: "+image, fs)
-	if err != nil {
-		return fmt.Errorf("%s: %w", image, err)
-	}
-	fmt.Fprintf(stdout, "converted %d chunks\n", n)
-	return nil
+	return c
 }

@@ -1,41 +1,46 @@
 package main
 
 import (
-	"io"
 	"io/fs"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
-func cmdCat(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("cat", "cat IMAGE:PATH...", "  ddfs cat disk.img:/etc/hostname\n", stdout)
-	im, paths, err := openOperands(fl, of, args, false)
-	if err != nil {
-		return err
-	}
-	defer im.close()
-	buf := make([]byte, 1<<20)
-	for _, p := range paths {
-		in, err := im.f.Resolve(p, true)
+func newCatCmd() *cobra.Command {
+	c, _, of := newCmd("cat IMAGE:PATH...", "print files", "  ddfs cat disk.img:/etc/hostname\n")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		im, paths, err := openOperands(of, args, false)
 		if err != nil {
-			return im.err(err)
+			return err
 		}
-		if in.IsDir() {
-			return im.err(pathErr("cat", p, syscall.EISDIR))
+		defer im.close()
+		buf := make([]byte, 1<<20)
+		for _, p := range paths {
+			in, err := im.f.Resolve(p, true)
+			if err != nil {
+				return im.err(err)
+			}
+			if in.IsDir() {
+				return im.err(pathErr("cat", p, syscall.EISDIR))
+			}
+			var werr error
+			// Holes stream as zeros (a 2^62-byte sparse file streams 2^62
+			// zeros); the work per extent read is bounded.
+			err = im.f.ReadChunks(in, buf, func(b []byte, _ uint64) error {
+				_, werr = stdout.Write(b)
+				return werr
+			})
+			if werr != nil {
+				return werr
+			}
+			if err != nil {
+				// Named like cp names it: "disk.img:/x: Input/output error".
+				return im.err(&fs.PathError{Op: "read", Path: p, Err: err})
+			}
 		}
-		var werr error
-		// Holes stream as zeros (a 2^62-byte sparse file streams 2^62
-		// zeros); the work per extent read is bounded.
-		err = im.f.ReadChunks(in, buf, func(b []byte, _ uint64) error {
-			_, werr = stdout.Write(b)
-			return werr
-		})
-		if werr != nil {
-			return werr
-		}
-		if err != nil {
-			// Named like cp names it: "disk.img:/x: Input/output error".
-			return im.err(&fs.PathError{Op: "read", Path: p, Err: err})
-		}
+		return nil
 	}
-	return nil
+	return c
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -18,12 +19,15 @@ import (
 
 func usageErr(format string, args ...any) error { return cli.Usagef(format, args...) }
 
-// newCmd makes the flag set of a subcommand with the open flags.
-func newCmd(name, synopsis, examples string, w io.Writer) (*pflag.FlagSet, *openFlags) {
-	fl := cli.NewFlags("ddfs "+name, "ddfs "+synopsis, examples, w)
-	of := &openFlags{}
-	of.add(fl)
-	return fl, of
+// newCmd makes a subcommand with the open flags. use is its synopsis,
+// optionally followed by a blank line and a description.
+func newCmd(use, short, examples string) (*cobra.Command, *pflag.FlagSet, *openFlags) {
+	use, long, _ := strings.Cut(use, "\n\n")
+	c := &cobra.Command{Use: use, Short: short, Long: long, Example: strings.TrimRight(examples, "\n"), DisableFlagsInUseLine: true}
+	c.Flags().SortFlags = false
+	of := &openFlags{cmd: c}
+	of.add(c.Flags())
+	return c, c.Flags(), of
 }
 
 // modeString renders a mode as ls -l does.
@@ -74,8 +78,6 @@ func timeString(in *fsys.Inode) string {
 // stdinIsTerminal is used to refuse binary output to a terminal.
 func isTerminal(f *os.File) bool { return cli.IsTerminal(f) }
 
-func parseFlags(fl *pflag.FlagSet, args []string) error { return cli.Parse(fl, args) }
-
 func pathErr(op, p string, e syscall.Errno) error { return &fs.PathError{Op: op, Path: p, Err: e} }
 
 // pathErrOf names p in an error that lacks a path (an errno from fsys).
@@ -87,13 +89,10 @@ func pathErrOf(op, p string, err error) error {
 	return err
 }
 
-// openOperands parses the flags and IMAGE:PATH operands of a command and
-// opens their image (at least one path is required).
-func openOperands(fl *pflag.FlagSet, of *openFlags, args []string, write bool) (*image, []string, error) {
-	if err := parseFlags(fl, args); err != nil {
-		return nil, nil, err
-	}
-	img, paths, err := imageOperands(fl.Args())
+// openOperands opens the image of a command's IMAGE:PATH operands (at
+// least one path is required).
+func openOperands(of *openFlags, args []string, write bool) (*image, []string, error) {
+	img, paths, err := imageOperands(args)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/pkg/progress"
@@ -19,8 +19,8 @@ const cpExamples = `  ddfs cp -r ./tree disk.img:/              host tree into t
   ddfs cp -r old.img:/home new.img:/          image to image (the target's dedupe applies)
 `
 
-func cmdCp(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("cp", "cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST", cpExamples, stdout)
+func newCpCmd() *cobra.Command {
+	c, fl, of := newCmd("cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST", "copy into, out of, or inside an image", cpExamples)
 	var o transfer.Options
 	fl.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories recursively")
 	fl.BoolVarP(&o.Recursive, "R", "R", false, "same as -r")
@@ -31,37 +31,38 @@ func cmdCp(args []string, stdout, stderr io.Writer) error {
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
 	reflink := fl.String("reflink", "auto", "inside one image: always (share data, fail across images), auto (share when possible) or never (copy the bytes)")
 	fl.Lookup("reflink").NoOptDefVal = "always"
-	if err := parseFlags(fl, args); err != nil {
-		return err
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stderr := c.ErrOrStderr()
+		switch *reflink {
+		case "auto":
+			o.Reflink = transfer.ReflinkAuto
+		case "always", "never":
+			o.Reflink = *reflink
+		default:
+			return usageErr("--reflink: want always, auto or never")
+		}
+		if o.Archive {
+			o.Recursive = true
+		}
+		if fl.NArg() < 2 {
+			return usageErr("want SRC... DST")
+		}
+		srcs := make([]operand, 0, fl.NArg()-1)
+		for _, a := range fl.Args()[:fl.NArg()-1] {
+			srcs = append(srcs, parseOperand(a))
+		}
+		dst := parseOperand(fl.Arg(fl.NArg() - 1))
+		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+			bar := progress.New(f)
+			defer bar.Done()
+			o.Progress = bar.Add
+		}
+		if dst.image != "" {
+			return copyInto(of, srcs, dst, o)
+		}
+		return copyOut(of, srcs, dst, o)
 	}
-	switch *reflink {
-	case "auto":
-		o.Reflink = transfer.ReflinkAuto
-	case "always", "never":
-		o.Reflink = *reflink
-	default:
-		return usageErr("--reflink: want always, auto or never")
-	}
-	if o.Archive {
-		o.Recursive = true
-	}
-	if fl.NArg() < 2 {
-		return usageErr("want SRC... DST")
-	}
-	srcs := make([]operand, 0, fl.NArg()-1)
-	for _, a := range fl.Args()[:fl.NArg()-1] {
-		srcs = append(srcs, parseOperand(a))
-	}
-	dst := parseOperand(fl.Arg(fl.NArg() - 1))
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar := progress.New(f)
-		defer bar.Done()
-		o.Progress = bar.Add
-	}
-	if dst.image != "" {
-		return copyInto(of, srcs, dst, o)
-	}
-	return copyOut(of, srcs, dst, o)
+	return c
 }
 
 // copyInto copies host paths, or paths of the same or another image,

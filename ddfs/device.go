@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/mkfs"
@@ -24,47 +27,67 @@ const deviceExamples = `  ddfs device usage disk.img
   ddfs device resize disk.img 1 32G          # or max: the device's size
 `
 
-// cmdDevice is `ddfs device usage|set|add|remove|replace|resize`.
-func cmdDevice(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("device", "device usage|set|add|remove|replace|resize IMAGE ...", deviceExamples, stdout)
-	size := fl.StringP("byte-count", "b", "", "add, replace: size of an image file to create (replace: default the old device's size)")
-	force := fl.BoolP("force", "f", false, "add, replace: overwrite a filesystem on the new device")
-	asJSON := fl.Bool("json", false, "usage: print JSON")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	a := fl.Args()
-	if len(a) < 2 {
-		return usageErr("want usage|set|add IMAGE ...")
-	}
-	var bytes uint64
-	if *size != "" {
-		var err error
-		if bytes, err = units.ParseSize(*size); err != nil {
-			return usageErr("-b: %v", err)
+// newDeviceCmd is `ddfs device usage|set|add|remove|replace|resize`.
+func newDeviceCmd() *cobra.Command {
+	c := cli.NewGroup("device", "device usage, set properties, add, remove, replace or resize a device", deviceExamples)
+	c.AddCommand(newDeviceUsageCmd(), newDeviceSetCmd(), newDeviceAddCmd(), newDeviceRemoveCmd(),
+		newDeviceReplaceCmd(), newDeviceResizeCmd())
+	return c
+}
+
+// newDevCmd makes a device subcommand taking exactly n operands.
+func newDevCmd(use, short, example string, n int) (*cobra.Command, *pflag.FlagSet, *openFlags) {
+	c, fl, of := newCmd(use, short, example)
+	c.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("want %s", strings.TrimPrefix(use, c.Name()+" "))
 		}
+		return nil
 	}
-	switch {
-	case a[0] == "remove" && len(a) == 3:
-		return deviceRemove(of, a[1], a[2], stdout, stderr)
-	case a[0] == "replace" && len(a) == 4:
-		return deviceReplace(of, a[1], a[2], a[3], bytes, *force, stdout, stderr)
-	case a[0] == "resize" && len(a) == 4:
-		return deviceResize(of, a[1], a[2], a[3], stdout, stderr)
-	case a[0] == "usage" && len(a) == 2:
-		fs, err := of.open(a[1], false)
+	return c, fl, of
+}
+
+// sizeFlag is -b SIZE of device add and replace.
+func sizeFlag(fl *pflag.FlagSet, help string) func() (uint64, error) {
+	size := fl.StringP("byte-count", "b", "", help)
+	return func() (uint64, error) {
+		if *size == "" {
+			return 0, nil
+		}
+		n, err := units.ParseSize(*size)
+		if err != nil {
+			return 0, usageErr("-b: %v", err)
+		}
+		return n, nil
+	}
+}
+
+func newDeviceUsageCmd() *cobra.Command {
+	c, fl, of := newDevCmd("usage [--json] [-b] IMAGE", "per device: size, allocated per type/profile, properties, tier",
+		"  ddfs device usage disk.img\n  ddfs device usage -b disk.img\n  ddfs device usage --json disk.img", 1)
+	asJSON := fl.Bool("json", false, "print JSON")
+	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		fs, err := of.open(args[0], false)
 		if err != nil {
 			return err
 		}
 		defer fs.Close()
-		return deviceUsage(stdout, fs.DevItems(), fs.DeviceTiers(), fs.Vol.Chunks.All(), *asJSON)
-	case a[0] == "set" && len(a) == 4:
-		devid, err := strconv.ParseUint(a[2], 10, 64)
+		return deviceUsage(c.OutOrStdout(), fs.DevItems(), fs.DeviceTiers(), fs.Vol.Chunks.All(), *asJSON, *raw)
+	}
+	return c
+}
+
+func newDeviceSetCmd() *cobra.Command {
+	c, _, of := newDevCmd("set IMAGE DEVID key=value,...", "set device properties: rotational, seek_speed, bandwidth, tier",
+		"  ddfs device set disk.img 2 rotational=1,seek_speed=120,bandwidth=150M", 3)
+	c.RunE = func(c *cobra.Command, a []string) error {
+		devid, err := strconv.ParseUint(a[1], 10, 64)
 		if err != nil {
-			return usageErr("devid %q: a number", a[2])
+			return usageErr("devid %q: a number", a[1])
 		}
 		spec := mkfs.DeviceSpec{}
-		for _, kv := range strings.Split(a[3], ",") {
+		for _, kv := range strings.Split(a[2], ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
 				return usageErr("%q: want key=value", kv)
@@ -73,7 +96,7 @@ func cmdDevice(args []string, stdout, stderr io.Writer) error {
 				return usageErr("%v", err)
 			}
 		}
-		fs, err := of.open(a[1], true)
+		fs, err := of.open(a[0], true)
 		if err != nil {
 			return err
 		}
@@ -93,12 +116,25 @@ func cmdDevice(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		})
-	case a[0] == "add" && len(a) == 3:
-		spec, err := mkfs.ParseDeviceSpec(a[2])
+	}
+	return c
+}
+
+func newDeviceAddCmd() *cobra.Command {
+	c, fl, of := newDevCmd("add [-b SIZE] [-f] IMAGE NEWDEV[:props]", "add a device (an image file is created with -b SIZE)",
+		"  ddfs device add -b 64G disk.img hdd2.img:rotational=1", 2)
+	size := sizeFlag(fl, "size of an image file to create")
+	force := fl.BoolP("force", "f", false, "overwrite a filesystem on the new device")
+	c.RunE = func(c *cobra.Command, a []string) error {
+		bytes, err := size()
+		if err != nil {
+			return err
+		}
+		spec, err := mkfs.ParseDeviceSpec(a[1])
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		fs, err := of.open(a[1], true)
+		fs, err := of.open(a[0], true)
 		if err != nil {
 			return err
 		}
@@ -110,7 +146,7 @@ func cmdDevice(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
-		nd, _, err := mkfs.PrepareDevice(spec, bytes, *force, filepath.Dir(a[1]))
+		nd, _, err := mkfs.PrepareDevice(spec, bytes, *force, filepath.Dir(a[0]))
 		if err != nil {
 			return err
 		}
@@ -118,10 +154,43 @@ func cmdDevice(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "added %s as device %d\n", spec.Path, id)
+		fmt.Fprintf(c.OutOrStdout(), "added %s as device %d\n", spec.Path, id)
 		return nil
 	}
-	return usageErr("usage: device usage IMAGE | device set IMAGE DEVID key=value,... | device add IMAGE NEWDEV[:props] | device remove IMAGE DEVID|PATH | device replace IMAGE OLD NEWPATH[:props] | device resize IMAGE DEVID SIZE|max")
+	return c
+}
+
+func newDeviceRemoveCmd() *cobra.Command {
+	c, _, of := newDevCmd("remove IMAGE DEVID|PATH", "move a device's chunks to the others, then drop it",
+		"  ddfs device remove disk.img 2              # or the device's path", 2)
+	c.RunE = func(c *cobra.Command, a []string) error {
+		return deviceRemove(of, a[0], a[1], c.OutOrStdout(), c.ErrOrStderr())
+	}
+	return c
+}
+
+func newDeviceReplaceCmd() *cobra.Command {
+	c, fl, of := newDevCmd("replace [-b SIZE] [-f] IMAGE OLD NEWPATH[:props]", "copy a device onto a new one, then drop it",
+		"  ddfs device replace disk.img b.img new.img:rotational=1\n  ddfs device replace --degraded disk.img 2 new.img", 3)
+	size := sizeFlag(fl, "size of an image file to create (default the old device's size)")
+	force := fl.BoolP("force", "f", false, "overwrite a filesystem on the new device")
+	c.RunE = func(c *cobra.Command, a []string) error {
+		bytes, err := size()
+		if err != nil {
+			return err
+		}
+		return deviceReplace(of, a[0], a[1], a[2], bytes, *force, c.OutOrStdout(), c.ErrOrStderr())
+	}
+	return c
+}
+
+func newDeviceResizeCmd() *cobra.Command {
+	c, _, of := newDevCmd("resize IMAGE DEVID SIZE|max", "grow or shrink a device",
+		"  ddfs device resize disk.img 1 32G          # or max: the device's size", 3)
+	c.RunE = func(c *cobra.Command, a []string) error {
+		return deviceResize(of, a[0], a[1], a[2], c.OutOrStdout(), c.ErrOrStderr())
+	}
+	return c
 }
 
 // deviceUsageJSON is one device of `device usage --json`.
@@ -137,7 +206,7 @@ type deviceUsageJSON struct {
 	Tier        uint8             `json:"tier"`
 }
 
-func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chunks []*volume.Chunk, asJSON bool) error {
+func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chunks []*volume.Chunk, asJSON, raw bool) error {
 	var out []deviceUsageJSON
 	for _, d := range items {
 		u := deviceUsageJSON{DevID: d.DevID, Path: d.Path, Size: d.TotalBytes, Allocated: map[string]uint64{},
@@ -157,20 +226,24 @@ func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chu
 	if asJSON {
 		return cli.JSON(w, out)
 	}
+	size := units.Human
+	if raw {
+		size = func(n uint64) string { return strconv.FormatUint(n, 10) }
+	}
 	for _, u := range out {
 		rot := "ssd"
 		if u.Rotational {
 			rot = "rotational"
 		}
 		fmt.Fprintf(w, "devid %d %s: size %s, unallocated %s, %s, %d seeks/s, %s/s, tier %d\n",
-			u.DevID, u.Path, units.Human(u.Size), units.Human(u.Unallocated), rot, u.SeekSpeed, units.Human(u.Bandwidth), u.Tier)
+			u.DevID, u.Path, size(u.Size), size(u.Unallocated), rot, u.SeekSpeed, size(u.Bandwidth), u.Tier)
 		keys := make([]string, 0, len(u.Allocated))
 		for k := range u.Allocated {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "   %-20s %s\n", k, units.Human(u.Allocated[k]))
+			fmt.Fprintf(w, "   %-20s %s\n", k, size(u.Allocated[k]))
 		}
 	}
 	return nil

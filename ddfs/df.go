@@ -5,18 +5,27 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-func cmdDF(args []string, stdout, _ io.Writer) error {
-	fl := cli.NewFlags("ddfs df", "ddfs df [-b] [--json] IMAGE", "  ddfs df disk.img\n  ddfs df -b --json disk.img\n", stdout)
+func newDFCmd() *cobra.Command {
+	c, fl, of := newCmd("df [-b|-h] [--json] IMAGE", "show space by type/profile and by device", "  ddfs df disk.img\n  ddfs df -b --json disk.img")
+	cli.NoHelpShorthand(c)
 	asJSON := fl.Bool("json", false, "print JSON (always bytes)")
 	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
-	var of openFlags
-	of.add(fl)
-	fs, done, err := of.openOnly(fl, args)
+	fl.BoolP("human-readable", "h", true, "print sizes with K, M, G (the default)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return runDF(c.OutOrStdout(), of, args, *asJSON, *raw)
+	}
+	return c
+}
+
+func runDF(stdout io.Writer, of *openFlags, args []string, asJSON, raw bool) error {
+	fs, done, err := of.openOnly(args)
 	if err != nil {
 		return err
 	}
@@ -26,14 +35,14 @@ func cmdDF(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return cli.JSON(stdout, struct {
 			*inspect.DF
 			Data *inspect.DedupeStatus `json:"data"`
 		}{df, data})
 	}
 	size := units.Human
-	if *raw {
+	if raw {
 		size = func(n uint64) string { return strconv.FormatUint(n, 10) }
 	}
 	fmt.Fprintf(stdout, "%-9s %-8s %14s %14s %14s\n", "Type", "Profile", "Size", "Allocated", "Used")

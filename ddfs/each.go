@@ -1,28 +1,23 @@
 package main
 
 import (
-	"github.com/spf13/pflag"
-
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 // setEach runs fn on every IMAGE:PATH operand in one transaction. With
 // leading > 0, the first operand is an argument that make builds fn from.
-func setEach(fl *pflag.FlagSet, of *openFlags, args []string, fn func(*fsys.FS, string) error, leading int,
+func setEach(of *openFlags, args []string, fn func(*fsys.FS, string) error, leading int,
 	make ...func(string) (func(*fsys.FS, string) error, error)) error {
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() <= leading {
+	if len(args) <= leading {
 		return usageErr("missing IMAGE:PATH")
 	}
 	if leading > 0 {
 		var err error
-		if fn, err = make[0](fl.Arg(0)); err != nil {
+		if fn, err = make[0](args[0]); err != nil {
 			return err
 		}
 	}
-	img, paths, err := imageOperands(fl.Args()[leading:])
+	img, paths, err := imageOperands(args[leading:])
 	if err != nil {
 		return err
 	}

@@ -110,6 +110,9 @@ func imageOperands(args []string) (string, []string, error) {
 	var paths []string
 	for _, a := range args {
 		o := parseOperand(a)
+		if o.image == "" && isImageFile(a) {
+			o = operand{image: a, path: "/"}
+		}
 		if o.image == "" {
 			return "", nil, usageErr("%s: not IMAGE:PATH (the image file must exist)", a)
 		}
@@ -120,6 +123,16 @@ func imageOperands(args []string) (string, []string, error) {
 		paths = append(paths, abs(o.path))
 	}
 	return img, paths, nil
+}
+
+// isImageFile reports whether a bare operand (no colon) names an existing
+// image file or device: "ddfs ls d.img" lists its root.
+func isImageFile(arg string) bool {
+	if strings.ContainsRune(arg, ':') {
+		return false
+	}
+	st, err := os.Stat(arg)
+	return err == nil && !st.IsDir()
 }
 
 // batchNodes lets tests make transactions small (DDFS_BATCH_NODES), so a

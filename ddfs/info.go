@@ -4,23 +4,30 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-func cmdInfo(args []string, stdout, _ io.Writer) error {
-	fl := cli.NewFlags("ddfs info", "ddfs info [--json] IMAGE", "  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks\n", stdout)
+func newInfoCmd() *cobra.Command {
+	c, fl, of := newCmd("info [--json] IMAGE", "show superblock, devices, chunks and tree roots", "  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks")
 	asJSON := fl.Bool("json", false, "print JSON")
-	var of openFlags
-	of.add(fl)
-	fs, done, err := of.openOnly(fl, args)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return runInfo(c.OutOrStdout(), of, args, *asJSON)
+	}
+	return c
+}
+
+func runInfo(stdout io.Writer, of *openFlags, args []string, asJSON bool) error {
+	fs, done, err := of.openOnly(args)
 	if err != nil {
 		return err
 	}
 	defer done()
 	info := inspect.GetInfo(fs)
-	if *asJSON {
+	if asJSON {
 		return cli.JSON(stdout, info)
 	}
 	label := info.Label

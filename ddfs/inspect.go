@@ -1,33 +1,16 @@
 package main
 
 import (
-	"io"
-	"sort"
-	"strings"
+	"github.com/spf13/cobra"
+
+	"github.com/ddfs/ddfs/pkg/cli"
 )
 
-// inspectCmds are the subcommands of `ddfs inspect` (as btrfs
-// inspect-internal), one file each.
-var inspectCmds = map[string]func(args []string, stdout io.Writer) error{
-	"dump-super": cmdDumpSuper,
-	"dump-tree":  cmdDumpTree,
-	"map":        cmdMap,
-	"inode":      cmdInspectInode,
-}
-
-// cmdInspect is `ddfs inspect dump-super|dump-tree|map|inode ...`.
-func cmdInspect(args []string, stdout, _ io.Writer) error {
-	names := make([]string, 0, len(inspectCmds))
-	for n := range inspectCmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(args) == 0 {
-		return usageErr("want %s", strings.Join(names, "|"))
-	}
-	c, ok := inspectCmds[args[0]]
-	if !ok {
-		return usageErr("unknown inspect command %q (want %s)", args[0], strings.Join(names, "|"))
-	}
-	return c(args[1:], stdout)
+// newInspectCmd is `ddfs inspect dump-super|dump-tree|map|inode ...`
+// (as btrfs inspect-internal); each subcommand has its own file.
+func newInspectCmd() *cobra.Command {
+	c := cli.NewGroup("inspect", "dump-super, dump-tree, map, inode: on-disk structures (as btrfs inspect-internal)",
+		"  ddfs inspect dump-super disk.img\n  ddfs inspect dump-tree --tree fs disk.img")
+	c.AddCommand(newDumpSuperCmd(), newDumpTreeCmd(), newMapCmd(), newInspectInodeCmd())
+	return c
 }

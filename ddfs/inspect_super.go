@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -11,41 +12,42 @@ import (
 
 // cmdDumpSuper is `ddfs inspect dump-super IMAGE`: every superblock copy
 // of every device, valid or not.
-func cmdDumpSuper(args []string, stdout io.Writer) error {
-	fl, of := newCmd("inspect dump-super", "inspect dump-super [--json] IMAGE", "  ddfs inspect dump-super disk.img\n", stdout)
+func newDumpSuperCmd() *cobra.Command {
+	c, fl, of := newCmd("dump-super [--json] IMAGE", "print the superblock", "  ddfs inspect dump-super disk.img\n")
 	asJSON := fl.Bool("json", false, "print JSON")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return usageErr("want exactly one IMAGE")
-	}
-	vol, err := volume.Open([]string{fl.Arg(0)}, volume.Options{Wait: of.wait, Extra: of.devices})
-	if err != nil {
-		return err
-	}
-	defer vol.Close()
-	copies := inspect.DumpSuper(vol)
-	if *asJSON {
-		return cli.JSON(stdout, copies)
-	}
-	for _, c := range copies {
-		fmt.Fprintf(stdout, "superblock devid %d %s offset %d", c.DevID, c.Path, c.Offset)
-		if c.Error != "" {
-			fmt.Fprintf(stdout, ": %s\n", c.Error)
-			continue
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		if fl.NArg() != 1 {
+			return usageErr("want exactly one IMAGE")
 		}
-		fmt.Fprintf(stdout, "\n  uuid %s generation %d devices %d total %d used %d\n", c.UUID, c.Generation, c.NumDevices, c.TotalBytes, c.BytesUsed)
-		for _, r := range c.Roots {
-			fmt.Fprintf(stdout, "  root %-8s logical %d level %d generation %d\n", r.Tree, r.Logical, r.Level, r.Generation)
+		vol, err := volume.Open([]string{fl.Arg(0)}, volume.Options{Wait: of.wait, Extra: of.devices})
+		if err != nil {
+			return err
 		}
-		for _, b := range c.Backups {
-			fmt.Fprintf(stdout, "  backup generation %d:", b.Generation)
-			for _, r := range b.Roots {
-				fmt.Fprintf(stdout, " %s@%d", r.Tree, r.Logical)
+		defer vol.Close()
+		copies := inspect.DumpSuper(vol)
+		if *asJSON {
+			return cli.JSON(stdout, copies)
+		}
+		for _, c := range copies {
+			fmt.Fprintf(stdout, "superblock devid %d %s offset %d", c.DevID, c.Path, c.Offset)
+			if c.Error != "" {
+				fmt.Fprintf(stdout, ": %s\n", c.Error)
+				continue
 			}
-			fmt.Fprintln(stdout)
+			fmt.Fprintf(stdout, "\n  uuid %s generation %d devices %d total %d used %d\n", c.UUID, c.Generation, c.NumDevices, c.TotalBytes, c.BytesUsed)
+			for _, r := range c.Roots {
+				fmt.Fprintf(stdout, "  root %-8s logical %d level %d generation %d\n", r.Tree, r.Logical, r.Level, r.Generation)
+			}
+			for _, b := range c.Backups {
+				fmt.Fprintf(stdout, "  backup generation %d:", b.Generation)
+				for _, r := range b.Roots {
+					fmt.Fprintf(stdout, " %s@%d", r.Tree, r.Logical)
+				}
+				fmt.Fprintln(stdout)
+			}
 		}
+		return nil
 	}
-	return nil
+	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 
 	"github.com/ddfs/ddfs/format"
@@ -12,29 +13,32 @@ import (
 // cmdDumpTree is `ddfs inspect dump-tree IMAGE [--tree NAME] [--logical
 // N]`: every node of a tree (or one node) with its decoded items; --json
 // prints one JSON object per node and line.
-func cmdDumpTree(args []string, stdout io.Writer) error {
-	fl, of := newCmd("inspect dump-tree", "inspect dump-tree [--tree NAME] [--logical N] [--json] IMAGE",
-		"  ddfs inspect dump-tree --tree fs disk.img\n  ddfs inspect dump-tree --logical 30408704 --json disk.img\n", stdout)
+func newDumpTreeCmd() *cobra.Command {
+	c, fl, of := newCmd("dump-tree [--tree NAME] [--logical N] [--json] IMAGE", "print the nodes of a tree", "  ddfs inspect dump-tree --tree fs disk.img\n  ddfs inspect dump-tree --logical 30408704 --json disk.img\n")
 	tree := fl.String("tree", "fs", "the tree: chunk, extent, fs, csum, dedupe, discard, ... or its number")
 	at := fl.Uint64("logical", 0, "dump only the node at this logical address")
 	asJSON := fl.Bool("json", false, "print JSON, one node per line")
-	fs, done, err := of.openOnly(fl, args)
-	if err != nil {
-		return err
-	}
-	defer done()
-	id, err := inspect.ParseTree(*tree)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	enc := json.NewEncoder(stdout)
-	return inspect.DumpTree(fs, id, *at, func(n inspect.NodeDump) error {
-		if *asJSON {
-			return enc.Encode(n)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		fs, done, err := of.openOnly(args)
+		if err != nil {
+			return err
 		}
-		printNode(stdout, n)
-		return nil
-	})
+		defer done()
+		id, err := inspect.ParseTree(*tree)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		enc := json.NewEncoder(stdout)
+		return inspect.DumpTree(fs, id, *at, func(n inspect.NodeDump) error {
+			if *asJSON {
+				return enc.Encode(n)
+			}
+			printNode(stdout, n)
+			return nil
+		})
+	}
+	return c
 }
 
 func printNode(w io.Writer, n inspect.NodeDump) {

@@ -7,30 +7,38 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
-func cmdLs(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("ls", "ls [-l] [-a] [-R] [-h] IMAGE:PATH...", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n", stdout)
+func newLsCmd() *cobra.Command {
+	c, fl, of := newCmd("ls [-l] [-a] [-R] [-h] IMAGE:PATH...", "list directory contents", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n")
+	cli.NoHelpShorthand(c)
 	long := fl.BoolP("long", "l", false, "long listing")
 	all := fl.BoolP("all", "a", false, "show entries starting with .")
 	rec := fl.BoolP("recursive", "R", false, "list subdirectories recursively")
 	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G (with -l)")
-	im, paths, err := openOperands(fl, of, args, false)
-	if err != nil {
-		return err
-	}
-	defer im.close()
-	l := &lister{im: im, w: stdout, long: *long, all: *all, rec: *rec, human: *human, header: len(paths) > 1 || *rec}
-	for i, p := range paths {
-		if i > 0 {
-			fmt.Fprintln(stdout)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		im, paths, err := openOperands(of, args, false)
+		if err != nil {
+			return err
 		}
-		if err := l.list(p); err != nil {
-			return im.err(err)
+		defer im.close()
+		l := &lister{im: im, w: stdout, long: *long, all: *all, rec: *rec, human: *human, header: len(paths) > 1 || *rec}
+		for i, p := range paths {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if err := l.list(p); err != nil {
+				return im.err(err)
+			}
 		}
+		return im.err(l.bad.Done(nil))
 	}
-	return im.err(l.bad.Done(nil))
+	return c
 }
 
 type lister struct {

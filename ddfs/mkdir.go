@@ -2,37 +2,41 @@ package main
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"path"
 	"strconv"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
-func cmdMkdir(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("mkdir", "mkdir [-p] [-m MODE] IMAGE:PATH...", "  ddfs mkdir -p disk.img:/usr/local/bin\n", stdout)
+func newMkdirCmd() *cobra.Command {
+	c, fl, of := newCmd("mkdir [-p] [-m MODE] IMAGE:PATH...", "make directories", "  ddfs mkdir -p disk.img:/usr/local/bin\n")
 	parents := fl.BoolP("parents", "p", false, "make parents as needed; no error if it exists")
 	modeStr := fl.StringP("mode", "m", "755", "permission bits (octal)")
-	im, paths, err := openOperands(fl, of, args, true)
-	if err != nil {
-		return err
-	}
-	mode, err := strconv.ParseUint(*modeStr, 8, 32)
-	if err != nil || mode > 0o7777 {
-		im.close()
-		return usageErr("invalid mode %q (octal)", *modeStr)
-	}
-	a := fsys.Attr{Mode: uint32(mode), UID: uid(), GID: gid()}
-	for _, p := range paths {
-		if err := mkdir(im.f, p, a, *parents); err != nil {
-			im.f.Abort()
-			im.close()
-			return im.err(err)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		im, paths, err := openOperands(of, args, true)
+		if err != nil {
+			return err
 		}
+		mode, err := strconv.ParseUint(*modeStr, 8, 32)
+		if err != nil || mode > 0o7777 {
+			im.close()
+			return usageErr("invalid mode %q (octal)", *modeStr)
+		}
+		a := fsys.Attr{Mode: uint32(mode), UID: uid(), GID: gid()}
+		for _, p := range paths {
+			if err := mkdir(im.f, p, a, *parents); err != nil {
+				im.f.Abort()
+				im.close()
+				return im.err(err)
+			}
+		}
+		return im.close()
 	}
-	return im.close()
+	return c
 }
 
 func mkdir(f *fsys.FS, p string, a fsys.Attr, parents bool) error {

@@ -1,45 +1,46 @@
 package main
 
 import (
-	"io"
 	"path"
+
+	"github.com/spf13/cobra"
 )
 
-func cmdMv(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("mv", "mv IMAGE:SRC... IMAGE:DST", "  ddfs mv disk.img:/a disk.img:/b\n  ddfs mv disk.img:/x disk.img:/y disk.img:/dir/\n", stdout)
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) < 2 {
-		return usageErr("want SRC... DST")
-	}
-	im, err := of.openImage(img, true)
-	if err != nil {
-		return err
-	}
-	dst := paths[len(paths)-1]
-	dstIsDir := false
-	if in, err := im.f.Resolve(dst, true); err == nil && in.IsDir() {
-		dstIsDir = true
-	}
-	if len(paths) > 2 && !dstIsDir {
-		im.close()
-		return usageErr("target '%s' is not a directory", dst)
-	}
-	for _, src := range paths[:len(paths)-1] {
-		to := dst
-		if dstIsDir {
-			to = path.Join(dst, path.Base(path.Clean(src)))
+func newMvCmd() *cobra.Command {
+	c, fl, of := newCmd("mv IMAGE:SRC... IMAGE:DST", "move or rename inside an image", "  ddfs mv disk.img:/a disk.img:/b\n  ddfs mv disk.img:/x disk.img:/y disk.img:/dir/\n")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		img, paths, err := imageOperands(fl.Args())
+		if err != nil {
+			return err
 		}
-		if err := im.f.Rename(src, to); err != nil {
-			im.f.Abort()
+		if len(paths) < 2 {
+			return usageErr("want SRC... DST")
+		}
+		im, err := of.openImage(img, true)
+		if err != nil {
+			return err
+		}
+		dst := paths[len(paths)-1]
+		dstIsDir := false
+		if in, err := im.f.Resolve(dst, true); err == nil && in.IsDir() {
+			dstIsDir = true
+		}
+		if len(paths) > 2 && !dstIsDir {
 			im.close()
-			return im.err(err)
+			return usageErr("target '%s' is not a directory", dst)
 		}
+		for _, src := range paths[:len(paths)-1] {
+			to := dst
+			if dstIsDir {
+				to = path.Join(dst, path.Base(path.Clean(src)))
+			}
+			if err := im.f.Rename(src, to); err != nil {
+				im.f.Abort()
+				im.close()
+				return im.err(err)
+			}
+		}
+		return im.close()
 	}
-	return im.close()
+	return c
 }

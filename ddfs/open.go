@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -21,8 +22,8 @@ type openFlags struct {
 	stats string
 	// degraded opens a set with a member missing (--degraded).
 	degraded bool
-	// prog names the command in heal lines ("ddfs: cat").
-	prog string
+	// cmd names the command in heal lines ("ddfs: cat").
+	cmd *cobra.Command
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) {
@@ -31,7 +32,6 @@ func (o *openFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&o.stats, "stats", "", "print per-device I/O (requests, bytes, seeks, modeled time) on stderr; --stats=json as JSON")
 	fl.Lookup("stats").NoOptDefVal = "text"
 	fl.BoolVar(&o.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use the surviving copies; new chunks go to the present devices)")
-	o.prog = strings.Replace(fl.Name(), " ", ": ", 1)
 }
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
@@ -39,20 +39,17 @@ func (o *openFlags) open(image string, write bool) (*store.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	inspect.ReportHeals(os.Stderr, o.prog, image, fs)
+	inspect.ReportHeals(os.Stderr, cli.Prog(o.cmd), image, fs)
 	return fs, nil
 }
 
-// openOnly parses the flags of a command that takes exactly one IMAGE
-// and opens it read-only; done prints --stats and closes it.
-func (o *openFlags) openOnly(fl *pflag.FlagSet, args []string) (fs *store.FS, done func(), err error) {
-	if err := parseFlags(fl, args); err != nil {
-		return nil, nil, err
-	}
-	if fl.NArg() != 1 {
+// openOnly opens the one IMAGE operand of a command read-only; done
+// prints --stats and closes it.
+func (o *openFlags) openOnly(args []string) (fs *store.FS, done func(), err error) {
+	if len(args) != 1 {
 		return nil, nil, usageErr("want exactly one IMAGE")
 	}
-	if fs, err = o.open(fl.Arg(0), false); err != nil {
+	if fs, err = o.open(args[0], false); err != nil {
 		return nil, nil, err
 	}
 	return fs, func() {

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -26,55 +27,56 @@ on the image also alloc-policy (classic, ssd-metadata, tiered),
 small-data-max (SIZE, 0 off) and discard (off, sync, async; thresholds: trimtool policy).
 `
 
-func cmdProp(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("prop", "prop get|set IMAGE[:PATH] [NAME [VALUE]]", propExamples, stdout)
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	a := fl.Args()
-	if len(a) < 2 || (a[0] == "get" && len(a) > 3) || (a[0] == "set" && len(a) != 4) || (a[0] != "get" && a[0] != "set") {
-		return usageErr("usage: prop get|set IMAGE[:PATH] [NAME [VALUE]]")
-	}
-	o := parseOperand(a[1])
-	image, path := o.image, abs(o.path)
-	if o.image == "" {
-		image, path = a[1], ""
-	}
-	im, err := of.openImage(image, a[0] == "set")
-	if err != nil {
-		return err
-	}
-	var name string
-	if len(a) > 2 {
-		name = a[2]
-	}
-	if a[0] == "get" {
-		defer im.close()
-		props, err := getProps(im, path)
+func newPropCmd() *cobra.Command {
+	c, fl, of := newCmd("prop get|set IMAGE[:PATH] [NAME [VALUE]]", "get or set properties: dedupe, compression, alloc-policy, discard", propExamples)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		a := fl.Args()
+		if len(a) < 2 || (a[0] == "get" && len(a) > 3) || (a[0] == "set" && len(a) != 4) || (a[0] != "get" && a[0] != "set") {
+			return usageErr("usage: prop get|set IMAGE[:PATH] [NAME [VALUE]]")
+		}
+		o := parseOperand(a[1])
+		image, path := o.image, abs(o.path)
+		if o.image == "" {
+			image, path = a[1], ""
+		}
+		im, err := of.openImage(image, a[0] == "set")
 		if err != nil {
+			return err
+		}
+		var name string
+		if len(a) > 2 {
+			name = a[2]
+		}
+		if a[0] == "get" {
+			defer im.close()
+			props, err := getProps(im, path)
+			if err != nil {
+				return im.err(err)
+			}
+			keys := make([]string, 0, len(props))
+			for k := range props {
+				if name == "" || k == name {
+					keys = append(keys, k)
+				}
+			}
+			if name != "" && len(keys) == 0 {
+				return usageErr("unknown property %q", name)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(stdout, "%s=%s\n", k, props[k])
+			}
+			return nil
+		}
+		if err := setProp(im, path, name, a[3]); err != nil {
+			im.f.Abort()
+			im.close()
 			return im.err(err)
 		}
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			if name == "" || k == name {
-				keys = append(keys, k)
-			}
-		}
-		if name != "" && len(keys) == 0 {
-			return usageErr("unknown property %q", name)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(stdout, "%s=%s\n", k, props[k])
-		}
-		return nil
+		return im.close()
 	}
-	if err := setProp(im, path, name, a[3]); err != nil {
-		im.f.Abort()
-		im.close()
-		return im.err(err)
-	}
-	return im.close()
+	return c
 }
 
 func getProps(im *image, path string) (map[string]string, error) {

@@ -2,49 +2,50 @@ package main
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"path"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
-func cmdRm(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("rm", "rm [-r] [-f] IMAGE:PATH...", "  ddfs rm disk.img:/tmp/x\n  ddfs rm -rf disk.img:/var/cache\n", stdout)
+func newRmCmd() *cobra.Command {
+	c, fl, of := newCmd("rm [-r] [-f] IMAGE:PATH...", "remove files or directories", "  ddfs rm disk.img:/tmp/x\n  ddfs rm -rf disk.img:/var/cache\n")
 	rec := fl.BoolP("recursive", "r", false, "remove directories and their contents")
 	fl.BoolVarP(rec, "R", "R", false, "same as -r")
 	force := fl.BoolP("force", "f", false, "ignore missing paths")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	img, paths, err := imageOperands(fl.Args())
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 && !*force {
-		return usageErr("missing IMAGE:PATH")
-	}
-	im, err := of.openImage(img, true)
-	if err != nil {
-		return err
-	}
-	for _, p := range paths {
-		if path.Clean(p) == "/" {
-			im.close()
-			return usageErr("refusing to remove the root directory")
-		}
-		err := remove(im.f, p, *rec)
-		if *force && errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		img, paths, err := imageOperands(fl.Args())
 		if err != nil {
-			im.f.Abort()
-			im.close()
-			return im.err(err)
+			return err
 		}
+		if len(paths) == 0 && !*force {
+			return usageErr("missing IMAGE:PATH")
+		}
+		im, err := of.openImage(img, true)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			if path.Clean(p) == "/" {
+				im.close()
+				return usageErr("refusing to remove the root directory")
+			}
+			err := remove(im.f, p, *rec)
+			if *force && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				im.f.Abort()
+				im.close()
+				return im.err(err)
+			}
+		}
+		return im.close()
 	}
-	return im.close()
+	return c
 }
 
 // remove deletes p, its contents first when recursive; the batch may

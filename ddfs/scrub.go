@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/progress"
@@ -23,53 +25,55 @@ const scrubExamples = `  ddfs scrub a.img                 # report bad copies, c
 
 // cmdScrub reads every copy of every node and data sector; the exit code
 // is 0 when nothing bad is left, 1 otherwise.
-func cmdScrub(args []string, stdout, stderr io.Writer) error {
-	fl, of := newCmd("scrub", "scrub [--repair] [--resume] [--json] IMAGE\n\nReads every copy of every tree node, checksummed data sector and superblock,\nverifies them, compares copies and reports per device; --repair rewrites bad\ncopies from good ones. Progress is recorded in a state file next to the image\n(.IMAGE.ddfs-scrub, removed when the scrub completes); Ctrl-C stops cleanly and\n--resume continues from it when the set has not changed since.\n\nExit status: 0 nothing bad left, 1 bad copies left (or an error), 2 usage.", scrubExamples, stdout)
+func newScrubCmd() *cobra.Command {
+	c, fl, of := newCmd("scrub [--repair] [--resume] [--json] IMAGE\n\nReads every copy of every tree node, checksummed data sector and superblock,\nverifies them, compares copies and reports per device; --repair rewrites bad\ncopies from good ones. Progress is recorded in a state file next to the image\n(.IMAGE.ddfs-scrub, removed when the scrub completes); Ctrl-C stops cleanly and\n--resume continues from it when the set has not changed since.", "read and verify every copy; --repair rewrites bad ones", scrubExamples)
+	c.Annotations = map[string]string{cli.ExitCodesKey: "0 nothing bad left, 1 bad copies left (or an error), 2 usage error"}
 	repair := fl.Bool("repair", false, "rewrite bad copies from good ones")
 	resume := fl.Bool("resume", false, "continue an interrupted scrub from its state file")
 	asJSON := fl.Bool("json", false, "print the report as JSON")
 	statePath := fl.String("state", "", "state file (default .IMAGE.ddfs-scrub next to the image)")
 	workers := fl.Int("workers", 0, "parallel readers (default: two per CPU, at least 4)")
-	if err := parseFlags(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return usageErr("want exactly one IMAGE")
-	}
-	img := fl.Arg(0)
-	fs, err := of.open(img, *repair)
-	if err != nil {
-		return err
-	}
-	defer fs.Close()
-	if *statePath == "" {
-		*statePath = filepath.Join(filepath.Dir(img), "."+filepath.Base(img)+".ddfs-scrub")
-	}
-	opt := scrub.Options{Repair: *repair, Resume: *resume, StatePath: *statePath, Workers: *workers, Stop: interrupted()}
-	var bar *progress.Bar
-	if isTerminal(os.Stderr) {
-		bar = progress.NewLabeled(os.Stderr, "read")
-		opt.Progress = bar.Add
-	}
-	rep, err := scrub.Run(fs, opt)
-	if bar != nil {
-		bar.Done()
-	}
-	printStats(of.stats, inspect.IOStats(fs), 0, "", fs.HealStats())
-	if err != nil {
-		return fmt.Errorf("%s: %w", img, err)
-	}
-	if *asJSON {
-		if err := cli.JSON(stdout, rep); err != nil {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		if fl.NArg() != 1 {
+			return usageErr("want exactly one IMAGE")
+		}
+		img := fl.Arg(0)
+		fs, err := of.open(img, *repair)
+		if err != nil {
 			return err
 		}
-	} else {
-		printScrub(stdout, img, rep)
+		defer fs.Close()
+		if *statePath == "" {
+			*statePath = filepath.Join(filepath.Dir(img), "."+filepath.Base(img)+".ddfs-scrub")
+		}
+		opt := scrub.Options{Repair: *repair, Resume: *resume, StatePath: *statePath, Workers: *workers, Stop: interrupted()}
+		var bar *progress.Bar
+		if isTerminal(os.Stderr) {
+			bar = progress.NewLabeled(os.Stderr, "read")
+			opt.Progress = bar.Add
+		}
+		rep, err := scrub.Run(fs, opt)
+		if bar != nil {
+			bar.Done()
+		}
+		printStats(of.stats, inspect.IOStats(fs), 0, "", fs.HealStats())
+		if err != nil {
+			return fmt.Errorf("%s: %w", img, err)
+		}
+		if *asJSON {
+			if err := cli.JSON(stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			printScrub(stdout, img, rep)
+		}
+		if left, unc := rep.Left(); left > 0 {
+			return fmt.Errorf("%s: %d bad copies left (%d uncorrectable)", img, left, unc)
+		}
+		return nil
 	}
-	if left, unc := rep.Left(); left > 0 {
-		return fmt.Errorf("%s: %d bad copies left (%d uncorrectable)", img, left, unc)
-	}
-	return nil
+	return c
 }
 
 func printScrub(w io.Writer, img string, rep *scrub.Report) {

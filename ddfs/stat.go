@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -30,58 +31,62 @@ type statJSON struct {
 	Xattrs map[string]string `json:"xattrs,omitempty"`
 }
 
-func cmdStat(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("stat", "stat [--json] IMAGE:PATH...", "  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n", stdout)
+func newStatCmd() *cobra.Command {
+	c, fl, of := newCmd("stat [--json] IMAGE:PATH...", "show inode details (--json)", "  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n")
 	asJSON := fl.Bool("json", false, "print JSON (an array when several paths are given)")
-	im, paths, err := openOperands(fl, of, args, false)
-	if err != nil {
-		return err
-	}
-	defer im.close()
-	var out []statJSON
-	for _, p := range paths {
-		in, err := im.f.Resolve(p, false)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		im, paths, err := openOperands(of, args, false)
 		if err != nil {
-			return im.err(err)
+			return err
 		}
-		s := statJSON{
-			Path: p, Ino: in.Ino, Type: fileType(in), Mode: fmt.Sprintf("%04o", in.Mode&0o7777), Nlink: in.Nlink,
-			UID: in.UID, GID: in.GID, Size: in.Size, Bytes: in.NBytes, Rdev: in.Rdev,
-			Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime), Btime: ts(in.Btime),
-		}
-		if in.IsSymlink() {
-			s.Target, _ = im.f.Readlink(p)
-		}
-		xs, err := im.f.ListXattrs(in)
-		if err != nil {
-			return im.err(err)
-		}
-		for _, x := range xs {
-			if s.Xattrs == nil {
-				s.Xattrs = map[string]string{}
+		defer im.close()
+		var out []statJSON
+		for _, p := range paths {
+			in, err := im.f.Resolve(p, false)
+			if err != nil {
+				return im.err(err)
 			}
-			s.Xattrs[x.Name] = string(x.Value)
+			s := statJSON{
+				Path: p, Ino: in.Ino, Type: fileType(in), Mode: fmt.Sprintf("%04o", in.Mode&0o7777), Nlink: in.Nlink,
+				UID: in.UID, GID: in.GID, Size: in.Size, Bytes: in.NBytes, Rdev: in.Rdev,
+				Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime), Btime: ts(in.Btime),
+			}
+			if in.IsSymlink() {
+				s.Target, _ = im.f.Readlink(p)
+			}
+			xs, err := im.f.ListXattrs(in)
+			if err != nil {
+				return im.err(err)
+			}
+			for _, x := range xs {
+				if s.Xattrs == nil {
+					s.Xattrs = map[string]string{}
+				}
+				s.Xattrs[x.Name] = string(x.Value)
+			}
+			out = append(out, s)
 		}
-		out = append(out, s)
+		if *asJSON {
+			if len(out) == 1 {
+				return cli.JSON(stdout, out[0])
+			}
+			return cli.JSON(stdout, out)
+		}
+		for _, s := range out {
+			fmt.Fprintf(stdout, "  File: %s:%s", im.name, s.Path)
+			if s.Target != "" {
+				fmt.Fprintf(stdout, " -> %s", s.Target)
+			}
+			fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
+			fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
+			for k, v := range s.Xattrs {
+				fmt.Fprintf(stdout, " Xattr: %s=%q\n", k, v)
+			}
+		}
+		return nil
 	}
-	if *asJSON {
-		if len(out) == 1 {
-			return cli.JSON(stdout, out[0])
-		}
-		return cli.JSON(stdout, out)
-	}
-	for _, s := range out {
-		fmt.Fprintf(stdout, "  File: %s:%s", im.name, s.Path)
-		if s.Target != "" {
-			fmt.Fprintf(stdout, " -> %s", s.Target)
-		}
-		fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
-		fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
-		for k, v := range s.Xattrs {
-			fmt.Fprintf(stdout, " Xattr: %s=%q\n", k, v)
-		}
-	}
-	return nil
+	return c
 }
 
 func ts(t format.Timespec) string { return fsys.Time(t).UTC().Format(time.RFC3339Nano) }

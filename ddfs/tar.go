@@ -2,52 +2,54 @@ package main
 
 import (
 	"bufio"
-	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
-func cmdTarIn(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("tar-in", "tar-in IMAGE[:DIR] < archive.tar", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n", stdout)
-	if err := parseFlags(fl, args); err != nil {
-		return err
+func newTarInCmd() *cobra.Command {
+	c, fl, of := newCmd("tar-in IMAGE[:DIR] < archive.tar", "extract a tar archive from stdin into an image", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		img, dir, err := imageDir(fl.Args())
+		if err != nil {
+			return err
+		}
+		im, err := of.openImage(img, true)
+		if err != nil {
+			return err
+		}
+		if err := transfer.TarIn(im.f, bufio.NewReaderSize(os.Stdin, 1<<20), dir, transfer.Options{}); err != nil {
+			im.f.Abort()
+			im.close()
+			return im.err(err)
+		}
+		return im.close()
 	}
-	img, dir, err := imageDir(fl.Args())
-	if err != nil {
-		return err
-	}
-	im, err := of.openImage(img, true)
-	if err != nil {
-		return err
-	}
-	if err := transfer.TarIn(im.f, bufio.NewReaderSize(os.Stdin, 1<<20), dir, transfer.Options{}); err != nil {
-		im.f.Abort()
-		im.close()
-		return im.err(err)
-	}
-	return im.close()
+	return c
 }
 
-func cmdTarOut(args []string, stdout, _ io.Writer) error {
-	fl, of := newCmd("tar-out", "tar-out IMAGE[:DIR] > archive.tar", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n", stdout)
-	if err := parseFlags(fl, args); err != nil {
-		return err
+func newTarOutCmd() *cobra.Command {
+	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar", "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout := c.OutOrStdout()
+		img, dir, err := imageDir(fl.Args())
+		if err != nil {
+			return err
+		}
+		im, err := of.openImage(img, false)
+		if err != nil {
+			return err
+		}
+		defer im.close()
+		w := bufio.NewWriterSize(stdout, 1<<20)
+		if err := transfer.TarOut(im.f, w, dir); err != nil {
+			return im.err(err)
+		}
+		return w.Flush()
 	}
-	img, dir, err := imageDir(fl.Args())
-	if err != nil {
-		return err
-	}
-	im, err := of.openImage(img, false)
-	if err != nil {
-		return err
-	}
-	defer im.close()
-	w := bufio.NewWriterSize(stdout, 1<<20)
-	if err := transfer.TarOut(im.f, w, dir); err != nil {
-		return im.err(err)
-	}
-	return w.Flush()
+	return c
 }
 
 // imageDir takes one IMAGE or IMAGE:DIR operand.
