@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,9 +21,7 @@ func usageErr(format string, args ...any) error { return cli.Usagef(format, args
 // newCmd makes a subcommand with the open flags. use is its synopsis,
 // optionally followed by a blank line and a description.
 func newCmd(use, short, examples string) (*cobra.Command, *pflag.FlagSet, *openFlags) {
-	use, long, _ := strings.Cut(use, "\n\n")
-	c := &cobra.Command{Use: use, Short: short, Long: long, Example: strings.TrimRight(examples, "\n"), DisableFlagsInUseLine: true}
-	c.Flags().SortFlags = false
+	c := cli.NewCommand(use, short, examples)
 	of := &openFlags{cmd: c}
 	of.add(c.Flags())
 	return c, c.Flags(), of

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
 )
@@ -56,7 +57,7 @@ func parseOperand(arg string) operand {
 type image struct {
 	name  string
 	f     *fsys.FS
-	stats string
+	stats cli.Stats
 }
 
 func (of *openFlags) openImage(name string, write bool) (*image, error) {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -19,7 +17,7 @@ type openFlags struct {
 	devices []string
 	wait    bool
 	// stats: "" off, "text" or "json" (--stats, --stats=json).
-	stats string
+	stats cli.Stats
 	// degraded opens a set with a member missing (--degraded).
 	degraded bool
 	// cmd names the command in heal lines ("ddfs: cat").
@@ -29,8 +27,7 @@ type openFlags struct {
 func (o *openFlags) add(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
-	fl.StringVar(&o.stats, "stats", "", "print per-device I/O (requests, bytes, seeks, modeled time) on stderr; --stats=json as JSON")
-	fl.Lookup("stats").NoOptDefVal = "text"
+	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 	fl.BoolVar(&o.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use the surviving copies; new chunks go to the present devices)")
 }
 
@@ -59,21 +56,9 @@ func (o *openFlags) openOnly(args []string) (fs *store.FS, done func(), err erro
 }
 
 // printStats writes --stats output on stderr: lines, or one JSON object
-// {"io": [...], "fallback_chunks": N} for scripts (bench/tiered.sh).
-// fallbacks counts new chunks placed outside the policy's preference.
-func printStats(format string, io []inspect.DeviceIO, fallbacks int, policy string, heal store.HealStats) {
-	switch format {
-	case "":
-	case "json":
-		b, _ := json.Marshal(struct {
-			IO        []inspect.DeviceIO `json:"io"`
-			Fallbacks int                `json:"fallback_chunks"`
-			Heal      store.HealStats    `json:"heal"`
-		}{io, fallbacks, heal})
-		fmt.Fprintln(os.Stderr, string(b))
-	default:
-		inspect.PrintIOStats(os.Stderr, io)
-		inspect.PrintFallbacks(os.Stderr, fallbacks, policy)
-		inspect.PrintHealStats(os.Stderr, heal)
-	}
+// {"io": [...], "fallback_chunks": N, "heal": {...}} for scripts
+// (bench/tiered.sh). fallbacks counts new chunks placed outside the
+// policy's preference.
+func printStats(format cli.Stats, io []inspect.DeviceIO, fallbacks int, policy string, heal store.HealStats) {
+	inspect.PrintStats(os.Stderr, string(format), inspect.Stats{IO: io, Fallbacks: fallbacks, Heal: heal, Policy: policy})
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -12,64 +14,68 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-func cmdEnable(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("dedupe-tool enable", "dedupe-tool enable [--block SIZE] [--hash ALGO] IMAGE", "  dedupe-tool enable --block 64K backup.img\n", stdout)
+func newEnableCmd() *cobra.Command {
+	c, fl := newCmd("enable [--block SIZE] [--hash ALGO] IMAGE", "dedupe new writes (the index persists in the image)", "  dedupe-tool enable --block 64K backup.img\n")
 	block := fl.String("block", "", "dedupe block size (power of two, 4K..8M; default: keep, or 128K)")
 	hash := fl.String("hash", "", "blake3 or sha256 (default: keep; blake3 when no hash was ever chosen)")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O")
 	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stderr := c.ErrOrStderr()
+		if len(args) != 1 {
+			return cli.Usagef("want one IMAGE")
+		}
+		var log2 uint8
+		var h format.CsumType
+		if *block != "" {
+			size, err := units.ParseSize(*block)
+			if err != nil {
+				return cli.Usagef("--block: %v", err)
+			}
+			if log2, err = mkfs.DedupeBlockLog2(size); err != nil {
+				return cli.Usagef("--block: %v", err)
+			}
+		}
+		if *hash != "" {
+			var err error
+			if h, err = mkfs.ParseDedupeHash(*hash); err != nil {
+				return cli.Usagef("--hash: %v", err)
+			}
+		}
+		return change(args[0], string(stats), *degraded, stderr, func(s *format.Settings) error {
+			s.Dedupe = true
+			if log2 != 0 {
+				s.DedupeBlockLog2 = log2
+			}
+			if h != 0 {
+				s.DedupeHash = h
+			} else if s.DedupeHash == 0 {
+				s.DedupeHash = format.CsumBLAKE3 // the default that pays off (README, "Which hash")
+			}
+			return nil
+		})
 	}
-	if fl.NArg() != 1 {
-		return cli.Usagef("want one IMAGE")
-	}
-	var log2 uint8
-	var h format.CsumType
-	if *block != "" {
-		size, err := units.ParseSize(*block)
-		if err != nil {
-			return cli.Usagef("--block: %v", err)
-		}
-		if log2, err = mkfs.DedupeBlockLog2(size); err != nil {
-			return cli.Usagef("--block: %v", err)
-		}
-	}
-	if *hash != "" {
-		var err error
-		if h, err = mkfs.ParseDedupeHash(*hash); err != nil {
-			return cli.Usagef("--hash: %v", err)
-		}
-	}
-	return change(fl.Arg(0), *stats, *degraded, stderr, func(s *format.Settings) error {
-		s.Dedupe = true
-		if log2 != 0 {
-			s.DedupeBlockLog2 = log2
-		}
-		if h != 0 {
-			s.DedupeHash = h
-		} else if s.DedupeHash == 0 {
-			s.DedupeHash = format.CsumBLAKE3 // the default that pays off (README, "Which hash")
-		}
-		return nil
-	})
+	return c
 }
 
-func cmdDisable(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("dedupe-tool disable", "dedupe-tool disable IMAGE", "  dedupe-tool disable backup.img\n", stdout)
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+func newDisableCmd() *cobra.Command {
+	c, fl := newCmd("disable IMAGE", "stop deduping new writes (shared data stays shared)", "  dedupe-tool disable backup.img\n")
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O")
 	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stderr := c.ErrOrStderr()
+		if len(args) != 1 {
+			return cli.Usagef("want one IMAGE")
+		}
+		return change(args[0], string(stats), *degraded, stderr, func(s *format.Settings) error { s.Dedupe = false; return nil })
 	}
-	if fl.NArg() != 1 {
-		return cli.Usagef("want one IMAGE")
-	}
-	return change(fl.Arg(0), *stats, *degraded, stderr, func(s *format.Settings) error { s.Dedupe = false; return nil })
+	return c
 }
 
 // change updates the settings; the exclusive lock keeps writers out.
-func change(image string, stats, degraded bool, stderr io.Writer, fn func(*format.Settings) error) error {
+func change(image, stats string, degraded bool, stderr io.Writer, fn func(*format.Settings) error) error {
 	fs, err := store.Open([]string{image}, volume.Options{Write: true, Degraded: degraded})
 	if err != nil {
 		return err

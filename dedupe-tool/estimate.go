@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
 	"github.com/ddfs/ddfs/pkg/mkfs"
@@ -26,47 +28,48 @@ past it they spill as sorted runs to $TMPDIR. Read buffers add 24 MiB.
 All-zero blocks count as logical bytes but not as unique ones (holes).
 `
 
-func cmdEstimate(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("dedupe-tool estimate", "dedupe-tool estimate PATH|IMAGE[:DIR]... [--block SIZE,...] [--chunking fixed|cdc] [--compress ALGO] [--json]", estimateExamples, stdout)
+func newEstimateCmd() *cobra.Command {
+	c, fl := newCmd("estimate PATH|IMAGE[:DIR]... [--block SIZE,...] [--chunking fixed|cdc] [--compress ALGO] [--json]", "what dedupe would save, per block size (changes nothing)", estimateExamples)
 	blocks := fl.String("block", "4K,16K,64K,128K,1M", "fixed block sizes (powers of two 4K..8M); also the cdc average with --chunking cdc")
 	chunking := fl.String("chunking", "", "fixed or cdc (default: both, cdc with a 128K average)")
 	compress := fl.String("compress", "", "also estimate stored bytes compressed with ALGO (zstd[:LEVEL], s2)")
 	memory := fl.String("memory", "64M", "bound of the block tables before they spill to $TMPDIR")
 	asJSON := fl.Bool("json", false, "print JSON")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() == 0 {
-		return cli.Usagef("want PATH|IMAGE[:DIR]...")
-	}
-	o, err := estimateOptions(*blocks, *chunking, *compress, *memory)
-	if err != nil {
-		return err
-	}
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar := progress.New(f)
-		defer bar.Done()
-		o.Progress = bar.Add
-	}
-	e, err := dedupe.NewEstimator(o)
-	if err != nil {
-		return cli.Usagef("%v", err)
-	}
-	for _, a := range fl.Args() {
-		if err := estimateOne(e, a); err != nil {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if len(args) == 0 {
+			return cli.Usagef("want PATH|IMAGE[:DIR]...")
+		}
+		o, err := estimateOptions(*blocks, *chunking, *compress, *memory)
+		if err != nil {
 			return err
 		}
+		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+			bar := progress.New(f)
+			defer bar.Done()
+			o.Progress = bar.Add
+		}
+		e, err := dedupe.NewEstimator(o)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		for _, a := range args {
+			if err := estimateOne(e, a); err != nil {
+				return err
+			}
+		}
+		res, err := e.Result()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return cli.JSON(stdout, res)
+		}
+		printEstimate(stdout, res)
+		return nil
 	}
-	res, err := e.Result()
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return cli.JSON(stdout, res)
-	}
-	printEstimate(stdout, res)
-	return nil
+	return c
 }
 
 func estimateOptions(blocks, chunking, compress, memory string) (dedupe.EstimateOptions, error) {

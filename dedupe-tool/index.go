@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -18,36 +19,38 @@ unmarks the rest; memory is bounded by N. Both commit in bounded
 transactions: a kill leaves a consistent index.
 `
 
-func cmdIndex(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("dedupe-tool index", "dedupe-tool index rebuild|prune IMAGE [--max-entries N] [--json]", indexExamples, stdout)
+func newIndexCmd() *cobra.Command {
+	c, fl := newCmd("index rebuild|prune IMAGE [--max-entries N] [--json]", "rebuild or prune the dedupe index", indexExamples)
 	maxEntries := fl.Uint64("max-entries", 0, "prune: entries to keep")
 	asJSON := fl.Bool("json", false, "print JSON")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if len(args) != 2 || (args[0] != "rebuild" && args[0] != "prune") {
+			return cli.Usagef("want rebuild IMAGE or prune IMAGE --max-entries N")
+		}
+		if args[0] == "prune" && !fl.Changed("max-entries") {
+			return cli.Usagef("prune: --max-entries N is required")
+		}
+		f, err := openFS(args[1], true, 0)
+		if err != nil {
+			return err
+		}
+		var res fsys.IndexStats
+		if args[0] == "rebuild" {
+			res, err = f.RebuildIndex()
+		} else {
+			res, err = f.PruneIndex(*maxEntries)
+		}
+		if err := finish(f, err, stderr, string(stats)); err != nil {
+			return err
+		}
+		if *asJSON {
+			return cli.JSON(stdout, res)
+		}
+		fmt.Fprintf(stdout, "index entries: %d (rebuilt %d, unmarked %d, dropped %d)\n", res.Entries, res.Rebuilt, res.Unmarked, res.Dropped)
+		return nil
 	}
-	if fl.NArg() != 2 || (fl.Arg(0) != "rebuild" && fl.Arg(0) != "prune") {
-		return cli.Usagef("want rebuild IMAGE or prune IMAGE --max-entries N")
-	}
-	if fl.Arg(0) == "prune" && !fl.Changed("max-entries") {
-		return cli.Usagef("prune: --max-entries N is required")
-	}
-	f, err := openFS(fl.Arg(1), true, 0)
-	if err != nil {
-		return err
-	}
-	var res fsys.IndexStats
-	if fl.Arg(0) == "rebuild" {
-		res, err = f.RebuildIndex()
-	} else {
-		res, err = f.PruneIndex(*maxEntries)
-	}
-	if err := finish(f, err, stderr, *stats); err != nil {
-		return err
-	}
-	if *asJSON {
-		return cli.JSON(stdout, res)
-	}
-	fmt.Fprintf(stdout, "index entries: %d (rebuilt %d, unmarked %d, dropped %d)\n", res.Entries, res.Rebuilt, res.Unmarked, res.Dropped)
-	return nil
+	return c
 }

@@ -32,7 +32,7 @@ func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
 // finish ends a command on f: after an error the running transaction is
 // dropped (the image keeps its last commit), else it commits; then
 // --stats and close.
-func finish(f *fsys.FS, err error, stderr io.Writer, stats bool) error {
+func finish(f *fsys.FS, err error, stderr io.Writer, stats string) error {
 	if err != nil {
 		f.Abort()
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/term"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -25,81 +26,83 @@ most 256 MiB of data: a kill leaves a consistent image, and running again
 continues (it frees nothing twice).
 `
 
-func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("dedupe-tool run", "dedupe-tool run IMAGE[:DIR] [--block SIZE] [--chunking fixed|cdc] [--min-size SIZE] [--dry-run] [--json]", runExamples, stdout)
+func newRunCmd() *cobra.Command {
+	c, fl := newCmd("run IMAGE[:DIR] [--block SIZE] [--chunking fixed|cdc] [--min-size SIZE] [--dry-run] [--json]", "dedupe data already written (bounded transactions, rerunnable)", runExamples)
 	block := fl.String("block", "", "dedupe block (power of two 4K..8M; default: the image's)")
 	chunking := fl.String("chunking", "", "fixed or cdc (default: the image's)")
 	minSize := fl.String("min-size", "0", "leave files smaller than SIZE alone")
 	dry := fl.Bool("dry-run", false, "change nothing: estimate the bytes a run would free")
 	asJSON := fl.Bool("json", false, "print JSON")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		return cli.Usagef("want one IMAGE[:DIR]")
-	}
-	// A run holds one 8 MiB window and the writes in flight: a tighter
-	// heap than the tool's 160 MiB halves its peak RSS and is faster too
-	// (1.5 GiB written without dedupe: 91 MB, 5.5 s -> 50 MB, 4.2 s; at
-	// 24 MiB the collector thrashes: 14 s for the same 49 MB).
-	cli.SoftMemoryLimit(48 << 20)
-	img, dir := splitImage(fl.Arg(0))
-	if img == "" {
-		img, dir = fl.Arg(0), "/"
-	}
-	var o dedupe.RunOptions
-	o.Dir = dir
-	if *block != "" {
-		n, err := units.ParseSize(*block)
-		if err != nil {
-			return cli.Usagef("--block: %v", err)
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if len(args) != 1 {
+			return cli.Usagef("want one IMAGE[:DIR]")
 		}
-		o.Block = n
+		// A run holds one 8 MiB window and the writes in flight: a tighter
+		// heap than the tool's 160 MiB halves its peak RSS and is faster too
+		// (1.5 GiB written without dedupe: 91 MB, 5.5 s -> 50 MB, 4.2 s; at
+		// 24 MiB the collector thrashes: 14 s for the same 49 MB).
+		cli.SoftMemoryLimit(48 << 20)
+		img, dir := splitImage(args[0])
+		if img == "" {
+			img, dir = args[0], "/"
+		}
+		var o dedupe.RunOptions
+		o.Dir = dir
+		if *block != "" {
+			n, err := units.ParseSize(*block)
+			if err != nil {
+				return cli.Usagef("--block: %v", err)
+			}
+			o.Block = n
+		}
+		ms, err := units.ParseSize(*minSize)
+		if err != nil {
+			return cli.Usagef("--min-size: %v", err)
+		}
+		o.MinSize = ms
+		if *chunking != "" && *chunking != "fixed" && *chunking != "cdc" {
+			return cli.Usagef("--chunking: want fixed or cdc")
+		}
+		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+			bar := progress.New(f)
+			defer bar.Done()
+			o.Progress = bar.Add
+		}
+		f, err := openFS(img, !*dry, 256<<20)
+		if err != nil {
+			return err
+		}
+		s := f.Store().Super().Settings
+		o.CDC, o.Hash = s.DedupeCDC, s.DedupeHash
+		if *chunking != "" {
+			o.CDC = *chunking == "cdc"
+		}
+		if o.Hash != format.CsumBLAKE3 {
+			o.Hash = format.CsumSHA256
+		}
+		var res *dedupe.RunResult
+		if *dry {
+			res, err = dedupe.DryRun(f, o)
+		} else {
+			res, err = dedupe.Run(f, o)
+		}
+		if err := finish(f, err, stderr, string(stats)); err != nil {
+			return err
+		}
+		if *asJSON {
+			return cli.JSON(stdout, res)
+		}
+		verb := "freed"
+		if *dry {
+			verb = "would free"
+		}
+		fmt.Fprintf(stdout, "%s %s in %.2fs: %d files, %d blocks shared, %s rewritten, %d index entries\n",
+			verb, units.Human(res.FreedBytes), res.Seconds, res.Files, res.ExtentsShared, units.Human(res.RewrittenBytes), res.IndexEntries)
+		return nil
 	}
-	ms, err := units.ParseSize(*minSize)
-	if err != nil {
-		return cli.Usagef("--min-size: %v", err)
-	}
-	o.MinSize = ms
-	if *chunking != "" && *chunking != "fixed" && *chunking != "cdc" {
-		return cli.Usagef("--chunking: want fixed or cdc")
-	}
-	if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-		bar := progress.New(f)
-		defer bar.Done()
-		o.Progress = bar.Add
-	}
-	f, err := openFS(img, !*dry, 256<<20)
-	if err != nil {
-		return err
-	}
-	s := f.Store().Super().Settings
-	o.CDC, o.Hash = s.DedupeCDC, s.DedupeHash
-	if *chunking != "" {
-		o.CDC = *chunking == "cdc"
-	}
-	if o.Hash != format.CsumBLAKE3 {
-		o.Hash = format.CsumSHA256
-	}
-	var res *dedupe.RunResult
-	if *dry {
-		res, err = dedupe.DryRun(f, o)
-	} else {
-		res, err = dedupe.Run(f, o)
-	}
-	if err := finish(f, err, stderr, *stats); err != nil {
-		return err
-	}
-	if *asJSON {
-		return cli.JSON(stdout, res)
-	}
-	verb := "freed"
-	if *dry {
-		verb = "would free"
-	}
-	fmt.Fprintf(stdout, "%s %s in %.2fs: %d files, %d blocks shared, %s rewritten, %d index entries\n",
-		verb, units.Human(res.FreedBytes), res.Seconds, res.Files, res.ExtentsShared, units.Human(res.RewrittenBytes), res.IndexEntries)
-	return nil
+	return c
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ddfs/ddfs/format"
@@ -47,16 +48,16 @@ pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 
 Memory is proportional to the number of tree nodes and data extents (not
-to the data size), plus the names whose halves lie apart in key order.
+to the data size), plus the names whose halves lie apart in key order.`
 
-Exit codes (as fsck(8), summed):
+// exitCodes is the "Exit status" of --help.
+const exitCodes = `as fsck(8), summed:
   0   no problems
   1   problems found and corrected
   4   problems found and left uncorrected (a missing device is one)
   8   operational error (e.g. a device cannot be opened)
   16  usage error
-  32  cancelled (SIGINT); a repair stops between two transactions
-`
+  32  cancelled (SIGINT); a repair stops between two transactions`
 
 const examples = `  fsck.ddfs disk.img
   fsck.ddfs -p disk.img             # at boot: safe fixes only
@@ -70,7 +71,8 @@ const examples = `  fsck.ddfs disk.img
 type options struct {
 	noChange, preen, preenA, yes, repair, force bool
 	listCodes, checkData, asJSON, quiet         bool
-	verbose, wait, stats, degraded              bool
+	verbose, wait, degraded                     bool
+	stats                                       cli.Stats
 	extra                                       []string
 	mode                                        check.Mode
 }
@@ -90,7 +92,7 @@ func (o *options) addFlags(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.extra, "device", nil, "another device of the set (repeatable)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy device")
 	fl.BoolVar(&o.degraded, "degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
-	fl.BoolVar(&o.stats, "stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
+	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 }
 
 // mode picks the mode; more than one is a usage error.
@@ -121,14 +123,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runContext is run with the context SIGINT cancels.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
-	fl := cli.NewFlags("fsck.ddfs", "fsck.ddfs [options] DEVICE...\n\n"+help, examples, stdout)
-	o.addFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitClean
-		}
+	code := exitClean
+	root := cli.NewRoot("fsck.ddfs [options] DEVICE...", "check a ddfs filesystem (and repair it with -p or -y)", "V")
+	root.Long, root.Example = help, strings.TrimRight(examples, "\n")
+	root.Annotations = map[string]string{cli.ExitCodesKey: exitCodes}
+	root.Args = cobra.ArbitraryArgs
+	root.Flags().SortFlags = false
+	o.addFlags(root.Flags())
+	root.RunE = func(c *cobra.Command, args []string) error {
+		code = runCheck(ctx, &o, args, stdout, stderr)
+		return nil
+	}
+	if _, err := cli.Run(root, args, stdout, stderr); err != nil {
 		return usage(stderr, err.Error())
 	}
+	return code
+}
+
+// runCheck runs the check on the DEVICE operands and returns the exit code.
+func runCheck(ctx context.Context, o *options, args []string, stdout, stderr io.Writer) int {
 	if o.listCodes {
 		return listCodes(stdout, o.asJSON)
 	}
@@ -137,35 +150,33 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return usage(stderr, err.Error())
 	}
-	if fl.NArg() == 0 {
+	if len(args) == 0 {
 		return usage(stderr, "no device given")
 	}
-	opt := check.Options{Extra: append(fl.Args()[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx}
+	opt := check.Options{Extra: append(args[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx}
 	var bar *progress.Status
 	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
 		bar = progress.NewStatus(f)
 		opt.Progress = bar.Update
 	}
-	rep, err := check.Check(fl.Args(), opt)
+	rep, err := check.Check(args, opt)
 	if bar != nil {
 		bar.Done()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "fsck.ddfs: %s: %s\n", fl.Arg(0), strings.ReplaceAll(err.Error(), "\n", "; "))
+		fmt.Fprintf(stderr, "fsck.ddfs: %s: %s\n", args[0], strings.ReplaceAll(err.Error(), "\n", "; "))
 		if errors.Is(err, check.ErrCancelled) {
 			return exitCancelled
 		}
 		return exitOperational
 	}
-	if o.stats {
-		inspect.PrintIOStats(stderr, rep.IO)
-	}
+	inspect.PrintStats(stderr, string(o.stats), inspect.Stats{IO: rep.IO})
 	if o.asJSON {
 		if err := cli.JSON(stdout, rep); err != nil {
 			return exitOperational
 		}
 	} else {
-		printReport(stdout, fl.Arg(0), rep, &o)
+		printReport(stdout, args[0], rep, o)
 	}
 	return exitCode(rep)
 }

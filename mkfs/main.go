@@ -17,5 +17,5 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	return cli.Report(stderr, "mkfs.ddfs", makeFS(args, stdout, stderr))
+	return cli.Execute(newRoot(), args, stdout, stderr)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/format"
@@ -29,8 +30,13 @@ const examples = `  mkfs.ddfs -b 1G disk.img
   mkfs.ddfs -f /dev/loop0          overwrite whatever is on /dev/loop0
 `
 
-func makeFS(args []string, stdout, stderr io.Writer) error {
-	fl := cli.NewFlags("mkfs.ddfs", "mkfs.ddfs [options] DEVICE[:key=value,...]...", examples, stdout)
+// newRoot is mkfs.ddfs's command: its flags, then makeFS.
+func newRoot() *cobra.Command {
+	c := cli.NewRoot("mkfs.ddfs [options] DEVICE[:key=value,...]...", "create a ddfs filesystem on image files or devices", "V")
+	c.Example = strings.TrimRight(examples, "\n")
+	c.Args = cobra.ArbitraryArgs
+	fl := c.Flags()
+	fl.SortFlags = false
 	byteCount := fl.StringP("byte-count", "b", "", "size of image files to create (K, M, G, T suffixes)")
 	force := fl.BoolP("force", "f", false, "overwrite an existing filesystem or partition table")
 	label := fl.StringP("label", "L", "", "filesystem label")
@@ -56,31 +62,53 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	asJSON := fl.Bool("json", false, "print the summary as JSON")
-	stats := fl.Bool("stats", false, "print per-device I/O (requests, bytes, seeks, modeled time) on stderr")
-	if err := cli.Parse(fl, args); err != nil {
-		return err
+	verbose := fl.BoolP("verbose", "v", false, "also print the chunks created")
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O (requests, bytes, seeks, modeled time)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cli.Usagef("no device given")
+		}
+		return makeFS(args, c.OutOrStdout(), c.ErrOrStderr(), flagValues{
+			byteCount: *byteCount, force: *force, label: *label, uuid: *uuidStr, data: *data, meta: *meta,
+			sector: *sector, node: *node, csum: *csum, policy: *policy, smallData: *smallData,
+			rootdir: *rootdir, tarFile: *tarFile, allRoot: *allRoot, forceUID: *forceUID, forceGID: *forceGID,
+			shrink: *shrink, dedupe: *dedupe, dedupeBlock: *dedupeBlock, dedupeHash: *dedupeHash,
+			chunking: *chunking, verify: *verify, compress: *compress, quiet: *quiet, verbose: *verbose,
+			asJSON: *asJSON, stats: stats})
 	}
-	if fl.NArg() == 0 {
-		return cli.Usagef("no device given")
-	}
-	o := mkfs.Options{Force: *force, Label: *label}
+	return c
+}
+
+// flagValues are mkfs.ddfs's options as given.
+type flagValues struct {
+	byteCount, label, uuid, data, meta, sector, node, csum, policy, smallData string
+	rootdir, tarFile, dedupeBlock, dedupeHash, chunking, compress             string
+	forceUID, forceGID                                                        int64
+	force, allRoot, shrink, dedupe, verify, quiet, verbose, asJSON            bool
+	stats                                                                     cli.Stats
+}
+
+// makeFS creates the filesystem on the DEVICE operands.
+func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
+	o := mkfs.Options{Force: f.force, Label: f.label}
 	var err error
-	if *byteCount != "" {
-		if o.ByteCount, err = units.ParseSize(*byteCount); err != nil {
+	if f.byteCount != "" {
+		if o.ByteCount, err = units.ParseSize(f.byteCount); err != nil {
 			return cli.Usagef("-b: %v", err)
 		}
 	}
-	if *uuidStr != "" {
-		u, err := uuid.Parse(*uuidStr)
+	if f.uuid != "" {
+		u, err := uuid.Parse(f.uuid)
 		if err != nil {
-			return cli.Usagef("-U %s: not a UUID", *uuidStr)
+			return cli.Usagef("-U %s: not a UUID", f.uuid)
 		}
 		o.UUID = u
 	}
 	for _, p := range []struct {
 		arg string
 		dst **format.Profile
-	}{{*data, &o.Data}, {*meta, &o.Metadata}} {
+	}{{f.data, &o.Data}, {f.meta, &o.Metadata}} {
 		if p.arg != "" {
 			prof, err := format.ParseProfile(p.arg)
 			if err != nil {
@@ -93,20 +121,20 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		arg string
 		dst *uint32
 		opt string
-	}{{*sector, &o.SectorSize, "sectorsize"}, {*node, &o.NodeSize, "nodesize"}} {
+	}{{f.sector, &o.SectorSize, "sectorsize"}, {f.node, &o.NodeSize, "nodesize"}} {
 		v, err := units.ParseSize(s.arg)
 		if err != nil || v > 1<<20 {
 			return cli.Usagef("--%s %s: invalid size", s.opt, s.arg)
 		}
 		*s.dst = uint32(v)
 	}
-	if o.Csum, err = format.ParseCsumType(*csum); err != nil {
+	if o.Csum, err = format.ParseCsumType(f.csum); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if o.AllocPolicy, err = format.ParseAllocPolicy(*policy); err != nil {
+	if o.AllocPolicy, err = format.ParseAllocPolicy(f.policy); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	for _, a := range fl.Args() {
+	for _, a := range args {
 		spec, err := mkfs.ParseDeviceSpec(a)
 		if err != nil {
 			return cli.Usagef("%v", err)
@@ -117,54 +145,52 @@ func makeFS(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.RootUID, o.RootGID = uint32(os.Getuid()), uint32(os.Getgid())
-	o.Shrink = *shrink
-	if err := dataSettings(&o.Settings, *dedupe, *dedupeBlock, *dedupeHash, *compress); err != nil {
+	o.Shrink = f.shrink
+	if err := dataSettings(&o.Settings, f.dedupe, f.dedupeBlock, f.dedupeHash, f.compress); err != nil {
 		return err
 	}
-	o.Settings.DedupeVerify = *verify
-	if o.Settings.SmallDataMax, err = units.ParseSize(*smallData); err != nil {
-		return cli.Usagef("--small-data-max %s: %v", *smallData, err)
+	o.Settings.DedupeVerify = f.verify
+	if o.Settings.SmallDataMax, err = units.ParseSize(f.smallData); err != nil {
+		return cli.Usagef("--small-data-max %s: %v", f.smallData, err)
 	}
-	switch *chunking {
+	switch f.chunking {
 	case "fixed":
 	case "cdc":
 		o.Settings.DedupeCDC = true
 	default:
-		return cli.Usagef("--dedupe-chunking %q: want fixed or cdc", *chunking)
+		return cli.Usagef("--dedupe-chunking %q: want fixed or cdc", f.chunking)
 	}
-	if err := populateOptions(&o, *rootdir, *tarFile, *allRoot, *forceUID, *forceGID); err != nil {
+	if err := populateOptions(&o, f.rootdir, f.tarFile, f.allRoot, f.forceUID, f.forceGID); err != nil {
 		return err
 	}
 	if c, ok := o.Tar.(io.Closer); ok && o.Tar != os.Stdin {
 		defer c.Close()
 	}
-	if fh, ok := stderr.(*os.File); ok && !*quiet && !*asJSON && term.IsTerminal(int(fh.Fd())) && (o.RootDir != "" || o.Tar != nil) {
+	if fh, ok := stderr.(*os.File); ok && !f.quiet && !f.asJSON && term.IsTerminal(int(fh.Fd())) && (o.RootDir != "" || o.Tar != nil) {
 		bar := progress.New(fh)
 		defer bar.Done()
 		o.Progress = bar.Add
 	}
-	f, err := mkfs.Make(o)
+	made, err := mkfs.Make(o)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fs := f.Store()
-	if *stats {
-		inspect.PrintIOStats(stderr, inspect.IOStats(fs))
-		inspect.PrintFallbacks(stderr, fs.FallbackChunks(), fs.Super().Settings.AllocPolicy.String())
-	}
+	defer made.Close()
+	fs := made.Store()
+	inspect.PrintStats(stderr, string(f.stats), inspect.StatsOf(fs))
 	info := inspect.GetInfo(fs)
 	switch {
-	case *asJSON:
+	case f.asJSON:
 		return cli.JSON(stdout, info)
-	case !*quiet:
-		printSummary(stdout, info, inspect.GetDF(fs))
+	case !f.quiet:
+		printSummary(stdout, info, inspect.GetDF(fs), f.verbose)
 	}
 	return nil
 }
 
 // printSummary prints what mkfs.btrfs prints after creating a filesystem.
-func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF) {
+// verbose adds the chunks, as mkfs.btrfs -v does.
+func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF, verbose bool) {
 	label := info.Label
 	if label == "" {
 		label = "(none)"
@@ -188,6 +214,12 @@ func printSummary(w io.Writer, info *inspect.Info, df *inspect.DF) {
 			rot = 1
 		}
 		fmt.Fprintf(w, "  %3d  %10s  %3d  %6d  %8s/s  %s\n", d.DevID, units.Human(d.Size), rot, d.SeekSpeed, units.Human(d.Bandwidth), d.Path)
+	}
+	if verbose {
+		fmt.Fprintf(w, "Chunks:\n")
+		for _, c := range info.Chunks {
+			fmt.Fprintf(w, "  logical %d  length %s  %s/%s\n", c.Logical, units.Human(c.Length), c.Type, c.Profile)
+		}
 	}
 }
 

@@ -3,11 +3,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -35,51 +36,68 @@ a crash at any moment is harmless.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "policy" {
-		return cli.Report(stderr, "trimtool: policy", policyCmd(args[1:], stdout, stderr))
-	}
-	return cli.Report(stderr, "trimtool", trimCmd(args, stdout, stderr))
+	return cli.Execute(newRoot(), args, stdout, stderr)
 }
 
-func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
-	fl := cli.NewFlags("trimtool", "trimtool [options] DEVICE...", examples, stdout)
-	offset := fl.StringP("offset", "o", "0", "start of the byte range to trim on each device")
-	length := fl.StringP("length", "l", "", "length of the range (default: to the end)")
-	minimum := fl.StringP("minimum", "m", "0", "skip free ranges shorter than this")
-	verbose := fl.BoolP("verbose", "v", false, "print bytes and discards per device")
-	dry := fl.Bool("dry-run", false, "only report what would be discarded")
-	asJSON := fl.Bool("json", false, "print JSON")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr (with --json: also as \"io\" in the output)")
-	var extra []string
-	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
-	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
-	if err := cli.Parse(fl, args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
+// newRoot is trimtool (trim, as fstrim) with its policy subcommand.
+func newRoot() *cobra.Command {
+	c := cli.NewRoot("trimtool [options] DEVICE...", "discard the free space of a ddfs filesystem offline (as fstrim)", "")
+	c.Example = strings.TrimRight(examples, "\n")
+	c.Args = cobra.ArbitraryArgs
+	var f trimFlags
+	f.add(c.Flags())
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cli.Usagef("no device given")
 		}
-		return err
+		return trimCmd(args, c.OutOrStdout(), c.ErrOrStderr(), &f)
 	}
-	if fl.NArg() == 0 {
-		return cli.Usagef("no device given")
-	}
+	c.AddCommand(newPolicyCmd())
+	return c
+}
+
+// trimFlags are the options of a trim run (fstrim's, and the open flags).
+type trimFlags struct {
+	offset, length, minimum string
+	verbose, quiet, dry     bool
+	asJSON, degraded        bool
+	stats                   cli.Stats
+	extra                   []string
+}
+
+func (f *trimFlags) add(fl *pflag.FlagSet) {
+	fl.SortFlags = false
+	fl.StringVarP(&f.offset, "offset", "o", "0", "start of the byte range to trim on each device (past the end of every device: EINVAL)")
+	fl.StringVarP(&f.length, "length", "l", "", "length of the range (default: to the end)")
+	fl.StringVarP(&f.minimum, "minimum", "m", "0", "skip free ranges shorter than this")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print what was (or would be) trimmed, per device; without -v trimtool prints nothing (as fstrim)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar)")
+	fl.BoolVarP(&f.dry, "dry-run", "n", false, "only report what would be trimmed (with -v or --json)")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	cli.StatsVar(fl, &f.stats, "per-device I/O (with --json: also as \"io\" in the output)")
+	fl.StringArrayVar(&f.extra, "device", nil, "another device of the set (repeatable)")
+	fl.BoolVar(&f.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+}
+
+func trimCmd(args []string, stdout, stderr io.Writer, f *trimFlags) (err error) {
 	var o trim.Options
-	if o.Offset, err = units.ParseSize(*offset); err != nil {
+	if o.Offset, err = units.ParseSize(f.offset); err != nil {
 		return cli.Usagef("-o: %v", err)
 	}
-	if *length != "" {
-		if o.Length, err = units.ParseSize(*length); err != nil {
+	if f.length != "" {
+		if o.Length, err = units.ParseSize(f.length); err != nil {
 			return cli.Usagef("-l: %v", err)
 		}
 	}
-	if o.Minimum, err = units.ParseSize(*minimum); err != nil {
+	if o.Minimum, err = units.ParseSize(f.minimum); err != nil {
 		return cli.Usagef("-m: %v", err)
 	}
-	o.DryRun = *dry
-	fs, err := store.Open(fl.Args(), volume.Options{Write: !*dry, Extra: append(fl.Args()[1:], extra...), Degraded: *degraded})
+	o.DryRun = f.dry
+	fs, err := store.Open(args, volume.Options{Write: !f.dry, Extra: append(args[1:], f.extra...), Degraded: f.degraded})
 	if err != nil {
 		return err
 	}
-	inspect.ReportHeals(stderr, "trimtool", fl.Arg(0), fs)
+	inspect.ReportHeals(stderr, "trimtool", args[0], fs)
 	defer func() {
 		// Close may still commit (async discard's record cleanup).
 		if cerr := fs.Close(); err == nil {
@@ -96,31 +114,37 @@ func trimCmd(args []string, stdout, stderr io.Writer) (err error) {
 			return err
 		}
 	}
-	io := inspect.MaybePrintIOStats(stderr, fs, *stats)
-	if *asJSON {
+	io := inspect.MaybePrintIOStats(stderr, fs, string(f.stats))
+	if f.asJSON {
 		return cli.JSON(stdout, struct {
 			DryRun  bool                `json:"dry_run"`
 			Devices []trim.DeviceResult `json:"devices"`
 			IO      []inspect.DeviceIO  `json:"io,omitempty"`
-		}{*dry, res, io})
+		}{f.dry, res, io})
+	}
+	if f.verbose && !f.quiet {
+		printTrim(stdout, args[0], res, f.dry)
+	}
+	return nil
+}
+
+// printTrim is -v's report: a line per device, "trimmed" or (dry run)
+// "would trim", and the total when there are several devices.
+func printTrim(w io.Writer, image string, res []trim.DeviceResult, dry bool) {
+	verb := "trimmed"
+	if dry {
+		verb = "would trim"
 	}
 	var total uint64
 	for _, r := range res {
 		total += r.Bytes
-		if *verbose {
-			fmt.Fprintf(stdout, "%s (devid %d): %s (%d bytes) in %d discards", r.Path, r.DevID, units.Human(r.Bytes), r.Bytes, r.Discards)
-			if r.Note != "" {
-				fmt.Fprintf(stdout, " (%s)", r.Note)
-			}
-			fmt.Fprintln(stdout)
+		fmt.Fprintf(w, "%s (devid %d): %s %s (%d bytes) in %d discards", r.Path, r.DevID, verb, units.Human(r.Bytes), r.Bytes, r.Discards)
+		if r.Note != "" {
+			fmt.Fprintf(w, " (%s)", r.Note)
 		}
+		fmt.Fprintln(w)
 	}
-	verb := "trimmed"
-	if *dry {
-		verb = "would trim"
+	if len(res) > 1 {
+		fmt.Fprintf(w, "%s: %s %s (%d bytes)\n", image, verb, units.Human(total), total)
 	}
-	if !*verbose || len(res) > 1 {
-		fmt.Fprintf(stdout, "%s: %s %s (%d bytes)\n", fl.Arg(0), verb, units.Human(total), total)
-	}
-	return nil
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -36,49 +35,61 @@ type policyJSON struct {
 	PendingBytes      uint64 `json:"pending_bytes"`
 }
 
-func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
-	fl := cli.NewFlags("trimtool policy", "trimtool policy IMAGE [off|sync|async] [options]", policyExamples, stdout)
+func newPolicyCmd() *cobra.Command {
+	c := cli.NewCommand("policy IMAGE [off|sync|async] [options]", "show or set the online discard policy", policyExamples)
+	fl := c.Flags()
 	metaMin := fl.String("metadata-min", "", "async: discard freed metadata only in free ranges at least this long")
 	maxBytes := fl.String("max-bytes-per-commit", "", "async: discard at most this much after one commit (0: no bound)")
 	asJSON := fl.Bool("json", false, "print JSON")
-	stats := fl.Bool("stats", false, "print per-device I/O on stderr")
+	var stats cli.Stats
+	cli.StatsVar(fl, &stats, "per-device I/O")
 	var extra []string
 	fl.StringArrayVar(&extra, "device", nil, "another device of the set (repeatable)")
 	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
-	if err := cli.Parse(fl, args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return err
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return policy(args, c.OutOrStdout(), c.ErrOrStderr(), policyFlags{*metaMin, *maxBytes, *asJSON, string(stats), extra, *degraded})
 	}
-	if fl.NArg() < 1 || fl.NArg() > 2 {
+	return c
+}
+
+// policyFlags are the options of trimtool policy.
+type policyFlags struct {
+	metaMin, maxBytes string
+	asJSON            bool
+	stats             string
+	extra             []string
+	degraded          bool
+}
+
+func policy(args []string, stdout, stderr io.Writer, f policyFlags) (err error) {
+	if len(args) < 1 || len(args) > 2 {
 		return cli.Usagef("want IMAGE and optionally off, sync or async")
 	}
-	change := fl.NArg() == 2 || *metaMin != "" || *maxBytes != ""
+	change := len(args) == 2 || f.metaMin != "" || f.maxBytes != ""
 	var set func(*format.Settings) error
 	if change {
 		var policy *format.DiscardPolicy
-		if fl.NArg() == 2 {
-			p, err := format.ParseDiscardPolicy(fl.Arg(1))
+		if len(args) == 2 {
+			p, err := format.ParseDiscardPolicy(args[1])
 			if err != nil {
 				return cli.Usagef("%v", err)
 			}
 			policy = &p
 		}
 		var mm, mb *uint64
-		for _, f := range []struct {
+		for _, a := range []struct {
 			val  string
 			dst  **uint64
 			name string
-		}{{*metaMin, &mm, "--metadata-min"}, {*maxBytes, &mb, "--max-bytes-per-commit"}} {
-			if f.val == "" {
+		}{{f.metaMin, &mm, "--metadata-min"}, {f.maxBytes, &mb, "--max-bytes-per-commit"}} {
+			if a.val == "" {
 				continue
 			}
-			n, err := units.ParseSize(f.val)
+			n, err := units.ParseSize(a.val)
 			if err != nil {
-				return cli.Usagef("%s: %v", f.name, err)
+				return cli.Usagef("%s: %v", a.name, err)
 			}
-			*f.dst = &n
+			*a.dst = &n
 		}
 		set = func(s *format.Settings) error {
 			if policy != nil {
@@ -93,11 +104,11 @@ func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 			return nil
 		}
 	}
-	fs, err := store.Open(fl.Args()[:1], volume.Options{Write: change, Extra: extra, Degraded: *degraded})
+	fs, err := store.Open(args[:1], volume.Options{Write: change, Extra: f.extra, Degraded: f.degraded})
 	if err != nil {
 		return err
 	}
-	inspect.ReportHeals(stderr, "trimtool: policy", fl.Arg(0), fs)
+	inspect.ReportHeals(stderr, "trimtool: policy", args[0], fs)
 	defer func() {
 		// Close may still commit (async discard's record cleanup).
 		if cerr := fs.Close(); err == nil {
@@ -115,8 +126,8 @@ func policyCmd(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	out := policyJSON{Discard: s.Discard.String(), MetadataMin: s.MetadataMin(), MaxBytesPerCommit: s.DiscardMaxPerCommit, PendingBytes: pending}
-	inspect.MaybePrintIOStats(stderr, fs, *stats)
-	if *asJSON {
+	inspect.MaybePrintIOStats(stderr, fs, f.stats)
+	if f.asJSON {
 		return cli.JSON(stdout, out)
 	}
 	limit := "none"

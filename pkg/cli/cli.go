@@ -24,12 +24,16 @@ const (
 )
 
 // UsageError marks a bad command line (exit 2).
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string
+	// Suggestions are the commands nearest an unknown one ("ls" for "lss").
+	Suggestions []string
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
 // Usagef returns a UsageError.
-func Usagef(format string, args ...any) error { return &UsageError{fmt.Sprintf(format, args...)} }
+func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
 
 // Report prints "prog: err" on one line and returns the exit code.
 func Report(w io.Writer, prog string, err error) int {
@@ -48,32 +52,6 @@ func Report(w io.Writer, prog string, err error) int {
 		return ExitUsage
 	}
 	return ExitError
-}
-
-// NewFlags returns a flag set that reports errors instead of exiting and
-// prints usage text ending with examples.
-func NewFlags(name, synopsis, examples string, out io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: %s\n\nOptions:\n%s", synopsis, fs.FlagUsages())
-		if examples != "" {
-			fmt.Fprintf(out, "\nExamples:\n%s", examples)
-		}
-	}
-	return fs
-}
-
-// Parse parses args, turning flag errors into usage errors.
-func Parse(fs *pflag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return &UsageError{err.Error()}
-	}
-	return nil
 }
 
 // JSON writes v indented, with a trailing newline.

@@ -19,7 +19,7 @@ const ExitCodesKey = "exit-codes"
 const DefaultExitCodes = "0 success, 1 error, 2 usage error"
 
 // usageTemplate is cobra's, with "Exit status" after the examples.
-const usageTemplate = `Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}
+const usageTemplate = `Usage:{{if and .Runnable (not (isGroup .))}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} COMMAND{{end}}{{if .HasExample}}
 
@@ -45,7 +45,11 @@ func init() {
 	cobra.AddTemplateFunc("exitCodes", ExitCodes)
 	cobra.AddTemplateFunc("trimRightSpace", func(s string) string { return strings.TrimRight(s, " \t\n") })
 	cobra.AddTemplateFunc("flagUsages", flagUsages)
+	cobra.AddTemplateFunc("isGroup", func(c *cobra.Command) bool { return c.Annotations[groupKey] != "" })
 }
+
+// groupKey marks a command that only holds subcommands.
+const groupKey = "group"
 
 // flagUsages is the options table without pflag's "[=true|false]" after
 // every boolean (blanked, so the columns stay aligned).
@@ -95,18 +99,25 @@ func flagError(_ *cobra.Command, err error) error {
 	if errors.Is(err, pflag.ErrHelp) {
 		return Usagef("unknown option -h (--help prints help)")
 	}
-	return &UsageError{err.Error()}
+	return &UsageError{Msg: err.Error()}
 }
 
 // NewGroup returns a command that only holds subcommands (ddfs device);
 // run without one, or with an unknown one, it is a usage error.
 func NewGroup(use, short, example string) *cobra.Command {
-	return &cobra.Command{Use: use, Short: short, Example: example, Args: groupArgs, RunE: groupRun,
-		SuggestionsMinimumDistance: 2, DisableFlagsInUseLine: true}
+	c := &cobra.Command{Use: use, Short: short, Example: example, SuggestionsMinimumDistance: 2, DisableFlagsInUseLine: true}
+	MakeGroup(c)
+	return c
 }
 
 // MakeGroup turns a root command into one that holds subcommands.
-func MakeGroup(c *cobra.Command) { c.Args, c.RunE = groupArgs, groupRun }
+func MakeGroup(c *cobra.Command) {
+	c.Args, c.RunE = groupArgs, groupRun
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[groupKey] = "true"
+}
 
 // groupArgs rejects an unknown subcommand, naming the nearest ones.
 func groupArgs(c *cobra.Command, args []string) error {
@@ -114,17 +125,28 @@ func groupArgs(c *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q", args[0])
-	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+	s := c.SuggestionsFor(args[0])
+	if len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean '%s'?)", strings.Join(s, "' or '"))
 	}
-	return &UsageError{msg}
+	return &UsageError{Msg: msg, Suggestions: s}
 }
 
 // groupRun runs when a group is given no subcommand: its help, exit 2.
 func groupRun(c *cobra.Command, _ []string) error {
 	c.SetOut(c.ErrOrStderr())
 	c.Help()
-	return &UsageError{"missing command"}
+	return &UsageError{Msg: "missing command"}
+}
+
+// NewCommand returns a subcommand: use is its synopsis, optionally
+// followed by a blank line and a description; flags are listed in the
+// order they are defined.
+func NewCommand(use, short, examples string) *cobra.Command {
+	use, long, _ := strings.Cut(use, "\n\n")
+	c := &cobra.Command{Use: use, Short: short, Long: long, Example: strings.TrimRight(examples, "\n"), DisableFlagsInUseLine: true}
+	c.Flags().SortFlags = false
+	return c
 }
 
 // NoHelpShorthand keeps -h free on c for another flag (GNU: -h is

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -67,14 +68,45 @@ func PrintFallbacks(w io.Writer, n int, policy string) {
 	}
 }
 
-// MaybePrintIOStats prints the --stats lines of fs on w when on is set and
-// returns them (for --json "io"); nil when off.
-func MaybePrintIOStats(w io.Writer, fs *store.FS, on bool) []DeviceIO {
-	if !on {
+// Stats is what --stats reports after a command: the I/O per device, the
+// new chunks placed outside the allocation policy's preference, and the
+// copies self-healing reads rewrote.
+type Stats struct {
+	IO        []DeviceIO      `json:"io"`
+	Fallbacks int             `json:"fallback_chunks"`
+	Heal      store.HealStats `json:"heal"`
+	// Policy names the allocation policy in the text form.
+	Policy string `json:"-"`
+}
+
+// StatsOf collects the --stats of fs (still open).
+func StatsOf(fs *store.FS) Stats {
+	return Stats{IO: IOStats(fs), Fallbacks: fs.FallbackChunks(), Heal: fs.HealStats(),
+		Policy: fs.Super().Settings.AllocPolicy.String()}
+}
+
+// PrintStats writes s on w in format: "" nothing, "json" one JSON object
+// on one line (for scripts), anything else lines of text.
+func PrintStats(w io.Writer, format string, s Stats) {
+	switch format {
+	case "":
+	case "json":
+		b, _ := json.Marshal(s)
+		fmt.Fprintln(w, string(b))
+	default:
+		PrintIOStats(w, s.IO)
+		PrintFallbacks(w, s.Fallbacks, s.Policy)
+		PrintHealStats(w, s.Heal)
+	}
+}
+
+// MaybePrintIOStats prints the --stats of fs on w in format ("" off) and
+// returns the I/O (for --json "io"); nil when off.
+func MaybePrintIOStats(w io.Writer, fs *store.FS, format string) []DeviceIO {
+	if format == "" {
 		return nil
 	}
-	st := IOStats(fs)
-	PrintIOStats(w, st)
-	PrintHealStats(w, fs.HealStats())
-	return st
+	st := StatsOf(fs)
+	PrintStats(w, format, st)
+	return st.IO
 }

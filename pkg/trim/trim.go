@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"syscall"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
@@ -33,7 +34,16 @@ type DeviceResult struct {
 }
 
 // Run discards the free space of every device of fs.
+// An Offset at or past the end of every device is EINVAL, as FITRIM's
+// start past the filesystem's end.
 func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
+	var sizes []uint64
+	for _, d := range fs.Vol.Devices() {
+		sizes = append(sizes, uint64(max(d.Dev.Size(), 0)))
+	}
+	if err := checkOffset(sizes, o.Offset); err != nil {
+		return nil, err
+	}
 	free := map[uint64][]alloc.Range{}
 	// Unallocated device space: the holes between stripes.
 	for _, ds := range fs.DeviceSpace() {
@@ -139,6 +149,18 @@ func exclude(r alloc.Range, holes []alloc.Range) []alloc.Range {
 }
 
 // window keeps the parts of the ranges inside [Offset, Offset+Length).
+// checkOffset refuses an offset no device reaches (syscall.EINVAL).
+func checkOffset(sizes []uint64, off uint64) error {
+	var largest uint64
+	for _, n := range sizes {
+		largest = max(largest, n)
+	}
+	if off > 0 && off >= largest {
+		return fmt.Errorf("offset %d is past the end of every device (the largest has %d bytes): %w", off, largest, syscall.EINVAL)
+	}
+	return nil
+}
+
 func window(rs []alloc.Range, o Options) []alloc.Range {
 	if o.Offset == 0 && o.Length == 0 {
 		return rs

@@ -1,7 +1,9 @@
 package trim
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/pkg/alloc"
@@ -64,6 +66,28 @@ func TestWindow(t *testing.T) {
 	} {
 		if got := fmt.Sprint(window(rs, tc.o)); got != tc.want {
 			t.Errorf("window %+v = %s, want %s", tc.o, got, tc.want)
+		}
+	}
+}
+
+// TestOffsetPastEnd: -o at or past the end of the largest device is
+// EINVAL (FITRIM); inside it, or 0 on an empty set, is not.
+func TestOffsetPastEnd(t *testing.T) {
+	sizes := []uint64{256 * mib, 1024 * mib}
+	for _, tc := range []struct {
+		sizes []uint64
+		off   uint64
+		want  error
+	}{
+		{sizes, 1024 * mib, syscall.EINVAL},
+		{sizes, 4096 * mib, syscall.EINVAL},
+		{sizes, 1024*mib - 1, nil},
+		{sizes, 512 * mib, nil},
+		{sizes, 0, nil},
+		{nil, 0, nil},
+	} {
+		if err := checkOffset(tc.sizes, tc.off); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("checkOffset(%v, %d) = %v, want %v", tc.sizes, tc.off, err, tc.want)
 		}
 	}
 }
