@@ -36,9 +36,14 @@ func finish(f *fsys.FS, err error, stderr io.Writer, stats string) error {
 	if err != nil {
 		f.Abort()
 	}
+	// The devices are gone from the volume after Close, which may still
+	// write: take them before, count after.
+	st := f.Store()
+	devs, items := st.Vol.Devices(), st.DevItems()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	inspect.MaybePrintIOStats(stderr, f.Store(), stats)
+	inspect.PrintStats(stderr, stats, inspect.Stats{IO: inspect.DevicesIO(devs, items), Fallbacks: st.FallbackChunks(),
+		Heal: st.HealStats(), Policy: st.Super().Settings.AllocPolicy.String()})
 	return err
 }
