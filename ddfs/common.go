@@ -22,6 +22,7 @@ func usageErr(format string, args ...any) error { return cli.Usagef(format, args
 // optionally followed by a blank line and a description.
 func newCmd(use, short, examples string) (*cobra.Command, *pflag.FlagSet, *openFlags) {
 	c := cli.NewCommand(use, short, examples)
+	c.ValidArgsFunction = completeOperand
 	of := &openFlags{cmd: c}
 	of.add(c.Flags())
 	return c, c.Flags(), of
