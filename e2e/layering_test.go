@@ -15,7 +15,7 @@ const module = "github.com/ddfs/ddfs/"
 // A new package fails this test until it is given a rank here.
 var layers = map[string]int{
 	"format":    0,
-	"pkg/units": 1, "pkg/cdc": 1, "pkg/cli": 1, "pkg/device": 1,
+	"pkg/units": 1, "pkg/cdc": 1, "pkg/cli": 1, "pkg/device": 1, "pkg/attrspec": 1,
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/progress": 2, "pkg/volume": 2,
 	"pkg/store": 3,
