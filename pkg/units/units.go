@@ -58,3 +58,30 @@ func Human(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f%siB", f, suffixes[i])
 }
+
+// Short prints n as coreutils' -h does (ls -lh, du -h, df -h): powers of
+// 1024 with a one-letter suffix, one decimal below 10, rounded up:
+// 1023, 1.0K, 1.1K (1025), 10K, 11K (10241), 4.8M.
+func Short(n uint64) string {
+	if n < 1024 {
+		return strconv.FormatUint(n, 10)
+	}
+	unit, i := uint64(1024), 1
+	for n/unit >= 1024 && i < len(suffixes)-1 {
+		unit <<= 10
+		i++
+	}
+	// Tenths of the unit rounded up, in integers (exact for any n).
+	q, r := n/unit, n%unit
+	if tenths := q*10 + (r*10+unit-1)/unit; tenths < 100 {
+		return fmt.Sprintf("%d.%d%s", tenths/10, tenths%10, suffixes[i])
+	}
+	whole := q
+	if r != 0 {
+		whole++
+	}
+	if whole >= 1024 && i < len(suffixes)-1 {
+		return "1.0" + suffixes[i+1]
+	}
+	return fmt.Sprintf("%d%s", whole, suffixes[i])
+}

@@ -1,6 +1,13 @@
 package units
 
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,6 +41,51 @@ func TestHuman(t *testing.T) {
 	for in, want := range map[uint64]string{0: "0B", 1023: "1023B", 1024: "1.00KiB", 1 << 30: "1.00GiB", 1536 << 20: "1.50GiB", 1 << 40: "1.00TiB"} {
 		if got := Human(in); got != want {
 			t.Errorf("Human(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestShortAgainstDu wants Short to print what GNU du -h --apparent-size
+// prints for a sparse file of each size (the oracle is coreutils itself).
+func TestShortAgainstDu(t *testing.T) {
+	du, err := exec.LookPath("du")
+	if err != nil {
+		t.Skip("no du(1)")
+	}
+	sizes := []uint64{0, 1, 1023, 1024, 1025, 1126, 1127, 1536, 1537, 10239, 10240, 10241, 1048575, 1048576, 1048577, 5000000,
+		1<<30 - 1, 1 << 30, 10<<30 + 1, 1023<<20 + 1, 1024<<20 - 1, 1<<40 - 1, 3<<40 + 1}
+	for i := uint64(1); i < 60; i++ {
+		sizes = append(sizes, i*i*i*977)
+	}
+	dir := t.TempDir()
+	var paths []string
+	var checked []uint64
+	for i, n := range sizes {
+		p := filepath.Join(dir, strconv.Itoa(i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.Truncate(int64(n))
+		f.Close()
+		if err != nil { // past the host filesystem's largest file
+			continue
+		}
+		paths = append(paths, p)
+		checked = append(checked, n)
+	}
+	if len(checked) < 70 {
+		t.Fatalf("only %d sizes could be made", len(checked))
+	}
+	out, err := exec.Command(du, append([]string{"-h", "--apparent-size"}, paths...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, line := range lines {
+		want, _, _ := strings.Cut(line, "\t")
+		if got := Short(checked[i]); got != want {
+			t.Errorf("Short(%d) = %s, du -h says %s", checked[i], got, want)
 		}
 	}
 }
