@@ -8,7 +8,7 @@ FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
 FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -86,6 +86,14 @@ demo: build
 	$(BIN)/dedupe-tool status demo/ssd1.img
 	$(BIN)/fsck.ddfs --check-data demo/hdd1.img
 	@du -h demo/*.img
+
+# Man pages (section 8) of the five tools, one per command, from the same
+# text as --help (cobra/doc); checked in under man/, kept current by
+# e2e TestManPagesCurrent.
+man: build
+	@rm -rf man && mkdir -p man
+	@for t in $(TOOLS); do DDFS_GEN_MAN=man $(BIN)/$$t || exit 1; done
+	@ls man | wc -l | sed 's/$$/ man pages in man\//'
 
 # Mutation testing (gremlins) of the core packages; the table goes to
 # bench/results/mutants.txt. Slow (one go test per mutant): not part of make test.

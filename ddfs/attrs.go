@@ -2,13 +2,17 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"strings"
+	"path"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -16,71 +20,270 @@ import (
 func uid() uint32 { return uint32(os.Getuid()) }
 func gid() uint32 { return uint32(os.Getgid()) }
 
-func newTouchCmd() *cobra.Command {
-	c, fl, of := newCmd("touch [-c] IMAGE:PATH...", "create files or set their times to now", "  ddfs touch disk.img:/etc/stamp\n")
-	cli.NoHelpShorthand(c)
-	noCreate := fl.BoolP("no-create", "c", false, "do not create missing files")
-	c.RunE = func(c *cobra.Command, args []string) error {
-		return setEach(of, args, func(f *fsys.FS, p string) error {
-			in, err := f.Resolve(p, true)
-			if errors.Is(err, fs.ErrNotExist) {
-				if *noCreate {
-					return nil
-				}
-				_, err = f.Create(p, fsys.Attr{Mode: 0o644, UID: uid(), GID: gid()})
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			now := f.Now()
-			return f.SetattrInode(in, fsys.SetAttr{Atime: &now, Mtime: &now})
-		}, 0)
-	}
-	return c
+// umask is the process's file mode creation mask.
+func umask() uint32 {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return uint32(m)
 }
 
+// applyFn changes one inode (at image path p).
+type applyFn func(f *fsys.FS, in *fsys.Inode, p string) error
+
+// walkOpts say how chmod/chown/touch reach the inodes they change.
+type walkOpts struct {
+	deref     bool // operands that are symlinks: change the target (not -h)
+	recursive bool // -R: every inode below a directory operand
+	// linksInTree: under -R, change a symlink met in the tree itself
+	// (chown, as GNU's -P) instead of skipping it (chmod).
+	linksInTree bool
+	skipMissing bool // touch -c: a missing operand is no error
+}
+
+// changeEach applies the change build makes (once the image is open: names
+// come from its /etc/passwd) to every IMAGE:PATH operand, in one
+// transaction. Entries fsck would flag are skipped and named at the end.
+func changeEach(of *openFlags, args []string, o walkOpts, build func(im *image) (applyFn, error)) error {
+	if len(args) == 0 {
+		return usageErr("missing IMAGE:PATH")
+	}
+	img, paths, err := imageOperands(args)
+	if err != nil {
+		return err
+	}
+	im, err := of.openImage(img, true)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		im.f.Abort()
+		im.close()
+		return im.err(err)
+	}
+	fn, err := build(im)
+	if err != nil {
+		return fail(err)
+	}
+	var bad fsys.Refused
+	for _, p := range paths {
+		in, err := im.f.Resolve(p, o.deref)
+		if o.skipMissing && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := changeTree(im.f, in, p, o, fn, &bad, true); err != nil {
+			return fail(err)
+		}
+	}
+	if err := im.close(); err != nil {
+		return err
+	}
+	return im.err(bad.Done(nil))
+}
+
+func changeTree(f *fsys.FS, in *fsys.Inode, p string, o walkOpts, fn applyFn, bad *fsys.Refused, operand bool) error {
+	if in.IsSymlink() && !operand && !o.linksInTree {
+		return nil
+	}
+	if err := fn(f, in, p); err != nil {
+		return pathErrOf("setattr", p, err)
+	}
+	if !o.recursive || !in.IsDir() {
+		return nil
+	}
+	kids, err := f.Children(in)
+	if err := bad.Note(p, err); err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := changeTree(f, k.Inode, path.Join(p, k.Entry.Name), o, fn, bad, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accountsOf reads the image's own /etc/passwd and /etc/group, so names
+// mean what they mean inside the image; without them ids are numbers.
+func accountsOf(f *fsys.FS) (*attrspec.Accounts, error) {
+	read := func(p string) ([]byte, error) {
+		b, err := readSmall(f, p, 16<<20)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return b, err
+	}
+	pw, err := read("/etc/passwd")
+	if err != nil {
+		return nil, err
+	}
+	gr, err := read("/etc/group")
+	if err != nil {
+		return nil, err
+	}
+	return attrspec.ParseAccounts(pw, gr), nil
+}
+
+// readSmall reads a whole regular file of at most max bytes.
+func readSmall(f *fsys.FS, p string, max uint64) ([]byte, error) {
+	in, err := f.Resolve(p, true)
+	if err != nil {
+		return nil, err
+	}
+	if !in.IsRegular() {
+		return nil, pathErr("read", p, syscall.EINVAL)
+	}
+	if in.Size > max {
+		return nil, pathErr("read", p, syscall.EFBIG)
+	}
+	b := make([]byte, in.Size)
+	n, err := f.ReadAt(in, b, 0)
+	if err != nil && n < len(b) {
+		return nil, pathErrOf("read", p, err)
+	}
+	return b[:n], nil
+}
+
+const namesHelp = `OWNER and GROUP are names from the image's own /etc/passwd and /etc/group
+when it has them, else numbers; +N is always a number.`
+
 func newChmodCmd() *cobra.Command {
-	c, _, of := newCmd("chmod MODE IMAGE:PATH...", "change permission bits", "  ddfs chmod 0755 disk.img:/usr/bin/tool\n")
+	c, fl, of := newCmd("chmod [-R] [-h] MODE IMAGE:PATH...\n\nMODE is octal (0755) or symbolic as chmod(1): [ugoa]*[+-=][rwxXst]*|[ugo], comma-separated.\nA symlink operand changes its target, with -h the link; -R skips links met below.",
+		"change permission bits", "  ddfs chmod 0755 disk.img:/usr/bin/tool\n  ddfs chmod -R u+rwX,go-w disk.img:/srv\n")
 	cli.NoHelpShorthand(c)
+	rec := fl.BoolP("recursive", "R", false, "change directories and their contents")
+	noDeref := fl.BoolP("no-dereference", "h", false, "change a symlink operand itself")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		return setEach(of, args, nil, 1, func(first string) (func(*fsys.FS, string) error, error) {
-			m, err := strconv.ParseUint(first, 8, 32)
-			if err != nil || m > 0o7777 {
-				return nil, usageErr("invalid mode %q (octal, e.g. 0644)", first)
-			}
-			mode := uint32(m)
-			return func(f *fsys.FS, p string) error { return f.Setattr(p, fsys.SetAttr{Mode: &mode}) }, nil
+		if len(args) < 2 {
+			return usageErr("want MODE IMAGE:PATH...")
+		}
+		m, err := attrspec.ParseMode(args[0])
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		mask := umask()
+		return changeEach(of, args[1:], walkOpts{deref: !*noDeref, recursive: *rec}, func(*image) (applyFn, error) {
+			return func(f *fsys.FS, in *fsys.Inode, _ string) error {
+				mode := m.Apply(in.Mode, in.IsDir(), mask)
+				return f.SetattrInode(in, fsys.SetAttr{Mode: &mode})
+			}, nil
 		})
 	}
 	return c
 }
 
 func newChownCmd() *cobra.Command {
-	c, _, of := newCmd("chown UID[:GID] IMAGE:PATH...", "change owner and group", "  ddfs chown 0:0 disk.img:/etc/shadow\n  ddfs chown 1000 disk.img:/home/me\n")
+	c, fl, of := newCmd("chown [-R] [-h] OWNER[:GROUP] IMAGE:PATH...\n\n"+namesHelp+"\nA symlink operand changes its target, with -h the link; -R changes links met below themselves.",
+		"change owner and group", "  ddfs chown 0:0 disk.img:/etc/shadow\n  ddfs chown -R 1000:1000 disk.img:/home/me\n  ddfs chown root:root disk.img:/etc/passwd\n")
 	cli.NoHelpShorthand(c)
+	rec := fl.BoolP("recursive", "R", false, "change directories and their contents")
+	noDeref := fl.BoolP("no-dereference", "h", false, "change a symlink operand itself")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		return setEach(of, args, nil, 1, func(first string) (func(*fsys.FS, string) error, error) {
-			u, g, hasG := strings.Cut(first, ":")
-			var a fsys.SetAttr
-			if u != "" {
-				n, err := strconv.ParseUint(u, 10, 32)
-				if err != nil {
-					return nil, usageErr("invalid user %q (numeric ids only)", u)
-				}
-				v := uint32(n)
-				a.UID = &v
+		if len(args) < 2 {
+			return usageErr("want OWNER[:GROUP] IMAGE:PATH...")
+		}
+		return changeEach(of, args[1:], walkOpts{deref: !*noDeref, recursive: *rec, linksInTree: true}, func(im *image) (applyFn, error) {
+			acc, err := accountsOf(im.f)
+			if err != nil {
+				return nil, err
 			}
-			if hasG && g != "" {
-				n, err := strconv.ParseUint(g, 10, 32)
-				if err != nil {
-					return nil, usageErr("invalid group %q (numeric ids only)", g)
-				}
-				v := uint32(n)
-				a.GID = &v
+			o, err := acc.ParseOwner(args[0])
+			if err != nil {
+				return nil, usageErr("%v", err)
 			}
-			return func(f *fsys.FS, p string) error { return f.Setattr(p, a) }, nil
+			return func(f *fsys.FS, in *fsys.Inode, _ string) error {
+				return f.SetattrInode(in, fsys.SetAttr{UID: o.UID, GID: o.GID})
+			}, nil
 		})
 	}
 	return c
+}
+
+func newTouchCmd() *cobra.Command {
+	c, fl, of := newCmd("touch [-c] [-a|-m] [-d DATE|-r REF] [-h] IMAGE:PATH...\n\nDATE: YYYY-MM-DD[ HH:MM[:SS[.N]]][ZONE] (local time without a zone), @SECONDS or now.\nREF: a file in the same image (IMAGE:PATH) or on the host.",
+		"create files or set their times", "  ddfs touch disk.img:/etc/stamp\n  ddfs touch -d '2024-01-02 03:04:05' disk.img:/etc/stamp\n  ddfs touch -m -r disk.img:/etc/passwd disk.img:/etc/stamp\n")
+	cli.NoHelpShorthand(c)
+	noCreate := fl.BoolP("no-create", "c", false, "do not create missing files")
+	onlyA := fl.BoolP("atime", "a", false, "change only the access time")
+	onlyM := fl.BoolP("mtime", "m", false, "change only the modification time")
+	date := fl.StringP("date", "d", "", "use DATE instead of now")
+	ref := fl.StringP("reference", "r", "", "use REF's times instead of now")
+	noDeref := fl.BoolP("no-dereference", "h", false, "change a symlink itself, not its target")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if *date != "" && *ref != "" {
+			return usageErr("cannot use -d and -r together")
+		}
+		setA, setM := !*onlyM || *onlyA, !*onlyA || *onlyM
+		return changeEachCreate(of, args, *noDeref, *noCreate, func(im *image) (applyFn, error) {
+			at, mt, err := touchTimes(im, *date, *ref)
+			if err != nil {
+				return nil, err
+			}
+			a := fsys.SetAttr{}
+			if setA {
+				a.Atime = &at
+			}
+			if setM {
+				a.Mtime = &mt
+			}
+			return func(f *fsys.FS, in *fsys.Inode, _ string) error { return f.SetattrInode(in, a) }, nil
+		})
+	}
+	return c
+}
+
+// changeEachCreate is changeEach for touch: a missing operand is created
+// (0666 less the umask, as touch(1)) unless -c.
+func changeEachCreate(of *openFlags, args []string, noDeref, noCreate bool, build func(im *image) (applyFn, error)) error {
+	return changeEach(of, args, walkOpts{deref: !noDeref, skipMissing: noCreate}, func(im *image) (applyFn, error) {
+		fn, err := build(im)
+		if err != nil {
+			return nil, err
+		}
+		// Create the missing operands first, in the same transaction.
+		_, paths, _ := imageOperands(args)
+		for _, p := range paths {
+			_, err := im.f.Resolve(p, !noDeref)
+			if !errors.Is(err, fs.ErrNotExist) || noCreate {
+				continue
+			}
+			if _, err := im.f.Create(p, fsys.Attr{Mode: 0o666 &^ umask(), UID: uid(), GID: gid()}); err != nil {
+				return nil, err
+			}
+		}
+		return fn, nil
+	})
+}
+
+// touchTimes are the atime and mtime touch sets: now, -d DATE or REF's.
+func touchTimes(im *image, date, ref string) (at, mt format.Timespec, err error) {
+	switch {
+	case date != "":
+		t, err := attrspec.ParseDate(date, time.Now(), time.Local)
+		if err != nil {
+			return at, mt, usageErr("%v", err)
+		}
+		ts := fsys.TimespecOf(t)
+		return ts, ts, nil
+	case ref != "":
+		if o := parseOperand(ref); o.image != "" {
+			if o.image != im.name {
+				return at, mt, usageErr("-r %s: a reference in another image", ref)
+			}
+			in, err := im.f.Resolve(abs(o.path), true)
+			if err != nil {
+				return at, mt, err
+			}
+			return in.Atime, in.Mtime, nil
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(ref, &st); err != nil {
+			return at, mt, fmt.Errorf("-r: %w", &fs.PathError{Op: "stat", Path: ref, Err: err})
+		}
+		return format.Timespec{Sec: st.Atim.Sec, Nsec: uint32(st.Atim.Nsec)}, format.Timespec{Sec: st.Mtim.Sec, Nsec: uint32(st.Mtim.Nsec)}, nil
+	}
+	now := im.f.Now()
+	return now, now, nil
 }

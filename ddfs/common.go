@@ -60,7 +60,7 @@ func modeString(m uint32) string {
 
 func sizeString(n uint64, human bool) string {
 	if human {
-		return units.Human(n)
+		return units.Short(n)
 	}
 	return strconv.FormatUint(n, 10)
 }

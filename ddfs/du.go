@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path"
 
 	"github.com/spf13/cobra"
@@ -10,63 +11,142 @@ import (
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
+const duUse = `du [-ab] [-c] [-d N] [-s] [-h] [--apparent-size] [--json] IMAGE:PATH...
+
+As GNU du: disk usage (the bytes of the extents a file references) in
+1024-byte blocks rounded up, directories after their contents, hard links
+counted once; -b is the apparent size in bytes, -h sizes as 1.1K, 23M.`
+
+type duOpts struct {
+	all, summary, human, bytes, apparent, total, json bool
+	depth                                             int
+}
+
+// duJSON is one line of du in --json output.
+type duJSON struct {
+	Path  jstr   `json:"path"`
+	Bytes uint64 `json:"bytes"` // disk usage: extent bytes referenced
+	Size  uint64 `json:"size"`  // apparent size
+}
+
 func newDuCmd() *cobra.Command {
-	c, fl, of := newCmd("du [-s] [-h] IMAGE:PATH...", "show space used by files", "  ddfs du -sh disk.img:/usr\n")
+	c, fl, of := newCmd(duUse, "show space used by files", "  ddfs du -sh disk.img:/usr\n  ddfs du -d 1 -c disk.img:/\n  ddfs du -ab disk.img:/etc\n  ddfs du --json -s disk.img:/\n")
 	cli.NoHelpShorthand(c)
-	summary := fl.BoolP("summarize", "s", false, "only a total for each argument")
-	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G")
+	o := &duOpts{}
+	fl.BoolVarP(&o.all, "all", "a", false, "a line for every file, not only directories")
+	fl.BoolVarP(&o.summary, "summarize", "s", false, "only a total for each argument (-d 0)")
+	fl.BoolVarP(&o.human, "human-readable", "h", false, "sizes as 1.1K, 23M")
+	fl.BoolVarP(&o.bytes, "bytes", "b", false, "apparent sizes in bytes (--apparent-size --block-size=1)")
+	fl.BoolVar(&o.apparent, "apparent-size", false, "apparent sizes instead of disk usage")
+	fl.BoolVarP(&o.total, "total", "c", false, "a grand total at the end")
+	fl.IntVarP(&o.depth, "max-depth", "d", -1, "lines only for directories N or fewer levels below an argument")
+	fl.BoolVar(&o.json, "json", false, "print a JSON array of {path, bytes, size}")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		stdout := c.OutOrStdout()
 		im, paths, err := openOperands(of, args, false)
 		if err != nil {
 			return err
 		}
 		defer im.close()
+		if o.summary {
+			if c.Flags().Changed("max-depth") && o.depth != 0 {
+				return usageErr("-s and -d %d together", o.depth)
+			}
+			o.depth = 0
+		}
+		if o.bytes {
+			o.apparent = true
+		}
+		d := &duWalk{duOpts: o, im: im, w: c.OutOrStdout(), seen: map[uint64]bool{}}
+		var sum duJSON
 		for _, p := range paths {
 			in, err := im.f.Resolve(p, false)
 			if err != nil {
 				return im.err(err)
 			}
-			seen := map[uint64]bool{}
-			var bad fsys.Refused // entries fsck flags: not counted, the error at the end
-			var walk func(in *fsys.Inode, p string) (uint64, error)
-			walk = func(in *fsys.Inode, p string) (uint64, error) {
-				total := in.NBytes
-				if !in.IsDir() {
-					if seen[in.Ino] { // count hard links once, as du does
-						return 0, nil
-					}
-					seen[in.Ino] = true
-					return total, nil
-				}
-				kids, err := im.f.Children(in)
-				if err := bad.Note(p, err); err != nil {
-					return 0, err
-				}
-				for _, k := range kids {
-					n, err := walk(k.Inode, path.Join(p, k.Entry.Name))
-					if err != nil {
-						return 0, err
-					}
-					total += n
-				}
-				if !*summary {
-					fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), im.name, p)
-				}
-				return total, nil
-			}
-			total, err := walk(in, p)
+			u, err := d.walk(in, p, 0)
 			if err != nil {
 				return im.err(err)
 			}
-			if *summary || !in.IsDir() {
-				fmt.Fprintf(stdout, "%s\t%s:%s\n", sizeString(total, *human), im.name, p)
+			sum.Bytes += u.Bytes
+			sum.Size += u.Size
+		}
+		if o.total {
+			sum.Path = "total"
+			d.line(sum, true)
+		}
+		if o.json {
+			if d.js == nil {
+				d.js = []duJSON{}
 			}
-			if err := bad.Done(nil); err != nil {
-				return im.err(err)
+			if err := cli.JSON(d.w, d.js); err != nil {
+				return err
 			}
 		}
-		return nil
+		return im.err(d.bad.Done(nil))
 	}
 	return c
+}
+
+type duWalk struct {
+	*duOpts
+	im   *image
+	w    io.Writer
+	seen map[uint64]bool // inodes counted (hard links count once)
+	bad  fsys.Refused    // entries fsck flags: not counted, the error at the end
+	js   []duJSON
+}
+
+// walk returns the usage below in (at depth below an argument) and prints
+// the lines -a/-d/-s ask for, directories after their contents.
+func (d *duWalk) walk(in *fsys.Inode, p string, depth int) (duJSON, error) {
+	u := duJSON{Path: jstr(p)}
+	if d.seen[in.Ino] {
+		return u, nil
+	}
+	d.seen[in.Ino] = true
+	u.Bytes, u.Size = in.NBytes, in.Size
+	if in.IsDir() {
+		kids, err := d.im.f.Children(in)
+		if err := d.bad.Note(p, err); err != nil {
+			return u, err
+		}
+		for _, k := range kids {
+			ku, err := d.walk(k.Inode, path.Join(p, k.Entry.Name), depth+1)
+			if err != nil {
+				return u, err
+			}
+			u.Bytes += ku.Bytes
+			u.Size += ku.Size
+		}
+	}
+	show := depth == 0 || ((in.IsDir() || d.all) && (d.depth < 0 || depth <= d.depth))
+	if show {
+		d.line(u, false)
+	}
+	return u, nil
+}
+
+func (d *duWalk) line(u duJSON, total bool) {
+	if d.json {
+		d.js = append(d.js, u)
+		return
+	}
+	n := u.Bytes
+	if d.apparent {
+		n = u.Size
+	}
+	var s string
+	switch {
+	case d.human:
+		s = sizeString(n, true)
+	case d.bytes:
+		s = fmt.Sprint(n)
+	default:
+		s = fmt.Sprint((n + 1023) / 1024)
+	}
+	name := d.im.name + ":" + string(u.Path)
+	if total {
+		name = "total"
+	}
+	fmt.Fprintf(d.w, "%s\t%s\n", s, name)
 }

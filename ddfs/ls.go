@@ -3,37 +3,78 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
+const lsUse = `ls [-laAdRhint1SrF] [--json] IMAGE:PATH...
+
+As GNU ls: names sorted bytewise (LC_ALL=C), one per line; -l shows owner and
+group names from the image's own /etc/passwd and /etc/group (-n: numbers).
+On a terminal names are quoted so no byte of a name reaches it raw
+(--quoting-style=shell-escape); piped, they are printed as they are (literal).`
+
 func newLsCmd() *cobra.Command {
-	c, fl, of := newCmd("ls [-l] [-a] [-R] [-h] IMAGE:PATH...", "list directory contents", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n")
+	c, fl, of := newCmd(lsUse, "list directory contents", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n  ddfs ls -lt disk.img:/var/log\n  ddfs ls --json disk.img:/etc | jq '.[].name'\n")
 	cli.NoHelpShorthand(c)
-	long := fl.BoolP("long", "l", false, "long listing")
-	all := fl.BoolP("all", "a", false, "show entries starting with .")
-	rec := fl.BoolP("recursive", "R", false, "list subdirectories recursively")
-	human := fl.BoolP("human-readable", "h", false, "sizes with K, M, G (with -l)")
+	o := &lsOpts{}
+	fl.BoolVarP(&o.long, "long", "l", false, "long listing")
+	fl.BoolVarP(&o.all, "all", "a", false, "show entries starting with ., and . and ..")
+	fl.BoolVarP(&o.almost, "almost-all", "A", false, "show entries starting with ., but not . and ..")
+	fl.BoolVarP(&o.dir, "directory", "d", false, "list directories themselves, not their contents")
+	fl.BoolVarP(&o.rec, "recursive", "R", false, "list subdirectories recursively")
+	fl.BoolVarP(&o.human, "human-readable", "h", false, "sizes as 1.1K, 23M (with -l)")
+	fl.BoolVarP(&o.inode, "inode", "i", false, "print each entry's inode number")
+	fl.BoolVarP(&o.numeric, "numeric-uid-gid", "n", false, "like -l, with numeric owner and group")
+	fl.BoolP("one", "1", false, "one entry per line (always)")
+	fl.BoolVarP(&o.byTime, "time", "t", false, "sort by modification time, newest first")
+	fl.BoolVarP(&o.bySize, "size-sort", "S", false, "sort by size, largest first")
+	fl.BoolVarP(&o.reverse, "reverse", "r", false, "reverse the order of the sort")
+	fl.BoolVarP(&o.classify, "classify", "F", false, "append an indicator: / directory, @ symlink, * executable, | fifo, = socket")
+	fl.BoolVar(&o.json, "json", false, "print a JSON array of entries (stat --json keys)")
+	quoting := fl.String("quoting-style", "", "literal or shell-escape (default: shell-escape on a terminal, else literal)")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		stdout := c.OutOrStdout()
 		im, paths, err := openOperands(of, args, false)
 		if err != nil {
 			return err
 		}
 		defer im.close()
-		l := &lister{im: im, w: stdout, long: *long, all: *all, rec: *rec, human: *human, header: len(paths) > 1 || *rec}
-		for i, p := range paths {
-			if i > 0 {
-				fmt.Fprintln(stdout)
-			}
-			if err := l.list(p); err != nil {
+		if o.numeric {
+			o.long = true
+		}
+		switch *quoting {
+		case "":
+			o.quote = isTerminal(os.Stdout) && c.OutOrStdout() == os.Stdout
+		case quoteShell:
+			o.quote = true
+		case quoteLiteral:
+		default:
+			return usageErr("--quoting-style: want literal or shell-escape")
+		}
+		l := &lister{lsOpts: o, im: im, w: c.OutOrStdout(), header: len(paths) > 1 || o.rec, acc: &attrspec.Accounts{}}
+		if o.long && !o.numeric && !o.json {
+			if l.acc, err = accountsOf(im.f); err != nil {
 				return im.err(err)
+			}
+		}
+		if err := l.operands(paths); err != nil {
+			return im.err(err)
+		}
+		if o.json {
+			if l.js == nil {
+				l.js = []statJSON{}
+			}
+			if err := cli.JSON(l.w, l.js); err != nil {
+				return err
 			}
 		}
 		return im.err(l.bad.Done(nil))
@@ -41,48 +82,101 @@ func newLsCmd() *cobra.Command {
 	return c
 }
 
-type lister struct {
-	im                            *image
-	w                             io.Writer
-	long, all, rec, human, header bool
-	bad                           fsys.Refused // entries fsck flags: listed last, as the error
+type lsOpts struct {
+	long, all, almost, dir, rec, human, inode, numeric bool
+	byTime, bySize, reverse, classify, json, quote     bool
 }
 
-func (l *lister) list(p string) error {
-	in, err := l.im.f.Resolve(p, true)
-	if err != nil {
-		return err
-	}
-	if !in.IsDir() {
-		l.line(in, p, path.Base(p))
-		return nil
-	}
-	type ent struct {
-		name string
-		in   *fsys.Inode
-	}
-	var ents []ent
-	kids, err := l.im.f.Children(in)
-	if err := l.bad.Note(p, err); err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if l.all || !strings.HasPrefix(k.Entry.Name, ".") {
-			ents = append(ents, ent{k.Entry.Name, k.Inode})
+type lister struct {
+	*lsOpts
+	im     *image
+	w      io.Writer
+	header bool
+	acc    *attrspec.Accounts
+	bad    fsys.Refused // entries fsck flags: listed last, as the error
+	js     []statJSON
+	blank  bool // a listing was printed: the next directory starts with a blank line
+}
+
+// entry is one line of a listing.
+type entry struct {
+	name, path string
+	in         *fsys.Inode
+}
+
+// operands lists files first, then directories, as GNU ls does.
+func (l *lister) operands(paths []string) error {
+	var files, dirs []entry
+	for _, p := range paths {
+		in, err := l.im.f.Resolve(p, true)
+		if err != nil {
+			return err
+		}
+		e := entry{name: p, path: p, in: in}
+		if in.IsDir() && !l.dir {
+			dirs = append(dirs, e)
+		} else {
+			files = append(files, e)
 		}
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
-	if l.header {
-		fmt.Fprintf(l.w, "%s:%s:\n", l.im.name, p)
+	l.sort(files)
+	if len(files) > 0 {
+		if err := l.print(files); err != nil {
+			return err
+		}
+		l.blank = true
 	}
-	for _, e := range ents {
-		l.line(e.in, path.Join(p, e.name), e.name)
+	l.sort(dirs)
+	for _, d := range dirs {
+		if err := l.list(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *lister) list(d entry) error {
+	kids, err := l.im.f.Children(d.in)
+	if err := l.bad.Note(d.path, err); err != nil {
+		return err
+	}
+	var ents []entry
+	if l.all {
+		parent := d.in
+		if d.path != "/" {
+			if parent, err = l.im.f.Resolve(path.Dir(d.path), true); err != nil {
+				return err
+			}
+		}
+		ents = append(ents, entry{".", d.path, d.in}, entry{"..", path.Dir(d.path), parent})
+	}
+	for _, k := range kids {
+		if l.all || l.almost || !strings.HasPrefix(k.Entry.Name, ".") {
+			ents = append(ents, entry{k.Entry.Name, path.Join(d.path, k.Entry.Name), k.Inode})
+		}
+	}
+	l.sort(ents)
+	if l.blank && !l.json {
+		fmt.Fprintln(l.w)
+	}
+	l.blank = true
+	if l.header && !l.json {
+		fmt.Fprintf(l.w, "%s:%s:\n", l.im.name, l.name(d.path))
+	}
+	if l.long && !l.json {
+		var blocks uint64
+		for _, e := range ents {
+			blocks += (e.in.NBytes + 1023) / 1024
+		}
+		fmt.Fprintf(l.w, "total %d\n", blocks)
+	}
+	if err := l.print(ents); err != nil {
+		return err
 	}
 	if l.rec {
 		for _, e := range ents {
-			if e.in.IsDir() {
-				fmt.Fprintln(l.w)
-				if err := l.list(path.Join(p, e.name)); err != nil {
+			if e.in.IsDir() && e.name != "." && e.name != ".." {
+				if err := l.list(e); err != nil {
 					return err
 				}
 			}
@@ -91,19 +185,138 @@ func (l *lister) list(p string) error {
 	return nil
 }
 
-func (l *lister) line(in *fsys.Inode, full, name string) {
-	if !l.long {
-		fmt.Fprintln(l.w, name)
-		return
+// sort orders entries by name, -t mtime or -S size (ties by name), -r reversed.
+func (l *lister) sort(ents []entry) {
+	less := func(a, b entry) bool {
+		switch {
+		case l.byTime && a.in.Mtime != b.in.Mtime:
+			if a.in.Mtime.Sec != b.in.Mtime.Sec {
+				return a.in.Mtime.Sec > b.in.Mtime.Sec
+			}
+			return a.in.Mtime.Nsec > b.in.Mtime.Nsec
+		case l.bySize && !l.byTime && a.in.Size != b.in.Size:
+			return a.in.Size > b.in.Size
+		}
+		return a.name < b.name
 	}
-	if in.IsSymlink() {
-		if t, err := l.im.f.Readlink(full); err == nil {
-			name += " -> " + t
+	sort.SliceStable(ents, func(i, j int) bool {
+		if l.reverse {
+			return less(ents[j], ents[i])
+		}
+		return less(ents[i], ents[j])
+	})
+}
+
+// print writes entries, with -l in columns as wide as their widest cell.
+func (l *lister) print(ents []entry) error {
+	if l.json {
+		for _, e := range ents {
+			s, err := statOf(l.im.f, e.in, e.path, e.name)
+			if err != nil {
+				return err
+			}
+			l.js = append(l.js, s)
+		}
+		return nil
+	}
+	rows := make([][]string, len(ents))
+	for i, e := range ents {
+		rows[i] = l.cells(e)
+	}
+	var widths []int
+	for _, r := range rows {
+		for len(widths) < len(r) {
+			widths = append(widths, 0)
+		}
+		for c, s := range r {
+			widths[c] = max(widths[c], len(s))
 		}
 	}
-	size := sizeString(in.Size, l.human)
-	if in.Mode&0o170000 == 0o020000 || in.Mode&0o170000 == 0o060000 {
-		size = fmt.Sprintf("%d, %d", in.Rdev>>8&0xfff, in.Rdev&0xff|in.Rdev>>12&0xfff00)
+	for _, r := range rows {
+		l.row(r, widths)
 	}
-	fmt.Fprintf(l.w, "%s %3d %5d %5d %8s %s %s\n", modeString(in.Mode), in.Nlink, in.UID, in.GID, size, timeString(in), name)
+	return nil
+}
+
+// cells are one entry's columns: [inode] [mode nlink owner group size date] name.
+func (l *lister) cells(e entry) []string {
+	var r []string
+	if l.inode {
+		r = append(r, fmt.Sprint(e.in.Ino))
+	}
+	name := l.name(e.name) + l.indicator(e.in)
+	if l.long {
+		if e.in.IsSymlink() {
+			if t, err := l.im.f.Readlink(e.path); err == nil {
+				name = l.name(e.name) + " -> " + l.name(t)
+			}
+		}
+		size := sizeString(e.in.Size, l.human)
+		if t := e.in.Mode & syscall.S_IFMT; t == syscall.S_IFCHR || t == syscall.S_IFBLK {
+			size = fmt.Sprintf("%d, %d", e.in.Rdev>>8&0xfff, e.in.Rdev&0xff|e.in.Rdev>>12&0xfff00)
+		}
+		r = append(r, modeString(e.in.Mode), fmt.Sprint(e.in.Nlink), l.acc.UserName(e.in.UID), l.acc.GroupName(e.in.GID), size, timeString(e.in))
+	}
+	return append(r, name)
+}
+
+// row prints cells: numbers right-aligned, owner and group left-aligned
+// (as GNU ls -l), the name last and unpadded.
+func (l *lister) row(r []string, widths []int) {
+	left := map[int]bool{}
+	if l.long {
+		first := 0
+		if l.inode {
+			first = 1
+		}
+		left[first] = true   // mode
+		left[first+2] = true // owner
+		left[first+3] = true // group
+		left[first+5] = true // date
+	}
+	var b strings.Builder
+	for c, s := range r {
+		switch {
+		case c == len(r)-1:
+			b.WriteString(s)
+		case left[c]:
+			fmt.Fprintf(&b, "%-*s ", widths[c], s)
+		default:
+			fmt.Fprintf(&b, "%*s ", widths[c], s)
+		}
+	}
+	fmt.Fprintln(l.w, b.String())
+}
+
+func (l *lister) name(s string) string {
+	if l.quote {
+		return shellQuote(s)
+	}
+	return s
+}
+
+// indicator is -F's mark (none on a symlink in a long listing, which
+// shows its target instead).
+func (l *lister) indicator(in *fsys.Inode) string {
+	if !l.classify {
+		return ""
+	}
+	switch in.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return "/"
+	case syscall.S_IFLNK:
+		if l.long {
+			return ""
+		}
+		return "@"
+	case syscall.S_IFIFO:
+		return "|"
+	case syscall.S_IFSOCK:
+		return "="
+	case syscall.S_IFREG:
+		if in.Mode&0o111 != 0 {
+			return "*"
+		}
+	}
+	return ""
 }

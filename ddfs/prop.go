@@ -8,12 +8,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
 const propExamples = `  ddfs prop get disk.img                      image properties
+  ddfs prop set disk.img label backup-2024     the filesystem label (as e2label)
+  ddfs prop get --json disk.img:/var/cache
   ddfs prop set disk.img:/var/cache dedupe off   a subtree without dedupe (inherited)
   ddfs prop set disk.img:/logs compression zstd:9
   ddfs prop set disk.img compression s2          the image default
@@ -21,14 +24,15 @@ const propExamples = `  ddfs prop get disk.img                      image proper
   ddfs prop set disk.img:/archive data-tier 2    new data of the subtree on tier 2
   ddfs prop set disk.img small-data-max 64K      small extents on the metadata tier
   ddfs prop set disk.img discard async           batched online discard (see trimtool policy)
-Properties: dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit),
+Properties: label (the image only, at most 255 bytes), dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit),
 data-tier (N >= 1, 1 the fastest tier; inherit: the slowest tier);
 on the image also alloc-policy (classic, ssd-metadata, tiered),
 small-data-max (SIZE, 0 off) and discard (off, sync, async; thresholds: trimtool policy).
 `
 
 func newPropCmd() *cobra.Command {
-	c, fl, of := newCmd("prop get|set IMAGE[:PATH] [NAME [VALUE]]", "get or set properties: dedupe, compression, alloc-policy, discard", propExamples)
+	c, fl, of := newCmd("prop get|set IMAGE[:PATH] [NAME [VALUE]]", "get or set properties: label, dedupe, compression, alloc-policy, discard", propExamples)
+	asJSON := fl.Bool("json", false, "get: print a JSON object {name: value}")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		a := fl.Args()
@@ -64,6 +68,13 @@ func newPropCmd() *cobra.Command {
 				return usageErr("unknown property %q", name)
 			}
 			sort.Strings(keys)
+			if *asJSON {
+				m := map[string]jstr{}
+				for _, k := range keys {
+					m[k] = jstr(props[k])
+				}
+				return cli.JSON(stdout, m)
+			}
 			for _, k := range keys {
 				fmt.Fprintf(stdout, "%s=%s\n", k, props[k])
 			}
@@ -86,7 +97,7 @@ func getProps(im *image, path string) (map[string]string, error) {
 		if s.Dedupe {
 			dd = "on"
 		}
-		return map[string]string{"dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String(),
+		return map[string]string{"label": im.f.Store().Super().Label, "dedupe": dd, "compression": compressionName(s.Compression, s.CompressionLevel), "alloc-policy": s.AllocPolicy.String(),
 			"small-data-max": strconv.FormatUint(s.SmallDataMax, 10), "discard": s.Discard.String()}, nil
 	}
 	in, err := im.f.Resolve(path, false)
@@ -113,6 +124,9 @@ func compressionName(c format.Compression, level uint8) string {
 }
 
 func setProp(im *image, path, name, value string) error {
+	if path == "" && name == "label" {
+		return im.f.Store().SetLabel(value)
+	}
 	if path == "" {
 		return im.f.Store().UpdateSettings(func(s *format.Settings) error {
 			switch name {
@@ -140,7 +154,7 @@ func setProp(im *image, path, name, value string) error {
 				s.SmallDataMax = n
 				return nil
 			}
-			return usageErr("unknown image property %q (dedupe, compression, alloc-policy, small-data-max, discard)", name)
+			return usageErr("unknown image property %q (label, dedupe, compression, alloc-policy, small-data-max, discard)", name)
 		})
 	}
 	in, err := im.f.Resolve(path, false)

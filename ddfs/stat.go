@@ -13,22 +13,23 @@ import (
 
 // statJSON is `ddfs stat --json`.
 type statJSON struct {
-	Path   string            `json:"path"`
-	Ino    uint64            `json:"ino"`
-	Type   string            `json:"type"`
-	Mode   string            `json:"mode"` // octal permission bits
-	Nlink  uint32            `json:"nlink"`
-	UID    uint32            `json:"uid"`
-	GID    uint32            `json:"gid"`
-	Size   uint64            `json:"size"`
-	Bytes  uint64            `json:"bytes"` // bytes of extents referenced
-	Rdev   uint64            `json:"rdev"`
-	Atime  string            `json:"atime"`
-	Mtime  string            `json:"mtime"`
-	Ctime  string            `json:"ctime"`
-	Btime  string            `json:"btime"`
-	Target string            `json:"target,omitempty"`
-	Xattrs map[string]string `json:"xattrs,omitempty"`
+	Path   jstr        `json:"path"`
+	Name   jstr        `json:"name"`
+	Ino    uint64      `json:"ino"`
+	Type   string      `json:"type"`
+	Mode   string      `json:"mode"` // octal permission bits
+	Nlink  uint32      `json:"nlink"`
+	UID    uint32      `json:"uid"`
+	GID    uint32      `json:"gid"`
+	Size   uint64      `json:"size"`
+	Bytes  uint64      `json:"bytes"` // bytes of extents referenced
+	Rdev   uint64      `json:"rdev"`
+	Atime  string      `json:"atime"`
+	Mtime  string      `json:"mtime"`
+	Ctime  string      `json:"ctime"`
+	Btime  string      `json:"btime"`
+	Target jstr        `json:"target,omitempty"`
+	Xattrs []xattrJSON `json:"xattrs,omitempty"`
 }
 
 func newStatCmd() *cobra.Command {
@@ -47,25 +48,11 @@ func newStatCmd() *cobra.Command {
 			if err != nil {
 				return im.err(err)
 			}
-			s := statJSON{
-				Path: p, Ino: in.Ino, Type: fileType(in), Mode: fmt.Sprintf("%04o", in.Mode&0o7777), Nlink: in.Nlink,
-				UID: in.UID, GID: in.GID, Size: in.Size, Bytes: in.NBytes, Rdev: in.Rdev,
-				Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime), Btime: ts(in.Btime),
-			}
-			if in.IsSymlink() {
-				s.Target, _ = im.f.Readlink(p)
-			}
-			xs, err := im.f.ListXattrs(in)
+			st, err := statOf(im.f, in, p, fsys.Base(p))
 			if err != nil {
 				return im.err(err)
 			}
-			for _, x := range xs {
-				if s.Xattrs == nil {
-					s.Xattrs = map[string]string{}
-				}
-				s.Xattrs[x.Name] = string(x.Value)
-			}
-			out = append(out, s)
+			out = append(out, st)
 		}
 		if *asJSON {
 			if len(out) == 1 {
@@ -74,19 +61,38 @@ func newStatCmd() *cobra.Command {
 			return cli.JSON(stdout, out)
 		}
 		for _, s := range out {
-			fmt.Fprintf(stdout, "  File: %s:%s", im.name, s.Path)
+			fmt.Fprintf(stdout, "  File: %s:%s", im.name, string(s.Path))
 			if s.Target != "" {
-				fmt.Fprintf(stdout, " -> %s", s.Target)
+				fmt.Fprintf(stdout, " -> %s", string(s.Target))
 			}
 			fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
 			fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
-			for k, v := range s.Xattrs {
-				fmt.Fprintf(stdout, " Xattr: %s=%q\n", k, v)
+			for _, x := range s.Xattrs {
+				fmt.Fprintf(stdout, " Xattr: %s=%s\n", string(x.Name), xattrText(string(x.Value)))
 			}
 		}
 		return nil
 	}
 	return c
+}
+
+// statOf is the JSON (and text) form of one inode at image path p.
+func statOf(f *fsys.FS, in *fsys.Inode, p, name string) (statJSON, error) {
+	s := statJSON{
+		Path: jstr(p), Name: jstr(name), Ino: in.Ino, Type: fileType(in), Mode: fmt.Sprintf("%04o", in.Mode&0o7777), Nlink: in.Nlink,
+		UID: in.UID, GID: in.GID, Size: in.Size, Bytes: in.NBytes, Rdev: in.Rdev,
+		Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime), Btime: ts(in.Btime),
+	}
+	if in.IsSymlink() {
+		t, err := f.Readlink(p)
+		if err != nil {
+			return s, err
+		}
+		s.Target = jstr(t)
+	}
+	xs, err := xattrsJSON(f, in)
+	s.Xattrs = xs
+	return s, err
 }
 
 func ts(t format.Timespec) string { return fsys.Time(t).UTC().Format(time.RFC3339Nano) }

@@ -2,16 +2,16 @@ package main
 
 import (
 	"fmt"
-	"github.com/spf13/cobra"
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 )
 
 func newXattrCmd() *cobra.Command {
 	c, fl, of := newCmd("xattr get|set|list|rm IMAGE:PATH [NAME [VALUE]]", "get, set, list or remove extended attributes", "  ddfs xattr list disk.img:/bin/ping\n  ddfs xattr set disk.img:/f user.note hello\n  ddfs xattr get disk.img:/f user.note\n  ddfs xattr rm disk.img:/f user.note\n")
-	asJSON := fl.Bool("json", false, "list: print JSON {name: value}")
+	asJSON := fl.Bool("json", false, "list: print JSON [{name, value}] (values that are not UTF-8 as {\"base64\": ...})")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		a := fl.Args()
@@ -49,25 +49,20 @@ func newXattrCmd() *cobra.Command {
 				fmt.Fprintln(stdout)
 			}
 		case "list":
-			xs, err := im.f.ListXattrs(in)
+			xs, err := xattrsJSON(im.f, in)
 			if err != nil {
 				im.close()
 				return im.err(err)
 			}
 			if *asJSON {
-				m := map[string]string{}
-				for _, x := range xs {
-					m[x.Name] = string(x.Value)
-				}
 				im.close()
-				return cli.JSON(stdout, m)
+				if xs == nil {
+					xs = []xattrJSON{}
+				}
+				return cli.JSON(stdout, xs)
 			}
 			for _, x := range xs {
-				v := string(x.Value)
-				if !utf8.Valid(x.Value) {
-					v = fmt.Sprintf("%x", x.Value)
-				}
-				fmt.Fprintf(stdout, "%s=%s\n", x.Name, strconv.Quote(v))
+				fmt.Fprintf(stdout, "%s=%s\n", string(x.Name), xattrText(string(x.Value)))
 			}
 		case "set":
 			err = im.f.SetXattr(in, a[2], []byte(a[3]))

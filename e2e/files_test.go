@@ -87,7 +87,7 @@ func TestCLIRoundTrip(t *testing.T) {
 	if r := must(t, run(t, dir, "ddfs", "xattr", "get", "disk.img:/x/new", "user.k"), 0); r.stdout != "v\n" {
 		t.Fatalf("xattr get %q", r.stdout)
 	}
-	if r := must(t, run(t, dir, "ddfs", "ls", "-l", "disk.img:/x/new"), 0); !strings.HasPrefix(r.stdout, "-rw-------   1    12    34") {
+	if r := must(t, run(t, dir, "ddfs", "ls", "-l", "disk.img:/x/new"), 0); !strings.HasPrefix(r.stdout, "-rw------- 1 12 34 ") {
 		t.Fatalf("ls -l %q", r.stdout)
 	}
 	must(t, run(t, dir, "ddfs", "cp", "disk.img:/x/y/z/a.txt", "disk.img:/x/copy"), 0)

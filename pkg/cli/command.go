@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -178,6 +179,9 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 func Run(root *cobra.Command, args []string, stdout, stderr io.Writer) (*cobra.Command, error) {
 	if args == nil {
 		args = []string{}
+	}
+	if dir := os.Getenv(ManDirEnv); dir != "" {
+		return root, genMan(root, dir)
 	}
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -8,6 +8,9 @@ import (
 // the binary was built from.
 const Release = "0.15.0"
 
+// ReleaseDate is Release's date, printed in the man pages.
+const ReleaseDate = "2026-12-01"
+
 // Version returns Release with the commit the binary was built from when
 // the build recorded it ("0.15.0 (rev 1a2b3c4d5e6f, modified)").
 func Version() string {
