@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/pkg/progress"
@@ -17,10 +20,19 @@ const cpExamples = `  ddfs cp -r ./tree disk.img:/              host tree into t
   ddfs cp ./x:y disk.img:/                   a host file whose name has a colon
   ddfs cp -a disk.img:/vm disk.img:/vm-snap   a reflink copy: shares the data until written
   ddfs cp -r old.img:/home new.img:/          image to image (the target's dedupe applies)
+  echo hello | ddfs cp - disk.img:/motd       stdin into a file (mode 0666 less the umask)
+  ddfs cp disk.img:/motd - | wc -c            a file to stdout (holes as zeros)
+  ddfs cp 'disk.img:/etc/*.conf' ./out/       a pattern, expanded inside the image
 `
 
+const cpLong = `SRC "-" is stdin: the file DST is created or replaced with its bytes. DST "-" is
+stdout: the SRC files are written one after the other (holes as zeros;
+directories are refused). An image path with *, ? or [...] (quoted, so the shell
+leaves it) is a pattern matched inside the image, as scp and mcopy do; names
+starting with '.' match only a pattern starting with '.'.`
+
 func newCpCmd() *cobra.Command {
-	c, fl, of := newCmd("cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST", "copy into, out of, or inside an image", cpExamples)
+	c, fl, of := newCmd("cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST\n\n"+cpLong, "copy into, out of, or inside an image", cpExamples)
 	var o transfer.Options
 	fl.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories recursively")
 	fl.BoolVarP(&o.Recursive, "R", "R", false, "same as -r")
@@ -65,21 +77,24 @@ func newCpCmd() *cobra.Command {
 	return c
 }
 
-// copyInto copies host paths, or paths of the same or another image,
-// into an image.
+// copyInto copies host paths (or stdin, "-"), or paths of the same or
+// another image, into an image.
 func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) error {
 	im, err := of.openImage(dst.image, true)
 	if err != nil {
 		return err
 	}
+	to := abs(dst.path)
 	for _, s := range srcs {
 		switch {
+		case s.image == "" && s.path == "-":
+			err = transfer.CopyFromReader(im.f, os.Stdin, to, redirectMode(), o)
 		case s.image == "":
-			err = transfer.CopyIn(im.f, s.path, abs(dst.path), o, false)
+			err = transfer.CopyIn(im.f, s.path, to, o, false)
 		case s.image == dst.image:
-			err = transfer.CopyWithin(im.f, abs(s.path), abs(dst.path), o)
+			err = eachMatch(im, s, imageTarget(im, to, len(srcs)), func(p string) error { return transfer.CopyWithin(im.f, p, to, o) })
 		default:
-			err = copyAcross(of, s, im, abs(dst.path), o)
+			err = copyAcross(of, s, im, to, len(srcs), o)
 		}
 		if err != nil {
 			im.f.Abort()
@@ -90,25 +105,81 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 	return im.close()
 }
 
+// redirectMode is the mode a shell redirect gives a new file: 0666 less
+// the umask (0644 with the usual 022).
+func redirectMode() uint32 {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return 0o666 &^ uint32(m)
+}
+
+// eachMatch calls fn with every path the operand s of image src expands
+// to (expandPaths), after check was told how many there are.
+func eachMatch(src *image, s operand, check func(n int) error, fn func(p string) error) error {
+	ps, err := expandPaths(src, []string{abs(s.path)}, nil)
+	if err != nil {
+		return src.err(err)
+	}
+	if err := check(len(ps)); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := fn(path.Clean(p)); err != nil {
+			return src.err(err)
+		}
+	}
+	return nil
+}
+
+// imageTarget requires image path dst to be a directory when n sources
+// are copied to it, as cp does.
+func imageTarget(im *image, dst string, n int) func(int) error {
+	return func(k int) error {
+		if n+k-1 <= 1 {
+			return nil
+		}
+		if in, err := im.f.Resolve(dst, true); err != nil || !in.IsDir() {
+			return usageErr("target '%s:%s' is not a directory", im.name, dst)
+		}
+		return nil
+	}
+}
+
+// hostTarget is imageTarget for a host destination.
+func hostTarget(dst string, n int) func(int) error {
+	return func(k int) error {
+		if n+k-1 <= 1 {
+			return nil
+		}
+		if st, err := os.Stat(dst); err != nil || !st.IsDir() {
+			return usageErr("target '%s' is not a directory", dst)
+		}
+		return nil
+	}
+}
+
 // copyAcross copies a path of another image (opened read-only) into im.
-func copyAcross(of *openFlags, s operand, im *image, dst string, o transfer.Options) error {
+func copyAcross(of *openFlags, s operand, im *image, dst string, n int, o transfer.Options) error {
 	src, err := of.openImage(s.image, false)
 	if err != nil {
 		return err
 	}
-	err = transfer.CopyBetween(src.f, im.f, abs(s.path), dst, o)
+	err = eachMatch(src, s, imageTarget(im, dst, n), func(p string) error { return transfer.CopyBetween(src.f, im.f, p, dst, o) })
 	if cerr := src.close(); err == nil {
 		err = cerr
 	}
-	return src.err(err)
+	return err
 }
 
-// copyOut copies image paths to the host.
+// copyOut copies image paths to the host, or to stdout ("-").
 func copyOut(of *openFlags, srcs []operand, dst operand, o transfer.Options) error {
-	if len(srcs) > 1 {
-		if st, err := os.Stat(dst.path); err != nil || !st.IsDir() {
-			return usageErr("target '%s' is not a directory", dst.path)
-		}
+	toStdout := dst.path == "-"
+	check := hostTarget(dst.path, len(srcs))
+	if toStdout {
+		check = func(int) error { return nil } // files are written one after the other
+	}
+	if err := check(1); err != nil {
+		return err
 	}
 	for _, s := range srcs {
 		if s.image == "" {
@@ -118,14 +189,49 @@ func copyOut(of *openFlags, srcs []operand, dst operand, o transfer.Options) err
 		if err != nil {
 			return err
 		}
-		err = transfer.CopyOut(im.f, path.Clean(abs(s.path)), dst.path, o)
+		out := func(p string) error { return transfer.CopyOut(im.f, p, dst.path, o) }
+		if toStdout {
+			out = toWriter(im, os.Stdout, o)
+		}
+		err = eachMatch(im, s, check, out)
 		cerr := im.close()
 		if err != nil {
-			return im.err(err)
+			return err
 		}
 		if cerr != nil {
 			return cerr
 		}
 	}
 	return nil
+}
+
+// toWriter returns the copy of one image file to w (cp SRC -): its bytes,
+// holes as zeros; a directory is refused as cp without -r refuses one.
+func toWriter(im *image, w io.Writer, o transfer.Options) func(p string) error {
+	buf := make([]byte, 1<<20)
+	if o.Progress != nil {
+		w = progressWriter{w, o.Progress}
+	}
+	return func(p string) error {
+		in, err := im.f.Resolve(p, true)
+		if err != nil {
+			return err
+		}
+		if in.IsDir() {
+			return fmt.Errorf("%s:%s: omitting directory (only files go to stdout)", im.name, p)
+		}
+		return writeFile(im, in, p, w, buf)
+	}
+}
+
+// progressWriter tells the progress bar what was written.
+type progressWriter struct {
+	w    io.Writer
+	done func(int64)
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.done(int64(n))
+	return n, err
 }

@@ -28,7 +28,20 @@ func newRmCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		// Patterns are expanded before anything is removed.
+		var all []string
 		for _, p := range paths {
+			ms, err := expandPaths(im, []string{p}, nil)
+			if *force && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				im.close()
+				return im.err(err)
+			}
+			all = append(all, ms...)
+		}
+		for _, p := range all {
 			if path.Clean(p) == "/" {
 				im.close()
 				return usageErr("refusing to remove the root directory")

@@ -42,6 +42,9 @@ func newStatCmd() *cobra.Command {
 			return err
 		}
 		defer im.close()
+		if paths, err = expandPaths(im, paths, nil); err != nil {
+			return im.err(err)
+		}
 		var out []statJSON
 		for _, p := range paths {
 			in, err := im.f.Resolve(p, false)

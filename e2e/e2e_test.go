@@ -53,6 +53,12 @@ func run(t *testing.T, dir, name string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Dir = dir
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its exit code and output.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -35,6 +35,23 @@ func (e *UsageError) Error() string { return e.Msg }
 // Usagef returns a UsageError.
 func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
 
+// CodeError ends a command with its own exit code (diff: 1 when files
+// differ, 2 on trouble); Err, if set, is reported as any error is, and a
+// nil Err prints nothing (the command has said what it had to).
+type CodeError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodeError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *CodeError) Unwrap() error { return e.Err }
+
 // Report prints "prog: err" on one line and returns the exit code.
 func Report(w io.Writer, prog string, err error) int {
 	if err == nil {
@@ -42,6 +59,13 @@ func Report(w io.Writer, prog string, err error) int {
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return ExitOK
+	}
+	var ce *CodeError
+	if errors.As(err, &ce) {
+		if ce.Err != nil {
+			Report(w, prog, ce.Err)
+		}
+		return ce.Code
 	}
 	msg := strings.ReplaceAll(plain(err), "\n", "; ")
 	fmt.Fprintf(w, "%s: %s\n", prog, msg)

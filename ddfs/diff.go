@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+const diffLong = `Compares two trees as 'diff -rq --no-dereference' does: a line per difference,
+"Only in DIR: NAME", "Files A and B differ", "File A is a directory while file B
+is a regular file", "Symbolic links A and B differ" (links are compared by
+target, never followed). Two fifos or two sockets are the same, two devices when
+their numbers are (GNU diff calls fifos different). Each side is IMAGE:PATH or a host path, at least
+one in an image; both may be in the same image (opened once). Contents are
+compared by streaming, in bounded memory; modes, owners and times are not
+compared.`
+
+const diffExamples = `  ddfs diff disk.img:/etc /etc
+  ddfs diff disk.img:/vm disk.img:/vm-snap
+  ddfs diff old.img:/home new.img:/home && echo same
+`
+
+func newDiffCmd() *cobra.Command {
+	c, fl, of := newCmd("diff [-r] [-q] IMAGE:PATH HOSTPATH|IMAGE:PATH\n\n"+diffLong, "compare two trees (an image and the host, or two images)", diffExamples)
+	c.Annotations = map[string]string{cli.ExitCodesKey: "0 no differences, 1 differences, 2 trouble (an unreadable file, an entry fsck flags) or usage error"}
+	fl.BoolP("recursive", "r", true, "recurse (always; accepted as diff -r)")
+	fl.BoolP("brief", "q", true, "only say which files differ (always)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if fl.NArg() != 2 {
+			return usageErr("want two operands: IMAGE:PATH and HOSTPATH or IMAGE:PATH")
+		}
+		a, b := parseOperand(fl.Arg(0)), parseOperand(fl.Arg(1))
+		if a.image == "" && b.image == "" {
+			return usageErr("neither operand is in an image (use IMAGE:PATH)")
+		}
+		sides, done, err := openSides(of, a, b)
+		if err != nil {
+			return err
+		}
+		defer done()
+		d := &differ{w: c.OutOrStdout(), stderr: c.ErrOrStderr(), prog: cli.Prog(c), bufA: make([]byte, 1<<20), bufB: make([]byte, 1<<20)}
+		d.compare(sides[0], sides[1])
+		switch {
+		case d.trouble:
+			return &cli.CodeError{Code: 2}
+		case d.differ:
+			return &cli.CodeError{Code: 1}
+		}
+		return nil
+	}
+	return c
+}
+
+// side is one tree being compared: an io/fs view, the name of the entry
+// in it, and how to show it ("disk.img:/etc/x", "etc/x").
+type side struct {
+	fsys fs.FS
+	name string
+	show string
+}
+
+func (s side) child(name string) side {
+	return side{s.fsys, path.Join(s.name, name), joinPath(s.show, name)}
+}
+
+// openSides opens the images of the operands (one image once) and makes
+// the two sides; done closes the images.
+func openSides(of *openFlags, ops ...operand) ([]side, func(), error) {
+	var ims []*image
+	done := func() {
+		for _, im := range ims {
+			im.close()
+		}
+	}
+	var sides []side
+	for _, op := range ops {
+		if op.image == "" {
+			sides = append(sides, hostSide(op.path))
+			continue
+		}
+		var im *image
+		for _, o := range ims {
+			if sameFile(o.name, op.image) {
+				im = o
+			}
+		}
+		if im == nil {
+			var err error
+			if im, err = of.openImage(op.image, false); err != nil {
+				done()
+				return nil, nil, err
+			}
+			ims = append(ims, im)
+		}
+		name := path.Clean(abs(op.path))[1:]
+		if name == "" {
+			name = "."
+		}
+		sides = append(sides, side{im.f.IOFS(), name, op.String()})
+	}
+	return sides, done, nil
+}
+
+func sameFile(a, b string) bool {
+	sa, ea := os.Stat(a)
+	sb, eb := os.Stat(b)
+	return a == b || ea == nil && eb == nil && os.SameFile(sa, sb)
+}
+
+// hostSide views a host path through its parent directory, so "..", "/"
+// and absolute paths work as io/fs names.
+func hostSide(p string) side {
+	a, err := filepath.Abs(p)
+	if err != nil || a == "/" {
+		return side{os.DirFS("/"), ".", p}
+	}
+	return side{os.DirFS(filepath.Dir(a)), filepath.Base(a), p}
+}
+
+// differ is one diff run: what it printed and whether it had trouble.
+type differ struct {
+	w, stderr  io.Writer
+	prog       string
+	differ     bool
+	trouble    bool
+	bufA, bufB []byte
+}
+
+// fail reports trouble (exit 2) and goes on, as diff does.
+func (d *differ) fail(s side, err error) {
+	var ee *fsys.EntryError
+	if errors.As(err, &ee) {
+		err = &fs.PathError{Op: "read", Path: joinPath(s.show, ee.Name), Err: ee}
+	} else {
+		err = pathErrOf("diff", s.show, err)
+	}
+	cli.Report(d.stderr, d.prog, err)
+	d.trouble = true
+}
+
+func (d *differ) say(format string, args ...any) {
+	fmt.Fprintf(d.w, format+"\n", args...)
+	d.differ = true
+}
+
+// compare compares a and b, recursively for two directories.
+func (d *differ) compare(a, b side) {
+	ia, err := fs.Lstat(a.fsys, a.name)
+	if err != nil {
+		d.fail(a, err)
+		return
+	}
+	ib, err := fs.Lstat(b.fsys, b.name)
+	if err != nil {
+		d.fail(b, err)
+		return
+	}
+	ta, tb := ia.Mode().Type(), ib.Mode().Type()
+	switch {
+	case ta != tb:
+		d.say("File %s is a %s while file %s is a %s", a.show, kindName(ia), b.show, kindName(ib))
+	case ta == fs.ModeDir:
+		d.compareDirs(a, b)
+	case ta == fs.ModeSymlink:
+		la, erra := fs.ReadLink(a.fsys, a.name)
+		lb, errb := fs.ReadLink(b.fsys, b.name)
+		switch {
+		case erra != nil:
+			d.fail(a, erra)
+		case errb != nil:
+			d.fail(b, errb)
+		case la != lb:
+			d.say("Symbolic links %s and %s differ", a.show, b.show)
+		}
+	case ta.IsRegular():
+		if ia.Size() != ib.Size() {
+			d.say("Files %s and %s differ", a.show, b.show)
+		} else if same, ok := d.sameData(a, b); ok && !same {
+			d.say("Files %s and %s differ", a.show, b.show)
+		}
+	case ta == fs.ModeNamedPipe || ta == fs.ModeSocket || rdev(ia) == rdev(ib):
+		// Nothing but the type to compare (GNU diff calls two fifos
+		// different: a tree copied with cp -a would never compare equal).
+	default:
+		d.say("File %s is a %s while file %s is a %s", a.show, kindName(ia), b.show, kindName(ib))
+	}
+}
+
+// compareDirs merges the sorted listings: names on one side only, then
+// the rest compared in name order.
+func (d *differ) compareDirs(a, b side) {
+	ea, err := fs.ReadDir(a.fsys, a.name)
+	if err != nil {
+		d.fail(a, err) // the good entries came with it
+	}
+	eb, err := fs.ReadDir(b.fsys, b.name)
+	if err != nil {
+		d.fail(b, err)
+	}
+	for i, j := 0, 0; i < len(ea) || j < len(eb); {
+		switch {
+		case j == len(eb) || i < len(ea) && ea[i].Name() < eb[j].Name():
+			d.say("Only in %s: %s", a.show, ea[i].Name())
+			i++
+		case i == len(ea) || eb[j].Name() < ea[i].Name():
+			d.say("Only in %s: %s", b.show, eb[j].Name())
+			j++
+		default:
+			d.compare(a.child(ea[i].Name()), b.child(eb[j].Name()))
+			i, j = i+1, j+1
+		}
+	}
+}
+
+// sameData streams both files through fixed buffers; ok is false when
+// one could not be read (reported).
+func (d *differ) sameData(a, b side) (same, ok bool) {
+	fa, err := a.fsys.Open(a.name)
+	if err != nil {
+		d.fail(a, err)
+		return false, false
+	}
+	defer fa.Close()
+	fb, err := b.fsys.Open(b.name)
+	if err != nil {
+		d.fail(b, err)
+		return false, false
+	}
+	defer fb.Close()
+	for {
+		na, erra := io.ReadFull(fa, d.bufA)
+		nb, errb := io.ReadFull(fb, d.bufB)
+		if !eofOK(erra) {
+			d.fail(a, erra)
+			return false, false
+		}
+		if !eofOK(errb) {
+			d.fail(b, errb)
+			return false, false
+		}
+		if na != nb || !bytes.Equal(d.bufA[:na], d.bufB[:nb]) {
+			return false, true
+		}
+		if erra != nil || na == 0 {
+			return true, true
+		}
+	}
+}
+
+func eofOK(err error) bool {
+	return err == nil || err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// kindName names a file type as GNU diff does.
+func kindName(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t.IsRegular() && fi.Size() == 0:
+		return "regular empty file"
+	case t.IsRegular():
+		return "regular file"
+	case t == fs.ModeDir:
+		return "directory"
+	case t == fs.ModeSymlink:
+		return "symbolic link"
+	case t == fs.ModeNamedPipe:
+		return "fifo"
+	case t == fs.ModeSocket:
+		return "socket"
+	case t&fs.ModeCharDevice != 0:
+		return "character special file"
+	case t == fs.ModeDevice:
+		return "block special file"
+	}
+	return "weird file"
+}
+
+// rdev is the device number of an image inode or a host file.
+func rdev(fi fs.FileInfo) uint64 {
+	switch s := fi.Sys().(type) {
+	case *fsys.Inode:
+		return s.Rdev
+	case *syscall.Stat_t:
+		return uint64(s.Rdev)
+	}
+	return 0
+}
