@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +66,9 @@ func changeEach(of *openFlags, args []string, o walkOpts, build func(im *image) 
 		return fail(err)
 	}
 	var bad fsys.Refused
+	if paths, err = expandPaths(im, paths, &bad); err != nil {
+		return fail(err)
+	}
 	for _, p := range paths {
 		in, err := im.f.Resolve(p, o.deref)
 		if o.skipMissing && errors.Is(err, fs.ErrNotExist) {
@@ -242,11 +246,12 @@ func changeEachCreate(of *openFlags, args []string, noDeref, noCreate bool, buil
 		if err != nil {
 			return nil, err
 		}
-		// Create the missing operands first, in the same transaction.
+		// Create the missing operands first, in the same transaction
+		// (a pattern is expanded instead: it names what exists).
 		_, paths, _ := imageOperands(args)
 		for _, p := range paths {
 			_, err := im.f.Resolve(p, !noDeref)
-			if !errors.Is(err, fs.ErrNotExist) || noCreate {
+			if !errors.Is(err, fs.ErrNotExist) || noCreate || strings.ContainsAny(p, "*?[") {
 				continue
 			}
 			if _, err := im.f.Create(p, fsys.Attr{Mode: 0o666 &^ umask(), UID: uid(), GID: gid()}); err != nil {

@@ -57,6 +57,9 @@ func newDuCmd() *cobra.Command {
 			o.apparent = true
 		}
 		d := &duWalk{duOpts: o, im: im, w: c.OutOrStdout(), seen: map[uint64]bool{}}
+		if paths, err = expandPaths(im, paths, &d.bad); err != nil {
+			return im.err(err)
+		}
 		var sum duJSON
 		for _, p := range paths {
 			in, err := im.f.Resolve(p, false)

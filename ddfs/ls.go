@@ -60,12 +60,16 @@ func newLsCmd() *cobra.Command {
 		default:
 			return usageErr("--quoting-style: want literal or shell-escape")
 		}
-		l := &lister{lsOpts: o, im: im, w: c.OutOrStdout(), header: len(paths) > 1 || o.rec, acc: &attrspec.Accounts{}}
+		l := &lister{lsOpts: o, im: im, w: c.OutOrStdout(), acc: &attrspec.Accounts{}}
 		if o.long && !o.numeric && !o.json {
 			if l.acc, err = accountsOf(im.f); err != nil {
 				return im.err(err)
 			}
 		}
+		if paths, err = expandPaths(im, paths, &l.bad); err != nil {
+			return im.err(err)
+		}
+		l.header = len(paths) > 1 || o.rec
 		if err := l.operands(paths); err != nil {
 			return im.err(err)
 		}
@@ -98,21 +102,24 @@ type lister struct {
 	blank  bool // a listing was printed: the next directory starts with a blank line
 }
 
-// entry is one line of a listing.
-type entry struct {
+// lsEntry is one line of a listing.
+type lsEntry struct {
 	name, path string
 	in         *fsys.Inode
 }
 
 // operands lists files first, then directories, as GNU ls does.
 func (l *lister) operands(paths []string) error {
-	var files, dirs []entry
+	var files, dirs []lsEntry
+	// A symlink operand is followed unless -l, -d or -F show the link
+	// itself (GNU ls without -H/-L).
+	follow := !l.long && !l.dir && !l.classify
 	for _, p := range paths {
-		in, err := l.im.f.Resolve(p, true)
+		in, err := l.im.f.Resolve(p, follow)
 		if err != nil {
 			return err
 		}
-		e := entry{name: p, path: p, in: in}
+		e := lsEntry{name: p, path: p, in: in}
 		if in.IsDir() && !l.dir {
 			dirs = append(dirs, e)
 		} else {
@@ -135,12 +142,12 @@ func (l *lister) operands(paths []string) error {
 	return nil
 }
 
-func (l *lister) list(d entry) error {
+func (l *lister) list(d lsEntry) error {
 	kids, err := l.im.f.Children(d.in)
 	if err := l.bad.Note(d.path, err); err != nil {
 		return err
 	}
-	var ents []entry
+	var ents []lsEntry
 	if l.all {
 		parent := d.in
 		if d.path != "/" {
@@ -148,11 +155,11 @@ func (l *lister) list(d entry) error {
 				return err
 			}
 		}
-		ents = append(ents, entry{".", d.path, d.in}, entry{"..", path.Dir(d.path), parent})
+		ents = append(ents, lsEntry{".", d.path, d.in}, lsEntry{"..", path.Dir(d.path), parent})
 	}
 	for _, k := range kids {
 		if l.all || l.almost || !strings.HasPrefix(k.Entry.Name, ".") {
-			ents = append(ents, entry{k.Entry.Name, path.Join(d.path, k.Entry.Name), k.Inode})
+			ents = append(ents, lsEntry{k.Entry.Name, path.Join(d.path, k.Entry.Name), k.Inode})
 		}
 	}
 	l.sort(ents)
@@ -186,8 +193,8 @@ func (l *lister) list(d entry) error {
 }
 
 // sort orders entries by name, -t mtime or -S size (ties by name), -r reversed.
-func (l *lister) sort(ents []entry) {
-	less := func(a, b entry) bool {
+func (l *lister) sort(ents []lsEntry) {
+	less := func(a, b lsEntry) bool {
 		switch {
 		case l.byTime && a.in.Mtime != b.in.Mtime:
 			if a.in.Mtime.Sec != b.in.Mtime.Sec {
@@ -208,7 +215,7 @@ func (l *lister) sort(ents []entry) {
 }
 
 // print writes entries, with -l in columns as wide as their widest cell.
-func (l *lister) print(ents []entry) error {
+func (l *lister) print(ents []lsEntry) error {
 	if l.json {
 		for _, e := range ents {
 			s, err := statOf(l.im.f, e.in, e.path, e.name)
@@ -239,7 +246,7 @@ func (l *lister) print(ents []entry) error {
 }
 
 // cells are one entry's columns: [inode] [mode nlink owner group size date] name.
-func (l *lister) cells(e entry) []string {
+func (l *lister) cells(e lsEntry) []string {
 	var r []string
 	if l.inode {
 		r = append(r, fmt.Sprint(e.in.Ino))

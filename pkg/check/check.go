@@ -378,7 +378,7 @@ func (c *checker) checkDevices() {
 		case !ok:
 			p.Code, p.Message = DevNoItem, "no device item in the chunk tree"
 		case item.UUID != d.UUID:
-			p.Code, p.Message = DevUUID, fmt.Sprintf("device item uuid %x, superblock says %x", item.UUID, d.UUID)
+			p.Code, p.Message = DevUUID, fmt.Sprintf("device item uuid %s, superblock says %s", uuid.UUID(item.UUID), uuid.UUID(d.UUID))
 		case item.TotalBytes > uint64(d.Dev.Size()):
 			p.Code, p.Message = DevSize, fmt.Sprintf("device item says %d bytes, device has %d", item.TotalBytes, d.Dev.Size())
 		default:

@@ -85,7 +85,13 @@ func getOptional(t *btree.Tree, k format.Key) ([]byte, error) {
 // the middle are followed (relative to their directory, absolute ones
 // from the image root); the last one only if follow is set.
 func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
-	in, _, err := f.resolve(p, follow)
+	// A trailing slash names a directory (POSIX): a symlink before it is
+	// followed, and anything else is ENOTDIR ("cat img:/file/").
+	slash := len(p) > 1 && strings.HasSuffix(p, "/")
+	in, _, err := f.resolve(p, follow || slash)
+	if err == nil && slash && !in.IsDir() {
+		err = syscall.ENOTDIR
+	}
 	if err != nil {
 		return nil, &PathError{Op: "lookup", Path: p, Err: err}
 	}

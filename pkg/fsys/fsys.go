@@ -226,6 +226,12 @@ func wrapErr(op, path string, err error) error {
 	if errors.Is(err, store.ErrNoSpace) {
 		return &fs.PathError{Op: op, Path: path, Err: syscall.ENOSPC}
 	}
+	// A bare errno is the usual condition (EEXIST, EINVAL): a PathError,
+	// so the CLIs print "IMG:/dir: File exists" as coreutils do.
+	var errno syscall.Errno
+	if errors.As(err, &errno) && err == error(errno) {
+		return &fs.PathError{Op: op, Path: path, Err: errno}
+	}
 	return fmt.Errorf("%s %s: %w", op, path, err)
 }
 

@@ -5,6 +5,8 @@
 package store
 
 import (
+	"github.com/google/uuid"
+
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -204,7 +206,7 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		// A writer writes only to devices the set knows by UUID as well
 		// (FORMAT.md §3.7 step 6); fsck reports a mismatch.
 		if opt.Write && item.UUID != d.UUID {
-			return fmt.Errorf("%s: device %d has uuid %x, the chunk tree says %x: %w", d.Path, d.ID, d.UUID, item.UUID, ErrCorrupt)
+			return fmt.Errorf("%s: device %d has uuid %s, the chunk tree says %s: %w", d.Path, d.ID, uuid.UUID(d.UUID), uuid.UUID(item.UUID), ErrCorrupt)
 		}
 	}
 	return nil
