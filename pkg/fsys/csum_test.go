@@ -101,4 +101,3 @@ func csumItems(t *testing.T, tr *btree.Tree, start, end uint64) []format.Item {
 	}
 	return out
 }
-
