@@ -403,6 +403,9 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.Settings.Discard = DiscardPolicy(b[sbDiscard])
 	sb.Settings.DiscardMetadataMin = le.Uint64(b[sbDiscardMin:])
 	sb.Settings.DiscardMaxPerCommit = le.Uint64(b[sbDiscardMax:])
+	if sb.Settings.AllocPolicy > AllocTiered {
+		return nil, corruptf(nil, "superblock: allocation policy %d", b[sbAllocPol])
+	}
 	if sb.Settings.Discard > DiscardAsync {
 		return nil, corruptf(nil, "superblock: discard policy %d", b[sbDiscard])
 	}
@@ -463,6 +466,11 @@ func (sb *Superblock) validateRanges() error {
 		return corruptf(nil, "superblock: new_fsid %x with incompat 0x%x (§3.8: non-zero exactly while a fsid change is in progress)", sb.NewFSID, uint64(sb.Incompat))
 	case sb.NewFSID != [16]byte{} && sb.NewFSID == sb.FSID:
 		return corruptf(nil, "superblock: new_fsid equals fsid")
+	case sb.BytesUsed > sb.TotalBytes:
+		return corruptf(nil, "superblock: %d bytes used of %d", sb.BytesUsed, sb.TotalBytes)
+	case sb.Roots.Generation > sb.Generation:
+		// Less only after fsck restored a backup root set (§3.3).
+		return corruptf(nil, "superblock: root set of generation %d in a superblock of generation %d", sb.Roots.Generation, sb.Generation)
 	}
 	for _, t := range []TreeID{ChunkTree, ExtentTree, FSTree} {
 		if r := sb.Roots.Root(t); r.Logical == 0 || r.Level >= MaxLevel {

@@ -261,6 +261,9 @@ func TestSuperblockFieldRanges(t *testing.T) {
 		{"new_fsid without its flag", func(sb *Superblock) { sb.NewFSID = [16]byte{9} }},
 		{"fsid change flag without new_fsid", func(sb *Superblock) { sb.Incompat |= IncompatFSIDChange }},
 		{"new_fsid equal to fsid", func(sb *Superblock) { sb.NewFSID, sb.Incompat = sb.FSID, sb.Incompat|IncompatFSIDChange }},
+		{"unknown allocation policy", func(sb *Superblock) { sb.Settings.AllocPolicy = AllocTiered + 1 }},
+		{"more bytes used than the devices hold", func(sb *Superblock) { sb.BytesUsed = sb.TotalBytes + 1 }},
+		{"root set newer than the superblock", func(sb *Superblock) { sb.Roots.Generation = sb.Generation + 1 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,14 +12,7 @@ import (
 // (an I/O error, a bad checksum), every lookup fails with that error and
 // never with ErrNotFound, so no caller takes "could not read" for "absent".
 func TestReadErrorIsNotAbsence(t *testing.T) {
-	s := newMemStore(t, 4096)
-	tr := New(s, format.FSTree, format.RootPtr{})
-	for i := uint64(0); i < 400; i++ {
-		if err := tr.Insert(format.Key{ObjectID: i, Type: 1}, make([]byte, 40)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.commit()
+	s, tr := committedTree(t)
 	root, err := tr.readRoot()
 	if err != nil || root.IsLeaf() {
 		t.Fatalf("want a tree of several levels: %v", err)

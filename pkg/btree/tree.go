@@ -65,6 +65,9 @@ func (t *Tree) readRoot() (*format.Node, error) {
 	if t.root.Logical == 0 {
 		return nil, nil
 	}
+	if t.root.Logical%uint64(t.s.NodeSize()) != 0 {
+		return nil, fmt.Errorf("%v tree root at %d is not node-aligned: %w", t.id, t.root.Logical, format.ErrCorrupt)
+	}
 	n, err := t.s.ReadNode(t.id, t.root.Logical, t.root.Generation, int(t.root.Level))
 	if err != nil {
 		return nil, fmt.Errorf("%v tree root: %w", t.id, err)
@@ -74,11 +77,43 @@ func (t *Tree) readRoot() (*format.Node, error) {
 
 func (t *Tree) readChild(n *format.Node, i int) (*format.Node, error) {
 	p := n.Ptrs[i]
+	if p.Logical%uint64(t.s.NodeSize()) != 0 {
+		return nil, fmt.Errorf("%v tree node %d child %d at %d is not node-aligned: %w", t.id, n.Logical, i, p.Logical, format.ErrCorrupt)
+	}
 	c, err := t.s.ReadNode(t.id, p.Logical, p.Generation, int(n.Level)-1)
 	if err != nil {
 		return nil, fmt.Errorf("%v tree node %d child %d: %w", t.id, n.Logical, i, err)
 	}
+	if err := checkChild(n, i, c); err != nil {
+		return nil, fmt.Errorf("%v tree node %d child %d at %d: %w", t.id, n.Logical, i, p.Logical, err)
+	}
 	return c, nil
+}
+
+// checkChild is what a reader checks of a child against its parent
+// (FORMAT.md §4.1), as fsck does: a pointer key that is not the child's
+// first key, or a child reaching past the next pointer, would send
+// lookups to the wrong subtree and report present keys as absent; a
+// child newer than its parent cannot have been written before it.
+func checkChild(n *format.Node, i int, c *format.Node) error {
+	switch {
+	case c.NumItems() == 0:
+		return fmt.Errorf("empty node below the root: %w", format.ErrCorrupt)
+	case c.FirstKey() != n.Ptrs[i].Key:
+		return fmt.Errorf("first key %v, the parent's pointer says %v: %w", c.FirstKey(), n.Ptrs[i].Key, format.ErrCorrupt)
+	case i+1 < len(n.Ptrs) && !lastKey(c).Less(n.Ptrs[i+1].Key):
+		return fmt.Errorf("last key %v reaches the next pointer's %v: %w", lastKey(c), n.Ptrs[i+1].Key, format.ErrCorrupt)
+	case c.Generation > n.Generation:
+		return fmt.Errorf("generation %d, newer than the parent's %d: %w", c.Generation, n.Generation, format.ErrCorrupt)
+	}
+	return nil
+}
+
+func lastKey(n *format.Node) format.Key {
+	if n.IsLeaf() {
+		return n.Items[len(n.Items)-1].Key
+	}
+	return n.Ptrs[len(n.Ptrs)-1].Key
 }
 
 // childIndex is the index of the child whose subtree may hold key.

@@ -114,19 +114,20 @@ var (
 
 // Tree nodes (every tree).
 var (
-	TreeNoRoot    = def("TREE_NO_ROOT", PassNode, FixNone, "a tree that must exist has no root")
-	NodeTwice     = def("NODE_TWICE", PassNode, FixNone, "a node is referenced twice")
-	NodeNoChunk   = def("NODE_NO_CHUNK", PassNode, FixNone, "a node address lies in no chunk")
-	NodeChunkType = def("NODE_CHUNK_TYPE", PassNode, FixNone, "a node lies in a chunk of the wrong type")
-	NodeAlign     = def("NODE_ALIGN", PassNode, FixNone, "a node is misaligned or crosses its chunk's end")
-	TreeRootBad   = def("TREE_ROOT_BAD", PassNode, FixRepair, "no copy of a tree's root node reads (-y: the newest backup root set that checks clean replaces the roots; later generations are lost)")
-	NodeCopyBad   = def("NODE_COPY_BAD", PassNode, FixPreen, "one copy of a node is unreadable or invalid (checksum, header, owner, generation)")
-	NodeEmpty     = def("NODE_EMPTY", PassNode, FixNone, "a node below the root has no items")
-	NodeFirstKey  = def("NODE_FIRST_KEY", PassNode, FixNone, "a node's first key differs from its parent's pointer")
-	NodeOverflow  = def("NODE_OVERFLOW", PassNode, FixNone, "a node's contents overflow it")
-	NodeKeyRange  = def("NODE_KEY_RANGE", PassNode, FixNone, "a key lies outside the range its parent gives")
-	NodePtrGen    = def("NODE_PTR_GEN", PassNode, FixNone, "a child pointer is newer than its node")
-	ItemBad       = def("ITEM_BAD", PassNode, FixNone, "a chunk, device or extent tree item does not decode or contradicts its key")
+	TreeNoRoot       = def("TREE_NO_ROOT", PassNode, FixNone, "a tree that must exist has no root")
+	NodeTwice        = def("NODE_TWICE", PassNode, FixNone, "a node is referenced twice")
+	NodeNoChunk      = def("NODE_NO_CHUNK", PassNode, FixNone, "a node address lies in no chunk")
+	NodeChunkType    = def("NODE_CHUNK_TYPE", PassNode, FixNone, "a node lies in a chunk of the wrong type")
+	NodeAlign        = def("NODE_ALIGN", PassNode, FixNone, "a node is misaligned or crosses its chunk's end")
+	TreeRootBad      = def("TREE_ROOT_BAD", PassNode, FixRepair, "no copy of a tree's root node reads (-y: the newest backup root set that checks clean replaces the roots; later generations are lost)")
+	NodeCopyBad      = def("NODE_COPY_BAD", PassNode, FixPreen, "one copy of a node is unreadable or invalid (checksum, header, owner, generation)")
+	NodeEmpty        = def("NODE_EMPTY", PassNode, FixNone, "a node below the root has no items")
+	NodeFirstKey     = def("NODE_FIRST_KEY", PassNode, FixNone, "a node's first key differs from its parent's pointer")
+	NodeOverflow     = def("NODE_OVERFLOW", PassNode, FixNone, "a node's contents overflow it")
+	NodeKeyRange     = def("NODE_KEY_RANGE", PassNode, FixNone, "a key lies outside the range its parent gives")
+	NodeCopiesDiffer = def("NODE_COPIES_DIFFER", PassNode, FixNone, "two copies of a node both validate but differ byte for byte (both locations reported)")
+	NodePtrGen       = def("NODE_PTR_GEN", PassNode, FixNone, "a child pointer is newer than its node")
+	ItemBad          = def("ITEM_BAD", PassNode, FixNone, "a chunk, device or extent tree item does not decode or contradicts its key")
 )
 
 // Extents and block groups.
@@ -157,7 +158,8 @@ var (
 
 // Data (--check-data).
 var (
-	DataCopyBad = def("DATA_COPY_BAD", PassData, FixPreen, "one copy of a data sector is unreadable or fails its checksum")
+	DataCopiesDiffer = def("DATA_COPIES_DIFFER", PassData, FixNone, "two copies of a data sector both match its checksum but differ byte for byte (both locations reported)")
+	DataCopyBad      = def("DATA_COPY_BAD", PassData, FixPreen, "one copy of a data sector is unreadable or fails its checksum")
 )
 
 // The namespace and file layout (fs tree).

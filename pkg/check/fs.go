@@ -474,12 +474,14 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 		return // reported by the coverage check
 	}
 	buf := make([]byte, min(n, batch)*ss)
+	var ref *refCopies
 	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
 		cnt := min(n-first, batch)
 		start := logical + first*ss
 		c.dataRead += cnt * ss
 		c.opt.progress("data", c.dataRead, c.sb.BytesUsed, true)
 		b := buf[:cnt*ss]
+		ref = newRefCopies(ref, cnt, ss)
 		for m := 0; m < c.vol.Copies(start); m++ {
 			if err := c.vol.ReadCopy(start, b, m); err != nil {
 				if errors.Is(err, volume.ErrMissingDevice) {
@@ -490,14 +492,53 @@ func (c *checker) verifyData(logical uint64, sums []byte) {
 			}
 			for i := uint64(0); i < cnt; i++ {
 				want := sums[(first+i)*uint64(cl) : (first+i+1)*uint64(cl)]
-				if got := format.Checksum(c.sb.CsumType, b[i*ss:(i+1)*ss]); !bytes.Equal(got[:cl], want) {
+				sector := b[i*ss : (i+1)*ss]
+				if got := format.Checksum(c.sb.CsumType, sector); !bytes.Equal(got[:cl], want) {
 					p := c.dataProblem(start+i*ss, m, "data checksum mismatch")
 					p.fix = &fixData{sum: bytes.Clone(want)}
+					c.add(p)
+				} else if j, differs := ref.compare(i, m, sector); differs {
+					// Only a weak checksum lets two different sectors match.
+					p := c.dataProblem(start+i*ss, m, "")
+					p.Code = DataCopiesDiffer
+					o := c.dataProblem(start+i*ss, j, "")
+					p.Message = fmt.Sprintf("copy %d matches the checksum but differs from copy %d (devid %d at offset %d), which matches it too", m, j, o.DevID, o.Offset)
 					c.add(p)
 				}
 			}
 		}
 	}
+}
+
+// refCopies holds, per sector of a batch, the first copy that matched its
+// checksum, so the other copies are compared byte for byte with it.
+type refCopies struct {
+	buf  []byte
+	copy []int // -1: no copy matched yet
+	ss   uint64
+}
+
+func newRefCopies(r *refCopies, n, ss uint64) *refCopies {
+	if r == nil || uint64(len(r.copy)) < n {
+		r = &refCopies{buf: make([]byte, n*ss), copy: make([]int, n), ss: ss}
+	}
+	r.copy = r.copy[:n]
+	for i := range r.copy {
+		r.copy[i] = -1
+	}
+	return r
+}
+
+// compare records sector i of copy m, or reports the earlier copy it
+// differs from.
+func (r *refCopies) compare(i uint64, m int, sector []byte) (int, bool) {
+	kept := r.buf[i*r.ss : (i+1)*r.ss]
+	if r.copy[i] < 0 {
+		r.copy[i] = m
+		copy(kept, sector)
+		return 0, false
+	}
+	return r.copy[i], !bytes.Equal(kept, sector)
 }
 
 // dataProblem locates copy m of the data sector at logical.

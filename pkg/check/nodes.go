@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -69,12 +70,13 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 			continue
 		}
 		p := Problem{Code: NodeCopyBad, Tree: tree, Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}, Message: errString(err)}
-		if m < len(r.targets) {
-			p.DevID, p.Offset = r.targets[m].DevID, r.targets[m].Physical
-			if d, ok := c.vol.Device(p.DevID); ok {
-				p.Device = d.Path
-			}
-		}
+		c.locate(&p, r.targets, m)
+		c.add(p)
+	}
+	for _, m := range r.differ {
+		p := Problem{Code: NodeCopiesDiffer, Tree: tree, Logical: logical, Copy: copyNum(m),
+			Message: fmt.Sprintf("copy %d validates but differs from copy %d%s, which also validates", m, r.first, c.copyPlace(r.targets, r.first))}
+		c.locate(&p, r.targets, m)
 		c.add(p)
 	}
 	if node == nil {
@@ -211,6 +213,10 @@ type nodeRead struct {
 	node    *format.Node
 	errs    []error
 	targets []volume.Target
+	// differ are the copies that validate but differ byte for byte from
+	// copy first, the first that validates: a reader may get either.
+	differ []int
+	first  int
 }
 
 // readCopies reads and validates every copy of a node. It touches no
@@ -228,7 +234,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
 	r.targets, _ = c.vol.Locate(logical)
-	buf := make([]byte, c.sb.NodeSize)
+	buf, good := make([]byte, c.sb.NodeSize), make([]byte, c.sb.NodeSize)
 	for m := 0; m < c.vol.Copies(logical); m++ {
 		if m < len(r.targets) && c.vol.IsMissing(r.targets[m].DevID) {
 			r.errs = append(r.errs, errMissingCopy)
@@ -237,8 +243,14 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 		err := c.vol.ReadCopy(logical, buf, m)
 		if err == nil {
 			var n *format.Node
-			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil && r.node == nil {
-				r.node = n
+			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil {
+				switch {
+				case r.node == nil:
+					r.node, r.first = n, m
+					copy(good, buf)
+				case !bytes.Equal(buf, good):
+					r.differ = append(r.differ, m)
+				}
 			}
 		}
 		r.errs = append(r.errs, err)
@@ -284,4 +296,22 @@ func (pf *prefetcher) next() *nodeRead { return <-pf.out }
 func (pf *prefetcher) stop() {
 	close(pf.done)
 	pf.wg.Wait()
+}
+
+// locate puts where copy m lives into p.
+func (c *checker) locate(p *Problem, targets []volume.Target, m int) {
+	if m < len(targets) {
+		p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
+		if d, ok := c.vol.Device(p.DevID); ok {
+			p.Device = d.Path
+		}
+	}
+}
+
+// copyPlace names where copy m lives, for a message naming a second copy.
+func (c *checker) copyPlace(targets []volume.Target, m int) string {
+	if m >= len(targets) {
+		return ""
+	}
+	return fmt.Sprintf(" (devid %d at offset %d)", targets[m].DevID, targets[m].Physical)
 }

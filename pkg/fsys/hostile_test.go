@@ -265,3 +265,38 @@ func TestWritersKeepLimits(t *testing.T) {
 		t.Fatalf("reopened: %+v %v", hin, err)
 	}
 }
+
+// TestRmdirLooksForEntries: a directory whose size says 0 but which has
+// an entry (checksums valid) is not empty: rmdir and a rename over it
+// fail with ENOTEMPTY and the child stays reachable (FORMAT.md §6.2: no
+// reader or writer decides by a directory's size).
+func TestRmdirLooksForEntries(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	d, err := f.Mkdir("/d", Attr{Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/d/f", []byte("kept"))
+	if _, err := f.Mkdir("/e", Attr{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	g := craft(t, f, devs, func(tr *btree.Tree) {
+		in, err := f.Inode(d.Ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Size = 0
+		if err := tr.Put(inodeKey(d.Ino), format.MarshalInodeItem(&in.InodeItem)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := g.Remove("/d"); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Errorf("rmdir: %v, want ENOTEMPTY", err)
+	}
+	if err := g.Rename("/e", "/d"); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Errorf("rename over it: %v, want ENOTEMPTY", err)
+	}
+	if _, err := g.Resolve("/d/f", false); err != nil {
+		t.Errorf("child: %v", err)
+	}
+}

@@ -160,8 +160,8 @@ func (f *FS) removeIn(dir *Inode, name string) error {
 		return err
 	}
 	if in.IsDir() {
-		if in.Size != 0 {
-			return syscall.ENOTEMPTY
+		if empty, err := f.isEmptyDir(in.Ino); err != nil || !empty {
+			return cmp.Or(err, error(syscall.ENOTEMPTY))
 		}
 		dir.Nlink--
 	}
@@ -169,6 +169,16 @@ func (f *FS) removeIn(dir *Inode, name string) error {
 		return err
 	}
 	return f.dropLink(in)
+}
+
+// isEmptyDir looks for an entry of dir. The size is not trusted
+// (FORMAT.md §6.2): a crafted size 0 would unlink a directory with
+// children, leaving them unreachable.
+func (f *FS) isEmptyDir(dir uint64) (bool, error) {
+	empty := true
+	err := f.rtree(format.FSTree).Scan(format.Key{ObjectID: dir, Type: format.DirItemKey}, format.Key{ObjectID: dir, Type: format.DirIndexKey + 1},
+		func(format.Item) (bool, error) { empty = false; return false, nil })
+	return empty, err
 }
 
 // dropLink decrements nlink and deletes the inode with its data when no

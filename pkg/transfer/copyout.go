@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -42,14 +43,15 @@ type hostDir struct {
 	root *os.Root
 	fd   *os.File
 	dup  *os.File // a handle that outlives the directory walk, for hard links
+	path string   // host path, for messages
 }
 
-func openHostDir(r *os.Root) (*hostDir, error) {
+func openHostDir(r *os.Root, host string) (*hostDir, error) {
 	fd, err := r.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	return &hostDir{root: r, fd: fd}, nil
+	return &hostDir{root: r, fd: fd, path: host}, nil
 }
 
 func (d *hostDir) close() {
@@ -78,7 +80,7 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 	if err != nil {
 		return err
 	}
-	hd, err := openHostDir(root)
+	hd, err := openHostDir(root, dir)
 	if err != nil {
 		root.Close()
 		return err
@@ -168,7 +170,7 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 	if err != nil {
 		return err
 	}
-	sd, err := openHostDir(sub)
+	sd, err := openHostDir(sub, filepath.Join(d.path, name))
 	if err != nil {
 		sub.Close()
 		return err
@@ -179,8 +181,12 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		return err
 	}
 	for _, k := range kids {
-		if err := c.copy(k.Inode, path.Join(src, k.Entry.Name), sd, k.Entry.Name, made); err != nil {
-			return err
+		// As cp: an entry that cannot be copied (a symlink in the way
+		// that leads out of the destination, a read error) is reported
+		// and the others are still copied; the exit status says so.
+		ksrc := path.Join(src, k.Entry.Name)
+		if err := c.copy(k.Inode, ksrc, sd, k.Entry.Name, made); err != nil {
+			c.bad.Add(entryError(ksrc, filepath.Join(sd.path, k.Entry.Name), err))
 		}
 	}
 	if name == "." && !c.o.keepAttrs() {
@@ -222,11 +228,14 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 		}
 		return nil
 	})
-	if werr != nil {
-		return werr
-	}
 	if err != nil {
-		return &fs.PathError{Op: "read", Path: src, Err: err}
+		err = &fs.PathError{Op: "read", Path: src, Err: err}
+	}
+	if err = cmp.Or(werr, err); err != nil {
+		// A partial file would look complete: it goes (README, copy-out).
+		fh.Close()
+		d.root.Remove(name)
+		return err
 	}
 	if err := fh.Truncate(int64(in.Size)); err != nil {
 		return err
@@ -242,6 +251,16 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 		c.setXattrs(in, fh)
 	}
 	return c.utimes(d, name, in, 0)
+}
+
+// entryError names an entry that was not copied by its image path and
+// the host path it was to go to.
+func entryError(src, host string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == src {
+		err = pe.Err // the image path is said once
+	}
+	return &fs.PathError{Op: "copy", Path: src, Err: fmt.Errorf("not copied to %s: %w", host, err)}
 }
 
 // utimes sets atime and mtime (nanoseconds) of name in d.
