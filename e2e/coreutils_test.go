@@ -373,3 +373,30 @@ func statField(t *testing.T, dir, p, key string) string {
 	}
 	return ""
 }
+
+// TestErrorForms: errors are one line "ddfs: CMD: IMAGE:PATH: Reason" as
+// coreutils words them, and a trailing slash on a file is ENOTDIR.
+func TestErrorForms(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "d.img:/d"), 0)
+	must(t, run(t, dir, "ddfs", "touch", "d.img:/f"), 0)
+	must(t, run(t, dir, "ddfs", "ln", "-s", "d", "d.img:/l"), 0)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cat", "d.img:/f/"}, "ddfs: cat: d.img:/f/: Not a directory\n"},
+		{[]string{"mkdir", "d.img:/d"}, "ddfs: mkdir: d.img:/d: File exists\n"},
+		{[]string{"mv", "d.img:/d", "d.img:/d/x"}, "ddfs: mv: d.img:/d: Invalid argument\n"},
+		{[]string{"mv", "d.img:/nope", "d.img:/x"}, "ddfs: mv: d.img:/nope: No such file or directory\n"},
+		{[]string{"ln", "-s", "x", "d.img:/f"}, "ddfs: ln: d.img:/f: File exists\n"},
+		{[]string{"ls", "d.img:/f/"}, "ddfs: ls: d.img:/f/: Not a directory\n"},
+	} {
+		if r := run(t, dir, "ddfs", c.args...); r.code != 1 || r.stderr != c.want {
+			t.Errorf("ddfs %v: exit %d, stderr %q, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	// A trailing slash follows a symlink to a directory.
+	must(t, run(t, dir, "ddfs", "ls", "d.img:/l/"), 0)
+}

@@ -26,6 +26,9 @@ import (
 //	 77    3 reserved    zero
 const (
 	NodeHeaderSize = 80
+	// NodeFSIDEnd ends the checksum and fsid (bytes 0..47): all that a
+	// fsid change rewrites in a node (FORMAT.md §3.8).
+	NodeFSIDEnd = 48
 	// LeafItemSize: key (17) + data offset u32 (from node start) + data size u32.
 	LeafItemSize = KeySize + 8
 	// KeyPtrSize: key (17) + child logical u64 + child generation u64.
