@@ -142,3 +142,64 @@ func TestDegradedNoCopyIsEIO(t *testing.T) {
 		t.Fatalf("open with raid0 metadata half missing: %v, want EIO", err)
 	}
 }
+
+// The first write to a degraded set of small devices makes a data, a
+// metadata and a system chunk at once, all on the present devices:
+// sized from those devices at the fallback profile they fit (review: on
+// 2×256 MiB raid1 the chunks were sized from the whole set, and the
+// system chunk found no room with 146 MiB unallocated).
+func TestDegradedFirstWriteSmallDevices(t *testing.T) {
+	for _, tc := range []struct {
+		devs    int
+		profile format.Profile
+	}{{2, format.ProfileRaid1}, {3, format.ProfileRaid1C3}, {4, format.ProfileRaid10}} {
+		t.Run(tc.profile.String(), func(t *testing.T) {
+			devs := memDevs(tc.devs, 256<<20)
+			fs := create(t, devs, tc.profile, tc.profile)
+			model := map[format.Key][]byte{}
+			r := rand.New(rand.NewPCG(uint64(tc.devs), 3))
+			fillTree(t, fs, r, 200, model)
+			fs.Close()
+			keep := make([]int, tc.devs-1)
+			for i := range keep {
+				keep[i] = i
+			}
+			fs, err := openSome(t, devs, keep, true, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fs.Close()
+			tx, err := fs.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, err := tx.AllocData(100 << 10)
+			if err != nil {
+				t.Fatalf("degraded data allocation: %v", err)
+			}
+			if err := tx.FreeData(at, 100<<10, true); err != nil {
+				t.Fatal(err)
+			}
+			// A node in the same transaction, as a file copy writes.
+			k, v := format.Key{ObjectID: 1 << 20, Type: format.InodeItemKey}, []byte("x")
+			if err := tx.Tree(format.FSTree).Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			fillTree(t, fs, r, 200, model)
+			checkModel(t, fs, model)
+			kinds := map[format.ChunkType]bool{}
+			for _, bg := range fs.BlockGroups() {
+				if !fs.Vol.ChunkDegraded(bg.Chunk) {
+					kinds[bg.Chunk.Type] = true
+				}
+			}
+			if len(kinds) != 3 {
+				t.Fatalf("chunks on present devices only: %v, want data, metadata and system", kinds)
+			}
+		})
+	}
+}
