@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"syscall"
 	"testing"
 
@@ -202,4 +203,50 @@ func TestDegradedFirstWriteSmallDevices(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Balance at a profile the devices meet clears the fallback mark of the
+// chunks a degraded set made below its profiles: those it converts, and
+// those already at the wanted profile, which keep their stripes (raid1
+// chunks of a degraded raid1c3 set, balanced to raid1). The mark is gone
+// after a reopen too, and every copy holds what was written.
+func TestBalanceClearsDegradedFallback(t *testing.T) {
+	devs := memDevs(3, 1<<30)
+	fs := create(t, devs, format.ProfileRaid1C3, format.ProfileRaid1C3)
+	m := fillModel(t, fs, 5, 3)
+	fs.Close()
+	fs, err := openSome(t, devs, []int{0, 1}, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.fill(t, fs, 6, 3) // data chunks too: their use stays as it is during balance
+	fs.Close()
+	fs = reopen(t, devs, false)
+	kept := map[uint64][]format.Stripe{}
+	for _, bg := range fs.BlockGroups() {
+		if bg.Fallback() {
+			kept[bg.Chunk.Logical] = append([]format.Stripe(nil), bg.Chunk.Stripes...)
+		}
+	}
+	if len(kept) == 0 {
+		t.Fatal("no fallback chunks after degraded writes")
+	}
+	raid1 := format.ProfileRaid1
+	if _, err := fs.Balance(&raid1, &raid1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		for _, bg := range fs.BlockGroups() {
+			if bg.Fallback() || bg.Chunk.Profile != raid1 {
+				t.Fatalf("pass %d: chunk %d %v fallback %v after balance to raid1", i, bg.Chunk.Logical, bg.Chunk.Profile, bg.Fallback())
+			}
+			if s, ok := kept[bg.Chunk.Logical]; ok && !reflect.DeepEqual(s, bg.Chunk.Stripes) {
+				t.Fatalf("chunk %d already raid1 moved: %v -> %v", bg.Chunk.Logical, s, bg.Chunk.Stripes)
+			}
+		}
+		m.check(t, fs)
+		fs.Close()
+		fs = reopen(t, devs, true)
+	}
+	fs.Close()
 }
