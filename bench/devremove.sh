@@ -11,6 +11,9 @@
 # filesystem is checked (fsck.ddfs, btrfs check) and one file compared.
 # Needs root and losetup; btrfs-progs is installed with apt-get if missing.
 set -euo pipefail
+# A failing step inside $(run_ddfs) must stop that run (and then the
+# script, through the trap below), not go on with the next command.
+shopt -s inherit_errexit
 BIN=${BIN:-bin}
 SIZE=${SIZE:-2G}
 FILES=${FILES:-8}
@@ -24,19 +27,32 @@ if ! command -v mkfs.btrfs >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends btrfs-progs >/dev/null 2>&1 || true
 fi
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-devrm.XXXXXX")
-LOOPS=()
+# cleanup unmounts and detaches every loop device backed by an image in
+# $W. The runs attach them in $(...) subshells, whose variables the trap
+# never sees, so the devices are found by their backing files.
 cleanup() {
-	mountpoint -q "$W/mnt" 2>/dev/null && umount "$W/mnt"
-	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
+	local img l
+	if mountpoint -q "$W/mnt" 2>/dev/null; then
+		umount "$W/mnt" 2>/dev/null || umount -l "$W/mnt" 2>/dev/null || true
+	fi
+	for img in "$W/a.img" "$W/b.img"; do
+		[[ -e $img ]] || continue
+		for l in $(losetup -l -n -O NAME -j "$img" 2>/dev/null); do
+			losetup -d "$l" 2>/dev/null || true
+		done
+	done
 	rm -rf "$W"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 bytes=$(numfmt --from=iec "$SIZE")
 devsize=$((bytes * 2 + (1 << 30)))
 go build -o "$W/gen" ./bench/gen
 "$W/gen" big -seed 11 -n "$FILES" -size $((bytes / FILES)) "$W/src" >/dev/null
+srcfiles=("$W"/src/*)
+first=${srcfiles[0]##*/} # the file compared after each remove
 mkdir -p "$W/mnt"
 
 # pair makes two fresh loop devices of devsize bytes: A and B.
@@ -44,18 +60,15 @@ pair() {
 	rm -f "$W/a.img" "$W/b.img"
 	truncate -s "$devsize" "$W/a.img" "$W/b.img"
 	A=$(losetup -f --show "$W/a.img")
-	LOOPS+=("$A")
 	B=$(losetup -f --show "$W/b.img")
-	LOOPS+=("$B")
 }
 unpair() {
 	losetup -d "$A" "$B"
-	LOOPS=()
 	rm -f "$W/a.img" "$W/b.img"
 }
 timed() { # run the command, then sync; print wall seconds
 	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	{ echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null || echo "devremove.sh: cannot drop the page cache; timing warm" >&2
 	local t0 t1
 	t0=$(now)
 	"$@" >/dev/null
@@ -72,7 +85,7 @@ run_ddfs() {
 	local s
 	s=$(timed "$BIN/ddfs" device remove --device "$B" "$A" "$A")
 	"$BIN/fsck.ddfs" -q "$B" >/dev/null || { echo "fsck.ddfs failed after remove" >&2; exit 1; }
-	"$BIN/ddfs" cat "$B:/src/$(ls "$W/src" | head -1)" | cmp -s - "$W/src/$(ls "$W/src" | head -1)" || { echo "ddfs: file differs after remove" >&2; exit 1; }
+	"$BIN/ddfs" cat "$B:/src/$first" | cmp -s - "$W/src/$first" || { echo "ddfs: file differs after remove" >&2; exit 1; }
 	unpair
 	echo "$s"
 }
@@ -86,7 +99,7 @@ run_btrfs() {
 	sync
 	local s
 	s=$(timed btrfs device remove "$A" "$W/mnt")
-	cmp -s "$W/mnt/src/$(ls "$W/src" | head -1)" "$W/src/$(ls "$W/src" | head -1)" || { echo "btrfs: file differs after remove" >&2; exit 1; }
+	cmp -s "$W/mnt/src/$first" "$W/src/$first" || { echo "btrfs: file differs after remove" >&2; exit 1; }
 	umount "$W/mnt"
 	btrfs check --readonly "$B" >/dev/null 2>&1 || { echo "btrfs check failed after remove" >&2; exit 1; }
 	unpair

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 
@@ -99,10 +101,21 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 		if err != nil {
 			im.f.Abort()
 			im.close()
-			return im.err(err)
+			return named(im.err(err), dst)
 		}
 	}
-	return im.close()
+	return named(im.close(), dst)
+}
+
+// named gives an error that names no path (a commit out of space, a
+// device write failing) the destination operand, keeping the reason:
+// "cp: a.img:/x: record chunk 1: ...: no space left on device".
+func named(err error, dst operand) error {
+	var pe *fs.PathError
+	if err == nil || errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", dst, err)
 }
 
 // redirectMode is the mode a shell redirect gives a new file: 0666 less

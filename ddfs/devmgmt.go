@@ -150,6 +150,9 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}
 	fmt.Fprintf(stdout, "replaced device %d (%s) with device %d (%s)\n", id, oldPath, newID, spec.Path)
+	if n, dp, mp := fs.BelowProfile(); n > 0 {
+		fmt.Fprintf(stdout, "%d chunks written degraded are below the set's profiles; convert them: ddfs balance -d %v -m %v %s\n", n, dp, mp, image)
+	}
 	return nil
 }
 

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -272,27 +275,69 @@ func TestRemovedDeviceWithSuperblocks(t *testing.T) {
 	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
 }
 
-// TestDegradedReplacePerProfile: fill, delete one device file, replace it
-// with --degraded (every chunk read from its surviving copies): the set is
-// whole again, fsck (without --degraded) is clean, the files are identical.
+// TestDegradedReplacePerProfile: fill, delete one device file, write
+// degraded (chunks below the set's profile), replace the device with
+// --degraded (every chunk read from its surviving copies): the set is
+// whole again, the degraded chunks keep their profile and fallback mark
+// (as btrfs; replace says to balance), and `balance` at the set's profiles
+// converts them and clears the mark (review: df kept listing them); fsck
+// (without --degraded) is clean, the files are identical.
 func TestDegradedReplacePerProfile(t *testing.T) {
-	for _, tc := range []struct {
-		profile string
-		devs    int
-	}{{"raid1", 2}, {"raid1c3", 3}, {"raid10", 4}} {
+	for _, tc := range mirroredSets {
 		t.Run(tc.profile, func(t *testing.T) {
 			dir := t.TempDir()
-			imgs := mkfsProfile(t, dir, "256M", tc.profile, tc.devs)
-			fillDevTest(t, dir, "d0.img")
-			if err := os.Remove(filepath.Join(dir, imgs[tc.devs-1])); err != nil {
-				t.Fatal(err)
+			// mkfs gives raid10 on 4×256 MiB stripes of 89 and 102 MiB (a
+			// tenth of the set each), leaving too little to convert the
+			// degraded chunks back.
+			size := map[bool]string{false: "256M", true: "1G"}[tc.profile == "raid10"]
+			lostLast(t, dir, size, tc.profile, tc.devs, func() { fillDevTest(t, dir, "d0.img") })
+			must(t, run(t, dir, "ddfs", "mkdir", "--degraded", "d0.img:/src/written-degraded"), 0)
+			below := dfFallbacks(t, dir, "--degraded", "d0.img")
+			if len(below) == 0 {
+				t.Fatal("no fallback chunks after a degraded write")
 			}
 			must(t, run(t, dir, "ddfs", "device", "replace", "d0.img", fmt.Sprint(tc.devs), "new.img"), 1)
-			must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "d0.img", fmt.Sprint(tc.devs), "new.img"), 0)
+			r := must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "d0.img", fmt.Sprint(tc.devs), "new.img"), 0)
+			if hint := fmt.Sprintf("ddfs balance -d %s -m %s d0.img", tc.profile, tc.profile); !strings.Contains(r.stdout, hint) {
+				t.Fatalf("replace: %q does not say %q", r.stdout, hint)
+			}
 			if in := getInfo(t, dir, "new.img"); len(in.Devices) != tc.devs {
 				t.Fatalf("%d devices after replace, want %d", len(in.Devices), tc.devs)
 			}
+			if got := dfFallbacks(t, dir, "d0.img"); !reflect.DeepEqual(got, below) {
+				t.Fatalf("fallbacks after replace %v, want them kept: %v", got, below)
+			}
+			must(t, run(t, dir, "ddfs", "balance", "-d", tc.profile, "-m", tc.profile, "d0.img"), 0)
+			if got := dfFallbacks(t, dir, "d0.img"); len(got) != 0 {
+				t.Fatalf("fallbacks after balance: %v", got)
+			}
+			if out := must(t, run(t, dir, "ddfs", "df", "d0.img"), 0).stdout; strings.Contains(out, "Fallback") || strings.Count(out, " "+tc.profile+" ") != 3 {
+				t.Fatalf("df after balance lists chunks below %s:\n%s", tc.profile, out)
+			}
+			must(t, run(t, dir, "ddfs", "stat", "d0.img:/src/written-degraded"), 0)
 			sameFiles(t, dir, "d0.img")
 		})
 	}
+}
+
+// dfFallbacks is the "fallbacks" list of df --json (args: flags, IMAGE),
+// as "type/profile@logical".
+func dfFallbacks(t *testing.T, dir string, args ...string) []string {
+	t.Helper()
+	var df struct {
+		Fallbacks []struct {
+			Logical uint64 `json:"logical"`
+			Type    string `json:"type"`
+			Profile string `json:"profile"`
+		} `json:"fallbacks"`
+	}
+	r := must(t, run(t, dir, "ddfs", append([]string{"df", "--json"}, args...)...), 0)
+	if err := json.Unmarshal([]byte(r.stdout), &df); err != nil {
+		t.Fatalf("df --json: %v\n%s", err, r.stdout)
+	}
+	out := []string{}
+	for _, fb := range df.Fallbacks {
+		out = append(out, fmt.Sprintf("%s/%s@%d", fb.Type, fb.Profile, fb.Logical))
+	}
+	return out
 }

@@ -120,3 +120,23 @@ func (fs *FS) setProfiles() {
 		}
 	}
 }
+
+// belowProfile lists the chunks a degraded set made below its profiles:
+// fallback chunks not at the profile of their kind (a chunk the policy
+// placed outside its preferred tier has the set's profile).
+func (fs *FS) belowProfile() map[*BlockGroup]bool {
+	out := map[*BlockGroup]bool{}
+	for _, bg := range fs.bgs {
+		if bg.Fallback() && bg.Chunk.Profile != fs.profileFor(bg.Chunk.Type) {
+			out[bg] = true
+		}
+	}
+	return out
+}
+
+// BelowProfile returns how many chunks a degraded set made below its
+// profiles (they keep theirs through device replace, as in btrfs) and the
+// profiles `ddfs balance` converts them to.
+func (fs *FS) BelowProfile() (n int, data, meta format.Profile) {
+	return len(fs.belowProfile()), fs.dataProfile, fs.metaProfile
+}

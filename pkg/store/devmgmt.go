@@ -73,6 +73,8 @@ type relocOpts struct {
 	progress Progress
 	start    func(*Txn) error
 	planned  bool
+	// unflag says whether a chunk loses its fallback flag with the move.
+	unflag func(*BlockGroup) bool
 }
 
 // relocateAll moves every block group need selects. The first
@@ -107,7 +109,11 @@ func (fs *FS) relocateAll(need needFunc, o relocOpts) error {
 				continue
 			}
 			p, _ := need(bg)
-			if err := tx.restripe(bg, p, prefer); err != nil {
+			flags := bg.flags
+			if o.unflag != nil && o.unflag(bg) {
+				flags &^= format.BlockGroupFallback
+			}
+			if err := tx.restripe(bg, p, prefer, flags); err != nil {
 				tx.Abort()
 				return err
 			}
@@ -357,12 +363,17 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 			return 0, fmt.Errorf("%v needs at least %d devices, the set has %d: %w", *p, pi.MinDevices, len(fs.devItems), ErrCannotRelocate)
 		}
 	}
+	// A degraded set made these chunks below its profiles; once at the
+	// wanted profile (placed on present devices, so met) they are
+	// regular, whether balance moves them or finds them there.
+	below := fs.belowProfile()
+	unflag := func(bg *BlockGroup) bool { return below[bg] && bg.Fallback() }
 	need := func(bg *BlockGroup) (format.Profile, bool) {
 		want := meta
 		if bg.Chunk.Type == format.ChunkData {
 			want = data
 		}
-		if want == nil || bg.Chunk.Profile == *want {
+		if want == nil || (bg.Chunk.Profile == *want && !unflag(bg)) {
 			return 0, false
 		}
 		return *want, true
@@ -377,5 +388,5 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 	if meta != nil {
 		fs.metaProfile = *meta
 	}
-	return n, fs.relocateAll(need, relocOpts{progress: progress, planned: true})
+	return n, fs.relocateAll(need, relocOpts{progress: progress, planned: true, unflag: unflag})
 }

@@ -35,8 +35,9 @@ const (
 // restripe moves bg's chunk to a layout of profile p (its own for
 // remove/resize) on the devices placement may use, copying every byte the
 // committed state or this transaction uses, and records the new chunk
-// item. prefer is a devid new stripes go to first (0 none).
-func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
+// item. prefer is a devid new stripes go to first (0 none); flags are
+// the block group's flags after the move.
+func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64, flags uint32) error {
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
 	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
@@ -64,7 +65,7 @@ func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64) error {
 	if err := tx.copyUsed(bg, oldC, newC, fresh); err != nil {
 		return err
 	}
-	return tx.switchLayout(bg, item)
+	return tx.switchLayout(bg, item, flags)
 }
 
 // tierRank ranks devices by the distance of their tier from the tier the
@@ -201,12 +202,15 @@ func usedRanges(free []alloc.Range, start, n uint64) []alloc.Range {
 	return out
 }
 
-// switchLayout makes item the chunk's layout in memory and in the chunk
-// tree (and the block group item when the profile changed); the commit
-// writes the system chunk array from the chunk map.
-func (tx *Txn) switchLayout(bg *BlockGroup, item *format.ChunkItem) error {
+// switchLayout makes item the chunk's layout and flags the block group's,
+// in memory and in the chunk tree (and the block group item when the
+// profile or the flags changed); the commit writes the system chunk array
+// from the chunk map.
+func (tx *Txn) switchLayout(bg *BlockGroup, item *format.ChunkItem, flags uint32) error {
 	fs := tx.fs
 	old := bg.Chunk.ChunkItem
+	oldFlags := bg.flags
+	bg.flags = flags
 	if tx.freedStripes == nil {
 		tx.freedStripes = map[uint64][]alloc.Range{}
 	}
@@ -229,8 +233,8 @@ func (tx *Txn) switchLayout(bg *BlockGroup, item *format.ChunkItem) error {
 	if err := tx.trees[format.ChunkTree].Put(k, format.MarshalChunkItem(item)); err != nil {
 		return fmt.Errorf("record chunk %d: %w", bg.Chunk.Logical, err)
 	}
-	if item.Profile != old.Profile {
-		bgi := &format.BlockGroupItem{Used: bg.itemUsed, Type: item.Type, Profile: item.Profile, Flags: bg.flags}
+	if item.Profile != old.Profile || flags != oldFlags {
+		bgi := &format.BlockGroupItem{Used: bg.itemUsed, Type: item.Type, Profile: item.Profile, Flags: flags}
 		if err := tx.trees[format.ExtentTree].Put(bgKey(bg.Chunk), format.MarshalBlockGroupItem(bgi)); err != nil {
 			return fmt.Errorf("record block group %d: %w", bg.Chunk.Logical, err)
 		}

@@ -130,6 +130,30 @@ func (fs *FS) profileFor(t format.ChunkType) format.Profile {
 	}
 }
 
+// stripeWant is the wanted stripe size of a new chunk of type t on a
+// filesystem of basis bytes: a tenth of it, within chunkSizes (or
+// compactSizes) and at least minStripe.
+func (fs *FS) stripeWant(t format.ChunkType, basis uint64) uint64 {
+	want := min(chunkSizes[t], max(basis/10/mib*mib, minStripe))
+	if fs.Compact {
+		want = min(want, compactSizes[t])
+	}
+	return want
+}
+
+// presentBytes is what the present devices hold at profile p: their size
+// over its copy factor. A degraded set sizes its new chunks from it, as
+// the chunks of one transaction (data, metadata, system, dup or single)
+// must all fit on the devices left.
+func presentBytes(space []alloc.DeviceSpace, p format.Profile) uint64 {
+	var n uint64
+	for _, d := range space {
+		n += d.Size
+	}
+	pi, _ := p.Info()
+	return n / uint64(max(pi.Copies, 1))
+}
+
 // deviceSpace describes every device for the placement policy.
 func (fs *FS) deviceSpace() []alloc.DeviceSpace {
 	var out []alloc.DeviceSpace
@@ -163,16 +187,15 @@ func (tx *Txn) newChunk(t format.ChunkType) (*BlockGroup, error) {
 // policy's default); strict allows only that tier.
 func (tx *Txn) newChunkOn(t format.ChunkType, tier int, strict bool) (*BlockGroup, error) {
 	fs := tx.fs
-	want := min(chunkSizes[t], max(fs.sb.TotalBytes/10/(1<<20)*(1<<20), minStripe))
-	if fs.Compact {
-		want = min(want, compactSizes[t])
-	}
 	profile := fs.profileFor(t)
 	space := fs.presentSpace()
 	degraded := false
+	basis := fs.sb.TotalBytes
 	if fs.Degraded() {
 		profile, degraded = degradedProfile(t, profile, len(space))
+		basis = presentBytes(space, profile)
 	}
+	want := fs.stripeWant(t, basis)
 	p, err := alloc.Place(space, alloc.Request{Type: t, Profile: profile, StripeSize: want, MinStripe: minStripe, Policy: fs.sb.Settings.AllocPolicy, Compact: fs.Compact, Tier: tier, Strict: strict})
 	if err != nil {
 		return nil, err
