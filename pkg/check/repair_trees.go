@@ -72,7 +72,7 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 			f.tx.Abort()
 			return nil
 		}
-		if f.tx.DirtyNodes() > maxDirtyNodes {
+		if f.tx.DirtyNodes() > f.batch() {
 			if err := f.settleAll(); err != nil {
 				f.tx.Abort()
 				return nil
@@ -105,6 +105,14 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 		}
 	}
 	return nil
+}
+
+// batch is the dirty nodes at which a repair transaction commits.
+func (f *fixer) batch() int {
+	if f.opt.BatchNodes > 0 {
+		return f.opt.BatchNodes
+	}
+	return maxDirtyNodes
 }
 
 func (f *fixer) begin() error {
