@@ -153,7 +153,7 @@ func runCheck(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if len(args) == 0 {
 		return usage(stderr, "no device given")
 	}
-	opt := check.Options{Extra: append(args[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx}
+	opt := check.Options{Extra: append(args[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx, BatchNodes: cli.BatchNodes()}
 	var bar *progress.Status
 	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
 		bar = progress.NewStatus(f)

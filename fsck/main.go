@@ -9,5 +9,8 @@ import (
 
 func main() {
 	cli.SoftMemoryLimit(160 << 20)
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	stop := cli.Profile()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

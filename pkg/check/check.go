@@ -200,6 +200,9 @@ type Options struct {
 	// Progress, if set, is called as the check goes: the pass, what it
 	// has done and its total (0: unknown), in bytes when bytes is set.
 	Progress func(pass string, done, total uint64, bytes bool)
+	// BatchNodes bounds the nodes one repair transaction dirties before
+	// it commits and the next continues (0: maxDirtyNodes).
+	BatchNodes int
 }
 
 func (o Options) progress(pass string, done, total uint64, bytes bool) {

@@ -216,7 +216,7 @@ func (c *checker) fsItem(it format.Item) {
 			return
 		}
 		if k.Offset != 0 {
-			c.fsProblem(InodeKeyOffset, cur.ino, "inode item key offset %d, want 0", k.Offset)
+			c.fsFix(InodeKeyOffset, cur.ino, &fixData{key: k}, "inode item key offset %d, want 0", k.Offset)
 		}
 		cur.item = in
 		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
@@ -233,7 +233,7 @@ func (c *checker) fsItem(it format.Item) {
 			c.fsProblem(RootHasName, cur.ino, "the root directory has a name in directory %d", parent)
 		}
 		if parent == cur.ino {
-			c.fsProblem(RefSelfParent, cur.ino, "INODE_REF names the inode as its own parent")
+			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
 		}
 		for _, r := range refs {
 			cur.names++
@@ -274,10 +274,10 @@ func (c *checker) fsItem(it format.Item) {
 		c.dirEntries(cur)
 		idx := k.Offset
 		if in := cur.item; in != nil && in.FileType() == format.FileTypeDir && (idx < 2 || idx >= in.Seq) {
-			c.fsProblem(DirIndexRange, cur.ino, "DIR_INDEX %d (%q) is outside [2, seq %d)", idx, e.Name, in.Seq)
+			c.fsFix(DirIndexRange, cur.ino, &fixData{dir: cur.ino, index: idx}, "DIR_INDEX %d (%q) is outside [2, seq %d)", idx, e.Name, in.Seq)
 		}
 		if e.Ino == cur.ino {
-			c.fsProblem(DirEntrySelf, cur.ino, "directory entry %q names the directory itself", e.Name)
+			c.fsFix(DirEntrySelf, cur.ino, &fixData{dir: cur.ino, index: idx}, "directory entry %q names the directory itself", e.Name)
 		}
 		cur.entries++
 		if e.Type == format.FileTypeDir {
@@ -298,7 +298,7 @@ func (c *checker) fsItem(it format.Item) {
 	case format.PropItemKey:
 		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
 	default:
-		c.fsProblem(FSItemType, cur.ino, "item %v of a type the fs tree does not hold", k)
+		c.fsFix(FSItemType, cur.ino, &fixData{key: k}, "item %v of a type the fs tree does not hold", k)
 	}
 }
 
@@ -306,7 +306,7 @@ func (c *checker) fsItem(it format.Item) {
 func (c *checker) dirEntries(cur *inodeState) {
 	if t := cur.fileType(); t != 0 && t != format.FileTypeDir && !cur.notDir {
 		cur.notDir = true
-		c.fsProblem(NotDirEntries, cur.ino, "a %v has directory entries", t)
+		c.fsFix(NotDirEntries, cur.ino, &fixData{}, "a %v has directory entries", t)
 	}
 }
 
@@ -314,35 +314,36 @@ func (c *checker) dirEntries(cur *inodeState) {
 // counts its data extent reference.
 func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentItem) {
 	s := &c.fs
+	at := &fixData{key: format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}, want: cur.extEnd}
 	ss := uint64(c.sb.SectorSize)
 	t := cur.fileType()
 	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
 		cur.notFile = true
-		c.fsProblem(NotFileExtents, cur.ino, "a %v has file extents", t)
+		c.fsFix(NotFileExtents, cur.ino, &fixData{}, "a %v has file extents", t)
 	}
 	n := x.Len()
 	end := off + n
 	switch {
 	case end < off:
-		c.fsProblem(FileExtentWraps, cur.ino, "extent at %d of %d bytes passes the end of the offset space", off, n)
+		c.fsFix(FileExtentWraps, cur.ino, at, "extent at %d of %d bytes passes the end of the offset space", off, n)
 	case format.CheckFileExtentRange(off, x) != nil:
-		c.fsProblem(FileExtentTooBig, cur.ino, "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
+		c.fsFix(FileExtentTooBig, cur.ino, at, "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
 	case cur.extents > 0 && off < cur.extEnd:
-		c.fsProblem(FileExtentOvlp, cur.ino, "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
+		c.fsFix(FileExtentOvlp, cur.ino, at, "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
 	}
 	if cur.inline && cur.extents > 0 {
-		c.fsProblem(InlineNotOnly, cur.ino, "extent at %d follows an inline extent (inline must be the only extent)", off)
+		c.fsFix(InlineNotOnly, cur.ino, at, "extent at %d follows an inline extent (inline must be the only extent)", off)
 	}
 	if x.Type == format.FileExtentInline {
 		if off != 0 {
-			c.fsProblem(InlineOffset, cur.ino, "inline extent at %d (inline extents live at offset 0 only)", off)
+			c.fsFix(InlineOffset, cur.ino, at, "inline extent at %d (inline extents live at offset 0 only)", off)
 		} else if cur.extents == 0 {
 			cur.inline = true
 		}
 	}
 	if in := cur.item; in != nil {
 		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end}, "extent at %d lies wholly beyond the size %d", off, in.Size)
+			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: at.key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
 		}
 	}
 	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
@@ -411,7 +412,7 @@ func (c *checker) finishInode() {
 			c.fsFix(DirSize, cur.ino, &fixData{want: cur.entries}, "directory size %d, it has %d entries", in.Size, cur.entries)
 		}
 		if in.Seq < 2 {
-			c.fsProblem(DirSeq, cur.ino, "directory seq %d, want >= 2", in.Seq)
+			c.fsFix(DirSeq, cur.ino, &fixData{}, "directory seq %d, want >= 2", in.Seq)
 		}
 		if cur.names == 1 && cur.ino != format.RootDirIno {
 			s.dirParent[cur.ino] = cur.parent

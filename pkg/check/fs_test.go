@@ -579,6 +579,69 @@ func surgeryCases() []surgeryCase {
 				{code: ExtentBeyondSize, ino: fifo},
 			}
 		}},
+		{"a data extent overlapping the previous", func(s *surgeon) []want {
+			// /big's last extent starts 4 KiB early: -y cuts the head
+			// again, every byte stays.
+			big := s.ino("/big")
+			ext := s.extents(big)
+			last := ext[len(ext)-1]
+			x, err := format.UnmarshalFileExtentItem(last.Data)
+			must(s.t, err)
+			x.Offset -= 4096
+			x.NumBytes += 4096
+			s.del(fsT, last.Key)
+			k := last.Key
+			k.Offset -= 4096
+			s.put(fsT, k, format.MarshalFileExtentItem(x))
+			return []want{{code: FileExtentOvlp, ino: big}, {code: NBytes, ino: big}}
+		}},
+		{"a data extent after an inline one", func(s *surgeon) []want {
+			// /mid's extent also in /small: dropped again, and its
+			// reference with it.
+			small, mid := s.ino("/small"), s.ino("/mid")
+			l, _ := s.diskExtent(mid)
+			s.put(fsT, format.Key{ObjectID: small, Type: format.FileExtentKey, Offset: 4096}, s.extents(mid)[0].Data)
+			return []want{{code: InlineNotOnly, ino: small}, {code: NBytes, ino: small}, {code: ExtentRefs, logical: l}, {code: ExtentBeyondSize, ino: small}}
+		}},
+		{"an extent past the offset space", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 8192, RAMBytes: 8192}
+			s.put(fsT, format.Key{ObjectID: mid, Type: format.FileExtentKey, Offset: 1<<64 - 4096}, format.MarshalFileExtentItem(hole))
+			return []want{{code: FileExtentWraps, ino: mid}, {code: ExtentBeyondSize, ino: mid}}
+		}},
+		{"an extent past the largest file", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 8192, RAMBytes: 8192}
+			s.put(fsT, format.Key{ObjectID: mid, Type: format.FileExtentKey, Offset: format.MaxFileSize - 4096}, format.MarshalFileExtentItem(hole))
+			return []want{{code: FileExtentTooBig, ino: mid}, {code: ExtentBeyondSize, ino: mid}}
+		}},
+		{"entries in a file", func(s *surgeon) []want {
+			// /small's second name is in /mid, a file: the name goes.
+			mid, small := s.ino("/mid"), s.ino("/small")
+			s.link(mid, "x", small, format.FileTypeRegular)
+			s.inode(small, func(in *format.InodeItem) { in.Nlink++ })
+			return []want{{code: NotDirEntries, ino: mid}}
+		}},
+		{"a directory entry naming its directory", func(s *surgeon) []want {
+			la := s.ino("/la")
+			s.link(la, "me", la, format.FileTypeDir)
+			return []want{{code: DirEntrySelf, ino: la}, {code: RefSelfParent, ino: la}, {code: DirNames, ino: la}, {code: DirNlink, ino: la}}
+		}},
+		{"directory seq below 2", func(s *surgeon) []want {
+			la := s.ino("/la")
+			s.inode(la, func(in *format.InodeItem) { in.Seq = 0 })
+			return []want{{code: DirSeq, ino: la}, {code: DirIndexRange, ino: la}}
+		}},
+		{"inode item key offset", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.move(fsT, inodeKey(mid), format.Key{ObjectID: mid, Type: format.InodeItemKey, Offset: 5})
+			return []want{{code: InodeKeyOffset, ino: mid}}
+		}},
+		{"an item of an unknown type", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.put(fsT, format.Key{ObjectID: mid, Type: 200, Offset: 1}, []byte("x"))
+			return []want{{code: FSItemType, ino: mid}}
+		}},
 		{"extent beyond its decompressed bytes", func(s *surgeon) []want {
 			mid := s.ino("/mid")
 			l, _ := s.diskExtent(mid)

@@ -403,6 +403,12 @@ func (f *fixer) settleAll() error {
 		}
 	}
 	clear(f.settle)
+	for ino := range f.nbytes {
+		if err := f.recountBytes(ino); err != nil {
+			return err
+		}
+	}
+	clear(f.nbytes)
 	return nil
 }
 

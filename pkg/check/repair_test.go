@@ -104,7 +104,6 @@ func codesOf(ps []Problem, onlyLeft bool) []string {
 // fix in that case.
 var repairLeaves = map[string][]string{
 	"csum items overlap":                   {"DATA_COPY_BAD"},
-	"extents on a fifo":                    {"EXTENT_BEYOND_SIZE"}, // its extents are the damage
 	"extent beyond its decompressed bytes": {"EXTENT_UNREFERENCED", "FS_ITEM_BAD"},
 }
 
@@ -329,5 +328,39 @@ func TestRepairDedupeRebuilt(t *testing.T) {
 	must(t, err)
 	if !bytes.Equal(got, victim.Data) {
 		t.Fatalf("rebuilt entry %x, was %x", got, victim.Data)
+	}
+}
+
+// TestLayoutFixOneRound: a layout fix leaves nothing for a later round:
+// what depended on the dropped or cut item (the data extent's references,
+// nbytes, the names) is made whole by the same transaction, so no commit
+// of it has a problem the fix made.
+func TestLayoutFixOneRound(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	n := 0
+	for _, tc := range surgeryCases() {
+		s := newSurgeon(t, base)
+		tc.damage(s)
+		must(t, s.tx.Commit())
+		before := fsckDevs(t, s.devs, Options{})
+		layout := false
+		for _, p := range before.Problems {
+			layout = layout || isLayoutFix(p.Code)
+		}
+		if !layout {
+			continue
+		}
+		n++
+		vol, err := opener(s.devs)()
+		must(t, err)
+		must(t, repairRound(vol, Options{Mode: ModeRepair}.fixable(before.Problems, false), Options{Mode: ModeRepair}))
+		must(t, vol.Close())
+		if after := fsckDevs(t, s.devs, Options{}); len(after.Problems) != 0 {
+			t.Errorf("%s: after one round: %v", tc.name, after.Problems)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("%d surgery cases with layout problems", n)
 	}
 }

@@ -30,7 +30,13 @@ type fixer struct {
 	// recreated: inodes whose missing inode item this round makes anew
 	// (their names stay).
 	recreated map[uint64]bool
-	lf        uint64 // /lost+found, once found or made
+	// nbytes: inodes whose file extents a fix changed; their nbytes is
+	// recounted before the commit.
+	nbytes map[uint64]bool
+	// dropped: file extents this round drops (the size is not grown over
+	// them).
+	dropped map[format.Key]bool
+	lf      uint64 // /lost+found, once found or made
 }
 
 // fixTrees fixes the problems that change trees, in transactions. Device
@@ -38,7 +44,7 @@ type fixer struct {
 // commit rewrites every superblock copy of every device, so superblock
 // problems need a commit and nothing more.
 func fixTrees(st *store.FS, todo []Problem, opt Options) error {
-	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}, settle: map[uint64]bool{}}
+	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}, settle: map[uint64]bool{}, nbytes: map[uint64]bool{}, dropped: map[format.Key]bool{}}
 	var devs []Problem
 	for _, p := range todo {
 		switch p.Code {
@@ -46,6 +52,10 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 			devs = append(devs, p)
 		case InodeMissing:
 			f.recreated[p.Ino] = true
+		case InlineNotOnly, InlineOffset, FileExtentWraps, FileExtentTooBig:
+			if p.fix != nil {
+				f.dropped[p.fix.key] = true
+			}
 		}
 	}
 	if err := f.begin(); err != nil {
@@ -72,7 +82,7 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 			f.tx.Abort()
 			return nil
 		}
-		if f.tx.DirtyNodes() > maxDirtyNodes {
+		if f.tx.DirtyNodes() > f.batch() {
 			if err := f.settleAll(); err != nil {
 				f.tx.Abort()
 				return nil
@@ -105,6 +115,14 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 		}
 	}
 	return nil
+}
+
+// batch is the dirty nodes at which a repair transaction commits.
+func (f *fixer) batch() int {
+	if f.opt.BatchNodes > 0 {
+		return f.opt.BatchNodes
+	}
+	return maxDirtyNodes
 }
 
 func (f *fixer) begin() error {
@@ -192,6 +210,9 @@ func (f *fixer) fix(p Problem) error {
 	case InodeFlags:
 		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
 	case ExtentBeyondSize:
+		if f.dropped[x.key] {
+			return nil
+		}
 		return f.inode(p.Ino, func(in *format.InodeItem) {
 			if in.FileType() == format.FileTypeRegular { // a fifo's extents are the problem
 				in.Size = max(in.Size, x.want)
@@ -219,6 +240,9 @@ func (f *fixer) fix(p Problem) error {
 	case DirItemHash:
 		return f.rekeyDirItem(p.Ino, x.key, x.name, x.want)
 	}
+	if isLayoutFix(p.Code) {
+		return f.fixLayout(p)
+	}
 	return f.fixNames(p)
 }
 
@@ -238,7 +262,7 @@ func fixOrder(c Code) int {
 		return 0
 	case c == CsumMissing:
 		return 3
-	case isNameFix(c):
+	case isNameFix(c) || isLayoutFix(c):
 		return 2
 	}
 	return 1

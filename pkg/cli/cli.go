@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 )
 
 // Exit codes shared by ddfs, mkfs.ddfs, trimtool and dedupe-tool
@@ -101,6 +102,6 @@ func plain(err error) string {
 // IsTerminal reports whether f is a terminal (progress lines are drawn
 // only there).
 func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// A character device is not enough: /dev/null is one.
+	return term.IsTerminal(int(f.Fd()))
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"runtime/pprof"
+	"strconv"
 )
 
 // Profile starts a CPU profile into $DDFS_CPUPROFILE when it is set (for
@@ -21,4 +22,12 @@ func Profile() (stop func()) {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// BatchNodes is $DDFS_BATCH_NODES: tests make transactions small with
+// it, so a kill or an interrupt lands between many commits; 0 (unset)
+// keeps each tool's default.
+func BatchNodes() int {
+	n, _ := strconv.Atoi(os.Getenv("DDFS_BATCH_NODES"))
+	return max(n, 0)
 }

@@ -281,6 +281,29 @@ var Kinds = []Kind{
 		}
 		s.Put(fsT, k, b)
 	}},
+	{"extent-after-inline", "fs", 1, SmallDev, func(s *Surgeon) {
+		mid := s.Ino("/mid")
+		s.Put(fsT, format.Key{ObjectID: s.Ino("/small"), Type: format.FileExtentKey, Offset: 4096}, s.Get(fsT, format.Key{ObjectID: mid, Type: format.FileExtentKey}))
+	}},
+	{"extent-wraps", "fs", 1, SmallDev, func(s *Surgeon) { s.hole(s.Ino("/mid"), 1<<64-4096, 8192) }},
+	{"extent-too-big", "fs", 1, SmallDev, func(s *Surgeon) { s.hole(s.Ino("/mid"), format.MaxFileSize-4096, 8192) }},
+	{"entries-in-file", "fs", 1, SmallDev, func(s *Surgeon) {
+		small := s.Ino("/small")
+		s.link(s.Ino("/mid"), "x", small, format.FileTypeRegular)
+		s.Inode(small, func(in *format.InodeItem) { in.Nlink++ })
+	}},
+	{"entry-names-own-dir", "fs", 1, SmallDev, func(s *Surgeon) {
+		la := s.Ino("/la")
+		s.link(la, "me", la, format.FileTypeDir)
+	}},
+	{"dir-seq-zero", "fs", 1, SmallDev, func(s *Surgeon) { s.Inode(s.Ino("/la"), func(in *format.InodeItem) { in.Seq = 0 }) }},
+	{"inode-key-offset", "fs", 1, SmallDev, func(s *Surgeon) {
+		mid := s.Ino("/mid")
+		s.Move(fsT, InodeKey(mid), format.Key{ObjectID: mid, Type: format.InodeItemKey, Offset: 5})
+	}},
+	{"unknown-item-type", "fs", 1, SmallDev, func(s *Surgeon) {
+		s.Put(fsT, format.Key{ObjectID: s.Ino("/mid"), Type: 200, Offset: 1}, []byte("x"))
+	}},
 	// Xattrs.
 	{"xattr-wrong-hash", "fs", 1, SmallDev, func(s *Surgeon) {
 		k := format.Key{ObjectID: s.Ino("/big"), Type: format.XattrItemKey, Offset: format.NameHash([]byte("user.comment"))}
@@ -321,6 +344,12 @@ var Kinds = []Kind{
 			}
 		}
 	}},
+}
+
+// hole puts an explicit hole of n bytes at off into ino.
+func (s *Surgeon) hole(ino, off, n uint64) {
+	x := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: n, RAMBytes: n}
+	s.Put(fsT, format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: off}, format.MarshalFileExtentItem(x))
 }
 
 // extentRefs sets the reference count of the data extent of path.
