@@ -7,10 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"time"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
-	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/transfer"
@@ -66,10 +67,18 @@ func newCpCmd() *cobra.Command {
 			srcs = append(srcs, parseOperand(a))
 		}
 		dst := parseOperand(fl.Arg(fl.NArg() - 1))
-		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
+		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
 			bar := progress.New(f)
 			defer bar.Done()
 			o.Progress = bar.Add
+			// The total is summed beside the copy; a small tree's is
+			// there before the first line is drawn.
+			summed := make(chan struct{})
+			go func() { hostTotal(bar, srcs, o.Follow); close(summed) }()
+			select {
+			case <-summed:
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 		if dst.image != "" {
 			return copyInto(of, srcs, dst, o)
@@ -116,6 +125,21 @@ func named(err error, dst operand) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", dst, err)
+}
+
+// hostTotal gives the bar the bytes of the host sources (summed beside
+// the copy, up to a million files), so it can show a percentage and ETA.
+func hostTotal(bar *progress.Bar, srcs []operand, follow bool) {
+	var paths []string
+	for _, s := range srcs {
+		if s.image != "" || s.path == "-" {
+			return // an image or a stream: no total known up front
+		}
+		paths = append(paths, s.path)
+	}
+	if total, ok := transfer.HostBytes(paths, follow, 1<<20); ok {
+		bar.SetTotal(total)
+	}
 }
 
 // redirectMode is the mode a shell redirect gives a new file: 0666 less

@@ -1,52 +1,101 @@
-// Package progress draws a byte counter on a terminal: one line on stderr,
-// redrawn at most ten times a second. Callers use it only when stderr is a
-// terminal.
+// Package progress draws progress on a terminal: one line on stderr,
+// redrawn at most ten times a second, with what is done of the total, the
+// rate and the time left when the total is known. Callers use it only
+// when stderr is a terminal (cli.IsTerminal) and the user did not ask -q.
 package progress
 
 import (
 	"fmt"
-	"os"
+	"io"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-// Bar is the counter.
+// Bar is a byte counter.
 type Bar struct {
-	w     *os.File
+	w     io.Writer
 	label string
+	mu    sync.Mutex
 	n     uint64
+	total uint64 // 0: not known (yet)
 	start time.Time
 	last  time.Time
+	width int // of the last line drawn, to clear it
 }
 
-// New starts a counter on w.
-func New(w *os.File) *Bar { return NewLabeled(w, "copied") }
+// New starts a counter of bytes copied on w.
+func New(w io.Writer) *Bar { return NewLabeled(w, "copied") }
 
 // NewLabeled starts a counter whose bytes are called label ("read").
-func NewLabeled(w *os.File, label string) *Bar {
+func NewLabeled(w io.Writer, label string) *Bar {
 	return &Bar{w: w, label: label, start: time.Now()}
 }
 
-// Add counts n more bytes.
+// SetTotal gives the bytes the work will count (known late: a walk may
+// sum them while the work runs). Safe from any goroutine.
+func (p *Bar) SetTotal(n uint64) {
+	p.mu.Lock()
+	p.total = n
+	p.mu.Unlock()
+}
+
+// Add counts n more bytes. Safe from any goroutine.
 func (p *Bar) Add(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.n += uint64(n)
 	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond {
 		p.last = now
-		p.draw()
+		p.draw(now)
 	}
 }
 
-func (p *Bar) draw() {
-	secs := time.Since(p.start).Seconds()
-	rate := float64(p.n) / max(secs, 1e-9)
-	fmt.Fprintf(p.w, "\r%12s %s  %10s/s  %5.1fs ", units.Human(p.n), p.label, units.Human(uint64(rate)), secs)
+// Line is the text of the counter after secs: "1.2G of 4.0G  30%
+// 512M/s  ETA 0:05 copied", or without a total "1.2G copied  512M/s  3s".
+func Line(done, total uint64, secs float64, label string) string {
+	rate := float64(done) / max(secs, 1e-3)
+	if total == 0 || done > total {
+		return fmt.Sprintf("%s %s  %s/s  %s", units.Short(done), label, units.Short(uint64(rate)), clock(secs))
+	}
+	eta := "--:--"
+	if rate > 0 && done > 0 {
+		eta = clock(float64(total-done) / rate)
+	}
+	return fmt.Sprintf("%s of %s %3d%%  %s/s  ETA %s %s", units.Short(done), units.Short(total), done*100/max(total, 1),
+		units.Short(uint64(rate)), eta, label)
 }
 
-// Done draws the final state.
+// clock renders seconds as m:ss (h:mm:ss past an hour, >99h past that).
+func clock(secs float64) string {
+	s := int(min(secs, 1e9) + 0.5)
+	if s >= 100*3600 {
+		return ">99h"
+	}
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+func (p *Bar) draw(now time.Time) {
+	line := Line(p.n, p.total, now.Sub(p.start).Seconds(), p.label)
+	pad := ""
+	if len(line) < p.width {
+		pad = strings.Repeat(" ", p.width-len(line))
+	}
+	p.width = len(line)
+	fmt.Fprintf(p.w, "\r%s%s", line, pad)
+}
+
+// Done draws the final state and ends the line.
 func (p *Bar) Done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.n > 0 {
-		p.draw()
+		p.draw(time.Now())
 		fmt.Fprintln(p.w)
 	}
 }

@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// onTerminal runs a shell command line with a pty for its stdin, stdout
+// and stderr (script(1)) and returns what the terminal got.
+func onTerminal(t *testing.T, dir, line string) string {
+	t.Helper()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) for a pty")
+	}
+	cmd := exec.Command(script, "-qec", line, "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s on a terminal: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
+
+// TestCopyProgress: on a terminal cp draws done of total, a percentage, a
+// rate and the time left, and ends its line; piped or with -q it says
+// nothing.
+func TestCopyProgress(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	for _, n := range []string{"a", "b", "c"} {
+		b := make([]byte, 6<<20)
+		rand.Read(b)
+		os.WriteFile(filepath.Join(dir, "src", n), b, 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	out := onTerminal(t, dir, "ddfs cp -r src d.img:/")
+	body := strings.TrimSuffix(out, "\r\n") // the tty turns the final \n into \r\n
+	last := body[strings.LastIndex(body, "\r")+1:]
+	if !strings.Contains(last, "18M of 18M 100%") || !strings.Contains(last, "/s  ETA 0:00 copied") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("cp on a terminal drew %q", out)
+	}
+	if q := onTerminal(t, dir, "ddfs cp -q -r src d.img:/q"); q != "" {
+		t.Errorf("cp -q on a terminal: %q", q)
+	}
+	if r := must(t, run(t, dir, "ddfs", "cp", "-r", "src", "d.img:/piped"), 0); r.stderr != "" {
+		t.Errorf("cp piped: stderr %q", r.stderr)
+	}
+}
