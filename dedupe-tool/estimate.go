@@ -18,8 +18,8 @@ import (
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const estimateExamples = `  dedupe-tool estimate ./backups                 a host folder
-  dedupe-tool estimate backup.img:/home          a folder of an image
+const estimateExamples = `  dedupe-tool estimate ./backups                 # a host folder
+  dedupe-tool estimate backup.img:/home          # a folder of an image
   dedupe-tool estimate --block 128K --compress zstd:3 --json vm.raw
 
 Reads the data once for every block size, hashing on every core. Memory:

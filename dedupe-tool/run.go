@@ -15,9 +15,9 @@ import (
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const runExamples = `  dedupe-tool run backup.img                     every file, the image's block and hash
+const runExamples = `  dedupe-tool run backup.img                     # every file, the image's block and hash
   dedupe-tool run --block 64K --json backup.img:/vm
-  dedupe-tool run --dry-run backup.img           what a run would free (an estimate)
+  dedupe-tool run --dry-run backup.img           # what a run would free (an estimate)
 
 Every block not yet in an indexed extent is hashed; a block seen before
 becomes a reference to its extent, a new one gets its own indexed extent,
