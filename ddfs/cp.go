@@ -70,6 +70,7 @@ func newCpCmd() *cobra.Command {
 		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
 			bar := progress.New(f)
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
 			// The total is summed beside the copy; a small tree's is
 			// there before the first line is drawn.

@@ -52,3 +52,21 @@ func TestCopyProgress(t *testing.T) {
 		t.Errorf("cp piped: stderr %q", r.stderr)
 	}
 }
+
+// TestCopyProgressInterrupted: Ctrl-C during a copy on a terminal ends the
+// bar's line and the copy still dies of SIGINT (exit 130 from the shell).
+func TestCopyProgressInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "d.img"), 0)
+	// A stream that stalls after 10 MiB keeps the copy running (and its
+	// bar drawn) when the signal comes.
+	out := onTerminal(t, dir, `(head -c 10M /dev/urandom; sleep 3) | ddfs cp - d.img:/big & p=$!; sleep 1; kill -INT $p; wait $p; echo "exit=$?"`)
+	if !strings.Contains(out, "exit=130") {
+		t.Fatalf("cp was not killed by SIGINT: %q", out)
+	}
+	before := out[:strings.Index(out, "exit=130")]
+	if !strings.Contains(before, "10M copied") || !strings.HasSuffix(before, "\r\n") {
+		t.Errorf("the bar's line was not ended before the shell went on: %q", before)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
+}

@@ -7,8 +7,11 @@ package progress
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ddfs/ddfs/pkg/units"
@@ -88,6 +91,22 @@ func (p *Bar) draw(now time.Time) {
 	}
 	p.width = len(line)
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
+}
+
+// EndLineOnInterrupt makes SIGINT and SIGTERM end the bar's line before
+// the process dies of them as it would have (the shell's next prompt
+// starts on a line of its own). For tools that handle neither signal
+// themselves: the signal is raised again once the bar lets go of it.
+func (p *Bar) EndLineOnInterrupt() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-ch
+		p.mu.Lock()
+		fmt.Fprintln(p.w)
+		signal.Stop(ch)
+		syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+	}()
 }
 
 // Done draws the final state and ends the line.
