@@ -25,8 +25,14 @@ type openFlags struct {
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) {
-	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
+	o.addCommon(fl)
 	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
+}
+
+// addCommon registers the open flags but --wait (batch commands have
+// their own, with a duration).
+func (o *openFlags) addCommon(fl *pflag.FlagSet) {
+	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
 	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 	fl.BoolVar(&o.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use the surviving copies; new chunks go to the present devices)")
 }
