@@ -17,10 +17,10 @@ import (
 // (info, df): the open flags, with the batch ones in place of a plain
 // --wait.
 func newBatchCmd(use, short, examples string) (*cobra.Command, *openFlags, *batch.Flags) {
-	c := cli.NewCommand(use+"\n\n"+batch.MemoryHelp, short, examples)
+	c := cli.NewCommand(use+"\n\n"+short+".\n\n"+batch.MemoryHelp, short, examples)
 	c.ValidArgsFunction = completeOperand
 	of, bf := &openFlags{cmd: c}, &batch.Flags{}
-	of.addCommon(c.Flags())
+	of.addFlags(c.Flags(), false)
 	bf.Add(c.Flags(), false)
 	return c, of, bf
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	c, fl := newCmd("status [--json] IMAGE... [--from FILE]\n\n"+batch.MemoryHelp, "logical/physical bytes, savings, index size",
+	c, fl := newCmd("status [--json] IMAGE... [--from FILE]\n\nLogical and physical bytes, savings, index size.\n\n"+batch.MemoryHelp, "logical/physical bytes, savings, index size",
 		"  dedupe-tool status backup.img\n  dedupe-tool status --json -j 4 --from images.txt   # JSON Lines, one object per set\n")
 	asJSON := fl.Bool("json", false, "print JSON")
 	var stats cli.Stats
