@@ -67,6 +67,7 @@ bench: build
 	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
+	BIN=$(BIN) bench/batch.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,
