@@ -98,12 +98,23 @@ func (p *Bar) draw(now time.Time) {
 // starts on a line of its own). For tools that handle neither signal
 // themselves: the signal is raised again once the bar lets go of it.
 func (p *Bar) EndLineOnInterrupt() {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(s) { // a background job keeps ignoring SIGINT
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return
+	}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(ch, sigs...)
 	go func() {
 		sig := <-ch
 		p.mu.Lock()
 		fmt.Fprintln(p.w)
+		p.width = 0
+		p.mu.Unlock()
 		signal.Stop(ch)
 		syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 	}()
