@@ -68,7 +68,7 @@ const examples = `  fsck.ddfs disk.img
   fsck.ddfs --list-codes
   fsck.ddfs -j 2 --json --from images.txt    # JSON Lines, one object per set
   fsck.ddfs --shard auto/4 --from images.txt # pod $JOB_COMPLETION_INDEX of 4
-  fsck.ddfs --device /elsewhere/hdd1.img ssd0.img
+  fsck.ddfs --device elsewhere/hdd1.img ssd0.img
 `
 
 // options are fsck.ddfs's flags.

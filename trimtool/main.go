@@ -25,10 +25,10 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const examples = `  trimtool -v disk.img                 discard all free space; per device bytes and discards
-  trimtool --dry-run --json a.img      what would be discarded
-  trimtool -m 1M -o 0 -l 10G disk.img  only free ranges of 1 MiB or more in the first 10 GiB
-  trimtool policy disk.img             show the online discard policy
+const examples = `  trimtool -v disk.img                 # discard all free space; per device bytes and discards
+  trimtool --dry-run --json a.img      # what would be discarded
+  trimtool -m 1M -o 0 -l 10G disk.img  # only free ranges of 1 MiB or more in the first 10 GiB
+  trimtool policy disk.img             # show the online discard policy
   trimtool policy disk.img async --metadata-min 2M --max-bytes-per-commit 1G
 Image files get holes punched (they give their space back to the host); block devices get
 BLKDISCARD. Allocated space, superblocks and the first MiB are never touched. A full run
