@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
 	smallData := fl.String("small-data-max", "0", "data extents up to SIZE go to the metadata tier while it has room (ssd-metadata, tiered; 0 off)")
 	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")
-	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin)")
+	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin; plain, gzip, zstd, xz or bzip2)")
 	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
 	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
 	forceGID := fl.Int64("force-gid", -1, "make GID the group of every file")

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPty returns a pseudo-terminal's controlling and terminal ends.
+func openPty(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("ptsname: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("open pts: %v", err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// runIn runs a binary with stdin from a file.
+func runIn(t *testing.T, dir, stdin, name string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Dir = dir
+	in, err := os.Open(filepath.Join(dir, stdin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var o, e bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &o, &e
+	err = cmd.Run()
+	r := result{stdout: o.String(), stderr: e.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func sh(t *testing.T, dir, script string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// statOf is "mtime mode uid gid" of an image path, from ddfs stat --json.
+func statOf(t *testing.T, dir, imgPath string) string {
+	t.Helper()
+	r := must(t, run(t, dir, "ddfs", "stat", "--json", imgPath), 0)
+	var st struct {
+		Mode     string
+		UID, GID uint32
+		Mtime    string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("stat --json %s: %v\n%s", imgPath, err, r.stdout)
+	}
+	mt, err := time.Parse(time.RFC3339Nano, st.Mtime)
+	if err != nil {
+		t.Fatalf("stat --json %s: mtime %q", imgPath, st.Mtime)
+	}
+	return fmt.Sprintf("%d %s %d %d", mt.Unix(), strings.TrimLeft(st.Mode, "0"), st.UID, st.GID)
+}
+
+// TestTarGNU: archives made by GNU tar (the model), compressed four ways,
+// restore directory mtimes and the "./" entry's mode, owner and time on
+// the target, through mkfs --tar and tar-in; tar-out's "./" carries the
+// directory's own; a missing target is made; empty input fails; tar-out
+// refuses a terminal.
+func TestTarGNU(t *testing.T) {
+	if _, err := exec.LookPath("tar"); err != nil {
+		t.Skip("no tar")
+	}
+	dir := t.TempDir()
+	sh(t, dir, `mkdir -p src/d/e && echo hi > src/d/e/f && echo x > src/g
+		chmod 750 src && chmod 700 src/d/e
+		touch -d @1000000000 src/d/e/f src/g && touch -d @1100000000 src/d/e && touch -d @1200000000 src/d && touch -d @1300000000 src
+		tar --numeric-owner --owner=7 --group=8 -C src -cf t.tar .
+		gzip -c t.tar > t.tar.gz; zstd -q -c t.tar > t.tar.zst; xz -c t.tar > t.tar.xz; bzip2 -c t.tar > t.tar.bz2`)
+	want := map[string]string{"": "1300000000 750 7 8", "/d": "1200000000 755 7 8", "/d/e": "1100000000 700 7 8", "/g": "1000000000 644 7 8"}
+	check := func(img, root string) {
+		t.Helper()
+		for p, w := range want {
+			if got := statOf(t, dir, img+":"+root+p); got != w {
+				t.Errorf("%s:%s%s: %s, want %s", img, root, p, got, w)
+			}
+		}
+	}
+	for _, name := range []string{"t.tar", "t.tar.gz", "t.tar.zst", "t.tar.xz", "t.tar.bz2"} {
+		img := name + ".img"
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "--tar", name, img), 0)
+		check(img, "")
+		// tar-in into a directory it makes (its parent exists).
+		must(t, runIn(t, dir, name, "ddfs", "tar-in", img+":/new"), 0)
+		check(img, "/new")
+		must(t, run(t, dir, "fsck.ddfs", img), 0)
+	}
+	// The parent missing: named, not the first entry below it.
+	r := must(t, runIn(t, dir, "t.tar", "ddfs", "tar-in", "t.tar.img:/missing/sub"), 1)
+	if strings.TrimSpace(r.stderr) != "ddfs: tar-in: t.tar.img:/missing: No such file or directory" {
+		t.Errorf("tar-in below a missing directory: %q", r.stderr)
+	}
+	// tar-out of a directory: "./" first, with the directory's own.
+	r = must(t, run(t, dir, "ddfs", "tar-out", "t.tar.img:/d"), 0)
+	os.WriteFile(filepath.Join(dir, "d.tar"), []byte(r.stdout), 0o644)
+	cmd := exec.Command("tar", "--numeric-owner", "--full-time", "-tvf", "d.tar")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	if f := strings.Fields(first); len(f) < 6 || f[0] != "drwxr-xr-x" || f[1] != "7/8" || f[3]+" "+f[4] != "2008-01-10 21:20:00" || f[5] != "./" {
+		t.Errorf("tar -tv of tar-out: first line %q", first)
+	}
+	// Empty input is not an archive.
+	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644)
+	r = must(t, runIn(t, dir, "empty", "ddfs", "tar-in", "t.tar.img:/"), 1)
+	if !strings.Contains(r.stderr, "This does not look like a tar archive") {
+		t.Errorf("empty tar-in: %q", r.stderr)
+	}
+	r = must(t, runIn(t, dir, "empty", "mkfs.ddfs", "-q", "-b", "64M", "--tar", "-", "e.img"), 1)
+	if _, err := os.Stat(filepath.Join(dir, "e.img")); err == nil || !strings.Contains(r.stderr, "This does not look like a tar archive") {
+		t.Errorf("mkfs --tar of empty input: %q, image left: %v", r.stderr, err == nil)
+	}
+	// A terminal on stdout: refused, nothing written to it.
+	m, s := openPty(t)
+	cmd = exec.Command(filepath.Join(binDir, "ddfs"), "tar-out", "t.tar.img")
+	cmd.Dir = dir
+	var e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = s, &e
+	got := make(chan int)
+	go func() { // drain the terminal, so a wrong tar-out cannot block on it
+		n, _ := io.Copy(io.Discard, m)
+		got <- int(n)
+	}()
+	err = cmd.Run()
+	s.Close() // the last terminal end: the reader sees EIO
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 || !strings.Contains(e.String(), "Refusing to write archive contents to terminal") {
+		t.Errorf("tar-out to a terminal: %v %q", err, e.String())
+	}
+	if n := <-got; n > 0 {
+		t.Errorf("tar-out wrote %d bytes to the terminal", n)
+	}
+}
