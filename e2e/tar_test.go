@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,5 +169,52 @@ func TestTarGNU(t *testing.T) {
 	}
 	if n := <-got; n > 0 {
 		t.Errorf("tar-out wrote %d bytes to the terminal", n)
+	}
+}
+
+// TestCpSpecialFiles: cp -r recreates fifos and device nodes in the image
+// and out of it, as GNU cp -r does; out of it without the right to mknod
+// a device, it names the device, copies the rest and exits 1.
+func TestCpSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir), binDir} { // nobody runs a copy below
+		os.Chmod(d, 0o755)
+	}
+	sh(t, dir, `mkdir -p tree/sub && echo a > tree/a && echo b > tree/sub/z && mkfifo tree/zfifo && mknod tree/sub/null c 1 3`)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "s.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-r", "tree", "s.img:/"), 0)
+	for p, want := range map[string]string{"/tree/zfifo": "fifo", "/tree/sub/null": "char"} {
+		r := must(t, run(t, dir, "ddfs", "stat", "--json", "s.img:"+p), 0)
+		var st struct{ Type string }
+		json.Unmarshal([]byte(r.stdout), &st)
+		if !strings.Contains(st.Type, want) {
+			t.Errorf("%s in the image: type %q, want %s", p, st.Type, want)
+		}
+	}
+	must(t, run(t, dir, "ddfs", "cp", "-r", "s.img:/tree", "out"), 0)
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(dir, "out/zfifo"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		t.Errorf("out/zfifo: %v mode %o", err, st.Mode)
+	}
+	if err := unix.Lstat(filepath.Join(dir, "out/sub/null"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+		t.Errorf("out/sub/null: %v mode %o rdev %x", err, st.Mode, st.Rdev)
+	}
+	// As nobody: no mknod of a device.
+	os.Chmod(filepath.Join(dir, "s.img"), 0o644)
+	os.Mkdir(filepath.Join(dir, "nob"), 0o755)
+	os.Chown(filepath.Join(dir, "nob"), 65534, 65534)
+	cmd := exec.Command(filepath.Join(binDir, "ddfs"), "cp", "-r", "s.img:/tree", "nob/out")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "s.img:/tree/sub/null: Operation not permitted") {
+		t.Fatalf("cp -r out as nobody: %v %q", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "nob/out/sub/z")); err != nil || string(b) != "b\n" {
+		t.Errorf("nob/out/sub/z after the refused device: %q %v", b, err)
+	}
+	if err := unix.Lstat(filepath.Join(dir, "nob/out/zfifo"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		t.Errorf("nob/out/zfifo: %v", err)
 	}
 }

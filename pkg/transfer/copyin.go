@@ -181,8 +181,9 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		}
 		return c.finish(in, src, st)
 	default:
-		if !c.o.Archive {
-			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
+		// Fifos, devices and sockets are made anew, as GNU cp -r does.
+		if !c.o.Archive && !c.o.Recursive {
+			return fmt.Errorf("%s: not a regular file, directory or symlink (use -r or -a to copy special files)", src)
 		}
 		if sys != nil {
 			a.Rdev = uint64(sys.Rdev)
