@@ -218,3 +218,36 @@ func TestCpSpecialFiles(t *testing.T) {
 		t.Errorf("nob/out/zfifo: %v", err)
 	}
 }
+
+// TestImageFullKeepsCopied: ENOSPC in the middle of a cp -r keeps every
+// file copied before it, whole, and not the one it hit (nor a part of it).
+func TestImageFullKeepsCopied(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	for _, n := range names {
+		os.WriteFile(filepath.Join(dir, "in", n), bytes.Repeat([]byte(n), 12<<20), 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "small.img"), 0)
+	r := must(t, run(t, dir, "ddfs", "cp", "-r", "in", "small.img:/"), 1)
+	msg := strings.TrimSpace(r.stderr)
+	failed, ok := strings.CutPrefix(msg, "ddfs: cp: small.img:/in/")
+	failed, ok2 := strings.CutSuffix(failed, ": No space left on device")
+	if !ok || !ok2 || len(failed) != 1 || failed == "a" {
+		t.Fatalf("stderr %q: want one line naming the file after at least one copied", msg)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "small.img"), 0)
+	ls := must(t, run(t, dir, "ddfs", "ls", "small.img:/in"), 0)
+	var kept []string
+	for _, n := range names {
+		if n < failed {
+			kept = append(kept, n)
+			if c := must(t, run(t, dir, "ddfs", "cat", "small.img:/in/"+n), 0); c.stdout != strings.Repeat(n, 12<<20) {
+				t.Errorf("/in/%s: %d bytes, not the file", n, len(c.stdout))
+			}
+		}
+	}
+	if got := strings.Fields(ls.stdout); strings.Join(got, " ") != strings.Join(kept, " ") {
+		t.Errorf("after ENOSPC at %s: /in holds %q, want %q", failed, got, kept)
+	}
+}

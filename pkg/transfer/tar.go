@@ -65,6 +65,9 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 		if err := noSymlinkParents(f, dir, rel); err != nil {
 			return err
 		}
+		if err := f.CommitIfLow(uint64(max(h.Size, 0))); err != nil { // ENOSPC costs one entry
+			return err
+		}
 		if err := tarEntry(f, tr, tap, h, dst, dir, buf, o); err != nil {
 			return err
 		}
