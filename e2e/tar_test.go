@@ -251,3 +251,43 @@ func TestImageFullKeepsCopied(t *testing.T) {
 		t.Errorf("after ENOSPC at %s: /in holds %q, want %q", failed, got, kept)
 	}
 }
+
+// TestMkfsInterrupted: SIGINT or SIGTERM in the middle of mkfs -r removes
+// the image file it created and kills it by the signal; an image file
+// that was there before is not removed.
+func TestMkfsInterrupted(t *testing.T) {
+	src := "/usr/local/go/src"
+	if _, err := os.Stat(src); err != nil {
+		t.Skip("no large tree to copy")
+	}
+	dir := t.TempDir()
+	start := func(img string, sig syscall.Signal) error {
+		cmd := exec.Command(filepath.Join(binDir, "mkfs.ddfs"), "-q", "-b", "1G", "-r", src, img)
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Signal(sig)
+		return cmd.Wait()
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		err := start("new.img", sig)
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != sig {
+			t.Fatalf("%v: mkfs ended with %v, want killed by the signal", sig, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "new.img")); !os.IsNotExist(err) {
+			t.Fatalf("%v: the image mkfs created is still there (%v)", sig, err)
+		}
+	}
+	// A file it was told to overwrite is not its to delete.
+	os.WriteFile(filepath.Join(dir, "old.img"), nil, 0o644)
+	os.Truncate(filepath.Join(dir, "old.img"), 1<<30)
+	if err := start("old.img", syscall.SIGINT); err == nil {
+		t.Fatal("interrupted mkfs exited 0")
+	}
+	if st, err := os.Stat(filepath.Join(dir, "old.img")); err != nil || st.Size() != 1<<30 {
+		t.Fatalf("the pre-existing image: %v", err)
+	}
+}

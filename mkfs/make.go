@@ -171,7 +171,10 @@ func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
 		defer bar.Done()
 		o.Progress = bar.Add
 	}
+	clean := onInterrupt()
+	o.Created = clean.add
 	made, err := mkfs.Make(o)
+	clean.done()
 	if err != nil {
 		return err
 	}

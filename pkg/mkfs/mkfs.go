@@ -53,6 +53,9 @@ type Options struct {
 	Shrink bool
 	// Settings: dedupe and compression.
 	Settings format.Settings
+	// Created, if set, is told each image file Make creates (the caller
+	// removes them if it is interrupted, as Make does when it fails).
+	Created func(path string)
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -137,6 +140,9 @@ func Make(o Options) (*fsys.FS, error) {
 		opened = append(opened, dev)
 		if isNew {
 			created = append(created, s.Path)
+			if o.Created != nil {
+				o.Created(s.Path)
+			}
 		} else if err := checkExisting(dev, s.Path, o.Force); err != nil {
 			return nil, err
 		}
