@@ -291,3 +291,42 @@ func TestMkfsInterrupted(t *testing.T) {
 		t.Fatalf("the pre-existing image: %v", err)
 	}
 }
+
+// TestMkfsDiscard: mkfs discards the whole device first, so a reused
+// image file gives its old blocks back; -K/--nodiscard keeps them.
+func TestMkfsDiscard(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "reused.img")
+	fill := func() {
+		f, err := os.Create(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 8<<20)
+		for i := range b {
+			b[i] = byte(i*7 + i>>9) // no signature, not zeros
+		}
+		f.WriteAt(b, 16<<20)
+		f.Truncate(64 << 20)
+		f.Close()
+		if a := allocated(t, img); a < 8<<20 {
+			t.Fatalf("filled image: %d bytes allocated", a)
+		}
+	}
+	fill()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "reused.img"), 0)
+	after := allocated(t, img)
+	if after > 1<<20 {
+		t.Errorf("after mkfs: %d bytes still allocated, want the old 8 MiB discarded", after)
+	}
+	t.Logf("after mkfs of a reused 8 MiB-filled image: %d KiB allocated", after>>10)
+	must(t, run(t, dir, "fsck.ddfs", "reused.img"), 0)
+	for _, k := range []string{"-K", "--nodiscard"} {
+		fill()
+		must(t, run(t, dir, "mkfs.ddfs", "-q", k, "reused.img"), 0)
+		if a := allocated(t, img); a < 8<<20 {
+			t.Errorf("mkfs %s: %d bytes allocated, want the old 8 MiB kept", k, a)
+		}
+		must(t, run(t, dir, "fsck.ddfs", "reused.img"), 0)
+	}
+}

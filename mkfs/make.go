@@ -39,6 +39,7 @@ func newRoot() *cobra.Command {
 	fl.SortFlags = false
 	byteCount := fl.StringP("byte-count", "b", "", "size of image files to create (K, M, G, T suffixes)")
 	force := fl.BoolP("force", "f", false, "overwrite an existing filesystem or partition table")
+	nodiscard := fl.BoolP("nodiscard", "K", false, "do not discard the devices first (by default the whole device: BLKDISCARD, or hole punching on an image file)")
 	label := fl.StringP("label", "L", "", "filesystem label")
 	uuidStr := fl.StringP("uuid", "U", "", "filesystem UUID (default: random)")
 	data := fl.StringP("data", "d", "", "data profile: single, dup, raid0, raid1, raid1c3, raid10")
@@ -70,7 +71,7 @@ func newRoot() *cobra.Command {
 			return cli.Usagef("no device given")
 		}
 		return makeFS(args, c.OutOrStdout(), c.ErrOrStderr(), flagValues{
-			byteCount: *byteCount, force: *force, label: *label, uuid: *uuidStr, data: *data, meta: *meta,
+			byteCount: *byteCount, force: *force, nodiscard: *nodiscard, label: *label, uuid: *uuidStr, data: *data, meta: *meta,
 			sector: *sector, node: *node, csum: *csum, policy: *policy, smallData: *smallData,
 			rootdir: *rootdir, tarFile: *tarFile, allRoot: *allRoot, forceUID: *forceUID, forceGID: *forceGID,
 			shrink: *shrink, dedupe: *dedupe, dedupeBlock: *dedupeBlock, dedupeHash: *dedupeHash,
@@ -85,13 +86,13 @@ type flagValues struct {
 	byteCount, label, uuid, data, meta, sector, node, csum, policy, smallData string
 	rootdir, tarFile, dedupeBlock, dedupeHash, chunking, compress             string
 	forceUID, forceGID                                                        int64
-	force, allRoot, shrink, dedupe, verify, quiet, verbose, asJSON            bool
+	force, nodiscard, allRoot, shrink, dedupe, verify, quiet, verbose, asJSON bool
 	stats                                                                     cli.Stats
 }
 
 // makeFS creates the filesystem on the DEVICE operands.
 func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
-	o := mkfs.Options{Force: f.force, Label: f.label}
+	o := mkfs.Options{Force: f.force, NoDiscard: f.nodiscard, Label: f.label}
 	var err error
 	if f.byteCount != "" {
 		if o.ByteCount, err = units.ParseSize(f.byteCount); err != nil {
