@@ -5,12 +5,13 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
 func newTarInCmd() *cobra.Command {
-	c, fl, of := newCmd("tar-in IMAGE[:DIR] < archive.tar", "extract a tar archive from stdin into an image", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n")
+	c, fl, of := newCmd("tar-in IMAGE[:DIR] < archive.tar", "extract a tar archive (plain, gzip, zstd, xz or bzip2) from stdin into an image", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar.gz\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		img, dir, err := imageDir(fl.Args())
 		if err != nil {
@@ -37,6 +38,11 @@ func newTarOutCmd() *cobra.Command {
 		img, dir, err := imageDir(fl.Args())
 		if err != nil {
 			return err
+		}
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			// GNU tar's words and exit code (2): a usage error, the cure
+			// is a redirection.
+			return usageErr("Refusing to write archive contents to terminal (redirect stdout or pipe it)")
 		}
 		im, err := of.openImage(img, false)
 		if err != nil {

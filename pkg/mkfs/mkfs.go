@@ -53,6 +53,13 @@ type Options struct {
 	Shrink bool
 	// Settings: dedupe and compression.
 	Settings format.Settings
+	// NoDiscard keeps the devices' old blocks allocated (mkfs -K); by
+	// default the whole device is discarded first, as mkfs.btrfs and
+	// mke2fs do, so a reused image file gives its old blocks back.
+	NoDiscard bool
+	// Created, if set, is told each image file Make creates (the caller
+	// removes them if it is interrupted, as Make does when it fails).
+	Created func(path string)
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -137,11 +144,19 @@ func Make(o Options) (*fsys.FS, error) {
 		opened = append(opened, dev)
 		if isNew {
 			created = append(created, s.Path)
+			if o.Created != nil {
+				o.Created(s.Path)
+			}
 		} else if err := checkExisting(dev, s.Path, o.Force); err != nil {
 			return nil, err
 		}
 		if dev.Size() < MinDeviceSize {
 			return nil, fmt.Errorf("%s: %d bytes is too small (at least %d MiB)", s.Path, dev.Size(), MinDeviceSize>>20)
+		}
+		if !o.NoDiscard && !isNew {
+			// Advisory, as in mkfs.btrfs: a device that cannot discard
+			// (or an error doing it) leaves the old blocks, nothing else.
+			_ = dev.Discard(0, dev.Size())
 		}
 		p.Devices = append(p.Devices, newDevice(dev, s, baseDir))
 	}

@@ -128,6 +128,11 @@ func (c *copier) copyDirContents(src, dst string) error {
 
 // copy copies one host entry to image path dst.
 func (c *copier) copy(src, dst string, st os.FileInfo) error {
+	// Near full, what is copied is committed entry by entry, so ENOSPC
+	// costs only the entry it hits.
+	if err := c.f.CommitIfLow(uint64(max(st.Size(), 0))); err != nil {
+		return err
+	}
 	sys, _ := st.Sys().(*syscall.Stat_t)
 	if c.o.Archive && sys != nil && !st.IsDir() && sys.Nlink > 1 {
 		id := [2]uint64{uint64(sys.Dev), sys.Ino}
@@ -181,8 +186,9 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		}
 		return c.finish(in, src, st)
 	default:
-		if !c.o.Archive {
-			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
+		// Fifos, devices and sockets are made anew, as GNU cp -r does.
+		if !c.o.Archive && !c.o.Recursive {
+			return fmt.Errorf("%s: not a regular file, directory or symlink (use -r or -a to copy special files)", src)
 		}
 		if sys != nil {
 			a.Rdev = uint64(sys.Rdev)
