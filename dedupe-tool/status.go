@@ -23,7 +23,7 @@ func newStatusCmd() *cobra.Command {
 		if len(args) != 1 {
 			return cli.Usagef("want one IMAGE")
 		}
-		fs, err := store.Open([]string{args[0]}, volume.Options{Degraded: *degraded})
+		fs, err := store.Open([]string{args[0]}, volume.Options{Degraded: *degraded, Extra: extraDevices})
 		if err != nil {
 			return err
 		}

@@ -78,6 +78,21 @@ func openNBD(spec string, opt OpenOptions) (Device, error) {
 	return d, nil
 }
 
+// RemoteError is a failed request to a network device. The tools name the
+// device from it when they shorten an error to "IMAGE:PATH: reason".
+type RemoteError struct {
+	Device string
+	Err    error
+}
+
+func (e *RemoteError) Error() string { return e.Err.Error() }
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// fail wraps a request's error with the device and what was asked.
+func (d *nbdDevice) fail(format string, a ...any) error {
+	return &RemoteError{Device: d.name, Err: fmt.Errorf(format, a...)}
+}
+
 func (d *nbdDevice) exp() *nbdExport { return d.conn.exp }
 
 func (d *nbdDevice) Size() int64  { return d.exp().size }
@@ -98,7 +113,7 @@ func (d *nbdDevice) ReadAt(p []byte, off int64) (int, error) {
 	if err := d.pieces(off, p[:n], func(o int64, b []byte) error {
 		return d.conn.do(nbdCmdRead, 0, uint64(o), uint32(len(b)), nil, b)
 	}); err != nil {
-		return 0, fmt.Errorf("read %s at %d+%d: %w", d.name, off, n, err)
+		return 0, d.fail("read %s at %d+%d: %w", d.name, off, n, err)
 	}
 	return n, eof
 }
@@ -129,7 +144,7 @@ func (d *nbdDevice) WriteAt(p []byte, off int64) (int, error) {
 		return d.conn.do(nbdCmdWrite, flags, uint64(o), uint32(len(b)), b, nil)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("write %s at %d+%d: %w", d.name, off, len(p), err)
+		return 0, d.fail("write %s at %d+%d: %w", d.name, off, len(p), err)
 	}
 	return len(p), nil
 }
@@ -188,7 +203,7 @@ func (d *nbdDevice) Flush() error {
 		return nil
 	}
 	if err := d.conn.do(nbdCmdFlush, 0, 0, 0, nil, nil); err != nil {
-		return fmt.Errorf("flush %s: %w", d.name, err)
+		return d.fail("flush %s: %w", d.name, err)
 	}
 	return nil
 }
@@ -207,7 +222,7 @@ func (d *nbdDevice) Discard(off, length int64) error {
 	}
 	for _, c := range discardChunks(off, length, int64(d.exp().minBlock), 1<<30) {
 		if err := d.conn.do(nbdCmdTrim, 0, uint64(c[0]), uint32(c[1]), nil, nil); err != nil {
-			return fmt.Errorf("discard %s at %d+%d: %w", d.name, c[0], c[1], err)
+			return d.fail("discard %s at %d+%d: %w", d.name, c[0], c[1], err)
 		}
 	}
 	return nil
