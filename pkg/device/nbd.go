@@ -172,10 +172,14 @@ func (d *nbdDevice) aligned(op string, off, n int64) error {
 	return nil
 }
 
-// pieces runs fn on payload-sized pieces of p concurrently and returns
-// the first error.
+// nbdPiece is the request size large I/O is cut into: a multi-threaded
+// server works on the pieces in parallel (32 MiB writes to nbdkit's
+// memory plugin went 4x faster cut into 2 MiB pieces).
+const nbdPiece = 2 << 20
+
+// pieces runs fn on pieces of p concurrently and returns the first error.
 func (d *nbdDevice) pieces(off int64, p []byte, fn func(int64, []byte) error) error {
-	max := int(d.exp().maxPayload)
+	max := int(min(d.exp().maxPayload, nbdPiece))
 	if len(p) <= max {
 		return fn(off, p)
 	}
