@@ -65,7 +65,7 @@ func imageDir(args []string) (string, string, error) {
 	}
 	o := parseOperand(args[0])
 	if o.image == "" {
-		if st, err := os.Stat(args[0]); err == nil && !st.IsDir() {
+		if st, err := os.Stat(args[0]); isImageFile(args[0]) || err == nil && !st.IsDir() {
 			return args[0], "/", nil
 		}
 		return "", "", usageErr("%s: no such image", args[0])

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -150,6 +151,12 @@ func estimateOne(e *dedupe.Estimator, arg string) error {
 // splitImage splits IMAGE:DIR when the text before the colon is an
 // existing file (as ddfs operands; "./" forces a host path).
 func splitImage(arg string) (img, dir string) {
+	if spec, p, hasPath, ok := device.SplitRemote(arg); ok {
+		if !hasPath || p == "" {
+			p = "/"
+		}
+		return spec, p
+	}
 	i := strings.IndexByte(arg, ':')
 	if i <= 0 || strings.HasPrefix(arg, "./") {
 		return "", arg

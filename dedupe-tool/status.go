@@ -35,7 +35,7 @@ func newStatusCmd() *cobra.Command {
 			if plan.Batch && !*asJSON {
 				stdout = &batch.Prefixed{W: stdout, Prefix: s.Path() + ": "}
 			}
-			return status(s, stdout, stderr, volume.Options{Degraded: *degraded}, string(stats), *asJSON, plan.Batch)
+			return status(s, stdout, stderr, volume.Options{Degraded: *degraded, Extra: extraDevices}, string(stats), *asJSON, plan.Batch)
 		})
 		return err
 	}

@@ -205,6 +205,11 @@ func checkSizes(sector, node uint32) error {
 
 // openTarget opens an existing device or creates a sparse image file.
 func openTarget(path string, size uint64) (device.Device, bool, error) {
+	if device.IsRemote(path) {
+		// An export has the size its server gives it, like a block device.
+		dev, err := device.Open(path, device.OpenOptions{Mode: device.ReadWrite})
+		return dev, false, err
+	}
 	_, statErr := os.Stat(path)
 	if errors.Is(statErr, os.ErrNotExist) && !strings.Contains(filepath.Base(path), "@") {
 		if size == 0 {
@@ -288,6 +293,9 @@ func newDevice(dev device.Device, s DeviceSpec, baseDir string) store.NewDevice 
 // folder scan finds it, and an image must not depend on its own file name
 // (reproducible images, FORMAT.md §4.3).
 func pathHint(path, baseDir string) string {
+	if device.IsRemote(path) {
+		return path // shown in messages, never followed (volume.HintPath)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path

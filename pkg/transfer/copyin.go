@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
@@ -442,10 +443,17 @@ func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, done
 	}
 }
 
+// unwrapErrno narrows err to its errno for "IMG:/f: Input/output error";
+// a network device's failure keeps the device's name, so the line can say
+// which server failed.
 func unwrapErrno(err error) error {
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno
+	if !errors.As(err, &errno) {
+		return err
 	}
-	return err
+	var re *device.RemoteError
+	if errors.As(err, &re) {
+		return &device.RemoteError{Device: re.Device, Err: errno}
+	}
+	return errno
 }

@@ -260,11 +260,9 @@ func isOneOf(p string, files map[string]os.FileInfo) bool {
 // original set (FORMAT.md §3.7).
 func (v *Volume) CheckOwnHint(devid uint64, hint string) error {
 	d, ok := v.devs[devid]
-	if !ok || hint == "" {
+	hint, follow := v.HintPath(hint)
+	if !ok || !follow {
 		return nil
-	}
-	if !filepath.IsAbs(hint) {
-		hint = filepath.Join(v.Dir, hint)
 	}
 	if isOneOf(hint, map[string]os.FileInfo{filepath.Clean(d.Path): statOrNil(d.Path)}) {
 		return nil
