@@ -166,10 +166,7 @@ func runExample(t *testing.T, script string) (int, string) {
 
 // pending are examples known not to work yet, each with why; a line that
 // contains a key is reported (t.Log) and not run. Keep this empty.
-var pending = map[string]string{
-	"zcat x.tar.gz | ddfs tar-in":   "tar-in into a missing folder fails until tar-in creates it (issue 15)",
-	"bin/ddfs tar-in disk.img:/opt": "tar-in into a missing folder fails until tar-in creates it (issue 15)",
-}
+var pending = map[string]string{}
 
 func pendingFor(t *testing.T, line string) bool {
 	for k, why := range pending {

@@ -38,26 +38,14 @@ func openPty(t *testing.T) (*os.File, *os.File) {
 	return m, s
 }
 
-// runIn runs a binary with stdin from a file.
-func runIn(t *testing.T, dir, stdin, name string, args ...string) result {
+// runFileIn runs a binary with stdin from a file of dir.
+func runFileIn(t *testing.T, dir, stdin, name string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, name), args...)
-	cmd.Dir = dir
-	in, err := os.Open(filepath.Join(dir, stdin))
+	b, err := os.ReadFile(filepath.Join(dir, stdin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	var o, e bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &o, &e
-	err = cmd.Run()
-	r := result{stdout: o.String(), stderr: e.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return runIn(t, dir, b, name, args...)
 }
 
 func sh(t *testing.T, dir, script string) {
@@ -117,12 +105,12 @@ func TestTarGNU(t *testing.T) {
 		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "--tar", name, img), 0)
 		check(img, "")
 		// tar-in into a directory it makes (its parent exists).
-		must(t, runIn(t, dir, name, "ddfs", "tar-in", img+":/new"), 0)
+		must(t, runFileIn(t, dir, name, "ddfs", "tar-in", img+":/new"), 0)
 		check(img, "/new")
 		must(t, run(t, dir, "fsck.ddfs", img), 0)
 	}
 	// The parent missing: named, not the first entry below it.
-	r := must(t, runIn(t, dir, "t.tar", "ddfs", "tar-in", "t.tar.img:/missing/sub"), 1)
+	r := must(t, runFileIn(t, dir, "t.tar", "ddfs", "tar-in", "t.tar.img:/missing/sub"), 1)
 	if strings.TrimSpace(r.stderr) != "ddfs: tar-in: t.tar.img:/missing: No such file or directory" {
 		t.Errorf("tar-in below a missing directory: %q", r.stderr)
 	}
@@ -142,11 +130,11 @@ func TestTarGNU(t *testing.T) {
 	}
 	// Empty input is not an archive.
 	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644)
-	r = must(t, runIn(t, dir, "empty", "ddfs", "tar-in", "t.tar.img:/"), 1)
+	r = must(t, runFileIn(t, dir, "empty", "ddfs", "tar-in", "t.tar.img:/"), 1)
 	if !strings.Contains(r.stderr, "This does not look like a tar archive") {
 		t.Errorf("empty tar-in: %q", r.stderr)
 	}
-	r = must(t, runIn(t, dir, "empty", "mkfs.ddfs", "-q", "-b", "64M", "--tar", "-", "e.img"), 1)
+	r = must(t, runFileIn(t, dir, "empty", "mkfs.ddfs", "-q", "-b", "64M", "--tar", "-", "e.img"), 1)
 	if _, err := os.Stat(filepath.Join(dir, "e.img")); err == nil || !strings.Contains(r.stderr, "This does not look like a tar archive") {
 		t.Errorf("mkfs --tar of empty input: %q, image left: %v", r.stderr, err == nil)
 	}
