@@ -72,3 +72,28 @@ func TestCopyProgressInterrupted(t *testing.T) {
 	}
 	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
 }
+
+// TestTarProgress: tar-in from an archive file shows done of its size
+// with an ETA, tar-out the bytes written (stdout redirected, stderr the
+// terminal); -q says nothing.
+func TestTarProgress(t *testing.T) {
+	dir := t.TempDir()
+	b := make([]byte, 8<<20)
+	rand.Read(b)
+	os.WriteFile(filepath.Join(dir, "f"), b, 0o644)
+	if out, err := exec.Command("tar", "-cf", filepath.Join(dir, "a.tar"), "-C", dir, "f").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	in := onTerminal(t, dir, "ddfs tar-in d.img:/x < a.tar")
+	if !regexp.MustCompile(`(8\.\dM) of (8\.\dM) 100%  [^ ]+/s  ETA 0:00 read *\r\n$`).MatchString(in) {
+		t.Errorf("tar-in on a terminal drew %q", in)
+	}
+	out := onTerminal(t, dir, "ddfs tar-out d.img:/x > /dev/null")
+	if !regexp.MustCompile(`8\.\dM written  [^ ]+/s  0:0\d *\r\n$`).MatchString(out) {
+		t.Errorf("tar-out on a terminal drew %q", out)
+	}
+	if q := onTerminal(t, dir, "ddfs tar-out -q d.img:/x > /dev/null; ddfs tar-in -q d.img:/y < a.tar"); q != "" {
+		t.Errorf("-q on a terminal: %q", q)
+	}
+}

@@ -129,3 +129,27 @@ func (p *Bar) Done() {
 		fmt.Fprintln(p.w)
 	}
 }
+
+// Reader counts the bytes read through it on Bar.
+type Reader struct {
+	R   io.Reader
+	Bar *Bar
+}
+
+func (r Reader) Read(p []byte) (int, error) {
+	n, err := r.R.Read(p)
+	r.Bar.Add(int64(n))
+	return n, err
+}
+
+// Writer counts the bytes written through it on Bar.
+type Writer struct {
+	W   io.Writer
+	Bar *Bar
+}
+
+func (w Writer) Write(p []byte) (int, error) {
+	n, err := w.W.Write(p)
+	w.Bar.Add(int64(n))
+	return n, err
+}
