@@ -7,8 +7,6 @@ import (
 	"path"
 	"strings"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -16,6 +14,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
+	"github.com/ddfs/ddfs/pkg/transfer"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
@@ -46,10 +45,15 @@ func newEstimateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-			bar := progress.New(f)
+		var bar *progress.Bar // ended before the report is printed
+		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
+			bar = progress.NewLabeled(f, "read")
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
+			if total, ok := hostTotal(args); ok {
+				bar.SetTotal(total)
+			}
 		}
 		e, err := dedupe.NewEstimator(o)
 		if err != nil {
@@ -64,6 +68,7 @@ func newEstimateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		bar.Done()
 		if *asJSON {
 			return cli.JSON(stdout, res)
 		}
@@ -113,6 +118,28 @@ func estimateOptions(blocks, chunking, compress, memory string) (dedupe.Estimate
 
 // estimateOne adds a host folder or file, or an image (IMAGE:DIR, or a
 // file holding ddfs) to the estimate.
+// hostTotal is the bytes estimate will read when every operand is a host
+// folder or a plain file (a ddfs image's total is not known up front).
+func hostTotal(args []string) (uint64, bool) {
+	for _, a := range args {
+		if img, _ := splitImage(a); img != "" {
+			return 0, false
+		}
+		if st, err := os.Stat(a); err == nil && !st.IsDir() {
+			f, err := os.Open(a)
+			if err != nil {
+				return 0, false
+			}
+			kind := mkfs.Detect(f, st.Size())
+			f.Close()
+			if kind == "ddfs filesystem" {
+				return 0, false
+			}
+		}
+	}
+	return transfer.HostBytes(args, true, 1<<20)
+}
+
 func estimateOne(e *dedupe.Estimator, arg string) error {
 	img, dir := splitImage(arg)
 	if img == "" {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
@@ -67,9 +65,11 @@ func newRunCmd() *cobra.Command {
 		if *chunking != "" && *chunking != "fixed" && *chunking != "cdc" {
 			return cli.Usagef("--chunking: want fixed or cdc")
 		}
-		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-			bar := progress.New(f)
+		var bar *progress.Bar // ended before the report is printed
+		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
+			bar = progress.NewLabeled(f, "processed")
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
 		}
 		f, err := openFS(img, !*dry, 256<<20)
@@ -93,6 +93,7 @@ func newRunCmd() *cobra.Command {
 		if err := finish(f, err, stderr, string(stats)); err != nil {
 			return err
 		}
+		bar.Done()
 		if *asJSON {
 			return cli.JSON(stdout, res)
 		}

@@ -97,3 +97,23 @@ func TestTarProgress(t *testing.T) {
 		t.Errorf("-q on a terminal: %q", q)
 	}
 }
+
+// TestBuildProgress: mkfs.ddfs -r and dedupe-tool estimate of a host tree
+// draw done of total with an ETA on a terminal and end the bar's line
+// before their report.
+func TestBuildProgress(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	for _, n := range []string{"a", "b"} {
+		b := make([]byte, 4<<20)
+		rand.Read(b)
+		os.WriteFile(filepath.Join(dir, "src", n), b, 0o644)
+	}
+	line := regexp.MustCompile(`8\.0M of 8\.0M 100%  [^ ]+/s  ETA 0:00 (copied|read) *\r\n[A-Za-z]`)
+	if out := onTerminal(t, dir, "mkfs.ddfs -b 256M -r src m.img"); !line.MatchString(out) {
+		t.Errorf("mkfs -r on a terminal: %q", out)
+	}
+	if out := onTerminal(t, dir, "dedupe-tool estimate src"); !line.MatchString(out) {
+		t.Errorf("estimate on a terminal: %q", out)
+	}
+}

@@ -11,13 +11,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
+	"github.com/ddfs/ddfs/pkg/transfer"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
@@ -167,10 +167,18 @@ func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
 	if c, ok := o.Tar.(io.Closer); ok && o.Tar != os.Stdin {
 		defer c.Close()
 	}
-	if fh, ok := stderr.(*os.File); ok && !f.quiet && !f.asJSON && term.IsTerminal(int(fh.Fd())) && (o.RootDir != "" || o.Tar != nil) {
-		bar := progress.New(fh)
+	var bar *progress.Bar // ended before the summary is printed
+	if fh, ok := stderr.(*os.File); ok && !f.quiet && !f.asJSON && cli.IsTerminal(fh) && (o.RootDir != "" || o.Tar != nil) {
+		bar = progress.New(fh)
 		defer bar.Done()
 		o.Progress = bar.Add
+		if o.RootDir != "" {
+			go func() { // a total for the percentage, summed beside the build
+				if total, ok := transfer.HostBytes([]string{o.RootDir}, false, 1<<20); ok {
+					bar.SetTotal(total)
+				}
+			}()
+		}
 	}
 	clean := onInterrupt()
 	o.Created = clean.add
@@ -180,6 +188,7 @@ func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
 		return err
 	}
 	defer made.Close()
+	bar.Done()
 	fs := made.Store()
 	inspect.PrintStats(stderr, string(f.stats), inspect.StatsOf(fs))
 	info := inspect.GetInfo(fs)

@@ -26,7 +26,8 @@ type Bar struct {
 	total uint64 // 0: not known (yet)
 	start time.Time
 	last  time.Time
-	width int // of the last line drawn, to clear it
+	width int  // of the last line drawn, to clear it
+	ended bool // Done ran: later calls do nothing
 }
 
 // New starts a counter of bytes copied on w.
@@ -50,7 +51,7 @@ func (p *Bar) Add(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n += uint64(n)
-	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond {
+	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond && !p.ended {
 		p.last = now
 		p.draw(now)
 	}
@@ -120,11 +121,16 @@ func (p *Bar) EndLineOnInterrupt() {
 	}()
 }
 
-// Done draws the final state and ends the line.
+// Done draws the final state and ends the line; it may be called more
+// than once (before a report, and deferred), and on a nil Bar.
 func (p *Bar) Done() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n > 0 {
+	if p.n > 0 && !p.ended {
+		p.ended = true
 		p.draw(time.Now())
 		fmt.Fprintln(p.w)
 	}
