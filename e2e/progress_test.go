@@ -116,4 +116,11 @@ func TestBuildProgress(t *testing.T) {
 	if out := onTerminal(t, dir, "dedupe-tool estimate src"); !line.MatchString(out) {
 		t.Errorf("estimate on a terminal: %q", out)
 	}
+	// trimtool: done of the free bytes it will discard, then -v's report.
+	if out := onTerminal(t, dir, "trimtool -v m.img"); !regexp.MustCompile(`M of \d+M 100%  [^ ]+/s  ETA 0:00 trimmed *\r\nm\.img \(devid 1\): trimmed`).MatchString(out) {
+		t.Errorf("trimtool on a terminal: %q", out)
+	}
+	if out := onTerminal(t, dir, "trimtool -q m.img; trimtool -n -v m.img"); strings.Contains(out, "%") {
+		t.Errorf("trimtool drew a bar with -q or on a dry run: %q", out)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/trim"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -112,7 +113,16 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 			err = cerr
 		}
 	}()
+	// A single set's discards on a terminal (the batch runner holds each
+	// set's stderr until the set ends, so the bar goes to the terminal).
+	var bar *progress.Bar
+	if !inBatch && !f.quiet && !f.dry && !f.asJSON && cli.IsTerminal(os.Stderr) {
+		bar = progress.NewLabeled(os.Stderr, "trimmed")
+		bar.EndLineOnInterrupt()
+		o.Total, o.Progress = bar.SetTotal, bar.Add
+	}
 	res, err := trim.Run(fs, o)
+	bar.Done()
 	if err != nil {
 		return err
 	}
