@@ -30,7 +30,7 @@ vet:
 # Every test: unit, property, golden, end-to-end (built binaries), and a
 # short run of each fuzz target. Expensive invariant checks are on (tag ddfs_invariants).
 test: build vet
-	$(GO) test -tags ddfs_invariants -count=1 ./...
+	$(GO) test -tags ddfs_invariants -count=1 -timeout 30m ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 

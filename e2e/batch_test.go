@@ -43,7 +43,7 @@ func batchImages(t *testing.T, n int) *batchFleet {
 			t.Fatal(err)
 		}
 		fd.Close()
-		must(t, run(t, dir, "mkfs.ddfs", "-q", name), 0)
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-K", name), 0) // -K: the fallocated blocks stay for trimtool
 		f.list = append(f.list, name)
 	}
 	// A mirrored pair in its own folder, its second device moved away.
