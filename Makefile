@@ -1,6 +1,6 @@
 # ddfs — see README.md. `make` builds the five tools into bin/.
 GO      ?= go
-SCALE ?= small
+SCALE   ?= small
 BIN     := bin
 TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Executions of each fuzz target inside `make test` (a count, not a duration: a
