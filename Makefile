@@ -1,5 +1,6 @@
 # ddfs — see README.md. `make` builds the five tools into bin/.
 GO      ?= go
+SCALE   ?= small
 BIN     := bin
 TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # Executions of each fuzz target inside `make test` (a count, not a duration: a
@@ -68,6 +69,7 @@ bench: build
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
 	BIN=$(BIN) bench/batch.sh
+	SCALE=$(SCALE) BIN=$(BIN) bench/scale.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

@@ -31,7 +31,10 @@ const (
 	// not yet discarded. Records are hints intersected with free space
 	// before use, so a writer unaware of the tree stays safe (it only
 	// leaves some space untrimmed).
-	CompatDiscardTree CompatFeatures = 1 << 0
+	// RoCompatCounters: the superblock's counters (FORMAT.md §3.9) are
+	// exact. A writer unaware of them would leave them stale.
+	RoCompatCounters  RoCompatFeatures = 1 << 1
+	CompatDiscardTree CompatFeatures   = 1 << 0
 
 	// IncompatCompression: file extents may be compressed (zstd, s2).
 	IncompatCompression IncompatFeatures = 1 << 0
@@ -48,7 +51,7 @@ const (
 // Feature sets this build understands.
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
-	SupportedRoCompat RoCompatFeatures = 0
+	SupportedRoCompat RoCompatFeatures = RoCompatCounters
 	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange
 )
 

@@ -139,7 +139,13 @@ var sbLayout = []sbField{
 	{"sys_array_size", sbSysSize, 4, "u32"},
 	{"reserved", sbSysSize + 4, sbSysArray - (sbSysSize + 4), ""},
 	{"sys_array", sbSysArray, SysChunkArrayMax, "sys"},
-	{"reserved", sbSysArray + SysChunkArrayMax, SuperblockSize - (sbSysArray + SysChunkArrayMax), ""},
+	{"logical_bytes", sbCounters, 8, "u64"},
+	{"physical_bytes", sbCounters + 8, 8, "u64"},
+	{"dedupe_saved_bytes", sbCounters + 16, 8, "u64"},
+	{"compress_saved_bytes", sbCounters + 24, 8, "u64"},
+	{"index_entries", sbCounters + 32, 8, "u64"},
+	{"index_nodes", sbCounters + 40, 8, "u64"},
+	{"reserved", sbCounters + CountersSize, SuperblockSize - (sbCounters + CountersSize), ""},
 }
 
 // dumpRow is one line of an annotated dump: size bytes at off (at most

@@ -197,9 +197,11 @@ type Superblock struct {
 	BytesUsed  uint64 // bytes allocated to extents, all types
 	Label      string
 	Settings   Settings
-	Roots      RootSet
-	Backups    [NumBackupRoots]RootSet // older generations, best effort
-	SysChunks  []SysChunk
+	// Counters are exact while RoCompat has RoCompatCounters (§3.9).
+	Counters  Counters
+	Roots     RootSet
+	Backups   [NumBackupRoots]RootSet // older generations, best effort
+	SysChunks []SysChunk
 }
 
 // Byte offsets of the superblock fields (FORMAT.md §3.1).
@@ -227,6 +229,7 @@ const (
 	sbBackNonces = sbNonce + 8
 	sbLabel      = 256
 	sbSettings   = 512
+	sbCounters   = 3824
 	sbAllocPol   = sbSettings + 0
 	sbDedupe     = sbSettings + 1
 	sbDedupeLog2 = sbSettings + 2
@@ -330,6 +333,7 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	b[sbDiscard] = byte(sb.Settings.Discard)
 	le.PutUint64(b[sbDiscardMin:], sb.Settings.DiscardMetadataMin)
 	le.PutUint64(b[sbDiscardMax:], sb.Settings.DiscardMaxPerCommit)
+	putCounters(b[sbCounters:], &sb.Counters)
 	putRootSet(b[sbRoots:], &sb.Roots)
 	for i := range sb.Backups {
 		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
@@ -415,6 +419,7 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	if s := sb.Settings; b[sbDedupe] > 1 || (s.DedupeBlockLog2 != 0 && (s.DedupeBlockLog2 < 12 || s.DedupeBlockLog2 > 23)) || s.Compression > CompressS2 || s.CompressionLevel > 19 {
 		return nil, corruptf(nil, "superblock: settings dedupe %d/%d compression %d:%d", b[sbDedupe], s.DedupeBlockLog2, s.Compression, s.CompressionLevel)
 	}
+	sb.Counters = getCounters(b[sbCounters:])
 	sb.Roots = getRootSet(b[sbRoots:])
 	sb.Roots.Nonce = le.Uint64(b[sbNonce:])
 	for i := range sb.Backups {

@@ -2,8 +2,10 @@
 // from a seed (the same seed gives the same bytes, names and sizes):
 //
 //	gen big   [-seed N] [-n 4] [-size 256M] DIR      n files of seeded random bytes
-//	gen small [-seed N] [-dirs 100] [-files 1000] [-max 4096] DIR
+//	gen small [-seed N] [-dirs 100] [-files 1000] [-max 4096] [-nest 0] DIR
 //	                                                  dirs x files files of 0..max bytes
+//	                                                  (-nest N: the dirs in groups of N,
+//	                                                  one level deeper)
 //	gen mixed [-seed N] [-size 8G] [-run 64M] FILE    one file: runs of random bytes
 //	                                                  and of written zeros, alternating
 //
@@ -143,6 +145,7 @@ func cmdSmall(args []string) error {
 	dirs := fl.Int("dirs", 100, "directories")
 	files := fl.Int("files", 1000, "files per directory")
 	maxSize := fl.Int("max", 4096, "largest file size in bytes (sizes are uniform in 0..max)")
+	nest := fl.Int("nest", 0, "put the directories in groups of this many (0: all in DIR)")
 	fl.Parse(args)
 	if fl.NArg() != 1 {
 		usage()
@@ -153,6 +156,9 @@ func cmdSmall(args []string) error {
 	buf := make([]byte, *maxSize)
 	for d := 0; d < *dirs; d++ {
 		dir := filepath.Join(root, fmt.Sprintf("d%03d", d))
+		if *nest > 0 {
+			dir = filepath.Join(root, fmt.Sprintf("g%03d", d / *nest), fmt.Sprintf("d%03d", d))
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -170,6 +176,11 @@ func cmdSmall(args []string) error {
 		}
 		if err := os.Chtimes(dir, fixed, fixed); err != nil {
 			return err
+		}
+		if *nest > 0 {
+			if err := os.Chtimes(filepath.Dir(dir), fixed, fixed); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.Chtimes(root, fixed, fixed); err != nil {

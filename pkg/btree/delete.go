@@ -45,6 +45,7 @@ func (t *Tree) deleteIn(n *format.Node, key format.Key) error {
 		if !found {
 			return fmt.Errorf("%v tree item %v vanished: %w", t.id, key, format.ErrCorrupt)
 		}
+		t.observe(key, n.Items[i].Data, false)
 		n.Items = append(n.Items[:i], n.Items[i+1:]...)
 		return nil
 	}

@@ -65,12 +65,14 @@ func (t *Tree) putIn(n *format.Node, key format.Key, data []byte) ([]*format.Nod
 	if n.IsLeaf() {
 		i, found := itemIndex(n, key)
 		if found {
+			t.observe(key, n.Items[i].Data, false)
 			n.Items[i].Data = data
 		} else {
 			n.Items = append(n.Items, format.Item{})
 			copy(n.Items[i+1:], n.Items[i:])
 			n.Items[i] = format.Item{Key: key, Data: data}
 		}
+		t.observe(key, data, true)
 		return nil, nil
 	}
 	i := childIndex(n, key)

@@ -31,6 +31,13 @@ type Store interface {
 	NodeSize() uint32
 }
 
+// ItemObserver is an optional part of a Store: it sees every item a tree
+// adds or removes (a replacement is a removal then an addition), which is
+// how a transaction keeps the superblock counters exact (FORMAT.md §3.9).
+type ItemObserver interface {
+	ItemChanged(tree format.TreeID, key format.Key, data []byte, added bool)
+}
+
 var (
 	// ErrNotFound: no item has the key.
 	ErrNotFound = errors.New("key not found")
@@ -43,13 +50,15 @@ var (
 // Tree is one B+tree. It is not safe for concurrent use.
 type Tree struct {
 	s    Store
+	obs  ItemObserver // nil when s does not observe items
 	id   format.TreeID
 	root format.RootPtr
 }
 
 // New returns a handle on tree id rooted at root (Logical 0 = empty).
 func New(s Store, id format.TreeID, root format.RootPtr) *Tree {
-	return &Tree{s: s, id: id, root: root}
+	obs, _ := s.(ItemObserver)
+	return &Tree{s: s, obs: obs, id: id, root: root}
 }
 
 // ID is the tree's id.
@@ -131,7 +140,9 @@ func itemIndex(n *format.Node, key format.Key) (int, bool) {
 	return i, i < len(n.Items) && n.Items[i].Key == key
 }
 
-// Get returns the value stored under key.
+// Get returns the value stored under key. The slice is the node's own:
+// callers copy before changing it (Put sees the old value to keep the
+// counters, and a clean node is the committed state).
 func (t *Tree) Get(key format.Key) ([]byte, error) {
 	n, err := t.readRoot()
 	if err != nil || n == nil {
@@ -213,4 +224,10 @@ func (t *Tree) EnsureRoot() error {
 	}
 	_, err := t.cowRoot()
 	return err
+}
+
+func (t *Tree) observe(key format.Key, data []byte, added bool) {
+	if t.obs != nil {
+		t.obs.ItemChanged(t.id, key, data, added)
+	}
 }

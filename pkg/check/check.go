@@ -139,6 +139,7 @@ var crossChecks = map[Code]bool{
 	Orphan: true, RootMissing: true, InodeMissing: true, Nlink: true, DirNlink: true, DirSize: true, NBytes: true,
 	EntryDangling: true, EntryNoRef: true, IndexNoItem: true, RefNoDir: true, RefNoIndex: true, RefIndexOther: true,
 	EntryMismatch: true, EntryType: true, DirLoop: true, DirNames: true, DedupeStale: true, DedupeEntries: true,
+	Counters: true,
 }
 
 // withhold drops the cross-check problems when a tree is incomplete.
@@ -225,6 +226,7 @@ type checker struct {
 	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
 	hintErr   error        // a device a path hint found but must not use
 	dataRead  uint64       // bytes of data verified (--check-data), one copy
+	counted   format.Counters
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -274,6 +276,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		c.checkExtents()
 		c.checkFS()
 		c.checkDedupe()
+		c.checkCounters()
 		c.withhold()
 		c.setPaths()
 	}
@@ -301,6 +304,20 @@ func (c *checker) add(p Problem) {
 	ci, _ := p.Code.Info()
 	p.Pass = ci.Pass
 	c.rep.Problems = append(c.rep.Problems, p)
+}
+
+// checkCounters compares the superblock counters, where the image keeps
+// them, with the sums over the items the walk saw.
+func (c *checker) checkCounters() {
+	if c.sb.RoCompat&format.RoCompatCounters == 0 || c.sb.Counters == c.counted {
+		return
+	}
+	c.add(Problem{Code: Counters, Message: fmt.Sprintf("superblock counters %s, the trees count %s", countersString(c.sb.Counters), countersString(c.counted))})
+}
+
+func countersString(k format.Counters) string {
+	return fmt.Sprintf("logical %d, physical %d, dedupe saved %d, compress saved %d, index entries %d, index nodes %d",
+		k.LogicalBytes, k.PhysicalBytes, k.DedupeSavedBytes, k.CompressSavedBytes, k.IndexEntries, k.IndexNodes)
 }
 
 func (c *checker) checkSupers() {

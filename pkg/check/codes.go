@@ -89,6 +89,7 @@ var (
 	SuperForeign    = def("SUPER_FOREIGN", PassSuper, FixRepair, "a superblock copy belongs to another filesystem or device")
 	SuperGeneration = def("SUPER_GENERATION", PassSuper, FixPreen, "a superblock copy is at another generation than the set")
 	// Writers refuse such a set (FORMAT.md §3.7), so no mode can commit a fix.
+	Counters     = def("COUNTERS_WRONG", PassSuper, FixPreen, "the superblock's space counters differ from a recount of the trees (FORMAT.md §3.9; the repair stores the recount)")
 	SuperDiffers = def("SUPER_DIFFERS", PassSuper, FixNone, "a superblock copy of the set's generation differs in a set-wide field (root set, system chunks, settings, sizes)")
 )
 

@@ -236,7 +236,7 @@ func (s *surgeon) get(id format.TreeID, k format.Key) []byte {
 	s.t.Helper()
 	b, err := s.tree(id).Get(k)
 	must(s.t, err)
-	return b
+	return bytes.Clone(b) // the tree's own bytes must not change under it
 }
 
 func (s *surgeon) put(id format.TreeID, k format.Key, b []byte) {

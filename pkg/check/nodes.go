@@ -106,6 +106,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 				problem(NodeKeyRange, "key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
 			}
 			c.rep.Items++
+			c.counted.Add(format.ItemCounters(id, it.Key, it.Data))
 			c.item(id, logical, it)
 		}
 		return

@@ -32,6 +32,10 @@ func restoreBackupRoots(open func() (*volume.Volume, error), opt Options) (uint6
 		cand.Roots = b
 		copy(cand.Backups[1:], cur.Backups[:format.NumBackupRoots-1])
 		cand.Backups[0] = cur.Roots
+		// The counters were those of the lost roots; the next writer
+		// recounts (FORMAT.md §3.9).
+		cand.RoCompat &^= format.RoCompatCounters
+		cand.Counters = format.Counters{}
 		if !checksClean(open, &cand, opt) {
 			continue
 		}

@@ -37,6 +37,9 @@ type fixer struct {
 	// them).
 	dropped map[format.Key]bool
 	lf      uint64 // /lost+found, once found or made
+	// recount: the first commit stores counters recounted from its
+	// trees (COUNTERS_WRONG); later ones keep them from there.
+	recount bool
 }
 
 // fixTrees fixes the problems that change trees, in transactions. Device
@@ -48,6 +51,8 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 	var devs []Problem
 	for _, p := range todo {
 		switch p.Code {
+		case Counters:
+			f.recount = true
 		case DevBytesUsed:
 			devs = append(devs, p)
 		case InodeMissing:
@@ -131,6 +136,10 @@ func (f *fixer) begin() error {
 	}
 	tx, err := f.st.Begin()
 	f.tx = tx
+	if err == nil && f.recount {
+		tx.RecountCounters()
+		f.recount = false
+	}
 	return err
 }
 

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -32,7 +31,9 @@ type DedupeStatus struct {
 // pkg/fsys TestDedupeIndexMemory fails if the measurement exceeds it.
 const IndexEntryMemory = 48
 
-// GetDedupeStatus scans the fs, extent and dedupe trees (streaming).
+// GetDedupeStatus reads the superblock counters (FORMAT.md §3.9); on an
+// image no writer that keeps them has committed to yet, it recounts them
+// by scanning the fs, extent and dedupe trees.
 func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	sb := fs.Super()
 	s := sb.Settings
@@ -46,58 +47,17 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	if s.Compression == format.CompressZstd {
 		st.Compression = "zstd:" + strconv.Itoa(max(int(s.CompressionLevel), 1))
 	}
-	err := fs.Tree(format.FSTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		if it.Key.Type != format.FileExtentKey {
-			return true, nil
+	c, exact := fs.Counters()
+	if !exact {
+		var err error
+		if c, err = fs.Recount(); err != nil {
+			return nil, err
 		}
-		x, err := format.UnmarshalFileExtentItem(it.Data)
-		if err != nil {
-			return false, err
-		}
-		if x.Type == format.FileExtentInline || x.DiskLogical != 0 {
-			st.LogicalBytes += x.Len()
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	err = fs.Tree(format.ExtentTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		if it.Key.Type != format.ExtentItemKey {
-			return true, nil
-		}
-		e, err := format.UnmarshalExtentItem(it.Data)
-		if err != nil {
-			return false, err
-		}
-		st.PhysicalBytes += it.Key.Offset
-		if e.Flags&format.ExtentFlagDeduped != 0 {
-			st.DedupeSavedBytes += (e.Refs - 1) * e.RAMBytes
-		}
-		if e.Compression != format.CompressNone && e.RAMBytes > it.Key.Offset {
-			st.CompressSavedBytes += e.RAMBytes - it.Key.Offset
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	dt := fs.Tree(format.DedupeTree)
-	err = dt.Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { st.IndexEntries++; return true, nil })
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := countNodes(dt)
-	if err != nil {
-		return nil, err
-	}
-	st.IndexDiskBytes = nodes * uint64(sb.NodeSize)
+	st.LogicalBytes, st.PhysicalBytes = c.LogicalBytes, c.PhysicalBytes
+	st.DedupeSavedBytes, st.CompressSavedBytes = c.DedupeSavedBytes, c.CompressSavedBytes
+	st.IndexEntries = c.IndexEntries
+	st.IndexDiskBytes = c.IndexNodes * uint64(sb.NodeSize)
 	st.IndexMemoryBytes = st.IndexEntries * IndexEntryMemory
 	return st, nil
-}
-
-func countNodes(t *btree.Tree) (uint64, error) {
-	var n uint64
-	err := t.WalkNodes(func(*format.Node) error { n++; return nil })
-	return n, err
 }

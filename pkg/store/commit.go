@@ -26,6 +26,10 @@ func (tx *Txn) Commit() error {
 		tx.Abort()
 		return err
 	}
+	if err := tx.finalCounters(); err != nil {
+		tx.Abort()
+		return err
+	}
 	for _, id := range []format.TreeID{format.ChunkTree, format.ExtentTree, format.FSTree} {
 		if tx.trees[id].Root().Logical == 0 {
 			tx.Abort()
@@ -237,6 +241,8 @@ func (tx *Txn) nextSuper() format.Superblock {
 		}
 	}
 	sb.Settings.DedupeHits += tx.dedupeHits
+	sb.Counters = tx.counters
+	sb.RoCompat |= format.RoCompatCounters
 	sb.Incompat |= tx.incompat
 	sb.Roots = format.RootSet{Generation: tx.gen, Nonce: fs.commitNonce(tx.gen)}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {

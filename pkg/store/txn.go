@@ -44,7 +44,11 @@ type Txn struct {
 	// preferred devices.
 	Fallbacks  int
 	dedupeHits uint64
-	settings   *format.Settings
+	// counters run from the committed ones while countersKnown
+	// (ItemChanged); see finalCounters.
+	counters      format.Counters
+	countersKnown bool
+	settings      *format.Settings
 	// incompat: features the commit's trees need (NeedIncompat).
 	incompat format.IncompatFeatures
 	// superChange edits the committed superblock (fsid change, §3.8).
@@ -79,6 +83,7 @@ func (fs *FS) Begin() (*Txn, error) {
 		dirty: map[uint64]*format.Node{}, newMeta: map[uint64]metaRef{}, freedMeta: map[uint64]metaRef{},
 		hint: map[format.ChunkType]uint64{},
 	}
+	tx.counters, tx.countersKnown = fs.Counters()
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		tx.trees[id] = btree.New(tx, id, fs.sb.Roots.Root(id))
 	}

@@ -89,6 +89,7 @@ var Kinds = []Kind{
 	}},
 	{"super-secondary-behind", "superblock", 1, LargeDev, func(s *Surgeon) { s.superBehind(0, 64<<20) }},
 	{"super-device-behind", "superblock", 2, SmallDev, func(s *Surgeon) { s.superBehind(1, 64<<10) }},
+	{"counters-wrong", "superblock", 1, LargeDev, func(s *Surgeon) { s.wrongCounters() }},
 	// Mirrors: one bad copy of a node of every tree, of a data block.
 	{"mirror-chunk-root", "node", 1, SmallDev, flipRoot(format.ChunkTree, 1, 700)},
 	{"mirror-extent-leaf", "node", 1, SmallDev, flipLeaf(extT, 0, 900)},
@@ -389,6 +390,34 @@ func (s *Surgeon) superBehind(i int, off int64) {
 		nb, err := format.MarshalSuperblock(sb)
 		s.fail(err)
 		s.Devs[i].WriteAt(nb, off)
+	})
+}
+
+// wrongCounters rewrites every superblock copy with counters off by a
+// block, an index entry and a node: a consistent set of superblocks whose
+// counters disagree with the trees (FORMAT.md §3.9).
+func (s *Surgeon) wrongCounters() {
+	s.Raw(func(*store.FS) {
+		for _, d := range s.Devs {
+			for _, off := range format.SuperblockOffsets {
+				b := make([]byte, format.SuperblockSize)
+				if n, _ := d.ReadAt(b, int64(off)); n != len(b) {
+					continue // the device does not hold this copy
+				}
+				sb, err := format.UnmarshalSuperblock(b)
+				if err != nil {
+					s.fail(err)
+					return
+				}
+				sb.Counters.PhysicalBytes += ss
+				sb.Counters.IndexEntries++
+				sb.Counters.IndexNodes++
+				nb, err := format.MarshalSuperblock(sb)
+				s.fail(err)
+				d.WriteAt(nb, int64(off))
+			}
+			d.Flush()
+		}
 	})
 }
 
