@@ -15,9 +15,11 @@ const module = "github.com/ddfs/ddfs/"
 // A new package fails this test until it is given a rank here.
 var layers = map[string]int{
 	"format":    0,
-	"pkg/units": 1, "pkg/cdc": 1, "pkg/cli": 1, "pkg/device": 1, "pkg/attrspec": 1,
+	"pkg/units": 1, "pkg/cdc": 1, "pkg/device": 1, "pkg/attrspec": 1, "pkg/device/nbdkittest": 1,
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/progress": 2, "pkg/volume": 2,
+	"pkg/cli":   2, // names remote devices in error lines (device.RemoteError)
+	"pkg/batch": 3, // operands into sets, jobs, shards: on cli, volume
 	"pkg/store": 3,
 	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/trim": 4, "pkg/scrub": 4,
 	"pkg/transfer": 5, "pkg/check": 5,
@@ -26,7 +28,7 @@ var layers = map[string]int{
 	// The five mains and the tools around them.
 	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,
 	"bench/gen": 10, "bench/dedupegen": 10, "bench/fragment": 10,
-	"bench/postmark": 10, "bench/randwrite": 10, "bench/fsckdamage": 10,
+	"bench/postmark": 10, "bench/plot": 10, "bench/randwrite": 10, "bench/fsckdamage": 10,
 	"testimages/gen": 10, "testimages": 10, "e2e": 10,
 	"testimages/damaged/corpus": 7, "testimages/damaged": 10, "testimages/damaged/gen": 10,
 }
