@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// wantErrno fails unless err carries errno.
+func wantErrno(t *testing.T, what string, err error, errno syscall.Errno) {
+	t.Helper()
+	if !errors.Is(err, errno) {
+		t.Fatalf("%s: %v, want %v", what, err, errno)
+	}
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMountOperations: every kind of inode and operation through the
+// kernel, with the errnos POSIX gives; then unmount, fsck clean, and the
+// image holds it all (read back with ddfs, not through the mount).
+func TestMountOperations(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	p := m.path
+	writeFile(t, p("f"), "hello")
+	if err := os.Mkdir(p("d"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p("d/x"), "x")
+	if err := os.Symlink("f", p("s")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(p("f"), p("h")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(p("fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(p("null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(p("null"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+		t.Fatalf("char device: %+v %v", st, err)
+	}
+	if err := unix.Stat(p("h"), &st); err != nil || st.Nlink != 2 {
+		t.Fatalf("hard link: nlink %d %v", st.Nlink, err)
+	}
+	if tgt, err := os.Readlink(p("s")); err != nil || tgt != "f" {
+		t.Fatalf("readlink %q %v", tgt, err)
+	}
+	// xattrs, with create/replace flags and the size query.
+	if err := unix.Setxattr(p("f"), "user.k", []byte("v1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "setxattr XATTR_CREATE on an existing name", unix.Setxattr(p("f"), "user.k", []byte("v"), unix.XATTR_CREATE), unix.EEXIST)
+	wantErrno(t, "setxattr XATTR_REPLACE of a missing name", unix.Setxattr(p("f"), "user.none", []byte("v"), unix.XATTR_REPLACE), unix.ENODATA)
+	if n, err := unix.Getxattr(p("f"), "user.k", nil); err != nil || n != 2 {
+		t.Fatalf("getxattr size: %d %v", n, err)
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Listxattr(p("f"), buf); err != nil || string(buf[:n]) != "user.k\x00" {
+		t.Fatalf("listxattr %q %v", buf[:n], err)
+	}
+	_, err := unix.Getxattr(p("f"), "user.none", buf)
+	wantErrno(t, "getxattr of a missing name", err, unix.ENODATA)
+	// errnos
+	wantErrno(t, "create a 256-byte name", os.WriteFile(p(strings.Repeat("n", 256)), nil, 0o644), unix.ENAMETOOLONG)
+	wantErrno(t, "rmdir a non-empty directory", unix.Rmdir(p("d")), unix.ENOTEMPTY)
+	wantErrno(t, "unlink a directory", unix.Unlink(p("d")), unix.EISDIR)
+	wantErrno(t, "rmdir a file", unix.Rmdir(p("f")), unix.ENOTDIR)
+	wantErrno(t, "mkdir over a file", os.Mkdir(p("f"), 0o755), unix.EEXIST)
+	wantErrno(t, "rename out of the mount", os.Rename(p("f"), filepath.Join(dir, "out")), unix.EXDEV)
+	wantErrno(t, "rename a directory below itself", os.Rename(p("d"), p("d/sub")), unix.EINVAL)
+	wantErrno(t, "RENAME_NOREPLACE onto a name", unix.Renameat2(unix.AT_FDCWD, p("f"), unix.AT_FDCWD, p("s"), unix.RENAME_NOREPLACE), unix.EEXIST)
+	wantErrno(t, "RENAME_WHITEOUT", unix.Renameat2(unix.AT_FDCWD, p("f"), unix.AT_FDCWD, p("w"), unix.RENAME_WHITEOUT), unix.EINVAL)
+	if err := unix.Renameat2(unix.AT_FDCWD, p("f"), unix.AT_FDCWD, p("d"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatalf("RENAME_EXCHANGE: %v", err)
+	}
+	if b, err := os.ReadFile(p("d")); err != nil || string(b) != "hello" {
+		t.Fatalf("after exchange, d holds %q %v", b, err)
+	}
+	if b, err := os.ReadFile(p("f/x")); err != nil || string(b) != "x" {
+		t.Fatalf("after exchange, f/x holds %q %v", b, err)
+	}
+	// SEEK_DATA/SEEK_HOLE on a sparse file: data at 1 MiB only.
+	sf, err := os.Create(p("sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sf.WriteAt(bytes.Repeat([]byte{7}, 8192), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := unix.Seek(int(sf.Fd()), 0, unix.SEEK_DATA); err != nil || d != 1<<20 {
+		t.Fatalf("SEEK_DATA: %d %v", d, err)
+	}
+	if h, err := unix.Seek(int(sf.Fd()), 1<<20, unix.SEEK_HOLE); err != nil || h != 1<<20+8192 {
+		t.Fatalf("SEEK_HOLE: %d %v", h, err)
+	}
+	sf.Close()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(m.dir, &fs); err != nil || fs.Blocks == 0 || fs.Bfree == 0 || fs.Bfree > fs.Blocks || fs.Namelen != 255 {
+		t.Fatalf("statfs %+v %v", fs, err)
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+	ls := must(t, run(t, dir, "ddfs", "ls", "-l", "a.img:/"), 0).stdout
+	for _, want := range []string{"crw-r--r--" /* the umask applies to mknod */, "prw-------", "s -> f", " d\n", " f\n", " h\n", " sparse\n"} {
+		if !strings.Contains(ls, want) {
+			t.Fatalf("ls after unmount lacks %q:\n%s", want, ls)
+		}
+	}
+	if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/d"), 0).stdout; got != "hello" {
+		t.Fatalf("committed /d: %q", got)
+	}
+}
+
+// TestMountReadOnly: -o ro refuses changes with EROFS and takes no writer
+// lock (ddfs reads alongside; a second read-only mount works too).
+func TestMountReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/d"), 0)
+	m := mountImage(t, dir, "a.img", "-o", "ro")
+	wantErrno(t, "create on a read-only mount", os.WriteFile(m.path("f"), nil, 0o644), unix.EROFS)
+	wantErrno(t, "mkdir on a read-only mount", os.Mkdir(m.path("x"), 0o755), unix.EROFS)
+	if _, err := os.Stat(m.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	m2 := mountImage(t, dir, "a.img", "-o", "ro")
+	if _, err := os.Stat(m2.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "ls", "a.img:/"), 0)
+	m2.unmount()
+	m.unmount()
+}
+
+// TestMountWriterLock: a read-write mount holds the writer lock: another
+// writer is refused while it runs.
+func TestMountWriterLock(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	r := run(t, dir, "ddfs", "mkdir", "a.img:/x")
+	if r.code == 0 {
+		t.Fatalf("ddfs mkdir beside a read-write mount succeeded")
+	}
+	m.unmount()
+	must(t, run(t, dir, "ddfs", "mkdir", "a.img:/x"), 0)
+}
+
+// TestMountDurability: fsync commits before it returns, the timer
+// commits within commit=SECONDS, and a kill -9 leaves the image at its
+// last commit (fsck clean); unsynced changes are then gone, as promised.
+func TestMountDurability(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img", "-o", "commit=3600")
+	f, err := os.Create(m.path("synced"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("durable")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeFile(t, m.path("unsynced"), "lost")
+	m.kill()
+	fsckClean(t, dir, "a.img")
+	if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/synced"), 0).stdout; got != "durable" {
+		t.Fatalf("fsynced file after kill -9: %q", got)
+	}
+	if r := run(t, dir, "ddfs", "cat", "a.img:/unsynced"); r.code == 0 {
+		t.Fatalf("a change neither synced nor timed survived kill -9 (commit=3600)")
+	}
+	// The timer: commit=1, a change, 2.5 s, kill -9: it is there.
+	m = mountImage(t, dir, "a.img", "-o", "commit=1")
+	writeFile(t, m.path("timed"), "ticked")
+	time.Sleep(2500 * time.Millisecond)
+	m.kill()
+	fsckClean(t, dir, "a.img")
+	if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/timed"), 0).stdout; got != "ticked" {
+		t.Fatalf("timer-committed file after kill -9: %q", got)
+	}
+}
+
+// TestMountUnmountCommits: fusermount3 -u, and SIGINT of a foreground
+// mount (Ctrl-C), both commit and end the server with status 0.
+func TestMountUnmountCommits(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img", "-o", "commit=3600")
+	writeFile(t, m.path("one"), "1")
+	m.unmount()
+	m = mountImage(t, dir, "a.img", "-o", "commit=3600")
+	writeFile(t, m.path("two"), "2")
+	m.cmd.Process.Signal(syscall.SIGINT)
+	m.wait(0)
+	fsckClean(t, dir, "a.img")
+	for name, want := range map[string]string{"one": "1", "two": "2"} {
+		if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/"+name), 0).stdout; got != want {
+			t.Fatalf("%s: %q", name, got)
+		}
+	}
+}
+
+// TestMountBackground: without --foreground, ddfs mount returns once the
+// mount is up, and a bad image fails in the caller with the reason.
+func TestMountBackground(t *testing.T) {
+	needFUSE(t)
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	must(t, run(t, dir, "ddfs", "mount", "a.img", mnt), 0)
+	if !isMountPoint(mnt) {
+		t.Fatalf("ddfs mount returned 0 but %s is no mount point", mnt)
+	}
+	writeFile(t, filepath.Join(mnt, "bg"), "background")
+	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("fusermount3 -u: %v %s", err, out)
+	}
+	// The server commits and exits after the unmount: wait for its lock.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := run(t, dir, "ddfs", "mkdir", "a.img:/after"); r.code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background server kept the writer lock 20 s after the unmount")
+		}
+	}
+	if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/bg"), 0).stdout; got != "background" {
+		t.Fatalf("bg: %q", got)
+	}
+	writeFile(t, filepath.Join(dir, "junk.img"), strings.Repeat("x", 1<<20))
+	r := run(t, dir, "ddfs", "mount", "junk.img", mnt)
+	if r.code == 0 || !strings.Contains(r.stderr, "junk.img") {
+		t.Fatalf("mount of a non-image: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestMountENOSPC: filling the image gives ENOSPC and the mount stays
+// usable: files can be removed and written again; fsck clean at the end.
+func TestMountENOSPC(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	chunk := make([]byte, 1<<20)
+	rand.Read(chunk) // zeros would be holes
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		var f *os.File
+		if f, err = os.Create(m.path("fill" + string(rune('a'+i%26)) + strings.Repeat("x", i/26))); err != nil {
+			break
+		}
+		for j := 0; err == nil && j < 16; j++ {
+			copy(chunk, []byte{byte(i), byte(j)}) // nothing to dedupe either
+			_, err = f.Write(chunk)
+		}
+		f.Close()
+	}
+	wantErrno(t, "filling the image", err, unix.ENOSPC)
+	if err := os.Remove(m.path("filla")); err != nil {
+		t.Fatalf("remove after ENOSPC: %v", err)
+	}
+	if err := m.sync(); err != nil {
+		t.Fatalf("fsync after ENOSPC: %v", err)
+	}
+	writeFile(t, m.path("after"), "still works")
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+	if got := must(t, run(t, dir, "ddfs", "cat", "a.img:/after"), 0).stdout; got != "still works" {
+		t.Fatalf("after: %q", got)
+	}
+}
+
+// sync fsyncs the mount's root directory (a commit).
+func (m *mounted) sync() error {
+	d, err := os.Open(m.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
