@@ -341,3 +341,69 @@ func TestMountCorruptFile(t *testing.T) {
 		t.Fatalf("new: %q", got)
 	}
 }
+
+// TestMountUnlinkedOpen: an unlinked file stays readable and writable
+// through an open descriptor until its last close (POSIX), with nlink 0
+// and no name; its space goes at the close. A kill -9 meanwhile leaves
+// it under the root's hidden .ddfs-unlinked (fsck clean), and the next
+// mount deletes it.
+func TestMountUnlinkedOpen(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	f, err := os.Create(m.path("tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("before ")
+	if err := os.Remove(m.path("tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("after"); err != nil {
+		t.Fatalf("write after unlink: %v", err)
+	}
+	b := make([]byte, 64)
+	if n, err := f.ReadAt(b, 0); string(b[:n]) != "before after" {
+		t.Fatalf("read after unlink: %q %v", b[:n], err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Nlink != 0 {
+		t.Fatalf("fstat after unlink: nlink %d %v", st.Nlink, err)
+	}
+	if ents, _ := os.ReadDir(m.dir); len(ents) != 0 {
+		t.Fatalf("root lists %v after the unlink", ents)
+	}
+	writeFile(t, m.path("other"), "x")
+	if err := os.Rename(m.path("other"), m.path("tmp2")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+	if ls := must(t, run(t, dir, "ddfs", "ls", "-a", "a.img:/"), 0).stdout; strings.Contains(ls, "ddfs-unlinked") {
+		t.Fatalf("hidden directory left after a clean unmount:\n%s", ls)
+	}
+	// kill -9 with an unlinked file open: fsck clean, hidden until the next mount.
+	m = mountImage(t, dir, "a.img")
+	f, err = os.Create(m.path("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("held")
+	os.Remove(m.path("held"))
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	m.kill()
+	f.Close()
+	fsckClean(t, dir, "a.img")
+	if ls := must(t, run(t, dir, "ddfs", "ls", "-a", "a.img:/"), 0).stdout; !strings.Contains(ls, ".ddfs-unlinked") {
+		t.Fatalf("no hidden directory after kill -9 with an unlinked file open:\n%s", ls)
+	}
+	m = mountImage(t, dir, "a.img")
+	m.unmount()
+	if ls := must(t, run(t, dir, "ddfs", "ls", "-a", "a.img:/"), 0).stdout; strings.Contains(ls, "ddfs-unlinked") {
+		t.Fatalf("the next mount kept the hidden directory:\n%s", ls)
+	}
+	fsckClean(t, dir, "a.img")
+}

@@ -101,7 +101,30 @@ func (f *FS) LinkAt(ino, dir uint64, name string) (*Inode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.refRoom(ino, dir, name); err != nil {
+		return nil, err
+	}
 	return in, f.linkIn(d, name, in)
+}
+
+// refRoom refuses (EMLINK, as btrfs does) another name of inode ino in
+// dir when the back reference item all its names there share
+// (INODE_REF) would outgrow a node: found halfway, that would abort.
+func (f *FS) refRoom(ino, dir uint64, name string) error {
+	b, err := getOptional(f.rtree(format.FSTree), format.Key{ObjectID: ino, Type: format.InodeRefKey, Offset: dir})
+	if err != nil {
+		return err
+	}
+	var refs []format.InodeRef
+	if b != nil {
+		if refs, err = format.UnmarshalInodeRefs(b); err != nil {
+			return err
+		}
+	}
+	if len(format.MarshalInodeRefs(append(refs, format.InodeRef{Name: name}))) > format.MaxItemData(f.st.Super().NodeSize) {
+		return syscall.EMLINK
+	}
+	return nil
 }
 
 // UnlinkAt removes name from dir: a non-directory (unlink(2): EISDIR for

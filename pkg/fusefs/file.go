@@ -14,6 +14,7 @@ import (
 
 var (
 	_ fs.NodeOpener        = (*node)(nil)
+	_ fs.NodeReleaser      = (*node)(nil)
 	_ fs.NodeReader        = (*node)(nil)
 	_ fs.NodeWriter        = (*node)(nil)
 	_ fs.NodeFsyncer       = (*node)(nil)
@@ -31,7 +32,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if n.s.opt.ReadOnly && flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
 		return nil, 0, syscall.EROFS
 	}
+	n.s.opened(n.ino())
 	return nil, 0, 0
+}
+
+// Release ends an open: the last one of an unlinked file deletes it.
+func (n *node) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	n.s.released(n.ino())
+	return 0
 }
 
 func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -54,6 +54,10 @@ type Server struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed bool
+	// opens counts open files by inode; unlinked names the hidden ones
+	// (see unlinked.go).
+	opens    map[uint64]int
+	unlinked map[uint64]string
 }
 
 // Mount serves f at dir until it is unmounted (Wait), committing on a
@@ -65,7 +69,13 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
-	s := &Server{f: f, opt: opt, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{f: f, opt: opt, stop: make(chan struct{}), done: make(chan struct{}),
+		opens: map[uint64]int{}, unlinked: map[uint64]string{}}
+	if !opt.ReadOnly {
+		if e := s.write("delete the files a crash left unlinked", s.dropAllHidden); e != 0 {
+			return nil, fmt.Errorf("%s: %w", hiddenDir, e)
+		}
+	}
 	root := &node{s: s}
 	// The kernel caches names and attributes briefly: every change
 	// comes through this server, which tells the kernel what it changed.
@@ -110,6 +120,9 @@ func (s *Server) Wait() error {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.opt.ReadOnly && s.broken == nil {
+		s.writeLocked("delete the unlinked files", s.dropAllHidden)
+	}
 	s.closed = true
 	if s.broken != nil {
 		return s.broken
@@ -162,7 +175,8 @@ var preconditions = map[syscall.Errno]bool{
 	syscall.ENOENT: true, syscall.EEXIST: true, syscall.ENOTEMPTY: true, syscall.EISDIR: true,
 	syscall.ENOTDIR: true, syscall.EINVAL: true, syscall.ELOOP: true, syscall.ENAMETOOLONG: true,
 	syscall.EPERM: true, syscall.EFBIG: true, syscall.E2BIG: true, syscall.ENODATA: true,
-	syscall.ERANGE: true,
+	syscall.ERANGE: true, syscall.EMLINK: true, syscall.ESTALE: true,
+	syscall.ENXIO: true, syscall.EOPNOTSUPP: true, syscall.ENODEV: true,
 }
 
 // errNoRoom is the ENOSPC of a write refused before it changed anything.
@@ -211,6 +225,10 @@ func (s *Server) readLocked(what string, fn func() error) syscall.Errno {
 func (s *Server) write(what string, fn func() error) syscall.Errno {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.writeLocked(what, fn)
+}
+
+func (s *Server) writeLocked(what string, fn func() error) syscall.Errno {
 	if s.opt.ReadOnly || s.broken != nil || s.closed {
 		return syscall.EROFS
 	}

@@ -93,6 +93,9 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 		in, err := n.load()
 		if err == nil {
 			fillAttr(in, &out.Attr)
+			if _, gone := n.s.unlinked[in.Ino]; gone {
+				out.Nlink = 0
+			}
 		}
 		return err
 	})
@@ -141,6 +144,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, sa *fuse.SetAttrIn
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var ch *fs.Inode
 	errno := n.s.read("lookup "+name, func() error {
+		if hidden(n.ino(), name) {
+			return syscall.ENOENT
+		}
 		in, err := n.s.f.LookupAt(n.ino(), name)
 		if err == nil {
 			ch = n.child(ctx, in, out)
@@ -165,6 +171,9 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		ents = []fuse.DirEntry{{Name: ".", Ino: dir.Ino, Mode: syscall.S_IFDIR}, {Name: "..", Ino: up, Mode: syscall.S_IFDIR}}
 		// A corrupt entry is left out (and logged); the good ones list.
 		err = n.s.f.ReadDir(dir, func(e fsys.DirEntry) bool {
+			if hidden(dir.Ino, e.Name) {
+				return true
+			}
 			ents = append(ents, fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Type.Mode()})
 			return true
 		})
@@ -203,7 +212,11 @@ func (n *node) create(ctx context.Context, what string, mode uint32, out *fuse.E
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	ch, errno := n.create(ctx, "create "+name, mode, out, func(a fsys.Attr) (*fsys.Inode, error) {
-		return n.s.f.CreateAt(n.ino(), name, a)
+		in, err := n.s.f.CreateAt(n.ino(), name, a)
+		if err == nil {
+			n.s.opens[in.Ino]++ // create opens it
+		}
+		return in, err
 	})
 	return ch, nil, 0, errno
 }
@@ -240,7 +253,12 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return n.s.write("unlink "+name, func() error { return n.s.f.UnlinkAt(n.ino(), name, false) })
+	return n.s.write("unlink "+name, func() error {
+		if kept, err := n.s.keepIfOpen(n.ino(), name); kept || err != nil {
+			return err
+		}
+		return n.s.f.UnlinkAt(n.ino(), name, false)
+	})
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
@@ -249,7 +267,17 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	to := newParent.EmbeddedInode().StableAttr().Ino
-	return n.s.write("rename "+name, func() error { return n.s.f.RenameAt(n.ino(), name, to, newName, flags) })
+	return n.s.write("rename "+name, func() error {
+		// A file renamed over an open one: that one lives on hidden.
+		if src, err := n.s.f.LookupAt(n.ino(), name); flags == 0 && err == nil && !src.IsDir() {
+			if dst, err := n.s.f.LookupAt(to, newName); err == nil && dst.Ino != src.Ino {
+				if _, err := n.s.keepIfOpen(to, newName); err != nil {
+					return err
+				}
+			}
+		}
+		return n.s.f.RenameAt(n.ino(), name, to, newName, flags)
+	})
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {

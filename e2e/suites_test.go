@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Foreign test suites run against a mount. They take minutes, so make
+// test leaves them out: `make test-fuse-suites` sets DDFS_FUSE_SUITES=1.
+func needSuites(t *testing.T) {
+	t.Helper()
+	if os.Getenv("DDFS_FUSE_SUITES") == "" {
+		t.Skip("a foreign suite on a mount, minutes long: make test-fuse-suites (DDFS_FUSE_SUITES=1) runs it")
+	}
+}
+
+// stdlibKnown are the Go standard library tests that fail on any FUSE
+// mount, with why; every other failure fails TestStdlibOnMount.
+var stdlibKnown = map[string]string{
+	// The kernel gives every FUSE file a poll method, so epoll accepts a
+	// regular file there and os.File deadlines "work": a kernel FUSE
+	// property, the same for every FUSE filesystem.
+	"os/TestNonpollableDeadline": "FUSE files are pollable (kernel)",
+}
+
+// TestStdlibOnMount runs `go test os path/filepath io/fs archive/tar` of
+// the installed Go with TMPDIR on a dedupe+zstd mount, counts passes and
+// failures, and wants no failure outside stdlibKnown, then fsck clean.
+func TestStdlibOnMount(t *testing.T) {
+	needSuites(t)
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	tmp := m.path("tmp")
+	if err := os.Mkdir(tmp, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "test", "-count=1", "-json", "os", "path/filepath", "io/fs", "archive/tar")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Run() // the exit code is judged from the events below
+	counts := map[string]int{}
+	var unexpected []string
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct{ Action, Package, Test string }
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" {
+			continue
+		}
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			counts[ev.Action]++
+		}
+		id := ev.Package + "/" + ev.Test
+		if ev.Action == "fail" && stdlibKnown[id] == "" && !strings.Contains(ev.Test, "/") {
+			unexpected = append(unexpected, id)
+		}
+	}
+	t.Logf("go test os path/filepath io/fs archive/tar on the mount: %d passed, %d failed, %d skipped (known: %v)", counts["pass"], counts["fail"], counts["skip"], stdlibKnown)
+	if counts["pass"] < 1000 {
+		t.Fatalf("only %d tests passed: the suite did not run\n%s", counts["pass"], out.String()[:min(out.Len(), 4000)])
+	}
+	sort.Strings(unexpected)
+	if len(unexpected) > 0 {
+		t.Errorf("failures on the mount: %v", unexpected)
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}
