@@ -27,13 +27,17 @@ var (
 	_ fs.NodeRemovexattrer = (*node)(nil)
 )
 
-// Open needs no handle: reads and writes go by inode number.
+// handle is an open file: reads and writes go by inode number, but
+// go-fuse calls Release only for an open that returned a handle.
+type handle struct{}
+
+// Open counts the open (see unlinked.go).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if n.s.opt.ReadOnly && flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
 		return nil, 0, syscall.EROFS
 	}
 	n.s.opened(n.ino())
-	return nil, 0, 0
+	return &handle{}, 0, 0
 }
 
 // Release ends an open: the last one of an unlinked file deletes it.

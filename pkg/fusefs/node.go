@@ -218,7 +218,10 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		}
 		return in, err
 	})
-	return ch, nil, 0, errno
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return ch, &handle{}, 0, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
