@@ -422,3 +422,36 @@ func TestMountUnlinkedOpen(t *testing.T) {
 	}
 	fsckClean(t, dir, "a.img")
 }
+
+// TestMountExchangeAcrossDirs: RENAME_EXCHANGE of a directory and a file
+// in two directories moves the ".." link count with the directory (fsck
+// checks every count), and refuses to swap a directory below itself.
+func TestMountExchangeAcrossDirs(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	for _, d := range []string{"a", "a/x", "a/x/deep", "b"} {
+		if err := os.Mkdir(m.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, m.path("b/y"), "file")
+	wantErrno(t, "exchanging a directory with a file below it", unix.Renameat2(unix.AT_FDCWD, m.path("a"), unix.AT_FDCWD, m.path("a/x/deep"), unix.RENAME_EXCHANGE), unix.EINVAL)
+	if err := unix.Renameat2(unix.AT_FDCWD, m.path("a/x"), unix.AT_FDCWD, m.path("b/y"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	for p, want := range map[string]uint64{"a": 2, "b": 3, "b/y": 3} {
+		if err := unix.Stat(m.path(p), &st); err != nil || st.Nlink != want {
+			t.Fatalf("%s: nlink %d, want %d (%v)", p, st.Nlink, want, err)
+		}
+	}
+	if b, err := os.ReadFile(m.path("a/x")); err != nil || string(b) != "file" {
+		t.Fatalf("a/x: %q %v", b, err)
+	}
+	if _, err := os.Stat(m.path("b/y/deep")); err != nil {
+		t.Fatal(err)
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}

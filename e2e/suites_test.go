@@ -76,3 +76,57 @@ func TestStdlibOnMount(t *testing.T) {
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
+
+// needTool fails (never skips) when a suite's Debian package is missing.
+func needTool(t *testing.T, name, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s not found: apt-get install -y %s", name, pkg)
+	}
+}
+
+// TestStressNGOnMount runs stress-ng's filesystem stressors with --verify
+// on a dedupe+zstd mount, one after another, 10 s each; every one must
+// complete successfully, and fsck be clean after.
+func TestStressNGOnMount(t *testing.T) {
+	needSuites(t)
+	needTool(t, "stress-ng", "stress-ng")
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	passed := 0
+	for _, s := range []string{"dir", "dentry", "rename", "link", "symlink", "xattr", "hdd", "seek", "fallocate", "iomix", "filename", "chmod", "utime", "readahead", "mmap"} {
+		out, err := exec.Command("stress-ng", "--"+s, "1", "--timeout", "10s", "--verify", "--temp-path", m.dir).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "successful run completed") {
+			t.Errorf("stress-ng --%s: %v\n%s", s, err, out)
+			continue
+		}
+		passed++
+	}
+	t.Logf("stress-ng --verify on the mount: %d stressors passed", passed)
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}
+
+// TestFioOnMount runs fio verify jobs (crc32c, fatal on a mismatch):
+// random writes then reads, mixed random read/write with fsyncs, and
+// writes through mmap; then fsck clean.
+func TestFioOnMount(t *testing.T) {
+	needSuites(t)
+	needTool(t, "fio", "fio")
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "2G", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	for _, job := range [][]string{
+		{"--rw=randwrite", "--ioengine=psync", "--size=64m"},
+		{"--rw=randrw", "--ioengine=psync", "--fsync=64", "--size=64m"},
+		{"--rw=randwrite", "--ioengine=mmap", "--size=32m"},
+	} {
+		args := append([]string{"--name=verify", "--directory=" + m.dir, "--bs=4k", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--minimal"}, job...)
+		if out, err := exec.Command("fio", args...).CombinedOutput(); err != nil {
+			t.Errorf("fio %v: %v\n%s", job, err, out)
+		}
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}
