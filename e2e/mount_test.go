@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -454,4 +456,78 @@ func TestMountExchangeAcrossDirs(t *testing.T) {
 	}
 	m.unmount()
 	fsckClean(t, dir, "a.img")
+}
+
+// TestMountCorruptNode: a metadata leaf (single copy, so nothing heals
+// it) that fails its checksum makes the files whose items it holds EIO,
+// logged; files in other leaves still read and the mount still writes.
+func TestMountCorruptNode(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "single", "a.img"), 0)
+	for _, d := range []string{"src/aaa", "src/zzz"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+		for i := 0; i < 300; i++ {
+			writeFile(t, filepath.Join(dir, d, "f"+strings.Repeat("0", 3-len(itoa(i)))+itoa(i)), itoa(i))
+		}
+	}
+	must(t, run(t, dir, "ddfs", "cp", "-r", "src/aaa", "src/zzz", "a.img:/"), 0)
+	ino := inodeOf(t, dir, "a.img:/aaa/f150")
+	// The leaf holding that inode's item, and where it lies on the device.
+	var leaf uint64
+	for _, l := range strings.Split(must(t, run(t, dir, "ddfs", "inspect", "dump-tree", "--json", "--tree", "fs", "a.img"), 0).stdout, "\n") {
+		var n struct {
+			Logical uint64
+			Level   int
+			Items   []struct {
+				Key struct{ ObjectID, Type uint64 }
+			}
+		}
+		if json.Unmarshal([]byte(l), &n) != nil || n.Level != 0 {
+			continue
+		}
+		for _, it := range n.Items {
+			if it.Key.ObjectID == ino && it.Key.Type == 1 {
+				leaf = n.Logical
+			}
+		}
+	}
+	var mp struct{ Copies []struct{ Offset int64 } }
+	json.Unmarshal([]byte(must(t, run(t, dir, "ddfs", "inspect", "map", "--json", "a.img", itoa(int(leaf))), 0).stdout), &mp)
+	if leaf == 0 || len(mp.Copies) != 1 {
+		t.Fatalf("leaf of inode %d: %d, copies %+v", ino, leaf, mp.Copies)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "a.img"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte{0xA5}, 64), mp.Copies[0].Offset+200)
+	f.Close()
+	m := mountImage(t, dir, "a.img")
+	_, err = os.ReadFile(m.path("aaa/f150"))
+	wantErrno(t, "reading a file whose leaf is corrupt", err, unix.EIO)
+	if b, err := os.ReadFile(m.path("zzz/f299")); err != nil || string(b) != "299" {
+		t.Fatalf("a file in another leaf: %q %v", b, err)
+	}
+	writeFile(t, m.path("new"), "still writable")
+	m.unmount()
+	if !strings.Contains(m.stderr.String(), "ddfs: mount: a.img: lookup f150: ") {
+		t.Fatalf("the EIO was not logged: %q", m.stderr)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// inodeOf returns the inode number ddfs stat shows for an IMAGE:PATH.
+func inodeOf(t *testing.T, dir, op string) uint64 {
+	t.Helper()
+	out := must(t, run(t, dir, "ddfs", "stat", op), 0).stdout
+	i := strings.Index(out, "Inode: ")
+	if i < 0 {
+		t.Fatalf("no inode in %q", out)
+	}
+	n, err := strconv.ParseUint(strings.Fields(out[i+7:])[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
