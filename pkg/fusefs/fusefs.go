@@ -81,11 +81,12 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 	// comes through this server, which tells the kernel what it changed.
 	ttl := time.Second
 	mo := fuse.MountOptions{
-		AllowOther: opt.AllowOther,
-		FsName:     opt.Name,
-		Name:       "ddfs",
-		Debug:      opt.Debug,
-		MaxWrite:   1 << 20,
+		AllowOther:   opt.AllowOther,
+		FsName:       opt.Name,
+		Name:         "ddfs",
+		Debug:        opt.Debug,
+		MaxWrite:     1 << 20,
+		MaxReadAhead: 1 << 20, // sequential reads in 1 MiB requests, not 128 KiB
 		// The kernel checks permissions from the modes we report, as a
 		// disk filesystem does (fsys checks none).
 		Options:                  []string{"default_permissions"},
