@@ -130,3 +130,28 @@ func TestFioOnMount(t *testing.T) {
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
+
+// TestBuildOnMount: a build-like workload: this module's source untarred
+// onto a dedupe+zstd mount, then go vet ./... and go build there; fsck
+// clean after.
+func TestBuildOnMount(t *testing.T) {
+	needSuites(t)
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "2G", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	src := m.path("src")
+	os.Mkdir(src, 0o755)
+	tarCmd := "tar -C .. --exclude=./.git --exclude=./bin --exclude=./demo -cf - . | tar -C " + src + " -xf -"
+	if out, err := exec.Command("sh", "-c", tarCmd).CombinedOutput(); err != nil {
+		t.Fatalf("untar: %v %s", err, out)
+	}
+	for _, args := range [][]string{{"vet", "./..."}, {"build", "-o", os.DevNull, "./ddfs"}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %v on the mount: %v\n%s", args, err, out)
+		}
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}
