@@ -58,10 +58,10 @@ fuzz:
 # Foreign suites on a FUSE mount (ddfs mount), minutes long, not in make test:
 # go test of os, path/filepath, io/fs, archive/tar with TMPDIR on the mount,
 # stress-ng --verify stressors, fio verify jobs (Debian packages stress-ng,
-# fio, fuse3), and the fsx exerciser at FSX_OPS steps.
+# fio, dbench, fuse3), dbench, a go vet of this module, and fsx at FSX_OPS steps.
 FSX_OPS ?= 100000
 test-fuse-suites: build
-	DDFS_FUSE_SUITES=1 DDFS_FSX_OPS=$(FSX_OPS) $(GO) test -count=1 -timeout 0 -v -run 'TestStdlibOnMount|TestStressNGOnMount|TestFioOnMount|TestBuildOnMount|TestFSX' ./e2e/
+	DDFS_FUSE_SUITES=1 DDFS_FSX_OPS=$(FSX_OPS) $(GO) test -count=1 -timeout 0 -v -run 'TestStdlibOnMount|TestStressNGOnMount|TestFioOnMount|TestBuildOnMount|TestDbenchOnMount|TestFSX' ./e2e/
 
 stress: build
 	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/

@@ -155,3 +155,20 @@ func TestBuildOnMount(t *testing.T) {
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
+
+// TestDbenchOnMount: dbench's client load (4 clients, 20 s) on a mount
+// runs without an error; fsck clean after.
+func TestDbenchOnMount(t *testing.T) {
+	needSuites(t)
+	needTool(t, "dbench", "dbench")
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "a.img"), 0)
+	m := mountImage(t, dir, "a.img")
+	out, err := exec.Command("dbench", "-D", m.dir, "-t", "20", "4").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Throughput") {
+		t.Fatalf("dbench: %v\n%s", err, out)
+	}
+	t.Logf("dbench: %s", out[strings.LastIndex(string(out), "Throughput"):])
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}
