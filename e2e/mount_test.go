@@ -282,6 +282,10 @@ func TestMountENOSPC(t *testing.T) {
 	wantErrno(t, "filling the image", err, unix.ENOSPC)
 	var before unix.Statfs_t
 	unix.Statfs(m.dir, &before)
+	// df agrees: what a write could take is less than the 1 MiB refused.
+	if avail := before.Bavail * uint64(before.Bsize); avail >= 1<<20 {
+		t.Fatalf("statfs after ENOSPC: %d bytes available", avail)
+	}
 	if err := os.Remove(m.path("filla")); err != nil {
 		t.Fatalf("remove after ENOSPC: %v", err)
 	}

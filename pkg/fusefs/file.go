@@ -188,7 +188,9 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	st := n.s.f.Statfs()
 	bs := max(st.BlockSize, 512)
 	out.Bsize, out.Frsize = uint32(bs), uint32(bs)
-	out.Blocks, out.Bfree, out.Bavail = st.TotalBytes/bs, st.FreeBytes/bs, st.FreeBytes/bs
+	// Available is what writes may still take (haveSpace's reserve kept).
+	out.Blocks, out.Bfree = st.TotalBytes/bs, st.FreeBytes/bs
+	out.Bavail = (st.FreeBytes - min(st.FreeBytes, reserve(st))) / bs
 	// Inodes take no fixed table: as many more as free space holds.
 	out.Ffree = st.FreeBytes / 256
 	out.Files = st.Inodes + out.Ffree

@@ -251,8 +251,11 @@ func (s *Server) writeLocked(what string, fn func() error) syscall.Errno {
 // transaction still needs, instead of running out halfway (an abort).
 func (s *Server) haveSpace(n uint64) error {
 	st := s.f.Statfs()
-	if st.FreeBytes < n+max(8<<20, st.TotalBytes/64) {
+	if st.FreeBytes < n+reserve(st) {
 		return errNoRoom
 	}
 	return nil
 }
+
+// reserve is the free space writes leave for metadata.
+func reserve(st fsys.Statfs) uint64 { return max(8<<20, st.TotalBytes/64) }
