@@ -34,11 +34,12 @@ test: build vet
 	$(MAKE) race
 	$(MAKE) fuzz
 
-# The concurrent paths (background data writer, read-ahead, scrub workers) under the race detector.
+# The concurrent paths (background data writer, read-ahead, scrub workers, the FUSE server) under the race detector.
 race:
 	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
+	$(GO) test -race -count=1 -run 'TestConcurrentOps' ./pkg/fusefs/
 
 # Every fuzz target of every package (found by name in the _test.go files),
 # each with its count from FUZZCOUNTS or FUZZTIME. Each starts from its seeds
