@@ -569,3 +569,29 @@ func TestMountDedupeCompress(t *testing.T) {
 	}
 	fsckClean(t, dir, "a.img")
 }
+
+// TestMountDegraded: a raid1 set with a device file deleted does not
+// mount (the error names --degraded); with --degraded it mounts, reads
+// the surviving copies and takes new files.
+func TestMountDegraded(t *testing.T) {
+	needFUSE(t)
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "d0.img", "d1.img"), 0)
+	writeFile(t, filepath.Join(dir, "f"), "mirrored")
+	must(t, run(t, dir, "ddfs", "cp", "f", "d0.img:/"), 0)
+	os.Remove(filepath.Join(dir, "d1.img"))
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if r := run(t, dir, "ddfs", "mount", "--foreground", "d0.img", mnt); r.code == 0 || !strings.Contains(r.stderr, "--degraded") {
+		t.Fatalf("mount with a device missing: exit %d, %q", r.code, r.stderr)
+	}
+	m := mountImage(t, dir, "d0.img", "--degraded")
+	if b, err := os.ReadFile(m.path("f")); err != nil || string(b) != "mirrored" {
+		t.Fatalf("degraded read: %q %v", b, err)
+	}
+	writeFile(t, m.path("g"), "written degraded")
+	m.unmount()
+	if got := must(t, run(t, dir, "ddfs", "cat", "--degraded", "d0.img:/g"), 0).stdout; got != "written degraded" {
+		t.Fatalf("g: %q", got)
+	}
+}
