@@ -92,8 +92,17 @@ func (m *mounted) path(p string) string { return filepath.Join(m.dir, p) }
 // exit; it must exit 0.
 func (m *mounted) unmount() {
 	m.t.Helper()
-	if out, err := exec.Command("fusermount3", "-u", m.dir).CombinedOutput(); err != nil {
-		m.t.Fatalf("fusermount3 -u: %v: %s", err, out)
+	// Busy for a moment after a mount: another process (with allow_other,
+	// anyone's) may still be looking at it.
+	for i := 0; ; i++ {
+		out, err := exec.Command("fusermount3", "-u", m.dir).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(string(out), "busy") || i == 50 {
+			m.t.Fatalf("fusermount3 -u: %v: %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	m.wait(0)
 }

@@ -595,3 +595,23 @@ func TestMountDegraded(t *testing.T) {
 		t.Fatalf("g: %q", got)
 	}
 }
+
+// TestMountOptions: -o allow_other reaches the kernel's mount; a bad
+// option or commit value is a usage error (exit 2) naming it.
+func TestMountOptions(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	for _, o := range []string{"bogus", "commit=soon", "ro,commit=-1"} {
+		if r := run(t, dir, "ddfs", "mount", "-o", o, "a.img", dir); r.code != 2 || !strings.Contains(r.stderr, strings.TrimPrefix(o, "ro,")) {
+			t.Fatalf("-o %s: exit %d, %q", o, r.code, r.stderr)
+		}
+	}
+	m := mountImage(t, dir, "a.img", "-o", "rw,allow_other,commit=2")
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, " "+m.dir+" ") && !strings.Contains(l, "allow_other") {
+			t.Fatalf("allow_other not in the mount: %s", l)
+		}
+	}
+	m.unmount()
+}
