@@ -30,7 +30,7 @@ vet:
 # Every test: unit, property, golden, end-to-end (built binaries), and a
 # short run of each fuzz target. Expensive invariant checks are on (tag ddfs_invariants).
 test: build vet
-	$(GO) test -tags ddfs_invariants -count=1 ./...
+	$(GO) test -tags ddfs_invariants -count=1 -timeout 30m ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 
@@ -76,6 +76,7 @@ bench: build
 	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
+	BIN=$(BIN) bench/batch.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

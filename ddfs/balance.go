@@ -8,7 +8,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 )
 
-const balanceExamples = `  ddfs device add -b 64G disk.img b.img
+const balanceExamples = `  ddfs device add -b 64G disk.img disk2.img
   ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
   ddfs balance -m raid1c3 disk.img
 `

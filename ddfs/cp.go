@@ -17,15 +17,15 @@ import (
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
-const cpExamples = `  ddfs cp -r ./tree disk.img:/              host tree into the image root
-  ddfs cp -a disk.img:/etc ./etc-copy        out of the image, keeping everything
-  ddfs cp disk.img:/a disk.img:/b            inside one image
-  ddfs cp ./x:y disk.img:/                   a host file whose name has a colon
-  ddfs cp -a disk.img:/vm disk.img:/vm-snap   a reflink copy: shares the data until written
-  ddfs cp -r old.img:/home new.img:/          image to image (the target's dedupe applies)
-  echo hello | ddfs cp - disk.img:/motd       stdin into a file (mode 0666 less the umask)
-  ddfs cp disk.img:/motd - | wc -c            a file to stdout (holes as zeros)
-  ddfs cp 'disk.img:/etc/*.conf' ./out/       a pattern, expanded inside the image
+const cpExamples = `  ddfs cp -r ./tree disk.img:/              # host tree into the image root
+  ddfs cp -a disk.img:/etc ./etc-copy        # out of the image, keeping everything
+  ddfs cp disk.img:/a disk.img:/b            # inside one image
+  ddfs cp ./x:y disk.img:/                   # a host file whose name has a colon
+  ddfs cp -a disk.img:/vm disk.img:/vm-snap   # a reflink copy: shares the data until written
+  ddfs cp -r old.img:/home new.img:/          # image to image (the target's dedupe applies)
+  echo hello | ddfs cp - disk.img:/motd       # stdin into a file (mode 0666 less the umask)
+  ddfs cp disk.img:/motd - | wc -c            # a file to stdout (holes as zeros)
+  ddfs cp 'disk.img:/etc/*.conf' ./out/       # a pattern, expanded inside the image
 `
 
 const cpLong = `SRC "-" is stdin: the file DST is created or replaced with its bytes. DST "-" is
@@ -70,6 +70,7 @@ func newCpCmd() *cobra.Command {
 		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
 			bar := progress.New(f)
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
 			// The total is summed beside the copy; a small tree's is
 			// there before the first line is drawn.

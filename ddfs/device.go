@@ -23,7 +23,7 @@ const deviceExamples = `  ddfs device usage disk.img
   ddfs device set disk.img 2 rotational=1,seek_speed=120,bandwidth=150M
   ddfs device add -b 64G disk.img hdd2.img:rotational=1
   ddfs device remove disk.img 2              # or the device's path
-  ddfs device replace disk.img b.img new.img:rotational=1
+  ddfs device replace disk.img 2 spare.img:rotational=1
   ddfs device resize disk.img 1 32G          # or max: the device's size
 `
 
@@ -171,7 +171,7 @@ func newDeviceRemoveCmd() *cobra.Command {
 
 func newDeviceReplaceCmd() *cobra.Command {
 	c, fl, of := newDevCmd("replace [-b SIZE] [-f] IMAGE OLD NEWPATH[:props]", "copy a device onto a new one, then drop it",
-		"  ddfs device replace disk.img b.img new.img:rotational=1\n  ddfs device replace --degraded disk.img 2 new.img", 3)
+		"  ddfs device replace disk.img 2 spare.img:rotational=1\n  ddfs device replace --degraded disk.img 2 spare.img", 3)
 	size := sizeFlag(fl, "size of an image file to create (default the old device's size)")
 	force := fl.BoolP("force", "f", false, "overwrite a filesystem on the new device")
 	c.RunE = func(c *cobra.Command, a []string) error {

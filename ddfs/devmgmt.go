@@ -22,14 +22,17 @@ func resolveDevice(fs *store.FS, arg string) (uint64, error) {
 	}
 	st, statErr := os.Stat(arg)
 	for _, d := range fs.Vol.Devices() {
+		if d.Path == arg {
+			return d.ID, nil // a network device has no file to compare
+		}
 		if dst, err := os.Stat(d.Path); statErr == nil && err == nil && os.SameFile(st, dst) {
 			return d.ID, nil
 		}
 	}
 	for _, d := range fs.DevItems() {
 		hint := d.Path
-		if hint != "" && !filepath.IsAbs(hint) {
-			hint = filepath.Join(fs.Vol.Dir, hint)
+		if p, ok := fs.Vol.HintPath(hint); ok {
+			hint = p
 		}
 		if hint != "" && filepath.Clean(hint) == filepath.Clean(arg) {
 			return d.DevID, nil

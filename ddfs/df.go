@@ -9,34 +9,34 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
 func newDFCmd() *cobra.Command {
-	c, fl, of := newCmd("df [-b|-h] [--json] IMAGE", "show space by type/profile and by device", "  ddfs df disk.img\n  ddfs df -b --json disk.img")
+	c, of, bf := newBatchCmd("df [-b|-h] [--json] IMAGE... [--from FILE]", "show space by type/profile and by device",
+		"  ddfs df disk.img\n  ddfs df -b --json disk.img\n  ddfs df -j 4 --from images.txt")
 	cli.NoHelpShorthand(c)
+	fl := c.Flags()
 	asJSON := fl.Bool("json", false, "print JSON (always bytes)")
 	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
 	fl.BoolP("human-readable", "h", true, "print sizes with K, M, G (the default)")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		return runDF(c.OutOrStdout(), of, args, *asJSON, *raw)
+		return eachSet(c, of, bf, args, *asJSON, func(fs *store.FS, w io.Writer, path string, inBatch bool) error {
+			return runDF(w, fs, path, inBatch, *asJSON, *raw)
+		})
 	}
 	return c
 }
 
-func runDF(stdout io.Writer, of *openFlags, args []string, asJSON, raw bool) error {
-	fs, done, err := of.openOnly(args)
-	if err != nil {
-		return err
-	}
-	defer done()
+func runDF(stdout io.Writer, fs *store.FS, path string, inBatch, asJSON, raw bool) error {
 	df := inspect.GetDF(fs)
 	data, err := inspect.GetDedupeStatus(fs)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return cli.JSON(stdout, struct {
+		return printJSON(stdout, path, inBatch, struct {
 			*inspect.DF
 			Data *inspect.DedupeStatus `json:"data"`
 		}{df, data})

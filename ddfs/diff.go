@@ -26,7 +26,7 @@ one in an image; both may be in the same image (opened once). Contents are
 compared by streaming, in bounded memory; modes, owners and times are not
 compared.`
 
-const diffExamples = `  ddfs diff disk.img:/etc /etc
+const diffExamples = `  ddfs diff disk.img:/etc /etc                   # they differ: exit 1
   ddfs diff disk.img:/vm disk.img:/vm-snap
   ddfs diff old.img:/home new.img:/home && echo same
 `

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
 )
@@ -31,6 +33,12 @@ func (o operand) String() string {
 func parseOperand(arg string) operand {
 	if strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") {
 		return operand{path: arg}
+	}
+	if spec, p, hasPath, ok := device.SplitRemote(arg); ok {
+		if !hasPath {
+			return operand{path: arg} // a bare URL: isImageFile
+		}
+		return operand{image: spec, path: cmp.Or(p, "/")}
 	}
 	i := strings.IndexByte(arg, ':')
 	if i <= 0 {
@@ -129,6 +137,9 @@ func imageOperands(args []string) (string, []string, error) {
 // isImageFile reports whether a bare operand (no colon) names an existing
 // image file or device: "ddfs ls d.img" lists its root.
 func isImageFile(arg string) bool {
+	if _, _, hasPath, ok := device.SplitRemote(arg); ok {
+		return !hasPath
+	}
 	if strings.ContainsRune(arg, ':') {
 		return false
 	}

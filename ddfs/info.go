@@ -6,29 +6,27 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
 func newInfoCmd() *cobra.Command {
-	c, fl, of := newCmd("info [--json] IMAGE", "show superblock, devices, chunks and tree roots", "  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks")
-	asJSON := fl.Bool("json", false, "print JSON")
+	c, of, bf := newBatchCmd("info [--json] IMAGE... [--from FILE]", "show superblock, devices, chunks and tree roots",
+		"  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks\n  ddfs info --json --from images.txt   # JSON Lines, one object per set")
+	asJSON := c.Flags().Bool("json", false, "print JSON")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		return runInfo(c.OutOrStdout(), of, args, *asJSON)
+		return eachSet(c, of, bf, args, *asJSON, func(fs *store.FS, w io.Writer, path string, inBatch bool) error {
+			return runInfo(w, fs, path, inBatch, *asJSON)
+		})
 	}
 	return c
 }
 
-func runInfo(stdout io.Writer, of *openFlags, args []string, asJSON bool) error {
-	fs, done, err := of.openOnly(args)
-	if err != nil {
-		return err
-	}
-	defer done()
+func runInfo(stdout io.Writer, fs *store.FS, path string, inBatch, asJSON bool) error {
 	info := inspect.GetInfo(fs)
 	if asJSON {
-		return cli.JSON(stdout, info)
+		return printJSON(stdout, path, inBatch, info)
 	}
 	label := info.Label
 	if label == "" {

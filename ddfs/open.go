@@ -24,9 +24,15 @@ type openFlags struct {
 	cmd *cobra.Command
 }
 
-func (o *openFlags) add(fl *pflag.FlagSet) {
+func (o *openFlags) add(fl *pflag.FlagSet) { o.addFlags(fl, true) }
+
+// addFlags registers the open flags, --wait only with wait (batch
+// commands have their own, with a duration).
+func (o *openFlags) addFlags(fl *pflag.FlagSet, wait bool) {
 	fl.StringArrayVar(&o.devices, "device", nil, "another device of the set (repeatable)")
-	fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
+	if wait {
+		fl.BoolVar(&o.wait, "wait", false, "wait for a busy image instead of failing")
+	}
 	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 	fl.BoolVar(&o.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use the surviving copies; new chunks go to the present devices)")
 }

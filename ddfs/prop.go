@@ -14,16 +14,16 @@ import (
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const propExamples = `  ddfs prop get disk.img                      image properties
-  ddfs prop set disk.img label backup-2024     the filesystem label (as e2label)
+const propExamples = `  ddfs prop get disk.img                      # image properties
+  ddfs prop set disk.img label backup-2024     # the filesystem label (as e2label)
   ddfs prop get --json disk.img:/var/cache
-  ddfs prop set disk.img:/var/cache dedupe off   a subtree without dedupe (inherited)
+  ddfs prop set disk.img:/var/cache dedupe off   # a subtree without dedupe (inherited)
   ddfs prop set disk.img:/logs compression zstd:9
-  ddfs prop set disk.img compression s2          the image default
+  ddfs prop set disk.img compression s2          # the image default
   ddfs prop set disk.img alloc-policy tiered
-  ddfs prop set disk.img:/archive data-tier 2    new data of the subtree on tier 2
-  ddfs prop set disk.img small-data-max 64K      small extents on the metadata tier
-  ddfs prop set disk.img discard async           batched online discard (see trimtool policy)
+  ddfs prop set disk.img:/archive data-tier 2    # new data of the subtree on tier 2
+  ddfs prop set disk.img small-data-max 64K      # small extents on the metadata tier
+  ddfs prop set disk.img discard async           # batched online discard (see trimtool policy)
 Properties: label (the image only, at most 255 bytes), dedupe (on, off, inherit), compression (zstd[:N], s2, none, inherit),
 data-tier (N >= 1, 1 the fastest tier; inherit: the slowest tier);
 on the image also alloc-policy (classic, ssd-metadata, tiered),

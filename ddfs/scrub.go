@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/scrub"
@@ -39,6 +40,9 @@ func newScrubCmd() *cobra.Command {
 			return usageErr("want exactly one IMAGE")
 		}
 		img := fl.Arg(0)
+		if *statePath == "" && device.IsRemote(img) {
+			return usageErr("%s: a network device has no folder for the scrub state: give --state FILE", img)
+		}
 		fs, err := of.open(img, *repair)
 		if err != nil {
 			return err

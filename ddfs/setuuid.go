@@ -10,7 +10,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/inspect"
 )
 
-const setUUIDExamples = `  ddfs set-uuid copy-a.img                       # a random new UUID
+const setUUIDExamples = `  ddfs set-uuid disk.img                         # a random new UUID
   ddfs set-uuid --device copy-b.img copy-a.img   # a copied set: name its devices
   ddfs set-uuid disk.img 8c9a3e3e-0000-4000-8000-000000000001
 `

@@ -2,15 +2,20 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
 func newTarInCmd() *cobra.Command {
-	c, fl, of := newCmd("tar-in IMAGE[:DIR] < archive.tar", "extract a tar archive from stdin into an image", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n")
+	c, fl, of := newCmd("tar-in IMAGE[:DIR] < archive.tar", "extract a tar archive (plain, gzip, zstd, xz or bzip2) from stdin into an image", "  ddfs tar-in rootfs.img < alpine-minirootfs.tar.gz\n  zcat x.tar.gz | ddfs tar-in disk.img:/opt\n")
+	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		img, dir, err := imageDir(fl.Args())
 		if err != nil {
@@ -20,7 +25,15 @@ func newTarInCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := transfer.TarIn(im.f, bufio.NewReaderSize(os.Stdin, 1<<20), dir, transfer.Options{}); err != nil {
+		var in io.Reader = os.Stdin
+		if bar := tarBar(c, *quiet, "read"); bar != nil {
+			defer bar.Done()
+			if st, err := os.Stdin.Stat(); err == nil && st.Mode().IsRegular() {
+				bar.SetTotal(uint64(st.Size())) // an archive file: done of total, ETA
+			}
+			in = progress.Reader{R: in, Bar: bar}
+		}
+		if err := transfer.TarIn(im.f, bufio.NewReaderSize(in, 1<<20), dir, transfer.Options{}); err != nil {
 			im.f.Abort()
 			im.close()
 			return im.err(err)
@@ -32,17 +45,27 @@ func newTarInCmd() *cobra.Command {
 
 func newTarOutCmd() *cobra.Command {
 	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar", "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n")
+	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		img, dir, err := imageDir(fl.Args())
 		if err != nil {
 			return err
 		}
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			// GNU tar's words and exit code (2): a usage error, the cure
+			// is a redirection.
+			return usageErr("Refusing to write archive contents to terminal (redirect stdout or pipe it)")
+		}
 		im, err := of.openImage(img, false)
 		if err != nil {
 			return err
 		}
 		defer im.close()
+		if bar := tarBar(c, *quiet, "written"); bar != nil {
+			defer bar.Done()
+			stdout = progress.Writer{W: stdout, Bar: bar}
+		}
 		w := bufio.NewWriterSize(stdout, 1<<20)
 		if err := transfer.TarOut(im.f, w, dir); err != nil {
 			return im.err(err)
@@ -52,6 +75,17 @@ func newTarOutCmd() *cobra.Command {
 	return c
 }
 
+// tarBar is a progress bar on stderr when it is a terminal (and not -q).
+func tarBar(c *cobra.Command, quiet bool, label string) *progress.Bar {
+	f, ok := c.ErrOrStderr().(*os.File)
+	if !ok || quiet || !cli.IsTerminal(f) {
+		return nil
+	}
+	bar := progress.NewLabeled(f, label)
+	bar.EndLineOnInterrupt()
+	return bar
+}
+
 // imageDir takes one IMAGE or IMAGE:DIR operand.
 func imageDir(args []string) (string, string, error) {
 	if len(args) != 1 {
@@ -59,7 +93,7 @@ func imageDir(args []string) (string, string, error) {
 	}
 	o := parseOperand(args[0])
 	if o.image == "" {
-		if st, err := os.Stat(args[0]); err == nil && !st.IsDir() {
+		if st, err := os.Stat(args[0]); isImageFile(args[0]) || err == nil && !st.IsDir() {
 			return args[0], "/", nil
 		}
 		return "", "", usageErr("%s: no such image", args[0])

@@ -76,7 +76,7 @@ func newDisableCmd() *cobra.Command {
 
 // change updates the settings; the exclusive lock keeps writers out.
 func change(image, stats string, degraded bool, stderr io.Writer, fn func(*format.Settings) error) error {
-	fs, err := store.Open([]string{image}, volume.Options{Write: true, Degraded: degraded})
+	fs, err := store.Open([]string{image}, volume.Options{Write: true, Degraded: degraded, Extra: extraDevices})
 	if err != nil {
 		return err
 	}

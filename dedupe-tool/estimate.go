@@ -7,19 +7,19 @@ import (
 	"path"
 	"strings"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
+	"github.com/ddfs/ddfs/pkg/transfer"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const estimateExamples = `  dedupe-tool estimate ./backups                 a host folder
-  dedupe-tool estimate backup.img:/home          a folder of an image
+const estimateExamples = `  dedupe-tool estimate ./backups                 # a host folder
+  dedupe-tool estimate backup.img:/home          # a folder of an image
   dedupe-tool estimate --block 128K --compress zstd:3 --json vm.raw
 
 Reads the data once for every block size, hashing on every core. Memory:
@@ -45,10 +45,15 @@ func newEstimateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-			bar := progress.New(f)
+		var bar *progress.Bar // ended before the report is printed
+		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
+			bar = progress.NewLabeled(f, "read")
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
+			if total, ok := hostTotal(args); ok {
+				bar.SetTotal(total)
+			}
 		}
 		e, err := dedupe.NewEstimator(o)
 		if err != nil {
@@ -63,6 +68,7 @@ func newEstimateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		bar.Done()
 		if *asJSON {
 			return cli.JSON(stdout, res)
 		}
@@ -112,6 +118,28 @@ func estimateOptions(blocks, chunking, compress, memory string) (dedupe.Estimate
 
 // estimateOne adds a host folder or file, or an image (IMAGE:DIR, or a
 // file holding ddfs) to the estimate.
+// hostTotal is the bytes estimate will read when every operand is a host
+// folder or a plain file (a ddfs image's total is not known up front).
+func hostTotal(args []string) (uint64, bool) {
+	for _, a := range args {
+		if img, _ := splitImage(a); img != "" {
+			return 0, false
+		}
+		if st, err := os.Stat(a); err == nil && !st.IsDir() {
+			f, err := os.Open(a)
+			if err != nil {
+				return 0, false
+			}
+			kind := mkfs.Detect(f, st.Size())
+			f.Close()
+			if kind == "ddfs filesystem" {
+				return 0, false
+			}
+		}
+	}
+	return transfer.HostBytes(args, true, 1<<20)
+}
+
 func estimateOne(e *dedupe.Estimator, arg string) error {
 	img, dir := splitImage(arg)
 	if img == "" {
@@ -150,6 +178,12 @@ func estimateOne(e *dedupe.Estimator, arg string) error {
 // splitImage splits IMAGE:DIR when the text before the colon is an
 // existing file (as ddfs operands; "./" forces a host path).
 func splitImage(arg string) (img, dir string) {
+	if spec, p, hasPath, ok := device.SplitRemote(arg); ok {
+		if !hasPath || p == "" {
+			p = "/"
+		}
+		return spec, p
+	}
 	i := strings.IndexByte(arg, ':')
 	if i <= 0 || strings.HasPrefix(arg, "./") {
 		return "", arg

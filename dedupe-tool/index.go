@@ -9,7 +9,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
-const indexExamples = `  dedupe-tool index rebuild backup.img          the index again from the extents' data
+const indexExamples = `  dedupe-tool index rebuild backup.img          # the index again from the extents' data
   dedupe-tool index prune --max-entries 1000000 backup.img
 
 rebuild: every extent marked deduped gets the entry its data gives (the

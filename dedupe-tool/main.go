@@ -21,6 +21,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cli.Execute(newRoot(), args, stdout, stderr)
 }
 
+// extraDevices are the --device flags: the other members of the set.
+var extraDevices []string
+
 // newRoot is the command tree; each command lives in its own file.
 func newRoot() *cobra.Command {
 	root := cli.NewRoot("dedupe-tool", "manage dedupe of a ddfs image: settings, status, estimates, offline dedupe, the index", "")
@@ -29,6 +32,7 @@ func newRoot() *cobra.Command {
   dedupe-tool estimate --json ./backups
   dedupe-tool run --json backup.img`
 	cli.MakeGroup(root)
+	root.PersistentFlags().StringArrayVar(&extraDevices, "device", nil, "another device of the set (repeatable): members outside the image's folder, such as nbd:// exports")
 	root.AddCommand(newStatusCmd(), newEnableCmd(), newDisableCmd(), newEstimateCmd(), newRunCmd(), newIndexCmd())
 	return root
 }

@@ -14,7 +14,7 @@ import (
 // openFS opens an image for namespace work; batch bounds a writer's
 // transactions (0: the default).
 func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
-	st, err := store.Open([]string{image}, volume.Options{Write: write})
+	st, err := store.Open([]string{image}, volume.Options{Write: write, Extra: extraDevices})
 	if err != nil {
 		return nil, err
 	}

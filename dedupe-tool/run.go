@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/term"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
@@ -15,9 +13,9 @@ import (
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const runExamples = `  dedupe-tool run backup.img                     every file, the image's block and hash
+const runExamples = `  dedupe-tool run backup.img                     # every file, the image's block and hash
   dedupe-tool run --block 64K --json backup.img:/vm
-  dedupe-tool run --dry-run backup.img           what a run would free (an estimate)
+  dedupe-tool run --dry-run backup.img           # what a run would free (an estimate)
 
 Every block not yet in an indexed extent is hashed; a block seen before
 becomes a reference to its extent, a new one gets its own indexed extent,
@@ -67,9 +65,11 @@ func newRunCmd() *cobra.Command {
 		if *chunking != "" && *chunking != "fixed" && *chunking != "cdc" {
 			return cli.Usagef("--chunking: want fixed or cdc")
 		}
-		if f, ok := stderr.(*os.File); ok && !*quiet && term.IsTerminal(int(f.Fd())) {
-			bar := progress.New(f)
+		var bar *progress.Bar // ended before the report is printed
+		if f, ok := stderr.(*os.File); ok && !*quiet && cli.IsTerminal(f) {
+			bar = progress.NewLabeled(f, "processed")
 			defer bar.Done()
+			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
 		}
 		f, err := openFS(img, !*dry, 256<<20)
@@ -93,6 +93,7 @@ func newRunCmd() *cobra.Command {
 		if err := finish(f, err, stderr, string(stats)); err != nil {
 			return err
 		}
+		bar.Done()
 		if *asJSON {
 			return cli.JSON(stdout, res)
 		}

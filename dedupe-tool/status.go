@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -13,43 +16,63 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	c, fl := newCmd("status [--json] IMAGE", "logical/physical bytes, savings, index size", "  dedupe-tool status backup.img\n")
+	c, fl := newCmd("status [--json] IMAGE... [--from FILE]\n\nLogical and physical bytes, savings, index size.\n\n"+batch.MemoryHelp, "logical/physical bytes, savings, index size",
+		"  dedupe-tool status backup.img\n  dedupe-tool status --json -j 4 --from images.txt   # JSON Lines, one object per set\n")
 	asJSON := fl.Bool("json", false, "print JSON")
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O (with --json: also as \"io\" in the output)")
 	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+	var bf batch.Flags
+	bf.Add(fl, false)
 	c.RunE = func(c *cobra.Command, args []string) error {
-		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-		if len(args) != 1 {
-			return cli.Usagef("want one IMAGE")
-		}
-		fs, err := store.Open([]string{args[0]}, volume.Options{Degraded: *degraded})
+		plan, err := bf.Plan(args, c.InOrStdin())
 		if err != nil {
 			return err
 		}
-		inspect.ReportHeals(stderr, "dedupe-tool: status", args[0], fs)
-		defer fs.Close()
-		st, err := inspect.GetDedupeStatus(fs)
-		if err != nil {
-			return err
-		}
-		io := inspect.MaybePrintIOStats(stderr, fs, string(stats))
-		if *asJSON {
-			return cli.JSON(stdout, struct {
-				*inspect.DedupeStatus
-				IO []inspect.DeviceIO `json:"io,omitempty"`
-			}{st, io})
-		}
-		on := "off"
-		if st.Enabled {
-			on = "on"
-		}
-		fmt.Fprintf(stdout, "dedupe:             %s (block %s, %s)\ncompression:        %s\n", on, units.Human(st.BlockSize), st.Hash, st.Compression)
-		fmt.Fprintf(stdout, "logical bytes:      %s\nphysical bytes:     %s\n", units.Human(st.LogicalBytes), units.Human(st.PhysicalBytes))
-		fmt.Fprintf(stdout, "saved by dedupe:    %s\nsaved by compress:  %s\n", units.Human(st.DedupeSavedBytes), units.Human(st.CompressSavedBytes))
-		fmt.Fprintf(stdout, "dedupe hits:        %d\nindex entries:      %d\n", st.DedupeHits, st.IndexEntries)
-		fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), inspect.IndexEntryMemory)
-		return nil
+		cfg := batch.Config{Jobs: bf.Jobs, Wait: bf.Wait, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr()}
+		tool := batch.Tool{Prog: "dedupe-tool: status", JSON: *asJSON, Failed: "shown"}
+		_, err = tool.Each(plan, cfg, func(_ context.Context, s *batch.Set, stdout, stderr io.Writer) error {
+			if plan.Batch && !*asJSON {
+				stdout = &batch.Prefixed{W: stdout, Prefix: s.Path() + ": "}
+			}
+			return status(s, stdout, stderr, volume.Options{Degraded: *degraded, Extra: extraDevices}, string(stats), *asJSON, plan.Batch)
+		})
+		return err
 	}
 	return c
+}
+
+// status reports one set.
+func status(s *batch.Set, stdout, stderr io.Writer, vo volume.Options, stats string, asJSON, inBatch bool) error {
+	fs, err := store.Open(s.Paths, vo)
+	if err != nil {
+		return err
+	}
+	inspect.ReportHeals(stderr, "dedupe-tool: status", s.Path(), fs)
+	defer fs.Close()
+	st, err := inspect.GetDedupeStatus(fs)
+	if err != nil {
+		return err
+	}
+	io := inspect.MaybePrintIOStats(stderr, fs, stats)
+	if asJSON {
+		v := struct {
+			*inspect.DedupeStatus
+			IO []inspect.DeviceIO `json:"io,omitempty"`
+		}{st, io}
+		if inBatch {
+			return batch.JSONLine(stdout, s.Path(), cli.ExitOK, v)
+		}
+		return cli.JSON(stdout, v)
+	}
+	on := "off"
+	if st.Enabled {
+		on = "on"
+	}
+	fmt.Fprintf(stdout, "dedupe:             %s (block %s, %s)\ncompression:        %s\n", on, units.Human(st.BlockSize), st.Hash, st.Compression)
+	fmt.Fprintf(stdout, "logical bytes:      %s\nphysical bytes:     %s\n", units.Human(st.LogicalBytes), units.Human(st.PhysicalBytes))
+	fmt.Fprintf(stdout, "saved by dedupe:    %s\nsaved by compress:  %s\n", units.Human(st.DedupeSavedBytes), units.Human(st.CompressSavedBytes))
+	fmt.Fprintf(stdout, "dedupe hits:        %d\nindex entries:      %d\n", st.DedupeHits, st.IndexEntries)
+	fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), inspect.IndexEntryMemory)
+	return nil
 }

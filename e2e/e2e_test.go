@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
 	os.Exit(code)
 }
 

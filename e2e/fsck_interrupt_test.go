@@ -73,22 +73,8 @@ func sameSrc(t *testing.T, dir string) {
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
 	must(t, run(t, dir, "ddfs", "cp", "-r", "base.img:/src", "out"), 0)
-	want := filepath.Join(dir, "top", "src")
-	n := 0
-	err := filepath.Walk(want, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || !fi.Mode().IsRegular() {
-			return err
-		}
-		rel, _ := filepath.Rel(want, p)
-		a, _ := os.ReadFile(p)
-		if b, err := os.ReadFile(filepath.Join(out, rel)); err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s: contents differ (%v)", rel, err)
-		}
-		n++
-		return nil
-	})
-	if err != nil || n != 20*100+1 {
-		t.Fatalf("compared %d files: %v", n, err)
+	if n := sameTree(t, filepath.Join(dir, "top", "src"), out); n != 20*100+1 {
+		t.Fatalf("compared %d files", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,7 +58,8 @@ func TestJSONVocabulary(t *testing.T) {
 	doc := documentedKeys(t)
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "--dedupe", "a.img", "b.img"), 0)
-	must(t, run(t, dir, "ddfs", "cp", "-r", "../format", "a.img:/"), 0)
+	src, _ := filepath.Abs("../format")
+	must(t, run(t, dir, "ddfs", "cp", "-r", src, "a.img:/"), 0)
 	must(t, run(t, dir, "ddfs", "xattr", "set", "a.img:/format/doc.go", "user.k", "v"), 0)
 	cmds := [][]string{
 		{"ddfs", "info", "--json", "a.img"}, {"ddfs", "df", "--json", "a.img"}, {"ddfs", "stat", "--json", "a.img:/format/doc.go"},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,76 @@ func TestCopyProgress(t *testing.T) {
 	}
 	if r := must(t, run(t, dir, "ddfs", "cp", "-r", "src", "d.img:/piped"), 0); r.stderr != "" {
 		t.Errorf("cp piped: stderr %q", r.stderr)
+	}
+}
+
+// TestCopyProgressInterrupted: Ctrl-C during a copy on a terminal ends the
+// bar's line and the copy still dies of SIGINT (exit 130 from the shell).
+func TestCopyProgressInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "d.img"), 0)
+	// A stream that stalls after 10 MiB keeps the copy running (and its
+	// bar drawn) when the signal comes.
+	out := onTerminal(t, dir, `set -m; (head -c 10M /dev/urandom; sleep 3) | ddfs cp - d.img:/big & p=$!; sleep 1; kill -INT $p; wait $p; echo "exit=$?"`)
+	if !strings.Contains(out, "exit=130") {
+		t.Fatalf("cp was not killed by SIGINT: %q", out)
+	}
+	// The bar's last drawing is followed by the end of its line, before
+	// the shell's own report of the job.
+	if !regexp.MustCompile(`M copied  [^\r\n]*\r\n\[1\]`).MatchString(out) {
+		t.Errorf("the bar's line was not ended before the shell went on: %q", out)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
+}
+
+// TestTarProgress: tar-in from an archive file shows done of its size
+// with an ETA, tar-out the bytes written (stdout redirected, stderr the
+// terminal); -q says nothing.
+func TestTarProgress(t *testing.T) {
+	dir := t.TempDir()
+	b := make([]byte, 8<<20)
+	rand.Read(b)
+	os.WriteFile(filepath.Join(dir, "f"), b, 0o644)
+	if out, err := exec.Command("tar", "-cf", filepath.Join(dir, "a.tar"), "-C", dir, "f").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	in := onTerminal(t, dir, "ddfs tar-in d.img:/x < a.tar")
+	if !regexp.MustCompile(`(8\.\dM) of (8\.\dM) 100%  [^ ]+/s  ETA 0:00 read *\r\n$`).MatchString(in) {
+		t.Errorf("tar-in on a terminal drew %q", in)
+	}
+	out := onTerminal(t, dir, "ddfs tar-out d.img:/x > /dev/null")
+	if !regexp.MustCompile(`8\.\dM written  [^ ]+/s  0:0\d *\r\n$`).MatchString(out) {
+		t.Errorf("tar-out on a terminal drew %q", out)
+	}
+	if q := onTerminal(t, dir, "ddfs tar-out -q d.img:/x > /dev/null; ddfs tar-in -q d.img:/y < a.tar"); q != "" {
+		t.Errorf("-q on a terminal: %q", q)
+	}
+}
+
+// TestBuildProgress: mkfs.ddfs -r and dedupe-tool estimate of a host tree
+// draw done of total with an ETA on a terminal and end the bar's line
+// before their report.
+func TestBuildProgress(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	for _, n := range []string{"a", "b"} {
+		b := make([]byte, 4<<20)
+		rand.Read(b)
+		os.WriteFile(filepath.Join(dir, "src", n), b, 0o644)
+	}
+	line := regexp.MustCompile(`8\.0M of 8\.0M 100%  [^ ]+/s  ETA 0:00 (copied|read) *\r\n[A-Za-z]`)
+	if out := onTerminal(t, dir, "mkfs.ddfs -b 256M -r src m.img"); !line.MatchString(out) {
+		t.Errorf("mkfs -r on a terminal: %q", out)
+	}
+	if out := onTerminal(t, dir, "dedupe-tool estimate src"); !line.MatchString(out) {
+		t.Errorf("estimate on a terminal: %q", out)
+	}
+	// trimtool: done of the free bytes it will discard, then -v's report.
+	if out := onTerminal(t, dir, "trimtool -v m.img"); !regexp.MustCompile(`M of \d+M 100%  [^ ]+/s  ETA 0:00 trimmed *\r\nm\.img \(devid 1\): trimmed`).MatchString(out) {
+		t.Errorf("trimtool on a terminal: %q", out)
+	}
+	if out := onTerminal(t, dir, "trimtool -q m.img; trimtool -n -v m.img"); strings.Contains(out, "%") {
+		t.Errorf("trimtool drew a bar with -q or on a dry run: %q", out)
 	}
 }

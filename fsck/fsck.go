@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -48,31 +48,36 @@ pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 
 Memory is proportional to the number of tree nodes and data extents (not
-to the data size), plus the names whose halves lie apart in key order.`
+to the data size), plus the names whose halves lie apart in key order.
+
+` + batch.MemoryHelp
 
 // exitCodes is the "Exit status" of --help.
-const exitCodes = `as fsck(8), summed:
+const exitCodes = `as fsck(8), summed (over the sets of a batch run: OR-ed, as fsck -A):
   0   no problems
   1   problems found and corrected
   4   problems found and left uncorrected (a missing device is one)
   8   operational error (e.g. a device cannot be opened)
   16  usage error
-  32  cancelled (SIGINT); a repair stops between two transactions`
+  32  cancelled (SIGINT, SIGTERM); a repair stops between two transactions`
 
 const examples = `  fsck.ddfs disk.img
   fsck.ddfs -p disk.img             # at boot: safe fixes only
   fsck.ddfs -y --check-data disk.img
   fsck.ddfs --json a.img b.img
   fsck.ddfs --list-codes
-  fsck.ddfs --device /elsewhere/hdd1.img ssd0.img
+  fsck.ddfs -j 2 --json --from images.txt    # JSON Lines, one object per set
+  fsck.ddfs --shard auto/4 --from images.txt # pod $JOB_COMPLETION_INDEX of 4
+  fsck.ddfs --device elsewhere/hdd1.img ssd0.img
 `
 
 // options are fsck.ddfs's flags.
 type options struct {
 	noChange, preen, preenA, yes, repair, force bool
 	listCodes, checkData, asJSON, quiet         bool
-	verbose, wait, degraded                     bool
+	verbose, degraded                           bool
 	stats                                       cli.Stats
+	batch                                       batch.Flags
 	extra                                       []string
 	mode                                        check.Mode
 }
@@ -90,7 +95,7 @@ func (o *options) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "print only problems")
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print what was checked")
 	fl.StringArrayVar(&o.extra, "device", nil, "another device of the set (repeatable)")
-	fl.BoolVar(&o.wait, "wait", false, "wait for a busy device")
+	o.batch.Add(fl, true)
 	fl.BoolVar(&o.degraded, "degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
 	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 }
@@ -115,16 +120,16 @@ func (o *options) pickMode() (check.Mode, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := batch.SignalContext()
 	defer stop()
 	return runContext(ctx, args, stdout, stderr)
 }
 
-// runContext is run with the context SIGINT cancels.
+// runContext is run with the context SIGINT and SIGTERM cancel.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
 	code := exitClean
-	root := cli.NewRoot("fsck.ddfs [options] DEVICE...", "check a ddfs filesystem (and repair it with -p or -y)", "V")
+	root := cli.NewRoot("fsck.ddfs [options] DEVICE... [--from FILE]", "check a ddfs filesystem (and repair it with -p or -y)", "V")
 	root.Long, root.Example = help, strings.TrimRight(examples, "\n")
 	root.Annotations = map[string]string{cli.ExitCodesKey: exitCodes}
 	root.Args = cobra.ArbitraryArgs
@@ -140,7 +145,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return code
 }
 
-// runCheck runs the check on the DEVICE operands and returns the exit code.
+// runCheck checks the sets of the DEVICE operands and returns the exit
+// code: the sets' codes OR-ed.
 func runCheck(ctx context.Context, o *options, args []string, stdout, stderr io.Writer) int {
 	if o.listCodes {
 		return listCodes(stdout, o.asJSON)
@@ -150,35 +156,103 @@ func runCheck(ctx context.Context, o *options, args []string, stdout, stderr io.
 	if err != nil {
 		return usage(stderr, err.Error())
 	}
-	if len(args) == 0 {
-		return usage(stderr, "no device given")
-	}
-	opt := check.Options{Extra: append(args[1:], o.extra...), Wait: o.wait, CheckData: o.checkData, Degraded: o.degraded, Mode: mode, Context: ctx, BatchNodes: cli.BatchNodes()}
-	var bar *progress.Status
-	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
-		bar = progress.NewStatus(f)
-		opt.Progress = bar.Update
-	}
-	rep, err := check.Check(args, opt)
-	if bar != nil {
-		bar.Done()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fsck.ddfs: %s: %s\n", args[0], strings.ReplaceAll(err.Error(), "\n", "; "))
-		if errors.Is(err, check.ErrCancelled) {
-			return exitCancelled
-		}
+	plan, err := o.batch.Plan(args, os.Stdin)
+	var ue *cli.UsageError
+	if errors.As(err, &ue) {
+		return usage(stderr, err.Error())
+	} else if err != nil {
+		fmt.Fprintf(stderr, "fsck.ddfs: %s\n", err)
 		return exitOperational
 	}
-	inspect.PrintStats(stderr, string(o.stats), inspect.Stats{IO: rep.IO})
-	if o.asJSON {
-		if err := cli.JSON(stdout, rep); err != nil {
-			return exitOperational
-		}
-	} else {
-		printReport(stdout, args[0], rep, o)
+	term := false
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
+		term = true
 	}
-	return exitCode(rep)
+	cfg := batch.Config{Jobs: o.batch.Jobs, Wait: o.batch.Wait, Stdout: stdout, Stderr: stderr,
+		Progress: term && o.batch.Progress && plan.Batch, Label: "checked", Bytes: func(s *batch.Set) uint64 { return s.Used }}
+	sum := batch.Run(ctx, cfg, plan.Sets, func(ctx context.Context, s *batch.Set, out *batch.Out) (int, error) {
+		return checkSet(ctx, o, s, out, plan.Batch, term && !plan.Batch, stderr)
+	})
+	code := exitClean
+	for _, c := range sum.Codes {
+		if c != batch.NotRun {
+			code |= c
+		}
+	}
+	if sum.Interrupted {
+		code |= exitCancelled
+	}
+	if plan.Batch || sum.Interrupted {
+		summarize(stderr, plan, sum, code)
+	}
+	return code
+}
+
+// checkSet checks one set and writes its report to out; bar draws the
+// passes of a single set on stderr (a terminal).
+func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inBatch, bar bool, stderr io.Writer) (int, error) {
+	opt := check.Options{Extra: o.extra, CheckData: o.checkData, Degraded: o.degraded, Mode: o.mode, Context: ctx, BatchNodes: cli.BatchNodes()}
+	var st *progress.Status
+	if bar {
+		st = progress.NewStatus(stderr)
+		opt.Progress = st.Update
+	}
+	rep, err := check.Check(s.Paths, opt)
+	if st != nil {
+		st.Done()
+	}
+	if err != nil {
+		code := exitOperational
+		if errors.Is(err, check.ErrCancelled) {
+			code = exitCancelled
+		}
+		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(err))
+		if inBatch && o.asJSON {
+			batch.ErrorLine(&out.Stdout, s.Path(), code, err)
+		}
+		return code, err
+	}
+	inspect.PrintStats(&out.Stderr, string(o.stats), inspect.Stats{IO: rep.IO})
+	code := exitCode(rep)
+	switch {
+	case o.asJSON && inBatch:
+		err = batch.JSONLine(&out.Stdout, s.Path(), code, rep)
+	case o.asJSON:
+		err = cli.JSON(&out.Stdout, rep)
+	default:
+		printReport(&out.Stdout, s.Path(), rep, o, inBatch)
+	}
+	if err != nil {
+		return exitOperational, err
+	}
+	return code, nil
+}
+
+// summarize ends a batch run with one line on stderr: how many sets had
+// which outcome.
+func summarize(w io.Writer, plan *batch.Plan, sum batch.Summary, code int) {
+	var clean, fixed, left, failed int
+	for _, c := range sum.Codes {
+		switch {
+		case c == batch.NotRun:
+		case c == exitClean:
+			clean++
+		case c&(exitOperational|exitCancelled) != 0:
+			failed++
+		case c&exitUncorrected != 0:
+			left++
+		default:
+			fixed++
+		}
+	}
+	what := plural(len(sum.Codes)-sum.NotStarted, "set") + " checked"
+	if sum.Interrupted {
+		what = fmt.Sprintf("interrupted: %s, %d not started", what, sum.NotStarted)
+	}
+	if plan.Total != len(plan.Sets) {
+		what += fmt.Sprintf(" (this shard's %d of %d)", len(plan.Sets), plan.Total)
+	}
+	fmt.Fprintf(w, "fsck.ddfs: %s: %d clean, %d corrected, %d with problems left, %d not checked; exit %d\n", what, clean, fixed, left, failed, code)
 }
 
 func usage(stderr io.Writer, msg string) int {
@@ -201,8 +275,13 @@ func exitCode(rep *check.Report) int {
 	return code
 }
 
-func printReport(w io.Writer, image string, rep *check.Report, o *options) {
+// printReport is a set's text report; in a batch run every line starts
+// with the set's path.
+func printReport(w io.Writer, image string, rep *check.Report, o *options, inBatch bool) {
 	for _, p := range rep.Problems {
+		if inBatch {
+			fmt.Fprintf(w, "%s: ", image)
+		}
 		fmt.Fprintf(w, "%s\n", p)
 	}
 	if len(rep.Incomplete) > 0 {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
+	"github.com/ddfs/ddfs/pkg/transfer"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
@@ -39,6 +39,7 @@ func newRoot() *cobra.Command {
 	fl.SortFlags = false
 	byteCount := fl.StringP("byte-count", "b", "", "size of image files to create (K, M, G, T suffixes)")
 	force := fl.BoolP("force", "f", false, "overwrite an existing filesystem or partition table")
+	nodiscard := fl.BoolP("nodiscard", "K", false, "do not discard the devices first (by default the whole device: BLKDISCARD, or hole punching on an image file)")
 	label := fl.StringP("label", "L", "", "filesystem label")
 	uuidStr := fl.StringP("uuid", "U", "", "filesystem UUID (default: random)")
 	data := fl.StringP("data", "d", "", "data profile: single, dup, raid0, raid1, raid1c3, raid10")
@@ -49,7 +50,7 @@ func newRoot() *cobra.Command {
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
 	smallData := fl.String("small-data-max", "0", "data extents up to SIZE go to the metadata tier while it has room (ssd-metadata, tiered; 0 off)")
 	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")
-	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin)")
+	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin; plain, gzip, zstd, xz or bzip2)")
 	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
 	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
 	forceGID := fl.Int64("force-gid", -1, "make GID the group of every file")
@@ -70,7 +71,7 @@ func newRoot() *cobra.Command {
 			return cli.Usagef("no device given")
 		}
 		return makeFS(args, c.OutOrStdout(), c.ErrOrStderr(), flagValues{
-			byteCount: *byteCount, force: *force, label: *label, uuid: *uuidStr, data: *data, meta: *meta,
+			byteCount: *byteCount, force: *force, nodiscard: *nodiscard, label: *label, uuid: *uuidStr, data: *data, meta: *meta,
 			sector: *sector, node: *node, csum: *csum, policy: *policy, smallData: *smallData,
 			rootdir: *rootdir, tarFile: *tarFile, allRoot: *allRoot, forceUID: *forceUID, forceGID: *forceGID,
 			shrink: *shrink, dedupe: *dedupe, dedupeBlock: *dedupeBlock, dedupeHash: *dedupeHash,
@@ -85,13 +86,13 @@ type flagValues struct {
 	byteCount, label, uuid, data, meta, sector, node, csum, policy, smallData string
 	rootdir, tarFile, dedupeBlock, dedupeHash, chunking, compress             string
 	forceUID, forceGID                                                        int64
-	force, allRoot, shrink, dedupe, verify, quiet, verbose, asJSON            bool
+	force, nodiscard, allRoot, shrink, dedupe, verify, quiet, verbose, asJSON bool
 	stats                                                                     cli.Stats
 }
 
 // makeFS creates the filesystem on the DEVICE operands.
 func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
-	o := mkfs.Options{Force: f.force, Label: f.label}
+	o := mkfs.Options{Force: f.force, NoDiscard: f.nodiscard, Label: f.label}
 	var err error
 	if f.byteCount != "" {
 		if o.ByteCount, err = units.ParseSize(f.byteCount); err != nil {
@@ -166,16 +167,28 @@ func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
 	if c, ok := o.Tar.(io.Closer); ok && o.Tar != os.Stdin {
 		defer c.Close()
 	}
-	if fh, ok := stderr.(*os.File); ok && !f.quiet && !f.asJSON && term.IsTerminal(int(fh.Fd())) && (o.RootDir != "" || o.Tar != nil) {
-		bar := progress.New(fh)
+	var bar *progress.Bar // ended before the summary is printed
+	if fh, ok := stderr.(*os.File); ok && !f.quiet && !f.asJSON && cli.IsTerminal(fh) && (o.RootDir != "" || o.Tar != nil) {
+		bar = progress.New(fh)
 		defer bar.Done()
 		o.Progress = bar.Add
+		if o.RootDir != "" {
+			go func() { // a total for the percentage, summed beside the build
+				if total, ok := transfer.HostBytes([]string{o.RootDir}, false, 1<<20); ok {
+					bar.SetTotal(total)
+				}
+			}()
+		}
 	}
+	clean := onInterrupt()
+	o.Created = clean.add
 	made, err := mkfs.Make(o)
+	clean.done()
 	if err != nil {
 		return err
 	}
 	defer made.Close()
+	bar.Done()
 	fs := made.Store()
 	inspect.PrintStats(stderr, string(f.stats), inspect.StatsOf(fs))
 	info := inspect.GetInfo(fs)

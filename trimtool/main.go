@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/trim"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -24,10 +26,10 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const examples = `  trimtool -v disk.img                 discard all free space; per device bytes and discards
-  trimtool --dry-run --json a.img      what would be discarded
-  trimtool -m 1M -o 0 -l 10G disk.img  only free ranges of 1 MiB or more in the first 10 GiB
-  trimtool policy disk.img             show the online discard policy
+const examples = `  trimtool -v disk.img                 # discard all free space; per device bytes and discards
+  trimtool --dry-run --json a.img      # what would be discarded
+  trimtool -m 1M -o 0 -l 10G disk.img  # only free ranges of 1 MiB or more in the first 10 GiB
+  trimtool policy disk.img             # show the online discard policy
   trimtool policy disk.img async --metadata-min 2M --max-bytes-per-commit 1G
 Image files get holes punched (they give their space back to the host); block devices get
 BLKDISCARD. Allocated space, superblocks and the first MiB are never touched. A full run
@@ -41,16 +43,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // newRoot is trimtool (trim, as fstrim) with its policy subcommand.
 func newRoot() *cobra.Command {
-	c := cli.NewRoot("trimtool [options] DEVICE...", "discard the free space of a ddfs filesystem offline (as fstrim)", "")
+	c := cli.NewRoot("trimtool [options] DEVICE... [--from FILE]", "discard the free space of a ddfs filesystem offline (as fstrim)", "")
 	c.Example = strings.TrimRight(examples, "\n")
+	c.Long = batch.MemoryHelp
+	c.Annotations = map[string]string{cli.ExitCodesKey: "0 every set trimmed, 1 a set failed (the count is printed), 2 usage error"}
 	c.Args = cobra.ArbitraryArgs
 	var f trimFlags
 	f.add(c.Flags())
 	c.RunE = func(c *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return cli.Usagef("no device given")
-		}
-		return trimCmd(args, c.OutOrStdout(), c.ErrOrStderr(), &f)
+		return trimSets(c, args, &f)
 	}
 	c.AddCommand(newPolicyCmd())
 	return c
@@ -63,6 +64,7 @@ type trimFlags struct {
 	asJSON, degraded        bool
 	stats                   cli.Stats
 	extra                   []string
+	batch                   batch.Flags
 }
 
 func (f *trimFlags) add(fl *pflag.FlagSet) {
@@ -77,23 +79,30 @@ func (f *trimFlags) add(fl *pflag.FlagSet) {
 	cli.StatsVar(fl, &f.stats, "per-device I/O (with --json: also as \"io\" in the output)")
 	fl.StringArrayVar(&f.extra, "device", nil, "another device of the set (repeatable)")
 	fl.BoolVar(&f.degraded, "degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+	f.batch.Add(fl, true)
 }
 
-func trimCmd(args []string, stdout, stderr io.Writer, f *trimFlags) (err error) {
-	var o trim.Options
+// trimOptions are the range options, checked before any set is opened.
+func (f *trimFlags) trimOptions() (o trim.Options, err error) {
 	if o.Offset, err = units.ParseSize(f.offset); err != nil {
-		return cli.Usagef("-o: %v", err)
+		return o, cli.Usagef("-o: %v", err)
 	}
 	if f.length != "" {
 		if o.Length, err = units.ParseSize(f.length); err != nil {
-			return cli.Usagef("-l: %v", err)
+			return o, cli.Usagef("-l: %v", err)
 		}
 	}
 	if o.Minimum, err = units.ParseSize(f.minimum); err != nil {
-		return cli.Usagef("-m: %v", err)
+		return o, cli.Usagef("-m: %v", err)
 	}
 	o.DryRun = f.dry
-	fs, err := store.Open(args, volume.Options{Write: !f.dry, Extra: append(args[1:], f.extra...), Degraded: f.degraded})
+	return o, nil
+}
+
+// trimSet trims one set (its operands: args) and prints its report;
+// inBatch prints JSON as one line with "path" and "exit".
+func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Options, inBatch bool) (err error) {
+	fs, err := store.Open(args, volume.Options{Write: !f.dry, Extra: f.extra, Degraded: f.degraded})
 	if err != nil {
 		return err
 	}
@@ -104,7 +113,16 @@ func trimCmd(args []string, stdout, stderr io.Writer, f *trimFlags) (err error) 
 			err = cerr
 		}
 	}()
+	// A single set's discards on a terminal (the batch runner holds each
+	// set's stderr until the set ends, so the bar goes to the terminal).
+	var bar *progress.Bar
+	if !inBatch && !f.quiet && !f.dry && !f.asJSON && cli.IsTerminal(os.Stderr) {
+		bar = progress.NewLabeled(os.Stderr, "trimmed")
+		bar.EndLineOnInterrupt()
+		o.Total, o.Progress = bar.SetTotal, bar.Add
+	}
 	res, err := trim.Run(fs, o)
+	bar.Done()
 	if err != nil {
 		return err
 	}
@@ -116,11 +134,15 @@ func trimCmd(args []string, stdout, stderr io.Writer, f *trimFlags) (err error) 
 	}
 	io := inspect.MaybePrintIOStats(stderr, fs, string(f.stats))
 	if f.asJSON {
-		return cli.JSON(stdout, struct {
+		v := struct {
 			DryRun  bool                `json:"dry_run"`
 			Devices []trim.DeviceResult `json:"devices"`
 			IO      []inspect.DeviceIO  `json:"io,omitempty"`
-		}{f.dry, res, io})
+		}{f.dry, res, io}
+		if inBatch {
+			return batch.JSONLine(stdout, args[0], cli.ExitOK, v)
+		}
+		return cli.JSON(stdout, v)
 	}
 	if f.verbose && !f.quiet {
 		printTrim(stdout, args[0], res, f.dry)

@@ -14,11 +14,11 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-const policyExamples = `  trimtool policy disk.img                      show the policy
-  trimtool policy disk.img async                batched discards after each commit
+const policyExamples = `  trimtool policy disk.img                      # show the policy
+  trimtool policy disk.img async                # batched discards after each commit
   trimtool policy disk.img async --metadata-min 4M --max-bytes-per-commit 512M
-  trimtool policy disk.img sync                 discard every freed extent in its commit
-  trimtool policy disk.img off                  leave discards to trimtool
+  trimtool policy disk.img sync                 # discard every freed extent in its commit
+  trimtool policy disk.img off                  # leave discards to trimtool
 off: only trimtool discards. sync: each extent a commit frees is discarded right after the
 commit is durable (metadata too, every copy). async: freed ranges are recorded with the commit,
 then discarded in merged batches by the same command: data at once, metadata only inside a

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/google/uuid"
@@ -361,10 +360,10 @@ func (c *checker) dropRemoved() {
 func (c *checker) checkDevices() {
 	// Devices not found next to the first one may be named by path hints.
 	for id, item := range c.devItems {
-		if _, ok := c.vol.Device(id); !ok && item.Path != "" {
-			hint := item.Path
-			if !filepath.IsAbs(hint) {
-				hint = filepath.Join(c.vol.Dir, hint)
+		if _, ok := c.vol.Device(id); !ok {
+			hint, follow := c.vol.HintPath(item.Path)
+			if !follow {
+				continue
 			}
 			if err := c.vol.AddDevice(hint, id, volume.Options{}); volume.Refused(err) && c.hintErr == nil {
 				c.hintErr = err // found but refused: not "missing"

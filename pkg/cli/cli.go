@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ddfs/ddfs/pkg/device"
 	"golang.org/x/term"
 )
 
@@ -94,7 +96,12 @@ func plain(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &pe) && errors.As(pe.Err, &errno) {
 		m := errno.Error()
-		return pe.Path + ": " + strings.ToUpper(m[:1]) + m[1:]
+		msg := pe.Path + ": " + strings.ToUpper(m[:1]) + m[1:]
+		var re *device.RemoteError
+		if errors.As(pe.Err, &re) {
+			msg += " (on " + re.Device + ")" // which server failed
+		}
+		return msg
 	}
 	return err.Error()
 }

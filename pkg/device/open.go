@@ -47,6 +47,9 @@ type OpenOptions struct {
 // partition N (1-based) of the partitioned image at path. "path@N" means a
 // partition only when the literal path@N does not exist and path is a
 // regular file, so image names containing '@' keep working.
+//
+// spec may also name an export of an NBD server: nbd://HOST[:PORT]/EXPORT
+// or nbd+unix:///EXPORT?socket=PATH (see IsRemote).
 func Open(spec string, opt OpenOptions) (Device, error) {
 	dev, err := open(spec, opt)
 	if err != nil {
@@ -58,6 +61,9 @@ func Open(spec string, opt OpenOptions) (Device, error) {
 func open(spec string, opt OpenOptions) (Device, error) {
 	if opt.Mode != ReadOnly && opt.Mode != ReadWrite {
 		return nil, fmt.Errorf("open %s: invalid mode %d", spec, opt.Mode)
+	}
+	if IsRemote(spec) {
+		return openNBD(spec, opt)
 	}
 	fi, err := os.Stat(spec)
 	switch {

@@ -53,6 +53,13 @@ type Options struct {
 	Shrink bool
 	// Settings: dedupe and compression.
 	Settings format.Settings
+	// NoDiscard keeps the devices' old blocks allocated (mkfs -K); by
+	// default the whole device is discarded first, as mkfs.btrfs and
+	// mke2fs do, so a reused image file gives its old blocks back.
+	NoDiscard bool
+	// Created, if set, is told each image file Make creates (the caller
+	// removes them if it is interrupted, as Make does when it fails).
+	Created func(path string)
 }
 
 // ErrExists: a device holds a filesystem and Force was not given.
@@ -137,11 +144,19 @@ func Make(o Options) (*fsys.FS, error) {
 		opened = append(opened, dev)
 		if isNew {
 			created = append(created, s.Path)
+			if o.Created != nil {
+				o.Created(s.Path)
+			}
 		} else if err := checkExisting(dev, s.Path, o.Force); err != nil {
 			return nil, err
 		}
 		if dev.Size() < MinDeviceSize {
 			return nil, fmt.Errorf("%s: %d bytes is too small (at least %d MiB)", s.Path, dev.Size(), MinDeviceSize>>20)
+		}
+		if !o.NoDiscard && !isNew {
+			// Advisory, as in mkfs.btrfs: a device that cannot discard
+			// (or an error doing it) leaves the old blocks, nothing else.
+			_ = dev.Discard(0, dev.Size())
 		}
 		p.Devices = append(p.Devices, newDevice(dev, s, baseDir))
 	}
@@ -190,6 +205,11 @@ func checkSizes(sector, node uint32) error {
 
 // openTarget opens an existing device or creates a sparse image file.
 func openTarget(path string, size uint64) (device.Device, bool, error) {
+	if device.IsRemote(path) {
+		// An export has the size its server gives it, like a block device.
+		dev, err := device.Open(path, device.OpenOptions{Mode: device.ReadWrite})
+		return dev, false, err
+	}
 	_, statErr := os.Stat(path)
 	if errors.Is(statErr, os.ErrNotExist) && !strings.Contains(filepath.Base(path), "@") {
 		if size == 0 {
@@ -273,6 +293,9 @@ func newDevice(dev device.Device, s DeviceSpec, baseDir string) store.NewDevice 
 // folder scan finds it, and an image must not depend on its own file name
 // (reproducible images, FORMAT.md §4.3).
 func pathHint(path, baseDir string) string {
+	if device.IsRemote(path) {
+		return path // shown in messages, never followed (volume.HintPath)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path

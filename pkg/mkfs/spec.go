@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/units"
 )
 
@@ -23,18 +24,28 @@ type DeviceSpec struct {
 }
 
 // ParseDeviceSpec parses "hdd0.img:rotational=1,seek_speed=10,bandwidth=150M".
-// A colon starts properties only when what follows contains '='.
+// A colon starts properties only when what follows contains '='; in a
+// network spec (nbd://, whose query has '=' too) only a colon after the
+// URL's authority does.
 func ParseDeviceSpec(arg string) (DeviceSpec, error) {
 	spec := DeviceSpec{Path: arg}
-	i := strings.LastIndexByte(arg, ':')
-	if i < 0 || !strings.Contains(arg[i+1:], "=") {
+	path, props := arg, ""
+	if url, rest, hasProps, ok := device.SplitRemote(arg); ok {
+		if !hasProps {
+			return spec, nil
+		}
+		path, props = url, rest
+	} else if i := strings.LastIndexByte(arg, ':'); i >= 0 {
+		path, props = arg[:i], arg[i+1:]
+	}
+	if !strings.Contains(props, "=") {
 		return spec, nil
 	}
-	spec.Path = arg[:i]
+	spec.Path = path
 	if spec.Path == "" {
 		return spec, fmt.Errorf("%q: empty device path", arg)
 	}
-	for _, kv := range strings.Split(arg[i+1:], ",") {
+	for _, kv := range strings.Split(props, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return spec, fmt.Errorf("%q: property %q is not key=value", arg, kv)

@@ -7,8 +7,11 @@ package progress
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ddfs/ddfs/pkg/units"
@@ -23,7 +26,8 @@ type Bar struct {
 	total uint64 // 0: not known (yet)
 	start time.Time
 	last  time.Time
-	width int // of the last line drawn, to clear it
+	width int  // of the last line drawn, to clear it
+	ended bool // Done ran: later calls do nothing
 }
 
 // New starts a counter of bytes copied on w.
@@ -47,7 +51,7 @@ func (p *Bar) Add(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n += uint64(n)
-	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond {
+	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond && !p.ended {
 		p.last = now
 		p.draw(now)
 	}
@@ -90,12 +94,68 @@ func (p *Bar) draw(now time.Time) {
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
 }
 
-// Done draws the final state and ends the line.
+// EndLineOnInterrupt makes SIGINT and SIGTERM end the bar's line before
+// the process dies of them as it would have (the shell's next prompt
+// starts on a line of its own). For tools that handle neither signal
+// themselves: the signal is raised again once the bar lets go of it.
+func (p *Bar) EndLineOnInterrupt() {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(s) { // a background job keeps ignoring SIGINT
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		sig := <-ch
+		p.mu.Lock()
+		fmt.Fprintln(p.w)
+		p.width = 0
+		p.mu.Unlock()
+		signal.Stop(ch)
+		syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+	}()
+}
+
+// Done draws the final state and ends the line; it may be called more
+// than once (before a report, and deferred), and on a nil Bar.
 func (p *Bar) Done() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n > 0 {
+	if p.n > 0 && !p.ended {
+		p.ended = true
 		p.draw(time.Now())
 		fmt.Fprintln(p.w)
 	}
+}
+
+// Reader counts the bytes read through it on Bar.
+type Reader struct {
+	R   io.Reader
+	Bar *Bar
+}
+
+func (r Reader) Read(p []byte) (int, error) {
+	n, err := r.R.Read(p)
+	r.Bar.Add(int64(n))
+	return n, err
+}
+
+// Writer counts the bytes written through it on Bar.
+type Writer struct {
+	W   io.Writer
+	Bar *Bar
+}
+
+func (w Writer) Write(p []byte) (int, error) {
+	n, err := w.W.Write(p)
+	w.Bar.Add(int64(n))
+	return n, err
 }

@@ -9,7 +9,6 @@ import (
 
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
@@ -165,12 +164,9 @@ func (fs *FS) findDevices(opt volume.Options) error {
 			}
 			continue
 		}
-		hint := d.Path
-		if hint != "" && !filepath.IsAbs(hint) {
-			hint = filepath.Join(fs.Vol.Dir, hint)
-		}
+		hint, follow := fs.Vol.HintPath(d.Path)
 		err := fs.Vol.Unusable(d.DevID)
-		if hint != "" && err == nil {
+		if follow && err == nil {
 			if err = fs.Vol.AddDevice(hint, d.DevID, opt); err == nil {
 				continue
 			}

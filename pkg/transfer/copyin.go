@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
@@ -128,6 +129,11 @@ func (c *copier) copyDirContents(src, dst string) error {
 
 // copy copies one host entry to image path dst.
 func (c *copier) copy(src, dst string, st os.FileInfo) error {
+	// Near full, what is copied is committed entry by entry, so ENOSPC
+	// costs only the entry it hits.
+	if err := c.f.CommitIfLow(uint64(max(st.Size(), 0))); err != nil {
+		return err
+	}
 	sys, _ := st.Sys().(*syscall.Stat_t)
 	if c.o.Archive && sys != nil && !st.IsDir() && sys.Nlink > 1 {
 		id := [2]uint64{uint64(sys.Dev), sys.Ino}
@@ -181,8 +187,9 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		}
 		return c.finish(in, src, st)
 	default:
-		if !c.o.Archive {
-			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
+		// Fifos, devices and sockets are made anew, as GNU cp -r does.
+		if !c.o.Archive && !c.o.Recursive {
+			return fmt.Errorf("%s: not a regular file, directory or symlink (use -r or -a to copy special files)", src)
 		}
 		if sys != nil {
 			a.Rdev = uint64(sys.Rdev)
@@ -436,10 +443,17 @@ func readChunks(f *os.File, size int64, free chan []byte, out chan<- chunk, done
 	}
 }
 
+// unwrapErrno narrows err to its errno for "IMG:/f: Input/output error";
+// a network device's failure keeps the device's name, so the line can say
+// which server failed.
 func unwrapErrno(err error) error {
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno
+	if !errors.As(err, &errno) {
+		return err
 	}
-	return err
+	var re *device.RemoteError
+	if errors.As(err, &re) {
+		return &device.RemoteError{Device: re.Device, Err: errno}
+	}
+	return errno
 }

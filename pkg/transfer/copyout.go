@@ -142,10 +142,14 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 	case in.IsRegular():
 		return c.copyFile(in, src, d, name)
 	default:
-		if !c.o.Archive {
-			return fmt.Errorf("%s: not a regular file, directory or symlink (use -a to copy special files)", src)
+		if !c.o.Archive && !c.o.Recursive {
+			return fmt.Errorf("%s: not a regular file, directory or symlink (use -r or -a to copy special files)", src)
 		}
 		if err := unix.Mknodat(int(d.fd.Fd()), name, in.Mode, int(in.Rdev)); err != nil {
+			if errors.Is(err, syscall.EPERM) { // a device node, not root: name it, go on
+				c.bad.Add(&fs.PathError{Op: "mknod", Path: src, Err: err})
+				return nil
+			}
 			return &fs.PathError{Op: "mknod", Path: src, Err: err}
 		}
 		if c.o.keepAttrs() {

@@ -132,6 +132,9 @@ func TestSparseHuge(t *testing.T) {
 	}
 	checkImageFile(t, g, "/huge", size, data)
 	tr := tar.NewReader(bytes.NewReader(archive.Bytes()))
+	if h, err := tr.Next(); err != nil || h.Name != "./" {
+		t.Fatalf("archive/tar reads %+v, %v; want ./ first", h, err)
+	}
 	h, err := tr.Next()
 	if err != nil || h.Name != "huge" || h.Size != size {
 		t.Fatalf("archive/tar reads %+v, %v", h, err)

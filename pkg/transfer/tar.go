@@ -18,38 +18,70 @@ import (
 
 const xattrPAX = "SCHILY.xattr."
 
-// TarIn extracts a tar stream (GNU, PAX, ustar) into image directory dir,
-// keeping modes, owners, times, hard links, symlinks, device nodes and
-// xattrs. Names with ".." components are refused.
+// TarIn extracts a tar stream (GNU, PAX, ustar; gzip, zstd, xz or bzip2
+// compressed) into image directory dir, keeping modes, owners, times,
+// hard links, symlinks, device nodes and xattrs. The "./" entry applies
+// to dir itself; dir is made when its parent exists. Directory times are
+// set once their entries are in, as GNU tar does. Names with ".."
+// components are refused.
 func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
+	r, done, err := decompressed(r)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := tarTarget(f, dir); err != nil {
+		return err
+	}
 	tap := &tarTap{r: r}
 	tr := tar.NewReader(tap)
+	x := &tarExtract{f: f, dir: dir}
 	buf := make([]byte, bufSize)
-	for {
+	for first := true; ; first = false {
 		h, err := tap.next(tr)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if first && errors.Is(err, tar.ErrHeader) {
+				return fmt.Errorf("%w: %w", ErrNotTar, err)
+			}
 			return fmt.Errorf("read archive: %w", err)
 		}
 		rel, err := cleanTarName(h.Name)
 		if err != nil {
 			return err
 		}
+		if err := x.leave(rel); err != nil {
+			return err
+		}
 		if rel == "" {
-			continue // "./" itself
+			if err := x.top(h, o); err != nil {
+				return err
+			}
+			continue
 		}
 		dst := path.Join(dir, rel)
 		if err := noSymlinkParents(f, dir, rel); err != nil {
 			return err
 		}
+		if err := f.CommitIfLow(uint64(max(h.Size, 0))); err != nil { // ENOSPC costs one entry
+			return err
+		}
 		if err := tarEntry(f, tr, tap, h, dst, dir, buf, o); err != nil {
 			return err
+		}
+		if h.Typeflag == tar.TypeDir {
+			if err := x.enter(rel, dst, tarAttr(h, o)); err != nil {
+				return err
+			}
 		}
 		if err := f.MaybeCommit(); err != nil {
 			return err
 		}
+	}
+	if err := x.finish(); err != nil {
+		return err
 	}
 	return f.Sync()
 }
@@ -92,7 +124,7 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 	// An entry replaces what is there, except a directory over a directory.
 	if old, err := f.Resolve(dst, false); err == nil {
 		if old.IsDir() && h.Typeflag == tar.TypeDir {
-			return f.SetattrInode(old, fsys.SetAttr{Mode: &a.Mode, UID: &a.UID, GID: &a.GID, Atime: &a.Atime, Mtime: &a.Mtime})
+			return f.SetattrInode(old, fsys.SetAttr{Mode: &a.Mode, UID: &a.UID, GID: &a.GID}) // times: tarExtract.leave
 		}
 		if err := f.Remove(dst); err != nil {
 			return err
@@ -147,7 +179,7 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 			}
 		}
 	}
-	if h.Typeflag != tar.TypeSymlink {
+	if h.Typeflag != tar.TypeSymlink && h.Typeflag != tar.TypeDir {
 		return f.SetattrInode(in, fsys.SetAttr{Atime: &a.Atime, Mtime: &a.Mtime})
 	}
 	return nil
@@ -186,7 +218,8 @@ func tarSparse(f *fsys.FS, tap *tarTap, h *tar.Header, in *fsys.Inode, dst strin
 }
 
 // TarOut writes the tree at image path dir as a PAX tar stream, with
-// xattrs, hard links, symlinks and device nodes. Names are relative to dir.
+// xattrs, hard links, symlinks and device nodes. Names are relative to
+// dir, after a "./" entry for dir itself.
 func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	in, err := f.Resolve(dir, true)
 	if err != nil {
@@ -195,7 +228,16 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
 	t := &tarWriter{f: f, w: w, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
 	if in.IsDir() {
-		err = t.dir(in, dir, "")
+		// "./" first, as tar -C DIR . writes: the directory's own mode,
+		// owner and times, which TarIn applies to its target.
+		var h *tar.Header
+		if h, err = t.header(in, "./"); err == nil {
+			h.Typeflag = tar.TypeDir
+			err = tw.WriteHeader(h)
+		}
+		if err == nil {
+			err = t.dir(in, dir, "")
+		}
 	} else {
 		err = t.entry(in, dir, fsys.Base(dir))
 	}
@@ -233,6 +275,26 @@ func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
 	return nil
 }
 
+// header is inode in's header (owner, mode, times, xattrs) named name.
+func (t *tarWriter) header(in *fsys.Inode, name string) (*tar.Header, error) {
+	h := &tar.Header{
+		Name: name, Mode: int64(in.Mode & 0o7777), Uid: int(in.UID), Gid: int(in.GID),
+		ModTime: fsys.Time(in.Mtime), AccessTime: fsys.Time(in.Atime), ChangeTime: fsys.Time(in.Ctime),
+		Format: tar.FormatPAX,
+	}
+	xs, err := t.f.ListXattrs(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(xs) > 0 {
+		h.PAXRecords = map[string]string{}
+		for _, x := range xs {
+			h.PAXRecords[xattrPAX+x.Name] = string(x.Value)
+		}
+	}
+	return h, nil
+}
+
 func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 	if t.underSymlink(name) {
 		// Only a crafted image (a name listed twice) gets here: refuse the
@@ -247,17 +309,8 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		}
 		t.symlinks[name] = true
 	}
-	h := &tar.Header{
-		Name: name, Mode: int64(in.Mode & 0o7777), Uid: int(in.UID), Gid: int(in.GID),
-		ModTime: fsys.Time(in.Mtime), AccessTime: fsys.Time(in.Atime), ChangeTime: fsys.Time(in.Ctime),
-		Format: tar.FormatPAX,
-	}
-	if xs, err := t.f.ListXattrs(in); err == nil && len(xs) > 0 {
-		h.PAXRecords = map[string]string{}
-		for _, x := range xs {
-			h.PAXRecords[xattrPAX+x.Name] = string(x.Value)
-		}
-	} else if err != nil {
+	h, err := t.header(in, name)
+	if err != nil {
 		return err
 	}
 	if !in.IsDir() && in.Nlink > 1 {

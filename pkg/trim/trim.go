@@ -22,6 +22,10 @@ type Options struct {
 	Offset, Length uint64 // physical window on each device (Length 0: to the end)
 	Minimum        uint64 // skip free ranges shorter than this
 	DryRun         bool
+	// Total, when set, is told the bytes the run will discard before the
+	// first discard; Progress each range's bytes once it is discarded.
+	Total    func(uint64)
+	Progress func(int64)
 }
 
 // DeviceResult is what was (or would be) discarded on one device.
@@ -67,13 +71,25 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 			}
 		}
 	}
+	// What each device will get, then the discards: the total is known
+	// before the first one (a progress bar's ETA).
+	todo := map[uint64][]alloc.Range{}
+	var total uint64
+	for _, d := range fs.Vol.Devices() {
+		for _, r := range window(merge(free[d.ID]), o) {
+			if r.Len >= max(o.Minimum, 1) {
+				todo[d.ID] = append(todo[d.ID], r)
+				total += r.Len
+			}
+		}
+	}
+	if o.Total != nil {
+		o.Total(total)
+	}
 	var out []DeviceResult
 	for _, d := range fs.Vol.Devices() {
 		res := DeviceResult{DevID: d.ID, Path: d.Path}
-		for _, r := range window(merge(free[d.ID]), o) {
-			if r.Len < max(o.Minimum, 1) {
-				continue
-			}
+		for _, r := range todo[d.ID] {
 			res.Bytes += r.Len
 			res.Discards++
 			if o.DryRun {
@@ -86,6 +102,9 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 					break
 				}
 				return out, fmt.Errorf("%s: discard [%d,+%d): %w", d.Path, r.Start, r.Len, err)
+			}
+			if o.Progress != nil {
+				o.Progress(int64(r.Len))
 			}
 		}
 		out = append(out, res)

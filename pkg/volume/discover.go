@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -259,11 +260,9 @@ func isOneOf(p string, files map[string]os.FileInfo) bool {
 // original set (FORMAT.md §3.7).
 func (v *Volume) CheckOwnHint(devid uint64, hint string) error {
 	d, ok := v.devs[devid]
-	if !ok || hint == "" {
+	hint, follow := v.HintPath(hint)
+	if !ok || !follow {
 		return nil
-	}
-	if !filepath.IsAbs(hint) {
-		hint = filepath.Join(v.Dir, hint)
 	}
 	if isOneOf(hint, map[string]os.FileInfo{filepath.Clean(d.Path): statOrNil(d.Path)}) {
 		return nil
@@ -284,18 +283,24 @@ func statOrNil(p string) os.FileInfo {
 // has none; a copy whose primary is damaged still claims its device. It
 // reads without locking, before anything is opened.
 func peekSuper(p string) *format.Superblock {
+	sb, _ := PeekSuper(p)
+	return sb
+}
+
+// PeekSuper reads the newest valid superblock copy of p (a file or a
+// block device) without locking it: batch tools group their operands by
+// filesystem before opening any. An error that is not ErrNoSuperblock
+// means p could not be read.
+func PeekSuper(p string) (*format.Superblock, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	// Seek, not Stat: a block device's Stat size is 0.
+	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	sb, err := BestSuper(readSuperCopies(f, st.Size()))
-	if err != nil {
-		return nil
-	}
-	return sb
+	return BestSuper(readSuperCopies(f, size))
 }

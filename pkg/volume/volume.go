@@ -33,7 +33,8 @@ type Volume struct {
 	Chunks ChunkMap
 	// Super is the newest superblock of the set: the committed state.
 	Super *format.Superblock
-	// Dir is the folder of the first device, for resolving path hints.
+	// Dir is the folder of the first device, for resolving path hints;
+	// "" when that is a network device, which has no folder to scan.
 	Dir      string
 	writable bool
 	// superFrom is the path of the device Super was read from.
@@ -76,7 +77,7 @@ func New(devs []*Dev, super *format.Superblock, writable bool) *Volume {
 		v.AttachDevice(d)
 	}
 	if len(devs) > 0 {
-		v.Dir = filepath.Dir(devs[0].Path)
+		v.Dir = folderOf(devs[0].Path)
 	}
 	return v
 }
@@ -91,7 +92,7 @@ func Open(specs []string, opt Options) (*Volume, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no device given")
 	}
-	v := &Volume{devs: map[uint64]*Dev{}, Dir: filepath.Dir(specs[0]), writable: opt.Write}
+	v := &Volume{devs: map[uint64]*Dev{}, Dir: folderOf(specs[0]), writable: opt.Write}
 	ok := false
 	defer func() {
 		if !ok {
@@ -117,7 +118,7 @@ func Open(specs []string, opt Options) (*Volume, error) {
 			return nil, err
 		}
 	}
-	if !opt.NoScan && uint64(len(v.devs)) < maxNumDevices(v) {
+	if !opt.NoScan && v.Dir != "" && uint64(len(v.devs)) < maxNumDevices(v) {
 		if err := v.scanDir(v.Dir, first, opt); err != nil {
 			return nil, err
 		}
@@ -132,6 +133,33 @@ func Open(specs []string, opt Options) (*Volume, error) {
 	}
 	ok = true
 	return v, nil
+}
+
+// folderOf is the folder a device spec's file lives in, "" for a
+// network device.
+func folderOf(spec string) string {
+	if device.IsRemote(spec) {
+		return ""
+	}
+	return filepath.Dir(spec)
+}
+
+// HintPath resolves a member's recorded path hint against the set's
+// folder. It declines (false) a network spec: an image is hostile input
+// and must not make a tool connect to an address it recorded (nor guess
+// that the server is still there), so network members are named with
+// --device. It also declines a relative hint when the set was opened from
+// a network device, which has no folder to anchor it.
+func (v *Volume) HintPath(hint string) (string, bool) {
+	switch {
+	case hint == "" || device.IsRemote(hint):
+		return "", false
+	case filepath.IsAbs(hint):
+		return hint, true
+	case v.Dir == "":
+		return "", false
+	}
+	return filepath.Join(v.Dir, hint), true
 }
 
 // maxNumDevices is the largest device count a given member claims: the

@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ddfs/ddfs/pkg/device"
+)
+
+// batchFleet is the images of the batch tests: clean ones, one with a
+// damaged node copy, one another writer holds, one whose second device is
+// gone, and a file that is no ddfs filesystem, in list order.
+type batchFleet struct {
+	dir                           string
+	list                          []string // every operand, in order
+	damaged, busy, missing, notFS string
+	clean                         []string
+}
+
+// batchImages makes n operands (n-4 clean) of 64 MiB each, allocated on
+// the host (fallocate) so that a trim gives space back: n-2 single
+// images, the mirrored pair and the file that is no filesystem.
+func batchImages(t *testing.T, n int) *batchFleet {
+	t.Helper()
+	dir := t.TempDir()
+	f := &batchFleet{dir: dir}
+	for i := 0; i < n-2; i++ {
+		name := fmt.Sprintf("img%02d.img", i)
+		fd, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Fallocate(int(fd.Fd()), 0, 0, 64<<20); err != nil {
+			t.Fatal(err)
+		}
+		fd.Close()
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-K", name), 0) // -K: the fallocated blocks stay for trimtool
+		f.list = append(f.list, name)
+	}
+	// A mirrored pair in its own folder, its second device moved away.
+	os.MkdirAll(filepath.Join(dir, "pair", "away"), 0o755)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "pair/m0.img", "pair/m1.img"), 0)
+	os.Rename(filepath.Join(dir, "pair", "m1.img"), filepath.Join(dir, "pair", "away", "m1.img"))
+	os.WriteFile(filepath.Join(dir, "junk.img"), []byte(strings.Repeat("not a filesystem\n", 1<<12)), 0o644)
+	f.damaged, f.busy, f.missing, f.notFS = f.list[3], f.list[7], "pair/m0.img", "junk.img"
+	// Interleave the odd ones with the clean, so order is tested too.
+	f.list = append(f.list[:20], append([]string{f.missing}, append(f.list[20:30], append([]string{f.notFS}, f.list[30:]...)...)...)...)
+	for _, p := range f.list {
+		if p != f.damaged && p != f.busy && p != f.missing && p != f.notFS {
+			f.clean = append(f.clean, p)
+		}
+	}
+	in := getInfo(t, dir, f.damaged)
+	for _, r := range in.Roots {
+		if r.Tree == "fs" {
+			_, offs := physical(in, r.Logical)
+			flipAt(t, filepath.Join(dir, f.damaged), int64(offs[0])+1000)
+		}
+	}
+	writeList(t, filepath.Join(dir, "list"), f.list)
+	return f
+}
+
+func writeList(t *testing.T, path string, paths []string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(paths, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hold takes the writer's lock of image as another writer would.
+func hold(t *testing.T, image string) device.Device {
+	t.Helper()
+	dev, err := device.Open(image, device.OpenOptions{Mode: device.ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev
+}
+
+// setLine is one JSON Lines report of a batch run.
+type setLine struct {
+	Path     string        `json:"path"`
+	Exit     int           `json:"exit"`
+	Error    string        `json:"error"`
+	Problems []fsckProblem `json:"problems"`
+}
+
+// jsonLines parses a batch run's stdout: one object per line.
+func jsonLines(t *testing.T, out string) []setLine {
+	t.Helper()
+	var lines []setLine
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var s setLine
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("not a JSON line: %v\n%s", err, l)
+		}
+		lines = append(lines, s)
+	}
+	return lines
+}
+
+// TestBatchFsck: fifty operands through fsck.ddfs -j 2 --json: one line
+// per set in operand order with its own code (busy: skipped, 8; missing
+// device: 4; not ddfs: 8; damaged: 4) and the codes OR-ed as the exit
+// status; --wait lets the busy one through once its writer leaves;
+// --shard splits the list.
+func TestBatchFsck(t *testing.T) {
+	f := batchImages(t, 50)
+	dev := hold(t, filepath.Join(f.dir, f.busy))
+	r := must(t, run(t, f.dir, "fsck.ddfs", "-j", "2", "--json", "--from", "list"), 4|8)
+	lines := jsonLines(t, r.stdout)
+	if len(lines) != len(f.list) {
+		t.Fatalf("%d lines for %d sets\n%s", len(lines), len(f.list), r.stdout)
+	}
+	want := map[string]int{f.damaged: 4, f.busy: 8, f.missing: 4, f.notFS: 8}
+	for i, l := range lines {
+		if l.Path != f.list[i] || l.Exit != want[l.Path] {
+			t.Errorf("line %d: %s exit %d (%s), want %s exit %d", i, l.Path, l.Exit, l.Error, f.list[i], want[f.list[i]])
+		}
+	}
+	doc := documentedKeys(t)
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v any
+		json.Unmarshal([]byte(l), &v)
+		found := map[string]bool{}
+		jsonKeys(v, map[string]bool{"tree_nodes": true}, found)
+		for k := range found {
+			if !doc[k] {
+				t.Errorf("key %q is not in docs/json.md", k)
+			}
+		}
+	}
+	byPath := map[string]setLine{}
+	for _, l := range lines {
+		byPath[l.Path] = l
+	}
+	if p := byPath[f.damaged].Problems; len(p) != 1 || p[0].Code != "NODE_COPY_BAD" {
+		t.Errorf("damaged: %+v", p)
+	}
+	if p := byPath[f.missing].Problems; len(p) != 1 || p[0].Code != "DEV_MISSING" {
+		t.Errorf("missing: %+v", p)
+	}
+	if e := byPath[f.busy].Error; !strings.Contains(e, "in use") || !strings.Contains(e, "skipped") {
+		t.Errorf("busy: %q", e)
+	}
+	if !strings.Contains(r.stderr, "fsck.ddfs: 50 sets checked: 46 clean, 0 corrected, 2 with problems left, 2 not checked; exit 12") {
+		t.Errorf("summary: %s", r.stderr)
+	}
+	// Text: every line names its set; the busy set with --wait=30s is
+	// checked once its writer closes.
+	go func() { time.Sleep(500 * time.Millisecond); dev.Close() }()
+	r = must(t, run(t, f.dir, "fsck.ddfs", "-j", "2", "--wait=30s", f.clean[0], f.busy, f.clean[1]), 0)
+	if got := strings.Count(r.stdout, ": clean\n"); got != 3 || !strings.HasPrefix(r.stdout, "fsck.ddfs: "+f.clean[0]+": ") {
+		t.Errorf("--wait: %s", r.stdout)
+	}
+	checkShards(t, f)
+	// Two operands of one set are one set; a single set prints as before.
+	r = must(t, run(t, f.dir, "fsck.ddfs", "--json", "pair/m0.img", "pair/away/m1.img"), 0)
+	if strings.Contains(r.stdout, `"exit"`) || !strings.HasPrefix(r.stdout, "{\n  \"uuid\"") {
+		t.Errorf("one set: %s", r.stdout)
+	}
+}
+
+// TestBatchTrim: trimtool --from list -j 2 gives every trimmable image's
+// space back, skips the busy one, and exits 1 naming how many were not
+// trimmed.
+func TestBatchTrim(t *testing.T) {
+	f := batchImages(t, 50)
+	dev := hold(t, filepath.Join(f.dir, f.busy))
+	defer dev.Close()
+	before := map[string]int64{}
+	for _, p := range f.list {
+		before[p] = allocated(t, filepath.Join(f.dir, p))
+	}
+	r := must(t, run(t, f.dir, "trimtool", "--from", "list", "-j", "2"), 1)
+	// Not trimmed: busy, missing a device (no --degraded), not ddfs.
+	if !strings.Contains(r.stderr, "trimtool: 3 of 50 sets not trimmed\n") || strings.Count(r.stderr, "\n") != 4 {
+		t.Fatalf("stderr: %s", r.stderr)
+	}
+	for _, p := range append([]string{f.damaged}, f.clean...) {
+		if a := allocated(t, filepath.Join(f.dir, p)); a > before[p]-32<<20 {
+			t.Errorf("%s: %d bytes allocated after trimming, %d before", p, a, before[p])
+		}
+	}
+	if a := allocated(t, filepath.Join(f.dir, f.busy)); a != before[f.busy] {
+		t.Errorf("busy image trimmed: %d -> %d", before[f.busy], a)
+	}
+	dev.Close()
+	r = must(t, run(t, f.dir, "trimtool", "--json", "-j", "2", f.busy, f.clean[0]), 0)
+	if l := jsonLines(t, r.stdout); len(l) != 2 || l[0].Path != f.busy || l[1].Path != f.clean[0] || l[0].Exit != 0 {
+		t.Fatalf("json: %s", r.stdout)
+	}
+}
+
+// TestBatchInterrupt: SIGINT after the first report of a repair run
+// starts no more sets, prints the summary and exits with 32; every image
+// is consistent after it (a later check finds nothing new).
+func TestBatchInterrupt(t *testing.T) {
+	f := batchImages(t, 50)
+	cmd := exec.Command(filepath.Join(binDir, "fsck.ddfs"), "-y", "-j", "2", "--json", "--from", "list")
+	cmd.Dir = f.dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("no report")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	n := 1
+	for sc.Scan() {
+		n++
+	}
+	err = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	m := regexp.MustCompile(`interrupted: (\d+) sets checked, (\d+) not started`).FindStringSubmatch(stderr.String())
+	if code&32 == 0 || m == nil || m[1] != fmt.Sprint(n) || m[2] == "0" {
+		t.Fatalf("exit %d (%v), %d reports\n%s", code, err, n, stderr.String())
+	}
+	r := run(t, f.dir, "fsck.ddfs", "-j", "2", "--json", "--from", "list")
+	for _, l := range jsonLines(t, r.stdout) {
+		ok := l.Exit == 0 || l.Path == f.missing || l.Path == f.notFS
+		if l.Path == f.damaged { // repaired, or not reached: its one problem
+			ok = l.Exit == 0 || len(l.Problems) == 1 && l.Problems[0].Code == "NODE_COPY_BAD"
+		}
+		if !ok {
+			t.Errorf("%s after the interrupt: exit %d %s %+v", l.Path, l.Exit, l.Error, l.Problems)
+		}
+	}
+}
+
+// checkShards: shards 0..3 of 4 (the last as a Kubernetes pod would
+// name it, auto/4 with JOB_COMPLETION_INDEX) report every set exactly
+// once between them.
+func checkShards(t *testing.T, f *batchFleet) {
+	seen := map[string]int{}
+	for i := 0; i < 4; i++ {
+		shard := fmt.Sprintf("%d/4", i)
+		cmd := exec.Command(filepath.Join(binDir, "fsck.ddfs"), "--json", "-j", "2", "--shard", shard, "--from", "list")
+		if i == 3 {
+			cmd.Args[5] = "auto/4"
+			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX=3")
+		}
+		cmd.Dir = f.dir
+		r := runCmd(t, cmd)
+		lines := jsonLines(t, r.stdout)
+		if len(lines) == 0 || len(lines) == len(f.list) {
+			t.Errorf("shard %s: %d of %d sets", shard, len(lines), len(f.list))
+		}
+		if !strings.Contains(r.stderr, fmt.Sprintf("(this shard's %d of 50)", len(lines))) {
+			t.Errorf("shard %s: %s", shard, r.stderr)
+		}
+		for _, l := range lines {
+			seen[l.Path]++
+		}
+	}
+	for _, p := range f.list {
+		if seen[p] != 1 {
+			t.Errorf("%s reported by %d shards", p, seen[p])
+		}
+	}
+	r := must(t, run(t, f.dir, "fsck.ddfs", "--shard", "4/4", "--from", "list"), 16)
+	if !strings.Contains(r.stderr, "from 0 to 3") {
+		t.Errorf("--shard 4/4: %s", r.stderr)
+	}
+}

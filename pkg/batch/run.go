@@ -1,0 +1,173 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/device"
+)
+
+// Memory: a job reserves jobBase plus 1/usedShare of its set's used bytes
+// (fsck's memory grows with tree nodes and extents, both with what is
+// used) before it starts; the reservations of running jobs stay within
+// Budget(jobs), which is also the heap's soft limit. A set whose
+// estimate is larger than the budget runs alone.
+const (
+	jobBase   = 24 << 20
+	usedShare = 64
+	firstJob  = 160 << 20 // the one-set tools' limit
+	nextJob   = 64 << 20
+	maxBudget = 1 << 30
+)
+
+// MemoryHelp states the bound for --help.
+const MemoryHelp = `Batch runs: operands from the command line and --from are grouped into
+sets by filesystem UUID (the members not named are found as for one set);
+each set is processed once, in operand order, up to -j at a time. Each
+set's report is printed whole, in operand order: one JSON object per line
+with --json (the keys of one set's report, plus "path" and "exit"). A busy
+set is reported and skipped (--wait retries it). Memory: a job reserves
+24 MiB plus 1/64 of its set's used bytes before it starts; running jobs'
+reservations stay within 160 MiB plus 64 MiB for each job past the first
+(at most 1 GiB, also the heap's soft limit), and a larger set runs alone.
+SIGINT or SIGTERM stops running jobs at a safe point and starts no more.`
+
+// Budget is the memory the running jobs of a -j run may reserve in total.
+func Budget(jobs int) int64 {
+	return min(firstJob+int64(max(jobs-1, 0))*nextJob, maxBudget)
+}
+
+func reserve(s *Set, budget int64) int64 {
+	return min(jobBase+int64(min(s.Used/usedShare, uint64(budget))), budget)
+}
+
+// NotRun is the code of a set that was not started (interrupted).
+const NotRun = -1
+
+// Out collects one job's report, printed whole when its turn comes.
+type Out struct{ Stdout, Stderr bytes.Buffer }
+
+// Job processes one set: it writes its report (errors included) to out
+// and returns its exit code and the error that ended it, if any (a busy
+// set's error makes the runner retry under --wait).
+type Job func(ctx context.Context, s *Set, out *Out) (int, error)
+
+// Config tunes Run.
+type Config struct {
+	Jobs           int
+	Wait           Wait
+	Stdout, Stderr io.Writer
+	// Progress draws sets done, bytes, rate and time left on Stderr.
+	Progress bool
+	// Label names the bytes ("checked"); Bytes is a set's share of them.
+	Label string
+	Bytes func(*Set) uint64
+}
+
+// Summary is how a run ended.
+type Summary struct {
+	// Codes are the sets' exit codes in order (NotRun: not started).
+	Codes       []int
+	NotStarted  int
+	Interrupted bool
+}
+
+// SignalContext is cancelled by SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// retryEvery is how often a busy set is tried again under --wait.
+const retryEvery = 200 * time.Millisecond
+
+// Run runs job over the sets, cfg.Jobs at a time within the memory
+// budget, and prints each report whole, in order. After ctx ends no set
+// starts; the running ones see ctx and stop at their safe point.
+func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
+	jobs := max(cfg.Jobs, 1)
+	budget := Budget(jobs)
+	cli.SoftMemoryLimit(budget)
+	slots, mem := semaphore.NewWeighted(int64(jobs)), semaphore.NewWeighted(budget)
+	pr := newPrinter(cfg, sets)
+	defer pr.stop()
+	var wg sync.WaitGroup
+	for i, s := range sets {
+		r := reserve(s, budget)
+		if !acquire(ctx, slots, mem, r) {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, held := attempt(ctx, cfg.Wait, s, job, slots, mem, r)
+			if held {
+				slots.Release(1)
+				mem.Release(r)
+			}
+			pr.done(i, code, out)
+		}()
+	}
+	wg.Wait()
+	return pr.summary(ctx.Err() != nil)
+}
+
+func acquire(ctx context.Context, slots, mem *semaphore.Weighted, r int64) bool {
+	if ctx.Err() != nil || slots.Acquire(ctx, 1) != nil {
+		return false
+	}
+	if mem.Acquire(ctx, r) != nil {
+		slots.Release(1)
+		return false
+	}
+	return true
+}
+
+// attempt runs job on s, again every retryEvery while the set is busy and
+// --wait allows, giving its slot and memory back while it waits. held
+// says whether it still holds them.
+func attempt(ctx context.Context, wait Wait, s *Set, job Job, slots, mem *semaphore.Weighted, r int64) (int, *Out, bool) {
+	start := time.Now()
+	for {
+		out := &Out{}
+		code, err := job(ctx, s, out)
+		if !errors.Is(err, device.ErrBusy) || time.Since(start) >= time.Duration(wait) {
+			return code, out, true
+		}
+		slots.Release(1)
+		mem.Release(r)
+		select {
+		case <-ctx.Done():
+			return code, out, false
+		case <-time.After(retryEvery):
+		}
+		if !acquire(ctx, slots, mem, r) {
+			return code, out, false
+		}
+	}
+}
+
+// Skipped is the note a tool adds to a busy set's error line.
+func Skipped(err error) string {
+	if errors.Is(err, device.ErrBusy) {
+		return " (skipped; --wait[=DURATION] waits for it)"
+	}
+	return ""
+}
+
+// Describe is err on one line, with the busy note.
+func Describe(err error) string {
+	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(err))
+}
+
+func oneLine(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte("; "))) }
