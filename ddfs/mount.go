@@ -31,8 +31,8 @@ func newMountCmd() *cobra.Command {
 		"fsync commits at once; other changes commit every commit=SECONDS (default 5) and at unmount.\n"+
 		"OPTIONS (comma-separated): ro, rw, allow_other, commit=SECONDS, debug.",
 		"serve an image as a mounted filesystem (FUSE)",
-		"  mkdir -p mnt && ddfs mount disk.img mnt && ls -la mnt; fusermount3 -u mnt\n"+
-			"  mkdir -p mnt && ddfs mount -o ro,allow_other disk.img mnt && grep -rc . mnt | head -3; fusermount3 -u mnt\n")
+		"  ddfs mount disk.img out && ls -l out; fusermount3 -u out\n"+
+			"  ddfs mount -o ro,allow_other disk.img out && grep -r readme out; fusermount3 -u out\n")
 	opts := fl.StringP("options", "o", "", "mount options: ro, rw, allow_other, commit=SECONDS, debug")
 	fg := fl.BoolP("foreground", "f", false, "stay in the foreground (log on stderr; Ctrl-C unmounts)")
 	c.RunE = func(c *cobra.Command, args []string) error {
