@@ -9,7 +9,7 @@ FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
 FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man test-fuse-suites
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -35,11 +35,12 @@ test: build vet
 	$(MAKE) race
 	$(MAKE) fuzz
 
-# The concurrent paths (background data writer, read-ahead, scrub workers) under the race detector.
+# The concurrent paths (background data writer, read-ahead, scrub workers, the FUSE server) under the race detector.
 race:
 	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
+	$(GO) test -race -count=1 -run 'TestConcurrentOps' ./pkg/fusefs/
 
 # Every fuzz target of every package (found by name in the _test.go files),
 # each with its count from FUZZCOUNTS or FUZZTIME. Each starts from its seeds
@@ -55,6 +56,14 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
 		done; \
 	done
+
+# Foreign suites on a FUSE mount (ddfs mount), minutes long, not in make test:
+# go test of os, path/filepath, io/fs, archive/tar with TMPDIR on the mount,
+# stress-ng --verify stressors, fio verify jobs (Debian packages stress-ng,
+# fio, dbench, fuse3), dbench, a go vet of this module, and fsx at FSX_OPS steps.
+FSX_OPS ?= 100000
+test-fuse-suites: build
+	DDFS_FUSE_SUITES=1 DDFS_FSX_OPS=$(FSX_OPS) $(GO) test -count=1 -timeout 0 -v -run 'TestStdlibOnMount|TestStressNGOnMount|TestFioOnMount|TestBuildOnMount|TestDbenchOnMount|TestFSX' ./e2e/
 
 stress: build
 	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/

@@ -31,7 +31,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newInfoCmd(), newDFCmd(), newLsCmd(), newCatCmd(), newStatCmd(), newCpCmd(),
 		newMkdirCmd(), newRmCmd(), newMvCmd(), newLnCmd(), newTouchCmd(), newChmodCmd(), newChownCmd(),
 		newDuCmd(), newXattrCmd(), newTarInCmd(), newTarOutCmd(), newPropCmd(), newDeviceCmd(),
-		newBalanceCmd(), newScrubCmd(), newInspectCmd(), newSetUUIDCmd(), newFindCmd(), newDiffCmd())
+		newBalanceCmd(), newScrubCmd(), newInspectCmd(), newSetUUIDCmd(), newFindCmd(), newDiffCmd(), newMountCmd())
 	return root
 }
 
