@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"pkg/transfer": 5, "pkg/check": 5,
 	"pkg/dedupe": 5, // estimate, offline dedupe, index upkeep: on fsys
 	"pkg/mkfs":   6, "pkg/crashtest": 6,
+	"pkg/fusefs": 6, // the FUSE mount: on fsys
 	// The five mains and the tools around them.
 	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,
 	"bench/gen": 10, "bench/dedupegen": 10, "bench/fragment": 10,
