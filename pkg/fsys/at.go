@@ -101,9 +101,6 @@ func (f *FS) LinkAt(ino, dir uint64, name string) (*Inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.refRoom(ino, dir, name); err != nil {
-		return nil, err
-	}
 	return in, f.linkIn(d, name, in)
 }
 

@@ -74,9 +74,22 @@ func TestAtRefusals(t *testing.T) {
 }
 
 // TestLinkAtEMLINK: the names of one inode in one directory share an
-// INODE_REF item; once another would not fit a node, LinkAt refuses with
-// EMLINK before changing anything, and the links made stay consistent.
+// INODE_REF item; once another would not fit a node, LinkAt and the
+// path-based Link (ddfs ln) refuse with EMLINK before changing anything,
+// and the links made stay consistent.
 func TestLinkAtEMLINK(t *testing.T) {
+	t.Run("LinkAt", func(t *testing.T) {
+		testEMLINK(t, func(f *FS, ino uint64, name string) error {
+			_, err := f.LinkAt(ino, format.RootDirIno, name)
+			return err
+		})
+	})
+	t.Run("Link", func(t *testing.T) {
+		testEMLINK(t, func(f *FS, _ uint64, name string) error { return f.Link("/f", "/"+name) })
+	})
+}
+
+func testEMLINK(t *testing.T, link func(f *FS, ino uint64, name string) error) {
 	f, _ := newTestFS(t, 256<<20, 1)
 	root := uint64(format.RootDirIno)
 	in, err := f.CreateAt(root, "f", Attr{Mode: 0o644})
@@ -86,15 +99,18 @@ func TestLinkAtEMLINK(t *testing.T) {
 	atClean(t, f)
 	n := 1
 	for ; n < 10000; n++ {
-		if _, err = f.LinkAt(in.Ino, root, strings.Repeat("l", 200)+itoa(n)); err != nil {
+		if err = link(f, in.Ino, strings.Repeat("l", 200)+itoa(n)); err != nil {
 			break
 		}
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.LinkAt(in.Ino, root, strings.Repeat("l", 200)+"x")
-	refused(t, f, "a link past the INODE_REF item's room", err, syscall.EMLINK)
+	err = link(f, in.Ino, strings.Repeat("l", 200)+"x")
+	var errno syscall.Errno
+	if !errors.As(err, &errno) || errno != syscall.EMLINK {
+		t.Fatalf("a link past the INODE_REF item's room: %v, want EMLINK", err)
+	}
 	got, err := f.Inode(in.Ino)
 	if err != nil || got.Nlink != uint32(n) || n < 50 {
 		t.Fatalf("nlink %d after %d names (%v)", got.Nlink, n, err)

@@ -131,6 +131,9 @@ func (f *FS) linkIn(dir *Inode, name string, in *Inode) error {
 	if in.IsDir() {
 		return syscall.EPERM
 	}
+	if err := f.refRoom(in.Ino, dir.Ino, name); err != nil {
+		return err
+	}
 	in.Nlink++
 	in.Ctime = f.Now()
 	if err := f.putInode(in); err != nil {
