@@ -63,10 +63,17 @@ if [[ $have_ext4 == 1 && $(id -u) == 0 ]] && mount -o loop "$W/ext4/i0000.img" "
 fi
 
 # measure CMD...: "seconds MiB"; exit status ignored (a check that finds
-# problems still ran).
+# problems still ran); the command's stdout stays in $W/out for checks.
 measure() {
-	/usr/bin/time -f "%e %M" -o "$W/t" "$@" >/dev/null 2>&1 || true
+	/usr/bin/time -f "%e %M" -o "$W/t" "$@" >"$W/out" 2>/dev/null || true
 	tail -n 1 "$W/t" | awk '{printf "%.2f %.0f", $1, $2/1024}'
+}
+# checked NAME: the ddfs run just measured reported every image (one JSON
+# line each, exit 0 in every one), so its figure is of work done.
+checked() {
+	local n
+	n=$(grep -c '"exit": *0' "$W/out" || true)
+	[[ $n == "$N" ]] || { echo "bench: $1 reported $n of $N sets clean" >&2; exit 1; }
 }
 e2fsck_loop() { for f in "$W"/ext4/*.img; do e2fsck -fn "$f" >/dev/null 2>&1 || true; done; }
 btrfs_loop() { for f in "$W"/btrfs/*.img; do btrfs check --readonly "$f" >/dev/null 2>&1 || true; done; }
@@ -83,12 +90,14 @@ row() { # NAME SECONDS RSS BASE
 	awk -v n="$N" -v name="$1" -v s="$2" -v m="$3" -v b="$4" \
 		'BEGIN { printf "%-40s %9.2f %10.1f %9d %8.2fx\n", name, s, n / (s > 0 ? s : 0.01), m, s / (b > 0 ? b : 0.01) }'
 }
-read -r fs fm <<<"$(measure "$BIN/fsck.ddfs" -j "$J" --from "$W/list")"
-row "fsck.ddfs -j $J --from list" "$fs" "$fm" "$fs"
+read -r fs fm <<<"$(measure "$BIN/fsck.ddfs" -j "$J" --json --from "$W/list")"
+checked fsck.ddfs
+row "fsck.ddfs -j $J --json --from list" "$fs" "$fm" "$fs"
 if [[ $have_ext4 == 1 ]]; then read -r s m <<<"$(measure bash -c e2fsck_loop)"; row "loop: e2fsck -fn" "$s" "$m" "$fs"; fi
 if [[ $have_btrfs == 1 ]]; then read -r s m <<<"$(measure bash -c btrfs_loop)"; row "loop: btrfs check --readonly" "$s" "$m" "$fs"; fi
-read -r ts tm <<<"$(measure "$BIN/trimtool" -j "$J" --from "$W/list")"
-row "trimtool -j $J --from list" "$ts" "$tm" "$ts"
+read -r ts tm <<<"$(measure "$BIN/trimtool" -j "$J" --json --from "$W/list")"
+checked trimtool
+row "trimtool -j $J --json --from list" "$ts" "$tm" "$ts"
 if [[ $have_loop == 1 ]]; then read -r s m <<<"$(measure bash -c fstrim_loop)"; row "loop: mount -o loop + fstrim + umount" "$s" "$m" "$ts"; fi
 echo "(vs ddfs: the row's time over the ddfs row's above it; RSS: the largest single process)"
 [[ $have_btrfs == 1 ]] || echo "(btrfs rows skipped: no btrfs-progs)"
