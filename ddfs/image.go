@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/ddfs/ddfs/pkg/cli"
@@ -73,7 +72,7 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{BatchNodes: batchNodes()})
+	f, err := fsys.New(st, fsys.Options{BatchNodes: cli.BatchNodes()})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -145,11 +144,4 @@ func isImageFile(arg string) bool {
 	}
 	st, err := os.Stat(arg)
 	return err == nil && !st.IsDir()
-}
-
-// batchNodes lets tests make transactions small (DDFS_BATCH_NODES), so a
-// kill lands between many commits; 0 keeps the default.
-func batchNodes() int {
-	n, _ := strconv.Atoi(os.Getenv("DDFS_BATCH_NODES"))
-	return n
 }

@@ -2,9 +2,8 @@ package main
 
 import (
 	"io"
-	"os"
-	"strconv"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -18,10 +17,7 @@ func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	// DDFS_BATCH_NODES makes transactions small in tests (as ddfs), so
-	// a kill lands between many commits.
-	nodes, _ := strconv.Atoi(os.Getenv("DDFS_BATCH_NODES"))
-	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes})
+	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: cli.BatchNodes()})
 	if err != nil {
 		st.Close()
 		return nil, err
