@@ -51,8 +51,11 @@ func (d *DeviceSpace) Holes() []Range {
 type Request struct {
 	Type    format.ChunkType
 	Profile format.Profile
-	// StripeSize is the wanted device bytes per stripe; placement may
-	// shrink it down to MinStripe to fit the holes.
+	// StripeSize is the wanted device bytes per stripe of an unstriped
+	// chunk: its logical length. A striped chunk (raid0, raid10) spreads
+	// that length over its data stripes, as btrfs caps a chunk's size,
+	// not its stripes'. Placement may shrink it down to MinStripe to fit
+	// the holes.
 	StripeSize uint64
 	MinStripe  uint64
 	Policy     format.AllocPolicy
@@ -154,6 +157,9 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 	}
 	cands = cands[:n]
 	size := req.StripeSize
+	if pi.Striped {
+		size = max(size/uint64(n/pi.SubStripes), req.MinStripe)
+	}
 	for _, c := range cands {
 		avail := c.holes[0].Len
 		if req.Profile == format.ProfileDup {

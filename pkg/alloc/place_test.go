@@ -210,3 +210,37 @@ func checkPlacement(t *testing.T, name string, devs []DeviceSpace, req Request, 
 		}
 	}
 }
+
+// TestStripedChunkLength: a striped chunk takes the wanted length in all,
+// spread over its data stripes (btrfs caps the chunk, not the stripe), so
+// 4 x 256 MiB raid10 with a 100 MiB want uses 50 MiB per device, not 100.
+func TestStripedChunkLength(t *testing.T) {
+	for _, tc := range []struct {
+		profile           format.Profile
+		stripe, length    uint64
+		wantStripes, devs int
+	}{
+		{format.ProfileSingle, 100, 100, 1, 4},
+		{format.ProfileRaid1, 100, 100, 2, 4},
+		{format.ProfileRaid10, 50, 100, 4, 4},
+		{format.ProfileRaid0, 25, 100, 4, 4},
+		{format.ProfileRaid0, 4, 12, 3, 3}, // 100/3 MiB wanted, never below MinStripe
+	} {
+		var devs []DeviceSpace
+		for i := 1; i <= tc.devs; i++ {
+			devs = append(devs, DeviceSpace{DevID: uint64(i), Size: 256 << 20})
+		}
+		want := uint64(100 << 20)
+		if tc.stripe == 4 {
+			want = 10 << 20
+		}
+		p, err := Place(devs, Request{Type: format.ChunkData, Profile: tc.profile, StripeSize: want, MinStripe: 4 << 20})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.profile, err)
+		}
+		if len(p.Stripes) != tc.wantStripes || p.Length != tc.length<<20 || stripeLen(p, Request{Profile: tc.profile}) != tc.stripe<<20 {
+			t.Errorf("%v on %d devices: %d stripes of %d MiB, length %d MiB; want %d of %d MiB, %d MiB", tc.profile, tc.devs,
+				len(p.Stripes), stripeLen(p, Request{Profile: tc.profile})>>20, p.Length>>20, tc.wantStripes, tc.stripe, tc.length)
+		}
+	}
+}
