@@ -290,11 +290,21 @@ func MarshalInodeItem(i *InodeItem) []byte {
 
 // UnmarshalInodeItem decodes and validates an inode item.
 func UnmarshalInodeItem(b []byte) (*InodeItem, error) {
+	i := new(InodeItem)
+	if err := DecodeInodeItem(b, i); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// DecodeInodeItem is UnmarshalInodeItem into *i (no allocation: fsck
+// decodes every inode). On error *i is undefined.
+func DecodeInodeItem(b []byte, i *InodeItem) error {
 	if len(b) != InodeItemSize {
-		return nil, sizeError("inode item", len(b), InodeItemSize)
+		return sizeError("inode item", len(b), InodeItemSize)
 	}
 	le := binary.LittleEndian
-	i := &InodeItem{
+	*i = InodeItem{
 		Generation:  le.Uint64(b[inoGeneration:]),
 		Size:        le.Uint64(b[inoSize:]),
 		NBytes:      le.Uint64(b[inoNBytes:]),
@@ -314,20 +324,20 @@ func UnmarshalInodeItem(b []byte) (*InodeItem, error) {
 		DataTier:    b[inoDataTier],
 	}
 	if i.Mode > modeMax || i.FileType() == 0 {
-		return nil, corruptf(nil, "inode item: mode 0%o", i.Mode)
+		return corruptf(nil, "inode item: mode 0%o", i.Mode)
 	}
 	if i.Size > MaxFileSize || (i.FileType() == FileTypeSymlink && i.Size > MaxSymlinkTarget) {
-		return nil, corruptf(nil, "inode item: %v of size %d", i.FileType(), i.Size)
+		return corruptf(nil, "inode item: %v of size %d", i.FileType(), i.Size)
 	}
 	for _, t := range [...]Timespec{i.Atime, i.Mtime, i.Ctime, i.Btime} {
 		if t.Nsec >= 1e9 {
-			return nil, corruptf(nil, "inode item: timestamp nanoseconds %d", t.Nsec)
+			return corruptf(nil, "inode item: timestamp nanoseconds %d", t.Nsec)
 		}
 	}
 	if i.Compression > CompressPropOf(CompressS2) || i.Dedupe > DedupeOff {
-		return nil, corruptf(nil, "inode item: compression setting %d dedupe setting %d", i.Compression, i.Dedupe)
+		return corruptf(nil, "inode item: compression setting %d dedupe setting %d", i.Compression, i.Dedupe)
 	}
-	return i, nil
+	return nil
 }
 
 // DirEntry is one name of a directory (FORMAT.md §6.4 "DIR_ITEM and
@@ -649,11 +659,25 @@ func MarshalFileExtentItem(f *FileExtentItem) []byte {
 
 // UnmarshalFileExtentItem decodes and validates a file extent item.
 func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
+	f := new(FileExtentItem)
+	if err := DecodeFileExtentItem(b, f); err != nil {
+		return nil, err
+	}
+	if f.Inline != nil {
+		f.Inline = append([]byte(nil), f.Inline...)
+	}
+	return f, nil
+}
+
+// DecodeFileExtentItem is UnmarshalFileExtentItem into *f, with f.Inline
+// aliasing b instead of a copy (no allocation: fsck decodes every
+// extent). On error *f is undefined.
+func DecodeFileExtentItem(b []byte, f *FileExtentItem) error {
 	if len(b) < FileExtentHeaderSize {
-		return nil, corruptf(ErrShort, "file extent: %d bytes", len(b))
+		return corruptf(ErrShort, "file extent: %d bytes", len(b))
 	}
 	le := binary.LittleEndian
-	f := &FileExtentItem{
+	*f = FileExtentItem{
 		Generation:  le.Uint64(b[fxGeneration:]),
 		Type:        FileExtentType(b[fxType]),
 		Compression: Compression(b[fxCompression]),
@@ -661,16 +685,16 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 	switch f.Type {
 	case FileExtentInline:
 		if f.Compression != CompressNone || len(b) == FileExtentHeaderSize || len(b)-FileExtentHeaderSize > MaxInlineData {
-			return nil, corruptf(nil, "file extent: inline with compression %d and %d bytes", f.Compression, len(b)-FileExtentHeaderSize)
+			return corruptf(nil, "file extent: inline with compression %d and %d bytes", f.Compression, len(b)-FileExtentHeaderSize)
 		}
-		f.Inline = append([]byte(nil), b[fxInline:]...)
-		return f, nil
+		f.Inline = b[fxInline:len(b):len(b)]
+		return nil
 	case FileExtentRegular, FileExtentPrealloc:
 	default:
-		return nil, corruptf(nil, "file extent: type %d", b[fxType])
+		return corruptf(nil, "file extent: type %d", b[fxType])
 	}
 	if len(b) != FileExtentRegSize {
-		return nil, sizeError("file extent", len(b), FileExtentRegSize)
+		return sizeError("file extent", len(b), FileExtentRegSize)
 	}
 	f.DiskLogical = le.Uint64(b[fxDiskLogical:])
 	f.DiskLen = le.Uint64(b[fxDiskLen:])
@@ -679,21 +703,21 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 	f.RAMBytes = le.Uint64(b[fxRAMBytes:])
 	switch {
 	case f.Compression > CompressS2 || (f.Type == FileExtentPrealloc && f.Compression != CompressNone):
-		return nil, corruptf(nil, "file extent: %v with compression %d", f.Type, b[fxCompression])
+		return corruptf(nil, "file extent: %v with compression %d", f.Type, b[fxCompression])
 	case f.NumBytes == 0 || f.Offset > f.RAMBytes || f.NumBytes > f.RAMBytes-f.Offset:
-		return nil, corruptf(nil, "file extent: [%d,+%d) of %d decompressed bytes", f.Offset, f.NumBytes, f.RAMBytes)
+		return corruptf(nil, "file extent: [%d,+%d) of %d decompressed bytes", f.Offset, f.NumBytes, f.RAMBytes)
 	case f.DiskLogical == 0 && (f.Type != FileExtentRegular || f.DiskLen != 0 || f.Compression != CompressNone):
-		return nil, corruptf(nil, "file extent: hole of type %v, disk length %d, compression %v", f.Type, f.DiskLen, f.Compression)
+		return corruptf(nil, "file extent: hole of type %v, disk length %d, compression %v", f.Type, f.DiskLen, f.Compression)
 	case f.DiskLogical != 0 && (f.DiskLen == 0 || f.DiskLogical+f.DiskLen < f.DiskLogical):
-		return nil, corruptf(nil, "file extent: disk extent %d+%d", f.DiskLogical, f.DiskLen)
+		return corruptf(nil, "file extent: disk extent %d+%d", f.DiskLogical, f.DiskLen)
 	case f.DiskLogical != 0 && (f.DiskLen > MaxExtentBytes || f.RAMBytes > MaxExtentBytes):
-		return nil, corruptf(nil, "file extent: extent of %d disk and %d ram bytes, at most %d", f.DiskLen, f.RAMBytes, MaxExtentBytes)
+		return corruptf(nil, "file extent: extent of %d disk and %d ram bytes, at most %d", f.DiskLen, f.RAMBytes, MaxExtentBytes)
 	case f.NumBytes > MaxFileSize:
-		return nil, corruptf(nil, "file extent: %d bytes", f.NumBytes)
+		return corruptf(nil, "file extent: %d bytes", f.NumBytes)
 	case f.DiskLogical != 0 && f.Compression == CompressNone && f.RAMBytes != f.DiskLen:
-		return nil, corruptf(nil, "file extent: uncompressed extent of %d disk bytes and %d ram bytes", f.DiskLen, f.RAMBytes)
+		return corruptf(nil, "file extent: uncompressed extent of %d disk bytes and %d ram bytes", f.DiskLen, f.RAMBytes)
 	}
-	return f, nil
+	return nil
 }
 
 // CheckFileExtentRange checks what a file extent item's key adds: the

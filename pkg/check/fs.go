@@ -62,6 +62,7 @@ type inodeState struct {
 	orphaned   int               // items seen without an inode item before them
 	hasItem    bool              // an INODE_ITEM key was seen (it may not decode)
 	item       *format.InodeItem // the decoded inode item, nil if absent or bad
+	itemBuf    format.InodeItem  // where item points
 	names      uint32            // names in INODE_REF items
 	parent     uint64            // parent directory of the last name
 	entries    uint64            // DIR_INDEX items
@@ -193,6 +194,7 @@ func (c *checker) fsItem(it format.Item) {
 	cur := &s.cur
 	cur.items++
 	if k.ObjectID < format.RootDirIno {
+		c.counted.Add(format.ItemCounters(format.FSTree, k, it.Data))
 		if cur.items == 1 {
 			c.fsProblem(InoReserved, 0, "item %v: object id %d is reserved (inodes start at %d)", k, k.ObjectID, format.RootDirIno)
 		}
@@ -210,14 +212,18 @@ func (c *checker) fsItem(it format.Item) {
 		if cur.ino == format.RootDirIno {
 			s.rootSeen = true
 		}
-		in, err := format.UnmarshalInodeItem(it.Data)
-		if err != nil {
+		var dec format.InodeItem
+		if err := format.DecodeInodeItem(it.Data, &dec); err != nil {
 			bad(err)
 			return
 		}
 		if k.Offset != 0 {
 			c.fsFix(InodeKeyOffset, cur.ino, &fixData{key: k}, "inode item key offset %d, want 0", k.Offset)
 		}
+		// A second inode item (another key offset) replaces the first, as
+		// a pointer to a fresh decode would; in stays the same place.
+		cur.itemBuf = dec
+		in := &cur.itemBuf
 		cur.item = in
 		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
 			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
@@ -287,14 +293,15 @@ func (c *checker) fsItem(it format.Item) {
 		cur.dir.h -= entryMark(e.Ino, e.Type, e.Name)
 		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, e.Name, e.Type), +1)
 	case format.FileExtentKey:
-		x, err := format.UnmarshalFileExtentItem(it.Data)
-		if err != nil {
+		var x format.FileExtentItem
+		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
 			cur.extentLost = true
 			s.extentLost = true
 			bad(err)
 			return
 		}
-		c.fileExtent(cur, k.Offset, x)
+		c.counted.Add(format.FileExtentCounters(&x))
+		c.fileExtent(cur, k.Offset, &x)
 	case format.PropItemKey:
 		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
 	default:
@@ -314,7 +321,10 @@ func (c *checker) dirEntries(cur *inodeState) {
 // counts its data extent reference.
 func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentItem) {
 	s := &c.fs
-	at := &fixData{key: format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}, want: cur.extEnd}
+	key := format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}
+	prevEnd := cur.extEnd
+	// Made only for a problem: this runs for every file extent.
+	at := func() *fixData { return &fixData{key: key, want: prevEnd} }
 	ss := uint64(c.sb.SectorSize)
 	t := cur.fileType()
 	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
@@ -325,25 +335,25 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	end := off + n
 	switch {
 	case end < off:
-		c.fsFix(FileExtentWraps, cur.ino, at, "extent at %d of %d bytes passes the end of the offset space", off, n)
+		c.fsFix(FileExtentWraps, cur.ino, at(), "extent at %d of %d bytes passes the end of the offset space", off, n)
 	case format.CheckFileExtentRange(off, x) != nil:
-		c.fsFix(FileExtentTooBig, cur.ino, at, "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
+		c.fsFix(FileExtentTooBig, cur.ino, at(), "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
 	case cur.extents > 0 && off < cur.extEnd:
-		c.fsFix(FileExtentOvlp, cur.ino, at, "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
+		c.fsFix(FileExtentOvlp, cur.ino, at(), "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
 	}
 	if cur.inline && cur.extents > 0 {
-		c.fsFix(InlineNotOnly, cur.ino, at, "extent at %d follows an inline extent (inline must be the only extent)", off)
+		c.fsFix(InlineNotOnly, cur.ino, at(), "extent at %d follows an inline extent (inline must be the only extent)", off)
 	}
 	if x.Type == format.FileExtentInline {
 		if off != 0 {
-			c.fsFix(InlineOffset, cur.ino, at, "inline extent at %d (inline extents live at offset 0 only)", off)
+			c.fsFix(InlineOffset, cur.ino, at(), "inline extent at %d (inline extents live at offset 0 only)", off)
 		} else if cur.extents == 0 {
 			cur.inline = true
 		}
 	}
 	if in := cur.item; in != nil {
 		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: at.key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
+			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
 		}
 	}
 	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
@@ -437,7 +447,7 @@ func (c *checker) csumItem(it format.Item) {
 	s := &c.fs
 	k := it.Key
 	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
-	p := Problem{Code: CsumItemBad, Tree: format.CsumTree.String(), Logical: k.Offset, fix: &fixData{key: k}}
+	var p Problem // filled in only for a problem: this runs for every csum item
 	switch {
 	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
 		p.Message = fmt.Sprintf("item %v is no checksum item", k)
@@ -448,14 +458,18 @@ func (c *checker) csumItem(it format.Item) {
 	case k.Offset+uint64(len(it.Data))/cl*ss < k.Offset:
 		p.Message = "checksum item passes the end of the address space"
 	}
-	if p.Message != "" {
+	at := func(code Code) {
+		p.Code, p.Tree, p.Logical, p.fix = code, format.CsumTree.String(), k.Offset, &fixData{key: k}
 		c.add(p)
+	}
+	if p.Message != "" {
+		at(CsumItemBad)
 		return
 	}
 	end := k.Offset + uint64(len(it.Data))/cl*ss
 	if len(s.csums) > 0 && k.Offset < s.lastCsum {
-		p.Code, p.Message = CsumOverlap, fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
-		c.add(p)
+		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
+		at(CsumOverlap)
 	}
 	s.lastCsum = max(s.lastCsum, end)
 	s.csums = append(s.csums, span{k.Offset, end})

@@ -106,7 +106,6 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 				problem(NodeKeyRange, "key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
 			}
 			c.rep.Items++
-			c.counted.Add(format.ItemCounters(id, it.Key, it.Data))
 			c.item(id, logical, it)
 		}
 		return
@@ -160,14 +159,18 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			bad(err)
 		}
 	case id == format.ExtentTree && it.Key.Type == format.MetadataItemKey:
-		if _, err := format.UnmarshalMetadataItem(it.Data); err != nil {
+		var m format.MetadataItem
+		if err := format.DecodeMetadataItem(it.Data, &m); err != nil {
 			bad(err)
 			return
 		}
+		c.counted.Add(format.MetadataCounters(&m))
 		c.metaItems[it.Key.ObjectID] = it.Key
 	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
-		e, err := format.UnmarshalExtentItem(it.Data)
+		var e format.ExtentItem
+		err := format.DecodeExtentItem(it.Data, &e)
 		if err == nil {
+			c.counted.Add(format.ExtentCounters(it.Key, &e))
 			err = format.CheckExtentItemKey(it.Key) // its length sizes reads of the extent
 		}
 		if err != nil {
@@ -175,9 +178,9 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			return
 		}
 		c.extents = append(c.extents, it.Key)
-		c.fs.dataExtent(it.Key, e)
+		c.fs.dataExtent(it.Key, &e)
 		if e.Flags&format.ExtentFlagDeduped != 0 {
-			c.dedupe.extent(it.Key, e)
+			c.dedupe.extent(it.Key, &e)
 		}
 	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
 		g, err := format.UnmarshalBlockGroupItem(it.Data)
@@ -191,6 +194,7 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 	case id == format.CsumTree:
 		c.csumItem(it)
 	case id == format.DedupeTree:
+		c.counted.IndexEntries++ // format.ItemCounters: every item counts
 		c.dedupeItem(it)
 	case id == format.DiscardTree:
 		c.discardItem(it)
@@ -235,20 +239,29 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
 	r.targets, _ = c.vol.Locate(logical)
-	buf, good := make([]byte, c.sb.NodeSize), make([]byte, c.sb.NodeSize)
+	// The decoded node's items alias good (format.UnmarshalNodeShared), so
+	// good is this node's own; a copy equal to it byte for byte validates
+	// alike and is not decoded again.
+	var good, buf []byte
 	for m := 0; m < c.vol.Copies(logical); m++ {
 		if m < len(r.targets) && c.vol.IsMissing(r.targets[m].DevID) {
 			r.errs = append(r.errs, errMissingCopy)
 			continue
 		}
+		if buf == nil {
+			buf = make([]byte, c.sb.NodeSize)
+		}
 		err := c.vol.ReadCopy(logical, buf, m)
-		if err == nil {
+		switch {
+		case err != nil:
+		case r.node != nil && bytes.Equal(buf, good):
+		default:
 			var n *format.Node
-			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil {
+			if n, err = format.UnmarshalNodeShared(buf, c.sb.CsumType, want); err == nil {
 				switch {
 				case r.node == nil:
 					r.node, r.first = n, m
-					copy(good, buf)
+					good, buf = buf, nil
 				// Compared past the checksum and fsid: while a fsid
 				// change is in progress (FORMAT.md §3.8) a copy may
 				// validate with either fsid; otherwise both copies
