@@ -221,11 +221,11 @@ type checker struct {
 	devItems  map[uint64]*format.DevItem
 	metaItems map[uint64]format.Key
 	bgItems   map[uint64]*format.BlockGroupItem
-	extents   []format.Key // data extent keys, in order
-	fs        fsState      // the filesystem pass (fs.go)
-	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
-	hintErr   error        // a device a path hint found but must not use
-	dataRead  uint64       // bytes of data verified (--check-data), one copy
+	fs        fsState     // the filesystem pass (fs.go)
+	dedupe    dedupeState // the dedupe index pass (dedupe.go)
+	hintErr   error       // a device a path hint found but must not use
+	bufs      bufPool     // node buffers (nodes.go)
+	dataRead  uint64      // bytes of data verified (--check-data), one copy
 	counted   format.Counters
 }
 
@@ -252,6 +252,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c := &checker{
 		vol: vol, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
 		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{},
+		bufs: make(bufPool, 4*prefetchDepth),
 	}
 	if len(opts) > 0 {
 		c.opt = opts[0]

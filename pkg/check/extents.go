@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
@@ -42,8 +43,8 @@ func (c *checker) checkExtents() {
 		}
 		account(l, ns, "metadata extent")
 	}
-	for _, k := range c.extents {
-		account(k.ObjectID, k.Offset, "data extent")
+	for _, e := range c.fs.extents {
+		account(e.logical, e.length, "data extent")
 	}
 	for _, ch := range c.vol.Chunks.All() {
 		g, ok := c.bgItems[ch.Logical]
@@ -61,19 +62,27 @@ func (c *checker) checkExtents() {
 			c.add(Problem{Code: BGOrphan, Logical: l, Message: "block group item without a chunk"})
 		}
 	}
-	// Extents must not overlap each other.
-	type span struct{ start, end uint64 }
-	var spans []span
-	for _, l := range metas {
-		spans = append(spans, span{l, l + ns})
+	// Extents must not overlap each other: the metadata and the data
+	// extents, both in address order (data extents in the walk's key
+	// order), merged, each against the one before it.
+	ext := c.fs.extents
+	if c.fs.unsorted { // keys out of order across nodes (reported)
+		ext = slices.Clone(ext)
+		sort.SliceStable(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })
 	}
-	for _, k := range c.extents {
-		spans = append(spans, span{k.ObjectID, k.ObjectID + k.Offset})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	for i := 1; i < len(spans); i++ {
-		if spans[i].start < spans[i-1].end {
-			c.add(Problem{Code: ExtentOverlap, Logical: spans[i].start, Message: fmt.Sprintf("extent overlaps the extent at %d", spans[i-1].start)})
+	var prev span
+	for i, j, n := 0, 0, 0; i < len(metas) || j < len(ext); n++ {
+		var x span
+		if j == len(ext) || i < len(metas) && metas[i] <= ext[j].logical {
+			x = span{metas[i], metas[i] + ns}
+			i++
+		} else {
+			x = span{ext[j].logical, ext[j].logical + ext[j].length}
+			j++
 		}
+		if n > 0 && x.start < prev.end {
+			c.add(Problem{Code: ExtentOverlap, Logical: x.start, Message: fmt.Sprintf("extent overlaps the extent at %d", prev.start)})
+		}
+		prev = x
 	}
 }

@@ -46,10 +46,16 @@ type fsState struct {
 	// dirParent maps each directory with exactly one name to its parent.
 	dirParent map[uint64]uint64
 	rootSeen  bool
-	extents   []dataExtent           // data EXTENT_ITEMs, in walk (key) order
-	refs      map[extentID]extentUse // file extent items per (disk_logical, disk_len)
-	csums     []span                 // logical ranges of the csum items
-	lastCsum  uint64                 // end of the previous csum item
+	extents   []dataExtent // data EXTENT_ITEMs, in walk (key) order
+	// uses[i] counts the file extent items pointing at extents[i]
+	// (refs.go); missing those pointing at no extent item.
+	uses     []extentUse
+	missing  map[extentID]*extentUse
+	unsorted bool             // extents is not strictly increasing: find by index
+	index    map[extentID]int // extents by id, when unsorted
+	cursor   int              // the extent found last
+	csums    []span           // logical ranges of the csum items
+	lastCsum uint64           // end of the previous csum item
 	// extentLost: a file extent item did not decode, so the reference
 	// counts miss what it points at (their problems get no fix).
 	extentLost bool
@@ -115,13 +121,7 @@ func (s *fsState) init() {
 		s.names = map[uint64]balance{}
 		s.dirFlag = map[uint64]bool{}
 		s.dirParent = map[uint64]uint64{}
-		s.refs = map[extentID]extentUse{}
 	}
-}
-
-// dataExtent records a data EXTENT_ITEM (called by item()).
-func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
-	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs, e.RAMBytes, e.Compression})
 }
 
 // fsProblem reports a problem of the namespace or file contents of inode
@@ -137,7 +137,7 @@ func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...a
 
 // nameMark is the fingerprint of one name of child in parent; DIR_INDEX
 // entries use the entry's type, INODE_REFs the child's real type.
-func nameMark(parent, child, index uint64, name string, t format.FileType) uint64 {
+func nameMark(parent, child, index uint64, name []byte, t format.FileType) uint64 {
 	var b [25 + format.MaxNameLen]byte
 	binary.LittleEndian.PutUint64(b[0:], parent)
 	binary.LittleEndian.PutUint64(b[8:], child)
@@ -148,7 +148,7 @@ func nameMark(parent, child, index uint64, name string, t format.FileType) uint6
 }
 
 // entryMark is the fingerprint of a directory entry (DIR_ITEM or DIR_INDEX).
-func entryMark(child uint64, t format.FileType, name string) uint64 {
+func entryMark(child uint64, t format.FileType, name []byte) uint64 {
 	var b [9 + format.MaxNameLen]byte
 	binary.LittleEndian.PutUint64(b[0:], child)
 	b[8] = byte(t)
@@ -229,8 +229,7 @@ func (c *checker) fsItem(it format.Item) {
 			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
 		}
 	case format.InodeRefKey:
-		refs, err := format.UnmarshalInodeRefs(it.Data)
-		if err != nil {
+		if err := format.EachInodeRef(it.Data, nil); err != nil {
 			bad(err)
 			return
 		}
@@ -241,11 +240,11 @@ func (c *checker) fsItem(it format.Item) {
 		if parent == cur.ino {
 			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
 		}
-		for _, r := range refs {
+		format.EachInodeRef(it.Data, func(r format.InodeRefView) {
 			cur.names++
 			cur.parent = parent
 			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
-		}
+		})
 	case format.XattrItemKey:
 		xs, err := format.UnmarshalXattrs(it.Data)
 		if err != nil {
@@ -258,21 +257,20 @@ func (c *checker) fsItem(it format.Item) {
 			}
 		}
 	case format.DirItemKey:
-		es, err := format.UnmarshalDirEntries(it.Data)
-		if err != nil {
+		if err := format.EachDirEntry(it.Data, nil); err != nil {
 			bad(err)
 			return
 		}
 		c.dirEntries(cur)
-		for _, e := range es {
-			if h := format.NameHash([]byte(e.Name)); h != k.Offset {
-				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: e.Name, want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
+		format.EachDirEntry(it.Data, func(e format.DirEntryView) {
+			if h := format.NameHash(e.Name); h != k.Offset {
+				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
 			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
-		}
+		})
 	case format.DirIndexKey:
-		e, err := format.UnmarshalDirEntry(it.Data)
+		e, err := format.UnmarshalDirEntryView(it.Data)
 		if err != nil {
 			bad(err)
 			return
@@ -372,16 +370,14 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
 		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
-	id := extentID{x.DiskLogical, x.DiskLen}
-	u, ok := s.refs[id]
-	if !ok {
+	u := s.use(extentID{x.DiskLogical, x.DiskLen})
+	if u.n == 0 {
 		u.ino, u.off, u.compression, u.ram = cur.ino, off, x.Compression, x.RAMBytes
 	} else if u.mismatch == "" && (u.compression != x.Compression || u.ram != x.RAMBytes) {
 		u.mismatch = fmt.Sprintf("inode %d extent at %d", cur.ino, off)
 	}
 	u.n++
 	u.regular = u.regular || x.Type == format.FileExtentRegular
-	s.refs[id] = u
 }
 
 // finishInode checks what the items of the inode add up to.
@@ -472,7 +468,7 @@ func (c *checker) csumItem(it format.Item) {
 		at(CsumOverlap)
 	}
 	s.lastCsum = max(s.lastCsum, end)
-	s.csums = append(s.csums, span{k.Offset, end})
+	s.csums = push(s.csums, span{k.Offset, end})
 	if c.opt.CheckData {
 		c.verifyData(k.Offset, it.Data)
 	}
@@ -650,7 +646,8 @@ func (s *fsState) refFix(f *fixData) *fixData {
 func (c *checker) checkRefs() (need []span) {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
-	for _, e := range s.extents {
+	need = make([]span, 0, len(s.extents))
+	for i, e := range s.extents {
 		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
 		if e.logical%ss != 0 || e.length%ss != 0 {
 			p.Code, p.Message = DataExtentAlign, fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
@@ -660,9 +657,9 @@ func (c *checker) checkRefs() (need []span) {
 			p.Code, p.Message = DataExtentChunk, fmt.Sprintf("data extent lives in a %v chunk", ch.Type)
 			c.add(p)
 		}
-		u, ok := s.refs[e.extentID]
+		u := s.usedBy(i)
 		switch {
-		case !ok:
+		case u.n == 0:
 			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
 			c.add(p)
@@ -683,16 +680,9 @@ func (c *checker) checkRefs() (need []span) {
 		if u.regular {
 			need = append(need, span{e.logical, e.logical + e.length})
 		}
-		delete(s.refs, e.extentID)
 	}
-	// What is left points at no extent item.
-	missing := make([]extentID, 0, len(s.refs))
-	for id := range s.refs {
-		missing = append(missing, id)
-	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].logical < missing[j].logical })
-	for _, id := range missing {
-		u := s.refs[id]
+	for _, id := range s.missingRefs() {
+		u := s.missing[id]
 		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
 			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
 	}

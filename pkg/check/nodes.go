@@ -108,8 +108,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 			c.rep.Items++
 			c.item(id, logical, it)
 		}
+		c.bufs.put(r.buf) // nothing keeps item data: item() decodes or copies
 		return
 	}
+	c.bufs.put(r.buf) // the pointers are decoded: the buffer is free
 	ahead := c.prefetch(id, node, level-1)
 	defer ahead.stop()
 	for i, p := range node.Ptrs {
@@ -177,7 +179,6 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			bad(err)
 			return
 		}
-		c.extents = append(c.extents, it.Key)
 		c.fs.dataExtent(it.Key, &e)
 		if e.Flags&format.ExtentFlagDeduped != 0 {
 			c.dedupe.extent(it.Key, &e)
@@ -222,6 +223,9 @@ type nodeRead struct {
 	// copy first, the first that validates: a reader may get either.
 	differ []int
 	first  int
+	// buf holds the copy node was decoded from: its items alias it, so it
+	// goes back to the pool only when the node's items have been checked.
+	buf []byte
 }
 
 // readCopies reads and validates every copy of a node. It touches no
@@ -249,7 +253,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 			continue
 		}
 		if buf == nil {
-			buf = make([]byte, c.sb.NodeSize)
+			buf = c.bufs.get(int(c.sb.NodeSize))
 		}
 		err := c.vol.ReadCopy(logical, buf, m)
 		switch {
@@ -260,7 +264,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 			if n, err = format.UnmarshalNodeShared(buf, c.sb.CsumType, want); err == nil {
 				switch {
 				case r.node == nil:
-					r.node, r.first = n, m
+					r.node, r.first, r.buf = n, m, buf
 					good, buf = buf, nil
 				// Compared past the checksum and fsid: while a fsid
 				// change is in progress (FORMAT.md §3.8) a copy may
@@ -273,7 +277,35 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *
 		}
 		r.errs = append(r.errs, err)
 	}
+	c.bufs.put(buf)
 	return r
+}
+
+// bufPool recycles node buffers: reading into memory the process has just
+// touched saves the page faults of fresh buffers (a check reads every copy
+// of every node). Its size bounds what it keeps.
+type bufPool chan []byte
+
+func (p bufPool) get(n int) []byte {
+	select {
+	case b := <-p:
+		if len(b) == n {
+			return b
+		}
+	default:
+	}
+	return make([]byte, n)
+}
+
+// put gives b back; nothing may use it after (nil: nothing to give).
+func (p bufPool) put(b []byte) {
+	if b == nil || p == nil {
+		return
+	}
+	select {
+	case p <- b:
+	default:
+	}
 }
 
 // prefetchDepth bounds the children read ahead of the checks (memory:

@@ -17,8 +17,7 @@ const (
 )
 
 // dataOwners sets Ino on the data problems (bad data copies) from the
-// file extents that point at their extent: the first such file. It runs
-// before checkRefs consumes the references.
+// file extents that point at their extent: the first such file.
 func (c *checker) dataOwners() {
 	s := &c.fs
 	ext := s.extents
@@ -33,7 +32,7 @@ func (c *checker) dataOwners() {
 		}
 		j := sort.Search(len(ext), func(j int) bool { return ext[j].logical+ext[j].length > p.Logical })
 		if j < len(ext) && ext[j].logical <= p.Logical {
-			if u, ok := s.refs[ext[j].extentID]; ok {
+			if u := s.usedBy(j); u.n > 0 {
 				p.Ino = u.ino
 			}
 		}
