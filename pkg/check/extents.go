@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -43,7 +44,7 @@ func (c *checker) checkExtents() {
 		}
 		account(l, ns, "metadata extent")
 	}
-	for _, e := range c.fs.extents {
+	for _, e := range c.fs.extents.list {
 		account(e.logical, e.length, "data extent")
 	}
 	for _, ch := range c.vol.Chunks.All() {
@@ -57,15 +58,15 @@ func (c *checker) checkExtents() {
 			c.add(Problem{Code: BGUsed, Logical: ch.Logical, fix: &fixData{want: used[ch.Logical]}, Message: fmt.Sprintf("block group says %d bytes used, extents use %d", g.Used, used[ch.Logical])})
 		}
 	}
-	for l := range c.bgItems {
+	for _, l := range slices.Sorted(maps.Keys(c.bgItems)) {
 		if ch, ok := c.vol.Chunks.Lookup(l); !ok || ch.Logical != l {
-			c.add(Problem{Code: BGOrphan, Logical: l, Message: "block group item without a chunk"})
+			c.add(Problem{Code: BGOrphan, Tree: format.ExtentTree.String(), Logical: l, fix: &fixData{key: c.bgKeys[l]}, Message: "block group item without a chunk"})
 		}
 	}
 	// Extents must not overlap each other: the metadata and the data
 	// extents, both in address order (data extents in the walk's key
 	// order), merged, each against the one before it.
-	ext := c.fs.extents
+	ext := c.fs.extents.list
 	if c.fs.unsorted { // keys out of order across nodes (reported)
 		ext = slices.Clone(ext)
 		sort.SliceStable(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })

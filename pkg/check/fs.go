@@ -25,9 +25,11 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cespare/xxhash/v2"
@@ -46,16 +48,20 @@ type fsState struct {
 	// dirParent maps each directory with exactly one name to its parent.
 	dirParent map[uint64]uint64
 	rootSeen  bool
-	extents   []dataExtent // data EXTENT_ITEMs, in walk (key) order
+	extents   bigList[dataExtent] // data EXTENT_ITEMs, in walk (key) order
 	// uses[i] counts the file extent items pointing at extents[i]
 	// (refs.go); missing those pointing at no extent item.
-	uses     []extentUse
+	uses     bigList[extentUse]
 	missing  map[extentID]*extentUse
-	unsorted bool             // extents is not strictly increasing: find by index
-	index    map[extentID]int // extents by id, when unsorted
-	cursor   int              // the extent found last
-	csums    []span           // logical ranges of the csum items
-	lastCsum uint64           // end of the previous csum item
+	mismatch map[extentID]string // the file extent that reads an extent differently
+	unsorted bool                // extents is not strictly increasing: find by index
+	index    map[extentID]int    // extents by id, when unsorted
+	cursor   int                 // the extent found last
+	csums    bigList[span]       // logical ranges of the csum items
+	need     bigList[span]       // data extents that need checksums (checkRefs)
+	all      bigList[span]       // every data extent (checkCsums)
+	union    bigList[span]       // checkCsums' scratch
+	lastCsum uint64              // end of the previous csum item
 	// extentLost: a file extent item did not decode, so the reference
 	// counts miss what it points at (their problems get no fix).
 	extentLost bool
@@ -109,11 +115,12 @@ type extentUse struct {
 	regular bool // at least one regular (not prealloc) item: needs checksums
 	ino     uint64
 	off     uint64
-	// mismatch names the first file extent whose compression or
-	// ram_bytes disagrees with another pointing at the same extent.
+	// mismatch: a file extent's compression or ram_bytes disagrees with
+	// the first's (fsState.mismatch names it). No pointers: the list of
+	// these is in big memory (bigmem.go).
 	compression format.Compression
 	ram         uint64
-	mismatch    string
+	mismatch    bool
 }
 
 func (s *fsState) init() {
@@ -370,11 +377,13 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
 		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
-	u := s.use(extentID{x.DiskLogical, x.DiskLen})
+	id := extentID{x.DiskLogical, x.DiskLen}
+	u := s.use(id)
 	if u.n == 0 {
 		u.ino, u.off, u.compression, u.ram = cur.ino, off, x.Compression, x.RAMBytes
-	} else if u.mismatch == "" && (u.compression != x.Compression || u.ram != x.RAMBytes) {
-		u.mismatch = fmt.Sprintf("inode %d extent at %d", cur.ino, off)
+	} else if !u.mismatch && (u.compression != x.Compression || u.ram != x.RAMBytes) {
+		u.mismatch = true
+		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", cur.ino, off))
 	}
 	u.n++
 	u.regular = u.regular || x.Type == format.FileExtentRegular
@@ -463,12 +472,12 @@ func (c *checker) csumItem(it format.Item) {
 		return
 	}
 	end := k.Offset + uint64(len(it.Data))/cl*ss
-	if len(s.csums) > 0 && k.Offset < s.lastCsum {
+	if len(s.csums.list) > 0 && k.Offset < s.lastCsum {
 		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
 		at(CsumOverlap)
 	}
 	s.lastCsum = max(s.lastCsum, end)
-	s.csums = push(s.csums, span{k.Offset, end})
+	s.csums.push(span{k.Offset, end})
 	if c.opt.CheckData {
 		c.verifyData(k.Offset, it.Data)
 	}
@@ -646,8 +655,7 @@ func (s *fsState) refFix(f *fixData) *fixData {
 func (c *checker) checkRefs() (need []span) {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
-	need = make([]span, 0, len(s.extents))
-	for i, e := range s.extents {
+	for i, e := range s.extents.list {
 		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
 		if e.logical%ss != 0 || e.length%ss != 0 {
 			p.Code, p.Message = DataExtentAlign, fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
@@ -667,18 +675,18 @@ func (c *checker) checkRefs() (need []span) {
 			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
 			p.fix = s.refFix(&fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			c.add(p)
-		case u.compression != e.compression || u.ram != e.ram || u.mismatch != "":
+		case u.compression != e.compression || u.ram != e.ram || u.mismatch:
 			// A file extent that reads the extent as something else
 			// (compressed or not, another size) would read garbage.
-			where := u.mismatch
-			if where == "" {
+			where := s.mismatch[e.extentID]
+			if !u.mismatch {
 				where = fmt.Sprintf("inode %d extent at %d", u.ino, u.off)
 			}
 			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
 			c.add(p)
 		}
 		if u.regular {
-			need = append(need, span{e.logical, e.logical + e.length})
+			s.need.push(span{e.logical, e.logical + e.length})
 		}
 	}
 	for _, id := range s.missingRefs() {
@@ -686,7 +694,7 @@ func (c *checker) checkRefs() (need []span) {
 		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
 			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
 	}
-	return need
+	return s.need.list
 }
 
 // checkCsums requires exactly one checksum for every sector of the data
@@ -694,35 +702,42 @@ func (c *checker) checkRefs() (need []span) {
 // preallocated (or not referenced at all) may have sums.
 func (c *checker) checkCsums(need []span) {
 	s := &c.fs
-	all := make([]span, 0, len(s.extents))
-	for _, e := range s.extents {
-		all = append(all, span{e.logical, e.logical + e.length})
+	for _, e := range s.extents.list {
+		s.all.push(span{e.logical, e.logical + e.length})
 	}
+	all, csums := s.all.list, s.csums.list
 	sortSpans(all)
 	sortSpans(need)
-	sortSpans(s.csums)
+	sortSpans(csums)
 	tree := format.CsumTree.String()
-	uncovered(s.csums, union(all), func(x span, a, b uint64) {
+	uncovered(csums, union(all, &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
 	})
-	uncovered(need, union(s.csums), func(x span, a, b uint64) {
+	s.union.list = s.union.list[:0]
+	uncovered(need, union(csums, &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
 	})
 }
 
-func sortSpans(s []span) { sort.Slice(s, func(i, j int) bool { return s[i].start < s[j].start }) }
+// sortSpans sorts by start (the lists come sorted from the walk, unless
+// keys are out of order across nodes).
+func sortSpans(s []span) {
+	byStart := func(a, b span) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(s, byStart) {
+		slices.SortFunc(s, byStart)
+	}
+}
 
-// union merges sorted spans into disjoint ones.
-func union(s []span) []span {
-	var out []span
+// union merges sorted spans into disjoint ones, into out (empty).
+func union(s []span, out *bigList[span]) []span {
 	for _, x := range s {
-		if n := len(out); n > 0 && x.start <= out[n-1].end {
-			out[n-1].end = max(out[n-1].end, x.end)
+		if n := len(out.list); n > 0 && x.start <= out.list[n-1].end {
+			out.list[n-1].end = max(out.list[n-1].end, x.end)
 			continue
 		}
-		out = append(out, x)
+		out.push(x)
 	}
-	return out
+	return out.list
 }
 
 // uncovered calls fn for every piece [a, b) of a span of s (sorted) that no
@@ -961,7 +976,7 @@ func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) 
 		if err != nil || (e.Ino == child && e.Name == r.Name) {
 			return
 		}
-		c.fsProblem(RefIndexOther, child, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
+		c.fsFix(RefIndexOther, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
 		return
 	}
 	if _, exists, err := l.inode(dir); err == nil && !exists {

@@ -20,7 +20,7 @@ const (
 // file extents that point at their extent: the first such file.
 func (c *checker) dataOwners() {
 	s := &c.fs
-	ext := s.extents
+	ext := s.extents.list
 	sorted := sort.SliceIsSorted(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })
 	if !sorted {
 		return // the extent tree is out of order (reported); no owners

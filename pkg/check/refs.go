@@ -1,7 +1,6 @@
 package check
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
@@ -16,10 +15,10 @@ import (
 // dataExtent records a data EXTENT_ITEM (called by item()).
 func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
 	id := extentID{k.ObjectID, k.Offset}
-	if n := len(s.extents); n > 0 && !s.extents[n-1].extentID.less(id) {
+	if n := len(s.extents.list); n > 0 && !s.extents.list[n-1].extentID.less(id) {
 		s.unsorted = true // keys out of order across nodes (reported): look up by map
 	}
-	s.extents = push(s.extents, dataExtent{id, e.Refs, e.RAMBytes, e.Compression})
+	s.extents.push(dataExtent{id, e.Refs, e.RAMBytes, e.Compression})
 }
 
 func (a extentID) less(b extentID) bool {
@@ -29,11 +28,11 @@ func (a extentID) less(b extentID) bool {
 // use is the counter of the file extent items pointing at id: the one of
 // its extent item, or (no such item) one in s.missing.
 func (s *fsState) use(id extentID) *extentUse {
-	if len(s.uses) < len(s.extents) {
-		s.uses = append(s.uses, make([]extentUse, len(s.extents)-len(s.uses))...)
+	for len(s.uses.list) < len(s.extents.list) {
+		s.uses.push(extentUse{})
 	}
 	if i, ok := s.find(id); ok {
-		return &s.uses[i]
+		return &s.uses.list[i]
 	}
 	if s.missing == nil {
 		s.missing = map[extentID]*extentUse{}
@@ -48,7 +47,7 @@ func (s *fsState) use(id extentID) *extentUse {
 
 // find returns the index of the extent item id.
 func (s *fsState) find(id extentID) (int, bool) {
-	ext := s.extents
+	ext := s.extents.list
 	if s.unsorted {
 		if s.index == nil {
 			s.index = make(map[extentID]int, len(ext))
@@ -75,8 +74,8 @@ func (s *fsState) find(id extentID) (int, bool) {
 
 // usedBy is the counter of extent i (zero if nothing points at it).
 func (s *fsState) usedBy(i int) extentUse {
-	if i < len(s.uses) {
-		return s.uses[i]
+	if i < len(s.uses.list) {
+		return s.uses.list[i]
 	}
 	return extentUse{}
 }
@@ -92,12 +91,18 @@ func (s *fsState) missingRefs() []extentID {
 	return ids
 }
 
-// push appends v, doubling the capacity when it is full: the growth of
-// append for big slices (1.25x) copies a list of n items about 5n times
-// over, and fsck keeps lists of every extent and csum item.
-func push[T any](s []T, v T) []T {
-	if len(s) == cap(s) {
-		s = slices.Grow(s, max(len(s), 64))
+// mismatchAt names the first file extent that reads extent id otherwise
+// than the first one did.
+func (s *fsState) mismatchAt(id extentID, where string) {
+	if s.mismatch == nil {
+		s.mismatch = map[extentID]string{}
 	}
-	return append(s, v)
+	s.mismatch[id] = where
+}
+
+// free returns the big memory of the lists (the pass is over).
+func (s *fsState) free() {
+	for _, l := range []interface{ free() }{&s.extents, &s.uses, &s.csums, &s.need, &s.all, &s.union} {
+		l.free()
+	}
 }
