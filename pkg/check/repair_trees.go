@@ -198,6 +198,8 @@ func (f *fixer) fix(p Problem) error {
 		return nil
 	case DedupeStale:
 		return f.del(format.DedupeTree, x.key)
+	case BGOrphan:
+		return f.del(format.ExtentTree, x.key)
 	case DedupeItemBad, DedupePrefix, DedupeLength, DedupeHash:
 		if err := f.del(format.DedupeTree, x.key); err != nil {
 			return err
