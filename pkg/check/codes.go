@@ -137,7 +137,7 @@ var (
 	MetaLeaked         = def("META_LEAKED", PassExtent, FixPreen, "a metadata extent item for a node no tree references (leaked space)")
 	ExtentOutside      = def("EXTENT_OUTSIDE", PassExtent, FixNone, "an extent lies outside every chunk")
 	ExtentOverlap      = def("EXTENT_OVERLAP", PassExtent, FixNone, "two extents overlap")
-	BGMissing          = def("BG_MISSING", PassExtent, FixNone, "a chunk has no block group item")
+	BGMissing          = def("BG_MISSING", PassExtent, FixPreen, "a chunk has no block group item (made from the chunk, its usage the extents in it)")
 	BGType             = def("BG_TYPE", PassExtent, FixNone, "a block group's type or profile differs from its chunk")
 	BGUsed             = def("BG_USED", PassExtent, FixPreen, "a block group's used bytes differ from the extents in it")
 	BGOrphan           = def("BG_ORPHAN", PassExtent, FixRepair, "a block group item has no chunk (-y deletes it: no chunk maps that space)")

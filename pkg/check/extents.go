@@ -51,7 +51,7 @@ func (c *checker) checkExtents() {
 		g, ok := c.bgItems[ch.Logical]
 		switch {
 		case !ok:
-			c.add(Problem{Code: BGMissing, Logical: ch.Logical, Message: "chunk has no block group item"})
+			c.add(Problem{Code: BGMissing, Logical: ch.Logical, fix: &fixData{want: used[ch.Logical]}, Message: "chunk has no block group item"})
 		case g.Type != ch.Type || g.Profile != ch.Profile:
 			c.add(Problem{Code: BGType, Logical: ch.Logical, Message: fmt.Sprintf("block group says %v/%v, chunk is %v/%v", g.Type, g.Profile, ch.Type, ch.Profile)})
 		case g.Used != used[ch.Logical]:

@@ -153,6 +153,16 @@ var Kinds = []Kind{
 			return
 		}
 	}},
+	{"block-group-deleted", "extent", 1, SmallDev, func(s *Surgeon) {
+		// The data block group's item: this transaction allocates no
+		// data, so the commit does not write it again.
+		for _, bg := range s.st.BlockGroups() {
+			if bg.Chunk.Type == format.ChunkData {
+				s.Del(extT, format.Key{ObjectID: bg.Chunk.Logical, Type: format.BlockGroupKey, Offset: bg.Chunk.Length})
+				return
+			}
+		}
+	}},
 	{"block-group-orphan", "extent", 1, SmallDev, func(s *Surgeon) {
 		// A block group item for space past every chunk.
 		var end uint64
