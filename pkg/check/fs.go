@@ -111,16 +111,16 @@ type dataExtent struct {
 // extentUse counts the file extent items pointing at one data extent and
 // remembers the first of them for messages.
 type extentUse struct {
-	n       uint64
-	regular bool // at least one regular (not prealloc) item: needs checksums
-	ino     uint64
-	off     uint64
-	// mismatch: a file extent's compression or ram_bytes disagrees with
-	// the first's (fsState.mismatch names it). No pointers: the list of
-	// these is in big memory (bigmem.go).
-	compression format.Compression
+	n   uint64
+	ino uint64
+	off uint64
+	// The first file extent's view of the extent; mismatch: another
+	// disagrees with it (fsState.mismatch names it). No pointers: the
+	// list of these is in big memory (bigmem.go). 40 bytes.
 	ram         uint64
+	compression format.Compression
 	mismatch    bool
+	regular     bool // at least one regular (not prealloc) item: needs checksums
 }
 
 func (s *fsState) init() {
