@@ -226,7 +226,7 @@ type checker struct {
 	dedupe    dedupeState           // the dedupe index pass (dedupe.go)
 	hintErr   error                 // a device a path hint found but must not use
 	reads     *readPool             // node reads to reuse (nodes.go)
-	dataRead  uint64                // bytes of data verified (--check-data), one copy
+	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
 }
 
@@ -260,6 +260,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.reads = &readPool{}
 	defer c.reads.arena.free() // after the walks: no node read is in use
 	defer c.fs.free()
+	defer c.data.stop() // first: its workers use the arena
 	c.rep.UUID = uuid.UUID(c.sb.FSID).String()
 	c.rep.Generation = c.sb.Generation
 	c.walk(format.ChunkTree)

@@ -24,7 +24,6 @@ package check
 // concerned up in its counterparts, so the report names the exact entry.
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -36,7 +35,6 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // fsState is what the filesystem pass gathers during the walk.
@@ -479,104 +477,15 @@ func (c *checker) csumItem(it format.Item) {
 	s.lastCsum = max(s.lastCsum, end)
 	s.csums.push(span{k.Offset, end})
 	if c.opt.CheckData {
-		c.verifyData(k.Offset, it.Data)
+		c.data.verify(c, k.Offset, it.Data)
 	}
-}
-
-// verifyData reads every copy of the sectors a checksum item covers and
-// compares each with its sum.
-func (c *checker) verifyData(logical uint64, sums []byte) {
-	ss, cl := uint64(c.sb.SectorSize), c.sb.CsumType.Len()
-	const batch = 256 // sectors per read
-	n := uint64(len(sums) / cl)
-	ch, ok := c.vol.Chunks.Lookup(logical)
-	if !ok || ch.Type != format.ChunkData || logical+n*ss > ch.End() {
-		return // reported by the coverage check
-	}
-	buf := make([]byte, min(n, batch)*ss)
-	var ref *refCopies
-	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
-		cnt := min(n-first, batch)
-		start := logical + first*ss
-		c.dataRead += cnt * ss
-		c.opt.progress("data", c.dataRead, c.sb.BytesUsed, true)
-		b := buf[:cnt*ss]
-		ref = newRefCopies(ref, cnt, ss)
-		for m := 0; m < c.vol.Copies(start); m++ {
-			if err := c.vol.ReadCopy(start, b, m); err != nil {
-				if errors.Is(err, volume.ErrMissingDevice) {
-					continue // reported once as a missing device
-				}
-				c.add(c.dataProblem(start, m, errString(err)))
-				continue
-			}
-			for i := uint64(0); i < cnt; i++ {
-				want := sums[(first+i)*uint64(cl) : (first+i+1)*uint64(cl)]
-				sector := b[i*ss : (i+1)*ss]
-				if got := format.Checksum(c.sb.CsumType, sector); !bytes.Equal(got[:cl], want) {
-					p := c.dataProblem(start+i*ss, m, "data checksum mismatch")
-					p.fix = &fixData{sum: bytes.Clone(want)}
-					c.add(p)
-				} else if j, differs := ref.compare(i, m, sector); differs {
-					// Only a weak checksum lets two different sectors match.
-					p := c.dataProblem(start+i*ss, m, "")
-					p.Code = DataCopiesDiffer
-					o := c.dataProblem(start+i*ss, j, "")
-					p.Message = fmt.Sprintf("copy %d matches the checksum but differs from copy %d (devid %d at offset %d), which matches it too", m, j, o.DevID, o.Offset)
-					c.add(p)
-				}
-			}
-		}
-	}
-}
-
-// refCopies holds, per sector of a batch, the first copy that matched its
-// checksum, so the other copies are compared byte for byte with it.
-type refCopies struct {
-	buf  []byte
-	copy []int // -1: no copy matched yet
-	ss   uint64
-}
-
-func newRefCopies(r *refCopies, n, ss uint64) *refCopies {
-	if r == nil || uint64(len(r.copy)) < n {
-		r = &refCopies{buf: make([]byte, n*ss), copy: make([]int, n), ss: ss}
-	}
-	r.copy = r.copy[:n]
-	for i := range r.copy {
-		r.copy[i] = -1
-	}
-	return r
-}
-
-// compare records sector i of copy m, or reports the earlier copy it
-// differs from.
-func (r *refCopies) compare(i uint64, m int, sector []byte) (int, bool) {
-	kept := r.buf[i*r.ss : (i+1)*r.ss]
-	if r.copy[i] < 0 {
-		r.copy[i] = m
-		copy(kept, sector)
-		return 0, false
-	}
-	return r.copy[i], !bytes.Equal(kept, sector)
-}
-
-// dataProblem locates copy m of the data sector at logical.
-func (c *checker) dataProblem(logical uint64, m int, msg string) Problem {
-	p := Problem{Code: DataCopyBad, Logical: logical, Copy: copyNum(m), Message: msg}
-	if targets, err := c.vol.Locate(logical); err == nil && m < len(targets) {
-		p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
-		if d, ok := c.vol.Device(p.DevID); ok {
-			p.Device = d.Path
-		}
-	}
-	return p
 }
 
 // checkFS finishes the filesystem pass once every tree has been walked.
 func (c *checker) checkFS() {
 	s := &c.fs
 	s.init()
+	c.data.finish(c) // the data problems are all in before dataOwners names them
 	if s.started {
 		c.finishInode()
 	}
