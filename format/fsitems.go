@@ -466,9 +466,9 @@ func UnmarshalDirEntryView(b []byte) (DirEntryView, error) {
 	if n != 1 {
 		return DirEntryView{}, corruptf(nil, "dir index: %d entries, want 1", n)
 	}
-	var e DirEntryView
-	walkDirEntries(b, func(v DirEntryView) { e = v })
-	return e, nil
+	// One entry, validated: it is the whole of b.
+	nl := int(binary.LittleEndian.Uint16(b[9:]))
+	return DirEntryView{Ino: binary.LittleEndian.Uint64(b[0:]), Type: FileType(b[8]), Name: b[dirEntryHeaderSize : dirEntryHeaderSize+nl : dirEntryHeaderSize+nl]}, nil
 }
 
 // InodeRef is one name of an inode in one parent directory: the value of
