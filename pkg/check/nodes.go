@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -227,8 +228,12 @@ type nodeRead struct {
 	// buf holds the copy node was decoded from (into mem): its items alias
 	// it, so the read goes back to the pool only when the node's items
 	// have been checked. other and otherMem are for the later copies.
+	// Each is a view into run's buffers (run holds a reference until the
+	// read goes back) or the read's own buffer (own, ownOther).
 	buf, other    []byte
 	mem, otherMem format.Node
+	own, ownOther []byte
+	run           *runRead
 }
 
 // readCopies reads and validates every copy of a node. It touches no
@@ -255,14 +260,24 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 			r.errs = append(r.errs, errMissingCopy)
 			continue
 		}
-		buf := &r.buf
+		buf, own := &r.buf, &r.own
 		if r.node != nil {
-			buf = &r.other
+			buf, own = &r.other, &r.ownOther
 		}
-		if len(*buf) != ns {
-			*buf = c.reads.arena.get(ns)
+		var err error
+		if v := run.view(logical, ns, m); v != nil {
+			*buf = v
+			if r.run == nil {
+				r.run = run
+				run.refs.Add(1)
+			}
+		} else {
+			if len(*own) != ns {
+				*own = c.reads.arena.get(ns)
+			}
+			*buf = *own
+			err = c.vol.ReadCopy(logical, *buf, m)
 		}
-		err := c.readCopy(run, logical, *buf, m)
 		switch {
 		case err != nil:
 		case r.node != nil && bytes.Equal(r.other, r.buf):
@@ -301,7 +316,7 @@ func (p *readPool) get() *nodeRead {
 	if n := len(p.free); n > 0 {
 		r := p.free[n-1]
 		p.free = p.free[:n-1]
-		*r = nodeRead{errs: r.errs[:0], differ: r.differ[:0], buf: r.buf, other: r.other, mem: r.mem, otherMem: r.otherMem}
+		*r = nodeRead{errs: r.errs[:0], differ: r.differ[:0], own: r.own, ownOther: r.ownOther, mem: r.mem, otherMem: r.otherMem}
 		return r
 	}
 	return &nodeRead{}
@@ -309,6 +324,9 @@ func (p *readPool) get() *nodeRead {
 
 // put gives r back once nothing uses it, its node or its items.
 func (p *readPool) put(r *nodeRead) {
+	if r.run != nil {
+		p.putRun(r.run)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.free = append(p.free, r)
@@ -325,11 +343,13 @@ func (p *readPool) getRun(copies int) *runRead {
 	}
 	r.bufs = r.bufs[:min(len(r.bufs), copies)]
 	r.data = make([][]byte, copies)
+	r.refs.Store(1) // the prefetcher's, until it has handed out every node
 	return r
 }
 
+// putRun drops a reference to r; the last one gives it back.
 func (p *readPool) putRun(r *runRead) {
-	if r == nil || r.n == 0 {
+	if r == nil || r.n == 0 || r.refs.Add(-1) > 0 {
 		return
 	}
 	p.mu.Lock()
@@ -398,6 +418,9 @@ type runRead struct {
 	n     int
 	data  [][]byte
 	bufs  [][]byte // data's buffers, kept with the run for the next
+	// refs counts the prefetcher and the node reads whose copies are
+	// views into data.
+	refs atomic.Int32
 }
 
 // readRun reads the run of nodes that starts with ptrs[0] (n 0: none
@@ -428,16 +451,14 @@ func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
 	return run
 }
 
-// readCopy reads copy m of the node at logical into buf, from run when it
-// holds it.
-func (c *checker) readCopy(run *runRead, logical uint64, buf []byte, m int) error {
-	ns := uint64(len(buf))
-	if run != nil && run.n > 0 && logical >= run.start && logical < run.start+uint64(run.n)*ns && m < len(run.data) && run.data[m] != nil {
-		off := logical - run.start
-		copy(buf, run.data[m][off:off+ns])
+// view is copy m of the node of ns bytes at logical in r, nil when r
+// does not hold it (then it is read on its own).
+func (r *runRead) view(logical uint64, ns, m int) []byte {
+	if r == nil || r.n == 0 || logical < r.start || logical >= r.start+uint64(r.n*ns) || m >= len(r.data) || r.data[m] == nil {
 		return nil
 	}
-	return c.vol.ReadCopy(logical, buf, m)
+	off := int(logical - r.start)
+	return r.data[m][off : off+ns : off+ns]
 }
 
 // next is the read of the next child.
