@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # bench/fsck.sh — fsck.ddfs against e2fsck -fn and btrfs check --readonly on images
-# holding the same tree, in one run:
-#   1. metadata check (fsck.ddfs vs e2fsck -fn vs btrfs check --readonly)
-#   2. data check (fsck.ddfs --check-data vs btrfs check --check-data-csum)
-#   3. repair: fsck.ddfs -y on the image with N damaged inodes (nlink) vs a clean check
-# Wall time and peak RSS (/usr/bin/time), median of RUNS runs.
+# holding the same trees, interleaved in one run (each round runs every tool once,
+# so noise on the shared machine hits all of them):
+#   D2    the issue's backup-like set: COPIES x the Go tree + COPIES VM-like files
+#         of VM_SIZE (seeded random data): metadata check, 3 tools
+#   SMALL FILES small files (bench/gen small, 0..SMALL_MAX bytes, 1000 per
+#         directory, nested by 100): metadata check, 3 tools
+#   DATA  DATA_GIB GiB of seeded random files (bench/gen big, 256 MiB each):
+#         fsck.ddfs --check-data vs btrfs check --check-data-csum
+#   REPAIR fsck.ddfs -y on the D2 image with DAMAGE damaged inodes (nlink) vs a
+#         clean check of it
+# Wall time (median of RUNS) and the largest peak RSS of the runs (/usr/bin/time).
+#
+# The images are built first (untimed, niced) into KEEP, and reused when KEEP
+# already holds them: `bench/fsck.sh prepare` builds them without measuring, so
+# a measured run under the bench lock (flock /work/bench.lock bash bench/fsck.sh)
+# spends its minutes measuring.
 #
 # Environment:
-#   BIN     directory with mkfs.ddfs, fsck.ddfs (default: bin)
-#   SRC     tree to copy in (default: $(go env GOROOT)/src)
-#   COPIES  copies of SRC in the images (default: 1; the issue's D2 is 4 x GOROOT + VM files)
-#   DAMAGE  inodes damaged for the repair row (default: 1000)
-#   RUNS    runs per measurement (default: 3)
+#   BIN      directory with mkfs.ddfs, fsck.ddfs (default: bin)
+#   SRC      tree copied in (default: $(go env GOROOT)/src)
+#   COPIES   (4) VM_SIZE (350M) SMALL_FILES (1000000) SMALL_MAX (1024)
+#   DATA_GIB (4) DAMAGE (1000) RUNS (3)
+#   SMALL_NO_BTRFS=1  no btrfs image of the small files (mkfs.btrfs -r of 1M files
+#            takes long on a loaded host): its row is left out
+#   KEEP     where the images live (default: /tmp/fsckbench); removed at the end
+#            unless KEEP_IMAGES=1
 # Output: a table on stdout, also written to bench/results/fsck-latest.txt.
 set -euo pipefail
 export LC_ALL=C PATH="$PATH:/usr/sbin:/sbin"
@@ -20,56 +34,134 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BIN=$(cd "${BIN:-$ROOT/bin}" && pwd)
 SRC=${SRC:-$(go env GOROOT)/src}
-COPIES=${COPIES:-1}
-DAMAGE=${DAMAGE:-1000}
-RUNS=${RUNS:-3}
-W=$(mktemp -d "${TMPDIR:-/tmp}/fsckbench.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+COPIES=${COPIES:-4} VM_SIZE=${VM_SIZE:-350M}
+SMALL_FILES=${SMALL_FILES:-1000000} SMALL_MAX=${SMALL_MAX:-1024}
+DATA_GIB=${DATA_GIB:-4} DAMAGE=${DAMAGE:-1000} RUNS=${RUNS:-3}
+K=${KEEP:-/tmp/fsckbench}
+MODE=${1:-measure}
+cleanup() {
+	rm -rf "$K/tree" "$K/small" "$K/data" "$K/dmg.img" "$K/t"
+	[[ $MODE == prepare || ${KEEP_IMAGES:-0} == 1 ]] || rm -rf "$K"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-for t in mkfs.ddfs fsck.ddfs; do [[ -x "$BIN/$t" ]] || { echo "bench: $BIN/$t missing (make build)" >&2; exit 1; }; done
-(cd "$ROOT" && go build -o "$W/fsckdamage" ./bench/fsckdamage)
+for t in mkfs.ddfs fsck.ddfs; do [[ -x "$BIN/$t" ]] || { echo "bench: $BIN/$t missing (make build)" >&2 && exit 1; }; done
+for t in mke2fs e2fsck mkfs.btrfs btrfs; do command -v $t >/dev/null || { echo "bench: $t missing" >&2 && exit 1; }; done
+mkdir -p "$K"
+(cd "$ROOT" && go build -o "$K/fsckdamage" ./bench/fsckdamage && go build -o "$K/gen" ./bench/gen)
 
-mkdir "$W/tree"
-for i in $(seq 1 "$COPIES"); do cp -a "$SRC" "$W/tree/c$i"; done
-files=$(find "$W/tree" | wc -l)
-bytes=$(du -sb "$W/tree" | cut -f1)
-
-"$BIN/mkfs.ddfs" -q -b 8G -r "$W/tree" "$W/ddfs.img"
-have_ext4=0 have_btrfs=0
-if command -v mke2fs >/dev/null && mke2fs -q -t ext4 -d "$W/tree" "$W/ext4.img" 8G >/dev/null 2>&1; then have_ext4=1; fi
-if command -v mkfs.btrfs >/dev/null && mkfs.btrfs -q -r "$W/tree" "$W/btrfs.img" >/dev/null 2>&1; then have_btrfs=1; fi
-
-# measure CMD...: prints "seconds MiB" (median of RUNS by time); exit status ignored
-# (a check that finds problems still counts as run).
-measure() {
-	local i out=()
-	for ((i = 0; i < RUNS; i++)); do
-		/usr/bin/time -f "%e %M" -o "$W/t" "$@" >/dev/null 2>&1 || true
-		out+=("$(tail -n 1 "$W/t")") # time adds a line for a non-zero exit
-	done
-	printf '%s\n' "${out[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p" | awk '{printf "%.3f %.0f", $1, $2/1024}'
+# image SET KIND: builds $K/SET.KIND from the tree $K/SET unless it exists.
+image() {
+	local set=$1 kind=$2 out=$K/$1.$2
+	[[ -s $out ]] && return 0
+	case $kind in
+	ddfs) nice -n 10 "$BIN/mkfs.ddfs" -q -b "$3" -r "$K/$set" "$out" ;;
+	ext4) nice -n 10 mke2fs -q -t ext4 -N $(($(find "$K/$set" | wc -l) + 100000)) -d "$K/$set" "$out" "$3" >/dev/null ;;
+	btrfs) nice -n 10 mkfs.btrfs -q -r "$K/$set" "$out" >/dev/null ;;
+	esac
+}
+# describe SET: "N files, M MiB" of its tree (kept in SET.desc for later runs).
+describe() {
+	[[ -s $K/$1.desc ]] || echo "$(find "$K/$1" | wc -l) files and directories, $(($(du -sb "$K/$1" | cut -f1) / 1048576)) MiB" >"$K/$1.desc"
+	cat "$K/$1.desc"
 }
 
-{
-echo "fsck bench: $COPIES x $(basename "$SRC"), $files files, $((bytes / 1048576)) MiB, median of $RUNS ($(date -u +%F))"
-printf '%-34s %9s %9s\n' "command" "seconds" "RSS MiB"
-row() { printf '%-34s %9s %9s\n' "$1" $2; }
-row "fsck.ddfs" "$(measure "$BIN/fsck.ddfs" "$W/ddfs.img")"
-[[ $have_ext4 == 1 ]] && row "e2fsck -fn" "$(measure e2fsck -fn "$W/ext4.img")"
-[[ $have_btrfs == 1 ]] && row "btrfs check --readonly" "$(measure btrfs check --readonly "$W/btrfs.img")"
-row "fsck.ddfs --check-data" "$(measure "$BIN/fsck.ddfs" --check-data "$W/ddfs.img")"
-[[ $have_btrfs == 1 ]] && row "btrfs check --check-data-csum" "$(measure btrfs check --readonly --check-data-csum "$W/btrfs.img")"
-# Repair: a fresh damaged copy per run.
-rt=()
-for ((i = 0; i < RUNS; i++)); do
-	cp --sparse=always "$W/ddfs.img" "$W/dmg.img"
-	"$W/fsckdamage" "$W/dmg.img" "$DAMAGE" >/dev/null
-	# The copy's dirty pages would be written back by the repair's first
-	# fsync and counted as repair time: write them out first.
-	sync "$W/dmg.img"
-	/usr/bin/time -f "%e %M" -o "$W/t" "$BIN/fsck.ddfs" -y "$W/dmg.img" >/dev/null 2>&1 || true
-	rt+=("$(tail -n 1 "$W/t")")
-	"$BIN/fsck.ddfs" "$W/dmg.img" >/dev/null || echo "note: the image is not clean after -y" >&2
+if [[ ! -s $K/tree.btrfs ]]; then
+	rm -rf "$K/tree" && mkdir -p "$K/tree"
+	for i in $(seq 1 "$COPIES"); do cp -a "$SRC" "$K/tree/go$i"; done
+	nice -n 10 "$K/gen" big -seed 7 -n "$COPIES" -size "$VM_SIZE" "$K/tree/vm" >/dev/null
+	describe tree >/dev/null
+	image tree ddfs 8G && image tree ext4 8G && image tree btrfs
+fi
+if [[ ! -s $K/small.ext4 || ${SMALL_NO_BTRFS:-0} != 1 && ! -s $K/small.btrfs ]]; then
+	rm -rf "$K/small"
+	dirs=$((SMALL_FILES / 1000))
+	nice -n 10 "$K/gen" small -seed 3 -dirs "$dirs" -files 1000 -max "$SMALL_MAX" -nest 100 "$K/small" >/dev/null
+	describe small >/dev/null
+	image small ddfs 16G && image small ext4 16G
+	[[ ${SMALL_NO_BTRFS:-0} == 1 ]] || image small btrfs
+fi
+if [[ ! -s $K/data.btrfs ]]; then
+	rm -rf "$K/data"
+	nice -n 10 "$K/gen" big -seed 5 -n $((DATA_GIB * 4)) -size 256M "$K/data" >/dev/null
+	describe data >/dev/null
+	image data ddfs $((DATA_GIB * 2 + 2))G && image data btrfs
+fi
+rm -rf "$K/tree" "$K/small" "$K/data" # the images hold them
+[[ $MODE == prepare ]] && { echo "bench: images ready in $K"; exit 0; }
+
+
+# rounds NAME CMD... per tool, separated by "--": RUNS rounds of every tool in
+# turn; prints per tool "seconds MiB" (median time, largest RSS).
+declare -A T R
+rounds() {
+	local name=$1 i j
+	shift
+	local cmds=() cur=()
+	for a in "$@"; do
+		if [[ $a == -- ]]; then cmds+=("${cur[*]}") && cur=(); else cur+=("$a"); fi
+	done
+	cmds+=("${cur[*]}")
+	for ((i = 0; i < RUNS; i++)); do
+		for j in "${!cmds[@]}"; do
+			/usr/bin/time -f "%e %M" -o "$K/t" ${cmds[$j]} >/dev/null 2>&1 || true
+			T[$name.$j]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) "
+			R[$name.$j]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
+		done
+	done
+}
+median() { tr ' ' '\n' | grep . | sort -n | sed -n "$(((RUNS + 1) / 2))p"; }
+maxrss() { tr ' ' '\n' | grep . | sort -n | tail -n 1 | awk '{printf "%.0f", $1/1024}'; }
+row() { # LABEL NAME.J [BASE NAME.J]: seconds, MiB and the ratio to BASE
+	local s r
+	s=$(echo "${T[$2]}" | median) r=$(echo "${R[$2]}" | maxrss)
+	if [[ -n ${3:-} ]]; then
+		printf '%-40s %8s %8s %10s\n' "$1" "$s" "$r" "$(echo "${T[$3]}" | median | awk -v s="$s" '{printf "%.2f", s / $1}')"
+	else
+		printf '%-40s %8s %8s %10s\n' "$1" "$s" "$r" "-"
+	fi
+}
+# The ddfs check must be clean: a figure is of a check that ran to the end.
+for set in tree small data; do
+	"$BIN/fsck.ddfs" -q "$K/$set.ddfs" >/dev/null || { echo "bench: $set.ddfs is not clean" >&2 && exit 1; }
 done
-row "fsck.ddfs -y ($DAMAGE damaged inodes)" "$(printf '%s\n' "${rt[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p" | awk '{printf "%.3f %.0f", $1, $2/1024}')"
+
+{
+	echo "fsck bench ($(date -u +%F), $(nproc) cores, loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)), $RUNS interleaved rounds: median seconds, largest peak RSS"
+	echo "D2:    $COPIES x Go tree + $COPIES x $VM_SIZE VM-like: $(cat "$K/tree.desc")"
+	echo "SMALL: $(cat "$K/small.desc") (0..$SMALL_MAX bytes each)"
+	echo "DATA:  $(cat "$K/data.desc") ($((DATA_GIB * 4)) x 256 MiB seeded random)"
+	printf '%-40s %8s %8s %10s\n' "command" "seconds" "RSS MiB" "/ e2fsck"
+	rounds d2 "$BIN/fsck.ddfs" "$K/tree.ddfs" -- e2fsck -fn "$K/tree.ext4" -- btrfs check --readonly "$K/tree.btrfs"
+	row "D2 fsck.ddfs" d2.0 d2.1
+	row "D2 e2fsck -fn" d2.1 d2.1
+	row "D2 btrfs check --readonly" d2.2 d2.1
+	if [[ -s $K/small.btrfs ]]; then
+		rounds sm "$BIN/fsck.ddfs" "$K/small.ddfs" -- e2fsck -fn "$K/small.ext4" -- btrfs check --readonly "$K/small.btrfs"
+	else # SMALL_NO_BTRFS=1 prepare: mkfs.btrfs -r did not finish in time
+		rounds sm "$BIN/fsck.ddfs" "$K/small.ddfs" -- e2fsck -fn "$K/small.ext4"
+	fi
+	row "SMALL fsck.ddfs" sm.0 sm.1
+	row "SMALL e2fsck -fn" sm.1 sm.1
+	[[ -s $K/small.btrfs ]] && row "SMALL btrfs check --readonly" sm.2 sm.1
+	printf '%-40s %8s %8s %10s\n' "" "" "" "/ btrfs"
+	rounds dt "$BIN/fsck.ddfs" --check-data "$K/data.ddfs" -- btrfs check --readonly --check-data-csum "$K/data.btrfs"
+	row "DATA fsck.ddfs --check-data" dt.0 dt.1
+	row "DATA btrfs check --check-data-csum" dt.1 dt.1
+	# Repair: a fresh damaged copy per run, its dirty pages written out first
+	# (else the repair's first fsync would write them and count them).
+	printf '%-40s %8s %8s %10s\n' "" "" "" "/ clean"
+	for ((i = 0; i < RUNS; i++)); do
+		cp --sparse=always "$K/tree.ddfs" "$K/dmg.img"
+		"$K/fsckdamage" "$K/dmg.img" "$DAMAGE" >/dev/null
+		sync "$K/dmg.img"
+		/usr/bin/time -f "%e %M" -o "$K/t" "$BIN/fsck.ddfs" -y "$K/dmg.img" >/dev/null 2>&1 || true
+		T[rp.0]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) " R[rp.0]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
+		"$BIN/fsck.ddfs" -q "$K/dmg.img" >/dev/null || echo "note: the image is not clean after -y" >&2
+		/usr/bin/time -f "%e %M" -o "$K/t" "$BIN/fsck.ddfs" "$K/tree.ddfs" >/dev/null 2>&1 || true
+		T[rp.1]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) " R[rp.1]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
+	done
+	row "D2 fsck.ddfs -y ($DAMAGE damaged inodes)" rp.0 rp.1
+	row "D2 fsck.ddfs (clean, same rounds)" rp.1 rp.1
 } | tee "$HERE/results/fsck-latest.txt"

@@ -44,34 +44,55 @@ func (c *Counters) Sub(o Counters) {
 // ItemCounters is one item's contribution to the counters. An item that
 // does not decode contributes nothing (fsck reports it on its own).
 func ItemCounters(tree TreeID, key Key, data []byte) Counters {
-	var c Counters
 	switch {
 	case tree == DedupeTree:
-		c.IndexEntries = 1
+		return Counters{IndexEntries: 1}
 	case tree == FSTree && key.Type == FileExtentKey:
-		x, err := UnmarshalFileExtentItem(data)
-		if err == nil && (x.Type == FileExtentInline || x.DiskLogical != 0) {
-			c.LogicalBytes = x.Len()
+		var x FileExtentItem
+		if DecodeFileExtentItem(data, &x) == nil {
+			return FileExtentCounters(&x)
 		}
 	case tree == ExtentTree && key.Type == ExtentItemKey:
-		e, err := UnmarshalExtentItem(data)
-		if err != nil {
-			return c
-		}
-		c.PhysicalBytes = key.Offset
-		if e.Flags&ExtentFlagDeduped != 0 && e.Refs > 0 {
-			c.DedupeSavedBytes = (e.Refs - 1) * e.RAMBytes
-		}
-		if e.Compression != CompressNone && e.RAMBytes > key.Offset {
-			c.CompressSavedBytes = e.RAMBytes - key.Offset
+		var e ExtentItem
+		if DecodeExtentItem(data, &e) == nil {
+			return ExtentCounters(key, &e)
 		}
 	case tree == ExtentTree && key.Type == MetadataItemKey:
-		m, err := UnmarshalMetadataItem(data)
-		if err == nil && m.Owner == DedupeTree {
-			c.IndexNodes = 1
+		var m MetadataItem
+		if DecodeMetadataItem(data, &m) == nil {
+			return MetadataCounters(&m)
 		}
 	}
+	return Counters{}
+}
+
+// FileExtentCounters is ItemCounters of a decoded EXTENT_DATA item (for a
+// reader that has decoded it already).
+func FileExtentCounters(x *FileExtentItem) Counters {
+	if x.Type == FileExtentInline || x.DiskLogical != 0 {
+		return Counters{LogicalBytes: x.Len()}
+	}
+	return Counters{}
+}
+
+// ExtentCounters is ItemCounters of a decoded EXTENT_ITEM under key.
+func ExtentCounters(key Key, e *ExtentItem) Counters {
+	c := Counters{PhysicalBytes: key.Offset}
+	if e.Flags&ExtentFlagDeduped != 0 && e.Refs > 0 {
+		c.DedupeSavedBytes = (e.Refs - 1) * e.RAMBytes
+	}
+	if e.Compression != CompressNone && e.RAMBytes > key.Offset {
+		c.CompressSavedBytes = e.RAMBytes - key.Offset
+	}
 	return c
+}
+
+// MetadataCounters is ItemCounters of a decoded METADATA_ITEM.
+func MetadataCounters(m *MetadataItem) Counters {
+	if m.Owner == DedupeTree {
+		return Counters{IndexNodes: 1}
+	}
+	return Counters{}
 }
 
 func putCounters(b []byte, c *Counters) {

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -47,8 +48,10 @@ const (
 
 // ValidName reports whether name may be a directory entry: 1..MaxNameLen
 // bytes, no '/' or NUL, not "." or "..".
-func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > MaxNameLen || name == "." || name == ".." {
+func ValidName(name string) bool { return validName(name) }
+
+func validName[T string | []byte](name T) bool {
+	if len(name) == 0 || len(name) > MaxNameLen || string(name) == "." || string(name) == ".." {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
@@ -290,11 +293,21 @@ func MarshalInodeItem(i *InodeItem) []byte {
 
 // UnmarshalInodeItem decodes and validates an inode item.
 func UnmarshalInodeItem(b []byte) (*InodeItem, error) {
+	i := new(InodeItem)
+	if err := DecodeInodeItem(b, i); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// DecodeInodeItem is UnmarshalInodeItem into *i (no allocation: fsck
+// decodes every inode). On error *i is undefined.
+func DecodeInodeItem(b []byte, i *InodeItem) error {
 	if len(b) != InodeItemSize {
-		return nil, sizeError("inode item", len(b), InodeItemSize)
+		return sizeError("inode item", len(b), InodeItemSize)
 	}
 	le := binary.LittleEndian
-	i := &InodeItem{
+	*i = InodeItem{
 		Generation:  le.Uint64(b[inoGeneration:]),
 		Size:        le.Uint64(b[inoSize:]),
 		NBytes:      le.Uint64(b[inoNBytes:]),
@@ -314,20 +327,20 @@ func UnmarshalInodeItem(b []byte) (*InodeItem, error) {
 		DataTier:    b[inoDataTier],
 	}
 	if i.Mode > modeMax || i.FileType() == 0 {
-		return nil, corruptf(nil, "inode item: mode 0%o", i.Mode)
+		return corruptf(nil, "inode item: mode 0%o", i.Mode)
 	}
 	if i.Size > MaxFileSize || (i.FileType() == FileTypeSymlink && i.Size > MaxSymlinkTarget) {
-		return nil, corruptf(nil, "inode item: %v of size %d", i.FileType(), i.Size)
+		return corruptf(nil, "inode item: %v of size %d", i.FileType(), i.Size)
 	}
 	for _, t := range [...]Timespec{i.Atime, i.Mtime, i.Ctime, i.Btime} {
 		if t.Nsec >= 1e9 {
-			return nil, corruptf(nil, "inode item: timestamp nanoseconds %d", t.Nsec)
+			return corruptf(nil, "inode item: timestamp nanoseconds %d", t.Nsec)
 		}
 	}
 	if i.Compression > CompressPropOf(CompressS2) || i.Dedupe > DedupeOff {
-		return nil, corruptf(nil, "inode item: compression setting %d dedupe setting %d", i.Compression, i.Dedupe)
+		return corruptf(nil, "inode item: compression setting %d dedupe setting %d", i.Compression, i.Dedupe)
 	}
-	return i, nil
+	return nil
 }
 
 // DirEntry is one name of a directory (FORMAT.md §6.4 "DIR_ITEM and
@@ -369,31 +382,67 @@ func MarshalDirEntries(es []DirEntry) []byte {
 // distinct names.
 func UnmarshalDirEntries(b []byte) ([]DirEntry, error) {
 	var es []DirEntry
-	for len(b) > 0 {
-		if len(b) < dirEntryHeaderSize {
-			return nil, corruptf(ErrShort, "dir entry %d: %d header bytes", len(es), len(b))
-		}
-		e := DirEntry{Ino: binary.LittleEndian.Uint64(b[0:]), Type: FileType(b[8])}
-		nl := int(binary.LittleEndian.Uint16(b[9:]))
-		if len(b) < dirEntryHeaderSize+nl {
-			return nil, corruptf(ErrShort, "dir entry %d: name of %d bytes in %d", len(es), nl, len(b)-dirEntryHeaderSize)
-		}
-		e.Name = string(b[dirEntryHeaderSize : dirEntryHeaderSize+nl])
-		if e.Ino == 0 || !e.Type.Valid() || !ValidName(e.Name) {
-			return nil, corruptf(nil, "dir entry %d: ino %d type %d name %q", len(es), e.Ino, e.Type, e.Name)
-		}
-		for _, o := range es {
-			if o.Name == e.Name {
-				return nil, corruptf(nil, "dir entry %d: name %q twice", len(es), e.Name)
-			}
-		}
-		es = append(es, e)
-		b = b[dirEntryHeaderSize+nl:]
-	}
-	if len(es) == 0 {
-		return nil, corruptf(ErrShort, "dir item: no entries")
+	if err := EachDirEntry(b, func(e DirEntryView) {
+		es = append(es, DirEntry{Ino: e.Ino, Type: e.Type, Name: string(e.Name)})
+	}); err != nil {
+		return nil, err
 	}
 	return es, nil
+}
+
+// DirEntryView is a DirEntry whose name aliases the encoded value.
+type DirEntryView struct {
+	Ino  uint64
+	Type FileType
+	Name []byte
+}
+
+// EachDirEntry checks b as UnmarshalDirEntries does and, if it is valid,
+// calls fn with each entry in order, its name aliasing b: fsck reads every
+// name without allocating. With fn nil it only checks.
+func EachDirEntry(b []byte, fn func(DirEntryView)) error {
+	if _, err := walkDirEntries(b, nil); err != nil || fn == nil {
+		return err
+	}
+	_, err := walkDirEntries(b, fn)
+	return err
+}
+
+// walkDirEntries validates b (fn nil) or calls fn on each entry of b,
+// which has been validated; it returns the number of entries.
+func walkDirEntries(b []byte, fn func(DirEntryView)) (int, error) {
+	var small [8][]byte // the names so far, for the duplicate check
+	names := small[:0]
+	n := 0
+	for ; len(b) > 0; n++ {
+		if len(b) < dirEntryHeaderSize {
+			return 0, corruptf(ErrShort, "dir entry %d: %d header bytes", n, len(b))
+		}
+		e := DirEntryView{Ino: binary.LittleEndian.Uint64(b[0:]), Type: FileType(b[8])}
+		nl := int(binary.LittleEndian.Uint16(b[9:]))
+		if len(b) < dirEntryHeaderSize+nl {
+			return 0, corruptf(ErrShort, "dir entry %d: name of %d bytes in %d", n, nl, len(b)-dirEntryHeaderSize)
+		}
+		e.Name = b[dirEntryHeaderSize : dirEntryHeaderSize+nl : dirEntryHeaderSize+nl]
+		b = b[dirEntryHeaderSize+nl:]
+		if fn != nil {
+			fn(e)
+			continue
+		}
+		if e.Ino == 0 || !e.Type.Valid() || !validName(e.Name) {
+			return 0, corruptf(nil, "dir entry %d: ino %d type %d name %q", n, e.Ino, e.Type, e.Name)
+		}
+		for _, o := range names {
+			if bytes.Equal(o, e.Name) {
+				return 0, corruptf(nil, "dir entry %d: name %q twice", n, e.Name)
+			}
+		}
+		names = append(names, e.Name)
+	}
+	if n == 0 {
+		return 0, corruptf(ErrShort, "dir item: no entries")
+	}
+	return n, nil
 }
 
 // MarshalDirEntry encodes the single entry of a DIR_INDEX value.
@@ -401,14 +450,25 @@ func MarshalDirEntry(e DirEntry) []byte { return MarshalDirEntries([]DirEntry{e}
 
 // UnmarshalDirEntry decodes a DIR_INDEX value: exactly one entry.
 func UnmarshalDirEntry(b []byte) (DirEntry, error) {
-	es, err := UnmarshalDirEntries(b)
+	e, err := UnmarshalDirEntryView(b)
 	if err != nil {
 		return DirEntry{}, err
 	}
-	if len(es) != 1 {
-		return DirEntry{}, corruptf(nil, "dir index: %d entries, want 1", len(es))
+	return DirEntry{Ino: e.Ino, Type: e.Type, Name: string(e.Name)}, nil
+}
+
+// UnmarshalDirEntryView is UnmarshalDirEntry with the name aliasing b.
+func UnmarshalDirEntryView(b []byte) (DirEntryView, error) {
+	n, err := walkDirEntries(b, nil)
+	if err != nil {
+		return DirEntryView{}, err
 	}
-	return es[0], nil
+	if n != 1 {
+		return DirEntryView{}, corruptf(nil, "dir index: %d entries, want 1", n)
+	}
+	// One entry, validated: it is the whole of b.
+	nl := int(binary.LittleEndian.Uint16(b[9:]))
+	return DirEntryView{Ino: binary.LittleEndian.Uint64(b[0:]), Type: FileType(b[8]), Name: b[dirEntryHeaderSize : dirEntryHeaderSize+nl : dirEntryHeaderSize+nl]}, nil
 }
 
 // InodeRef is one name of an inode in one parent directory: the value of
@@ -446,31 +506,65 @@ func MarshalInodeRefs(rs []InodeRef) []byte {
 // distinct names and indexes.
 func UnmarshalInodeRefs(b []byte) ([]InodeRef, error) {
 	var rs []InodeRef
-	for len(b) > 0 {
+	if err := EachInodeRef(b, func(r InodeRefView) {
+		rs = append(rs, InodeRef{Index: r.Index, Name: string(r.Name)})
+	}); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// InodeRefView is an InodeRef whose name aliases the encoded value.
+type InodeRefView struct {
+	Index uint64
+	Name  []byte
+}
+
+// EachInodeRef checks b as UnmarshalInodeRefs does and, if it is valid,
+// calls fn with each name in order, aliasing b (no allocation). With fn
+// nil it only checks.
+func EachInodeRef(b []byte, fn func(InodeRefView)) error {
+	if err := walkInodeRefs(b, nil); err != nil || fn == nil {
+		return err
+	}
+	return walkInodeRefs(b, fn)
+}
+
+// walkInodeRefs validates b (fn nil) or calls fn on each name of b, which
+// has been validated.
+func walkInodeRefs(b []byte, fn func(InodeRefView)) error {
+	var small [8]InodeRefView // the names so far, for the duplicate check
+	rs := small[:0]
+	n := 0
+	for ; len(b) > 0; n++ {
 		if len(b) < inodeRefHeaderSize {
-			return nil, corruptf(ErrShort, "inode ref %d: %d header bytes", len(rs), len(b))
+			return corruptf(ErrShort, "inode ref %d: %d header bytes", n, len(b))
 		}
-		r := InodeRef{Index: binary.LittleEndian.Uint64(b[0:])}
+		r := InodeRefView{Index: binary.LittleEndian.Uint64(b[0:])}
 		nl := int(binary.LittleEndian.Uint16(b[8:]))
 		if len(b) < inodeRefHeaderSize+nl {
-			return nil, corruptf(ErrShort, "inode ref %d: name of %d bytes in %d", len(rs), nl, len(b)-inodeRefHeaderSize)
+			return corruptf(ErrShort, "inode ref %d: name of %d bytes in %d", n, nl, len(b)-inodeRefHeaderSize)
 		}
-		r.Name = string(b[inodeRefHeaderSize : inodeRefHeaderSize+nl])
-		if !ValidName(r.Name) {
-			return nil, corruptf(nil, "inode ref %d: name %q", len(rs), r.Name)
+		r.Name = b[inodeRefHeaderSize : inodeRefHeaderSize+nl : inodeRefHeaderSize+nl]
+		b = b[inodeRefHeaderSize+nl:]
+		if fn != nil {
+			fn(r)
+			continue
+		}
+		if !validName(r.Name) {
+			return corruptf(nil, "inode ref %d: name %q", n, r.Name)
 		}
 		for _, o := range rs {
-			if o.Name == r.Name || o.Index == r.Index {
-				return nil, corruptf(nil, "inode ref %d: name %q or index %d twice", len(rs), r.Name, r.Index)
+			if bytes.Equal(o.Name, r.Name) || o.Index == r.Index {
+				return corruptf(nil, "inode ref %d: name %q or index %d twice", n, r.Name, r.Index)
 			}
 		}
 		rs = append(rs, r)
-		b = b[inodeRefHeaderSize+nl:]
 	}
-	if len(rs) == 0 {
-		return nil, corruptf(ErrShort, "inode ref: no names")
+	if n == 0 {
+		return corruptf(ErrShort, "inode ref: no names")
 	}
-	return rs, nil
+	return nil
 }
 
 // Xattr is one extended attribute. The value of (ino, XATTR_ITEM, name
@@ -649,11 +743,25 @@ func MarshalFileExtentItem(f *FileExtentItem) []byte {
 
 // UnmarshalFileExtentItem decodes and validates a file extent item.
 func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
+	f := new(FileExtentItem)
+	if err := DecodeFileExtentItem(b, f); err != nil {
+		return nil, err
+	}
+	if f.Inline != nil {
+		f.Inline = append([]byte(nil), f.Inline...)
+	}
+	return f, nil
+}
+
+// DecodeFileExtentItem is UnmarshalFileExtentItem into *f, with f.Inline
+// aliasing b instead of a copy (no allocation: fsck decodes every
+// extent). On error *f is undefined.
+func DecodeFileExtentItem(b []byte, f *FileExtentItem) error {
 	if len(b) < FileExtentHeaderSize {
-		return nil, corruptf(ErrShort, "file extent: %d bytes", len(b))
+		return corruptf(ErrShort, "file extent: %d bytes", len(b))
 	}
 	le := binary.LittleEndian
-	f := &FileExtentItem{
+	*f = FileExtentItem{
 		Generation:  le.Uint64(b[fxGeneration:]),
 		Type:        FileExtentType(b[fxType]),
 		Compression: Compression(b[fxCompression]),
@@ -661,16 +769,16 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 	switch f.Type {
 	case FileExtentInline:
 		if f.Compression != CompressNone || len(b) == FileExtentHeaderSize || len(b)-FileExtentHeaderSize > MaxInlineData {
-			return nil, corruptf(nil, "file extent: inline with compression %d and %d bytes", f.Compression, len(b)-FileExtentHeaderSize)
+			return corruptf(nil, "file extent: inline with compression %d and %d bytes", f.Compression, len(b)-FileExtentHeaderSize)
 		}
-		f.Inline = append([]byte(nil), b[fxInline:]...)
-		return f, nil
+		f.Inline = b[fxInline:len(b):len(b)]
+		return nil
 	case FileExtentRegular, FileExtentPrealloc:
 	default:
-		return nil, corruptf(nil, "file extent: type %d", b[fxType])
+		return corruptf(nil, "file extent: type %d", b[fxType])
 	}
 	if len(b) != FileExtentRegSize {
-		return nil, sizeError("file extent", len(b), FileExtentRegSize)
+		return sizeError("file extent", len(b), FileExtentRegSize)
 	}
 	f.DiskLogical = le.Uint64(b[fxDiskLogical:])
 	f.DiskLen = le.Uint64(b[fxDiskLen:])
@@ -679,21 +787,21 @@ func UnmarshalFileExtentItem(b []byte) (*FileExtentItem, error) {
 	f.RAMBytes = le.Uint64(b[fxRAMBytes:])
 	switch {
 	case f.Compression > CompressS2 || (f.Type == FileExtentPrealloc && f.Compression != CompressNone):
-		return nil, corruptf(nil, "file extent: %v with compression %d", f.Type, b[fxCompression])
+		return corruptf(nil, "file extent: %v with compression %d", f.Type, b[fxCompression])
 	case f.NumBytes == 0 || f.Offset > f.RAMBytes || f.NumBytes > f.RAMBytes-f.Offset:
-		return nil, corruptf(nil, "file extent: [%d,+%d) of %d decompressed bytes", f.Offset, f.NumBytes, f.RAMBytes)
+		return corruptf(nil, "file extent: [%d,+%d) of %d decompressed bytes", f.Offset, f.NumBytes, f.RAMBytes)
 	case f.DiskLogical == 0 && (f.Type != FileExtentRegular || f.DiskLen != 0 || f.Compression != CompressNone):
-		return nil, corruptf(nil, "file extent: hole of type %v, disk length %d, compression %v", f.Type, f.DiskLen, f.Compression)
+		return corruptf(nil, "file extent: hole of type %v, disk length %d, compression %v", f.Type, f.DiskLen, f.Compression)
 	case f.DiskLogical != 0 && (f.DiskLen == 0 || f.DiskLogical+f.DiskLen < f.DiskLogical):
-		return nil, corruptf(nil, "file extent: disk extent %d+%d", f.DiskLogical, f.DiskLen)
+		return corruptf(nil, "file extent: disk extent %d+%d", f.DiskLogical, f.DiskLen)
 	case f.DiskLogical != 0 && (f.DiskLen > MaxExtentBytes || f.RAMBytes > MaxExtentBytes):
-		return nil, corruptf(nil, "file extent: extent of %d disk and %d ram bytes, at most %d", f.DiskLen, f.RAMBytes, MaxExtentBytes)
+		return corruptf(nil, "file extent: extent of %d disk and %d ram bytes, at most %d", f.DiskLen, f.RAMBytes, MaxExtentBytes)
 	case f.NumBytes > MaxFileSize:
-		return nil, corruptf(nil, "file extent: %d bytes", f.NumBytes)
+		return corruptf(nil, "file extent: %d bytes", f.NumBytes)
 	case f.DiskLogical != 0 && f.Compression == CompressNone && f.RAMBytes != f.DiskLen:
-		return nil, corruptf(nil, "file extent: uncompressed extent of %d disk bytes and %d ram bytes", f.DiskLen, f.RAMBytes)
+		return corruptf(nil, "file extent: uncompressed extent of %d disk bytes and %d ram bytes", f.DiskLen, f.RAMBytes)
 	}
-	return f, nil
+	return nil
 }
 
 // CheckFileExtentRange checks what a file extent item's key adds: the

@@ -170,18 +170,28 @@ func MarshalMetadataItem(m *MetadataItem) []byte {
 
 // UnmarshalMetadataItem decodes a metadata item.
 func UnmarshalMetadataItem(b []byte) (*MetadataItem, error) {
-	if len(b) != MetadataItemSize {
-		return nil, corruptf(ErrShort, "metadata item: %d bytes", len(b))
+	m := new(MetadataItem)
+	if err := DecodeMetadataItem(b, m); err != nil {
+		return nil, err
 	}
-	m := &MetadataItem{
+	return m, nil
+}
+
+// DecodeMetadataItem is UnmarshalMetadataItem into *m (no allocation). On
+// error *m is undefined.
+func DecodeMetadataItem(b []byte, m *MetadataItem) error {
+	if len(b) != MetadataItemSize {
+		return corruptf(ErrShort, "metadata item: %d bytes", len(b))
+	}
+	*m = MetadataItem{
 		Refs:       binary.LittleEndian.Uint64(b[0:]),
 		Generation: binary.LittleEndian.Uint64(b[8:]),
 		Owner:      TreeID(binary.LittleEndian.Uint64(b[16:])),
 	}
 	if m.Refs == 0 {
-		return nil, corruptf(nil, "metadata item: zero refs")
+		return corruptf(nil, "metadata item: zero refs")
 	}
-	return m, nil
+	return nil
 }
 
 // Compression is the compression of a data extent (FORMAT.md §4.7).
@@ -256,10 +266,20 @@ func MarshalExtentItem(e *ExtentItem) []byte {
 
 // UnmarshalExtentItem decodes a data extent item.
 func UnmarshalExtentItem(b []byte) (*ExtentItem, error) {
-	if len(b) != ExtentItemSize && len(b) != ExtentItemDedupedSize {
-		return nil, corruptf(ErrShort, "extent item: %d bytes", len(b))
+	e := new(ExtentItem)
+	if err := DecodeExtentItem(b, e); err != nil {
+		return nil, err
 	}
-	e := &ExtentItem{
+	return e, nil
+}
+
+// DecodeExtentItem is UnmarshalExtentItem into *e (no allocation). On
+// error *e is undefined.
+func DecodeExtentItem(b []byte, e *ExtentItem) error {
+	if len(b) != ExtentItemSize && len(b) != ExtentItemDedupedSize {
+		return corruptf(ErrShort, "extent item: %d bytes", len(b))
+	}
+	*e = ExtentItem{
 		Refs:        binary.LittleEndian.Uint64(b[0:]),
 		Generation:  binary.LittleEndian.Uint64(b[8:]),
 		RAMBytes:    binary.LittleEndian.Uint64(b[16:]),
@@ -267,15 +287,15 @@ func UnmarshalExtentItem(b []byte) (*ExtentItem, error) {
 		Flags:       b[25],
 	}
 	if e.Refs == 0 || e.Compression > CompressS2 || e.Flags&^ExtentFlagDeduped != 0 || (len(b) == ExtentItemDedupedSize) != (e.Flags&ExtentFlagDeduped != 0) {
-		return nil, corruptf(nil, "extent item: refs %d compression %d flags %#x in %d bytes", e.Refs, b[24], e.Flags, len(b))
+		return corruptf(nil, "extent item: refs %d compression %d flags %#x in %d bytes", e.Refs, b[24], e.Flags, len(b))
 	}
 	if e.RAMBytes == 0 || e.RAMBytes > MaxExtentBytes {
-		return nil, corruptf(nil, "extent item: %d ram bytes, want 1..%d", e.RAMBytes, MaxExtentBytes)
+		return corruptf(nil, "extent item: %d ram bytes, want 1..%d", e.RAMBytes, MaxExtentBytes)
 	}
 	if len(b) == ExtentItemDedupedSize {
 		e.HashPrefix = binary.LittleEndian.Uint64(b[32:])
 	}
-	return e, nil
+	return nil
 }
 
 // CheckExtentItemKey checks the key of an EXTENT_ITEM: its offset, the

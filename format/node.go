@@ -166,6 +166,27 @@ type NodeExpect struct {
 // UnmarshalNode decodes and validates a node: checksum, then header fields
 // against want, then item bounds and key order.
 func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
+	return unmarshalNode(b, csum, want, true, nil)
+}
+
+// UnmarshalNodeShared is UnmarshalNode with item data that aliases b
+// instead of copies of it, decoded into reuse (when not nil) with its item
+// and pointer lists reused: for a reader that reads b once, leaves it
+// unchanged while it uses the node and recycles nodes (fsck), it saves the
+// allocations per item and per node. On error *reuse is undefined.
+func UnmarshalNodeShared(b []byte, csum CsumType, want NodeExpect, reuse *Node) (*Node, error) {
+	return unmarshalNode(b, csum, want, false, reuse)
+}
+
+// resize is s with length n, reusing its array when it is big enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+func unmarshalNode(b []byte, csum CsumType, want NodeExpect, clone bool, reuse *Node) (*Node, error) {
 	if len(b) < NodeHeaderSize+LeafItemSize {
 		return nil, corruptf(ErrShort, "node %d: %d bytes", want.Logical, len(b))
 	}
@@ -175,7 +196,12 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 		return nil, corruptf(ErrChecksum, "node %d", want.Logical)
 	}
 	le := binary.LittleEndian
-	n := &Node{}
+	n := reuse
+	if n == nil {
+		n = &Node{}
+	} else {
+		*n = Node{Items: n.Items[:0], Ptrs: n.Ptrs[:0]}
+	}
 	copy(n.FSID[:], b[32:48])
 	n.Logical = le.Uint64(b[48:])
 	n.Generation = le.Uint64(b[56:])
@@ -200,7 +226,7 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 		if nr > (len(b)-NodeHeaderSize)/LeafItemSize {
 			return nil, corruptf(nil, "node %d: %d items do not fit", want.Logical, nr)
 		}
-		n.Items = make([]Item, nr)
+		n.Items = resize(n.Items, nr)
 		dataStart := NodeHeaderSize + nr*LeafItemSize
 		limit := len(b) // item data is packed from the end, in item order
 		for i := range n.Items {
@@ -211,7 +237,11 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 				return nil, corruptf(nil, "node %d: item %d data [%d,+%d) out of bounds", want.Logical, i, off, size)
 			}
 			limit = off
-			n.Items[i] = Item{Key: GetKey(b[o:]), Data: bytes.Clone(b[off : off+size])}
+			data := b[off : off+size : off+size]
+			if clone {
+				data = bytes.Clone(data)
+			}
+			n.Items[i] = Item{Key: GetKey(b[o:]), Data: data}
 			if i > 0 && !n.Items[i-1].Key.Less(n.Items[i].Key) {
 				return nil, corruptf(nil, "node %d: keys out of order at item %d", want.Logical, i)
 			}
@@ -220,7 +250,7 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 		if nr == 0 || nr > (len(b)-NodeHeaderSize)/KeyPtrSize {
 			return nil, corruptf(nil, "node %d: %d pointers", want.Logical, nr)
 		}
-		n.Ptrs = make([]KeyPtr, nr)
+		n.Ptrs = resize(n.Ptrs, nr)
 		for i := range n.Ptrs {
 			o := NodeHeaderSize + i*KeyPtrSize
 			n.Ptrs[i] = KeyPtr{Key: GetKey(b[o:]), Logical: le.Uint64(b[o+KeySize:]), Generation: le.Uint64(b[o+KeySize+8:])}

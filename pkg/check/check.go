@@ -221,11 +221,12 @@ type checker struct {
 	devItems  map[uint64]*format.DevItem
 	metaItems map[uint64]format.Key
 	bgItems   map[uint64]*format.BlockGroupItem
-	extents   []format.Key // data extent keys, in order
-	fs        fsState      // the filesystem pass (fs.go)
-	dedupe    dedupeState  // the dedupe index pass (dedupe.go)
-	hintErr   error        // a device a path hint found but must not use
-	dataRead  uint64       // bytes of data verified (--check-data), one copy
+	bgKeys    map[uint64]format.Key // the keys of bgItems
+	fs        fsState               // the filesystem pass (fs.go)
+	dedupe    dedupeState           // the dedupe index pass (dedupe.go)
+	hintErr   error                 // a device a path hint found but must not use
+	reads     *readPool             // node reads to reuse (nodes.go)
+	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
 }
 
@@ -251,11 +252,15 @@ func Check(specs []string, opt Options) (*Report, error) {
 func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c := &checker{
 		vol: vol, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
-		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{},
+		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{}, bgKeys: map[uint64]format.Key{},
 	}
 	if len(opts) > 0 {
 		c.opt = opts[0]
 	}
+	c.reads = &readPool{}
+	defer c.reads.arena.free() // after the walks: no node read is in use
+	defer c.fs.free()
+	defer c.data.stop() // first: its workers use the arena
 	c.rep.UUID = uuid.UUID(c.sb.FSID).String()
 	c.rep.Generation = c.sb.Generation
 	c.walk(format.ChunkTree)

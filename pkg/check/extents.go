@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
@@ -42,38 +44,46 @@ func (c *checker) checkExtents() {
 		}
 		account(l, ns, "metadata extent")
 	}
-	for _, k := range c.extents {
-		account(k.ObjectID, k.Offset, "data extent")
+	for _, e := range c.fs.extents.list {
+		account(e.logical, e.length, "data extent")
 	}
 	for _, ch := range c.vol.Chunks.All() {
 		g, ok := c.bgItems[ch.Logical]
 		switch {
 		case !ok:
-			c.add(Problem{Code: BGMissing, Logical: ch.Logical, Message: "chunk has no block group item"})
+			c.add(Problem{Code: BGMissing, Logical: ch.Logical, fix: &fixData{want: used[ch.Logical]}, Message: "chunk has no block group item"})
 		case g.Type != ch.Type || g.Profile != ch.Profile:
 			c.add(Problem{Code: BGType, Logical: ch.Logical, Message: fmt.Sprintf("block group says %v/%v, chunk is %v/%v", g.Type, g.Profile, ch.Type, ch.Profile)})
 		case g.Used != used[ch.Logical]:
 			c.add(Problem{Code: BGUsed, Logical: ch.Logical, fix: &fixData{want: used[ch.Logical]}, Message: fmt.Sprintf("block group says %d bytes used, extents use %d", g.Used, used[ch.Logical])})
 		}
 	}
-	for l := range c.bgItems {
+	for _, l := range slices.Sorted(maps.Keys(c.bgItems)) {
 		if ch, ok := c.vol.Chunks.Lookup(l); !ok || ch.Logical != l {
-			c.add(Problem{Code: BGOrphan, Logical: l, Message: "block group item without a chunk"})
+			c.add(Problem{Code: BGOrphan, Tree: format.ExtentTree.String(), Logical: l, fix: &fixData{key: c.bgKeys[l]}, Message: "block group item without a chunk"})
 		}
 	}
-	// Extents must not overlap each other.
-	type span struct{ start, end uint64 }
-	var spans []span
-	for _, l := range metas {
-		spans = append(spans, span{l, l + ns})
+	// Extents must not overlap each other: the metadata and the data
+	// extents, both in address order (data extents in the walk's key
+	// order), merged, each against the one before it.
+	ext := c.fs.extents.list
+	if c.fs.unsorted { // keys out of order across nodes (reported)
+		ext = slices.Clone(ext)
+		sort.SliceStable(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })
 	}
-	for _, k := range c.extents {
-		spans = append(spans, span{k.ObjectID, k.ObjectID + k.Offset})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	for i := 1; i < len(spans); i++ {
-		if spans[i].start < spans[i-1].end {
-			c.add(Problem{Code: ExtentOverlap, Logical: spans[i].start, Message: fmt.Sprintf("extent overlaps the extent at %d", spans[i-1].start)})
+	var prev span
+	for i, j, n := 0, 0, 0; i < len(metas) || j < len(ext); n++ {
+		var x span
+		if j == len(ext) || i < len(metas) && metas[i] <= ext[j].logical {
+			x = span{metas[i], metas[i] + ns}
+			i++
+		} else {
+			x = span{ext[j].logical, ext[j].logical + ext[j].length}
+			j++
 		}
+		if n > 0 && x.start < prev.end {
+			c.add(Problem{Code: ExtentOverlap, Logical: x.start, Message: fmt.Sprintf("extent overlaps the extent at %d", prev.start)})
+		}
+		prev = x
 	}
 }

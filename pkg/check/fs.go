@@ -24,17 +24,17 @@ package check
 // concerned up in its counterparts, so the report names the exact entry.
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // fsState is what the filesystem pass gathers during the walk.
@@ -46,10 +46,20 @@ type fsState struct {
 	// dirParent maps each directory with exactly one name to its parent.
 	dirParent map[uint64]uint64
 	rootSeen  bool
-	extents   []dataExtent           // data EXTENT_ITEMs, in walk (key) order
-	refs      map[extentID]extentUse // file extent items per (disk_logical, disk_len)
-	csums     []span                 // logical ranges of the csum items
-	lastCsum  uint64                 // end of the previous csum item
+	extents   bigList[dataExtent] // data EXTENT_ITEMs, in walk (key) order
+	// uses[i] counts the file extent items pointing at extents[i]
+	// (refs.go); missing those pointing at no extent item.
+	uses     bigList[extentUse]
+	missing  map[extentID]*extentUse
+	mismatch map[extentID]string // the file extent that reads an extent differently
+	unsorted bool                // extents is not strictly increasing: find by index
+	index    map[extentID]int    // extents by id, when unsorted
+	cursor   int                 // the extent found last
+	csums    bigList[span]       // logical ranges of the csum items
+	need     bigList[span]       // data extents that need checksums (checkRefs)
+	all      bigList[span]       // every data extent (checkCsums)
+	union    bigList[span]       // checkCsums' scratch
+	lastCsum uint64              // end of the previous csum item
 	// extentLost: a file extent item did not decode, so the reference
 	// counts miss what it points at (their problems get no fix).
 	extentLost bool
@@ -62,6 +72,7 @@ type inodeState struct {
 	orphaned   int               // items seen without an inode item before them
 	hasItem    bool              // an INODE_ITEM key was seen (it may not decode)
 	item       *format.InodeItem // the decoded inode item, nil if absent or bad
+	itemBuf    format.InodeItem  // where item points
 	names      uint32            // names in INODE_REF items
 	parent     uint64            // parent directory of the last name
 	entries    uint64            // DIR_INDEX items
@@ -98,15 +109,16 @@ type dataExtent struct {
 // extentUse counts the file extent items pointing at one data extent and
 // remembers the first of them for messages.
 type extentUse struct {
-	n       uint64
-	regular bool // at least one regular (not prealloc) item: needs checksums
-	ino     uint64
-	off     uint64
-	// mismatch names the first file extent whose compression or
-	// ram_bytes disagrees with another pointing at the same extent.
-	compression format.Compression
+	n   uint64
+	ino uint64
+	off uint64
+	// The first file extent's view of the extent; mismatch: another
+	// disagrees with it (fsState.mismatch names it). No pointers: the
+	// list of these is in big memory (bigmem.go). 40 bytes.
 	ram         uint64
-	mismatch    string
+	compression format.Compression
+	mismatch    bool
+	regular     bool // at least one regular (not prealloc) item: needs checksums
 }
 
 func (s *fsState) init() {
@@ -114,13 +126,7 @@ func (s *fsState) init() {
 		s.names = map[uint64]balance{}
 		s.dirFlag = map[uint64]bool{}
 		s.dirParent = map[uint64]uint64{}
-		s.refs = map[extentID]extentUse{}
 	}
-}
-
-// dataExtent records a data EXTENT_ITEM (called by item()).
-func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
-	s.extents = append(s.extents, dataExtent{extentID{k.ObjectID, k.Offset}, e.Refs, e.RAMBytes, e.Compression})
 }
 
 // fsProblem reports a problem of the namespace or file contents of inode
@@ -136,7 +142,7 @@ func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...a
 
 // nameMark is the fingerprint of one name of child in parent; DIR_INDEX
 // entries use the entry's type, INODE_REFs the child's real type.
-func nameMark(parent, child, index uint64, name string, t format.FileType) uint64 {
+func nameMark(parent, child, index uint64, name []byte, t format.FileType) uint64 {
 	var b [25 + format.MaxNameLen]byte
 	binary.LittleEndian.PutUint64(b[0:], parent)
 	binary.LittleEndian.PutUint64(b[8:], child)
@@ -147,7 +153,7 @@ func nameMark(parent, child, index uint64, name string, t format.FileType) uint6
 }
 
 // entryMark is the fingerprint of a directory entry (DIR_ITEM or DIR_INDEX).
-func entryMark(child uint64, t format.FileType, name string) uint64 {
+func entryMark(child uint64, t format.FileType, name []byte) uint64 {
 	var b [9 + format.MaxNameLen]byte
 	binary.LittleEndian.PutUint64(b[0:], child)
 	b[8] = byte(t)
@@ -193,6 +199,7 @@ func (c *checker) fsItem(it format.Item) {
 	cur := &s.cur
 	cur.items++
 	if k.ObjectID < format.RootDirIno {
+		c.counted.Add(format.ItemCounters(format.FSTree, k, it.Data))
 		if cur.items == 1 {
 			c.fsProblem(InoReserved, 0, "item %v: object id %d is reserved (inodes start at %d)", k, k.ObjectID, format.RootDirIno)
 		}
@@ -210,21 +217,24 @@ func (c *checker) fsItem(it format.Item) {
 		if cur.ino == format.RootDirIno {
 			s.rootSeen = true
 		}
-		in, err := format.UnmarshalInodeItem(it.Data)
-		if err != nil {
+		var dec format.InodeItem
+		if err := format.DecodeInodeItem(it.Data, &dec); err != nil {
 			bad(err)
 			return
 		}
 		if k.Offset != 0 {
 			c.fsFix(InodeKeyOffset, cur.ino, &fixData{key: k}, "inode item key offset %d, want 0", k.Offset)
 		}
+		// A second inode item (another key offset) replaces the first, as
+		// a pointer to a fresh decode would; in stays the same place.
+		cur.itemBuf = dec
+		in := &cur.itemBuf
 		cur.item = in
 		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
 			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
 		}
 	case format.InodeRefKey:
-		refs, err := format.UnmarshalInodeRefs(it.Data)
-		if err != nil {
+		if err := format.EachInodeRef(it.Data, nil); err != nil {
 			bad(err)
 			return
 		}
@@ -235,11 +245,11 @@ func (c *checker) fsItem(it format.Item) {
 		if parent == cur.ino {
 			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
 		}
-		for _, r := range refs {
+		format.EachInodeRef(it.Data, func(r format.InodeRefView) {
 			cur.names++
 			cur.parent = parent
 			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
-		}
+		})
 	case format.XattrItemKey:
 		xs, err := format.UnmarshalXattrs(it.Data)
 		if err != nil {
@@ -252,21 +262,20 @@ func (c *checker) fsItem(it format.Item) {
 			}
 		}
 	case format.DirItemKey:
-		es, err := format.UnmarshalDirEntries(it.Data)
-		if err != nil {
+		if err := format.EachDirEntry(it.Data, nil); err != nil {
 			bad(err)
 			return
 		}
 		c.dirEntries(cur)
-		for _, e := range es {
-			if h := format.NameHash([]byte(e.Name)); h != k.Offset {
-				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: e.Name, want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
+		format.EachDirEntry(it.Data, func(e format.DirEntryView) {
+			if h := format.NameHash(e.Name); h != k.Offset {
+				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
 			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
-		}
+		})
 	case format.DirIndexKey:
-		e, err := format.UnmarshalDirEntry(it.Data)
+		e, err := format.UnmarshalDirEntryView(it.Data)
 		if err != nil {
 			bad(err)
 			return
@@ -287,14 +296,15 @@ func (c *checker) fsItem(it format.Item) {
 		cur.dir.h -= entryMark(e.Ino, e.Type, e.Name)
 		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, e.Name, e.Type), +1)
 	case format.FileExtentKey:
-		x, err := format.UnmarshalFileExtentItem(it.Data)
-		if err != nil {
+		var x format.FileExtentItem
+		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
 			cur.extentLost = true
 			s.extentLost = true
 			bad(err)
 			return
 		}
-		c.fileExtent(cur, k.Offset, x)
+		c.counted.Add(format.FileExtentCounters(&x))
+		c.fileExtent(cur, k.Offset, &x)
 	case format.PropItemKey:
 		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
 	default:
@@ -314,7 +324,10 @@ func (c *checker) dirEntries(cur *inodeState) {
 // counts its data extent reference.
 func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentItem) {
 	s := &c.fs
-	at := &fixData{key: format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}, want: cur.extEnd}
+	key := format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}
+	prevEnd := cur.extEnd
+	// Made only for a problem: this runs for every file extent.
+	at := func() *fixData { return &fixData{key: key, want: prevEnd} }
 	ss := uint64(c.sb.SectorSize)
 	t := cur.fileType()
 	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
@@ -325,25 +338,25 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	end := off + n
 	switch {
 	case end < off:
-		c.fsFix(FileExtentWraps, cur.ino, at, "extent at %d of %d bytes passes the end of the offset space", off, n)
+		c.fsFix(FileExtentWraps, cur.ino, at(), "extent at %d of %d bytes passes the end of the offset space", off, n)
 	case format.CheckFileExtentRange(off, x) != nil:
-		c.fsFix(FileExtentTooBig, cur.ino, at, "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
+		c.fsFix(FileExtentTooBig, cur.ino, at(), "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
 	case cur.extents > 0 && off < cur.extEnd:
-		c.fsFix(FileExtentOvlp, cur.ino, at, "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
+		c.fsFix(FileExtentOvlp, cur.ino, at(), "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
 	}
 	if cur.inline && cur.extents > 0 {
-		c.fsFix(InlineNotOnly, cur.ino, at, "extent at %d follows an inline extent (inline must be the only extent)", off)
+		c.fsFix(InlineNotOnly, cur.ino, at(), "extent at %d follows an inline extent (inline must be the only extent)", off)
 	}
 	if x.Type == format.FileExtentInline {
 		if off != 0 {
-			c.fsFix(InlineOffset, cur.ino, at, "inline extent at %d (inline extents live at offset 0 only)", off)
+			c.fsFix(InlineOffset, cur.ino, at(), "inline extent at %d (inline extents live at offset 0 only)", off)
 		} else if cur.extents == 0 {
 			cur.inline = true
 		}
 	}
 	if in := cur.item; in != nil {
 		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: at.key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
+			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
 		}
 	}
 	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
@@ -363,15 +376,15 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
 	id := extentID{x.DiskLogical, x.DiskLen}
-	u, ok := s.refs[id]
-	if !ok {
+	u := s.use(id)
+	if u.n == 0 {
 		u.ino, u.off, u.compression, u.ram = cur.ino, off, x.Compression, x.RAMBytes
-	} else if u.mismatch == "" && (u.compression != x.Compression || u.ram != x.RAMBytes) {
-		u.mismatch = fmt.Sprintf("inode %d extent at %d", cur.ino, off)
+	} else if !u.mismatch && (u.compression != x.Compression || u.ram != x.RAMBytes) {
+		u.mismatch = true
+		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", cur.ino, off))
 	}
 	u.n++
 	u.regular = u.regular || x.Type == format.FileExtentRegular
-	s.refs[id] = u
 }
 
 // finishInode checks what the items of the inode add up to.
@@ -437,7 +450,7 @@ func (c *checker) csumItem(it format.Item) {
 	s := &c.fs
 	k := it.Key
 	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
-	p := Problem{Code: CsumItemBad, Tree: format.CsumTree.String(), Logical: k.Offset, fix: &fixData{key: k}}
+	var p Problem // filled in only for a problem: this runs for every csum item
 	switch {
 	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
 		p.Message = fmt.Sprintf("item %v is no checksum item", k)
@@ -448,116 +461,31 @@ func (c *checker) csumItem(it format.Item) {
 	case k.Offset+uint64(len(it.Data))/cl*ss < k.Offset:
 		p.Message = "checksum item passes the end of the address space"
 	}
-	if p.Message != "" {
+	at := func(code Code) {
+		p.Code, p.Tree, p.Logical, p.fix = code, format.CsumTree.String(), k.Offset, &fixData{key: k}
 		c.add(p)
+	}
+	if p.Message != "" {
+		at(CsumItemBad)
 		return
 	}
 	end := k.Offset + uint64(len(it.Data))/cl*ss
-	if len(s.csums) > 0 && k.Offset < s.lastCsum {
-		p.Code, p.Message = CsumOverlap, fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
-		c.add(p)
+	if len(s.csums.list) > 0 && k.Offset < s.lastCsum {
+		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
+		at(CsumOverlap)
 	}
 	s.lastCsum = max(s.lastCsum, end)
-	s.csums = append(s.csums, span{k.Offset, end})
+	s.csums.push(span{k.Offset, end})
 	if c.opt.CheckData {
-		c.verifyData(k.Offset, it.Data)
+		c.data.verify(c, k.Offset, it.Data)
 	}
-}
-
-// verifyData reads every copy of the sectors a checksum item covers and
-// compares each with its sum.
-func (c *checker) verifyData(logical uint64, sums []byte) {
-	ss, cl := uint64(c.sb.SectorSize), c.sb.CsumType.Len()
-	const batch = 256 // sectors per read
-	n := uint64(len(sums) / cl)
-	ch, ok := c.vol.Chunks.Lookup(logical)
-	if !ok || ch.Type != format.ChunkData || logical+n*ss > ch.End() {
-		return // reported by the coverage check
-	}
-	buf := make([]byte, min(n, batch)*ss)
-	var ref *refCopies
-	for first := uint64(0); first < n && c.opt.cancelled() == nil; first += batch {
-		cnt := min(n-first, batch)
-		start := logical + first*ss
-		c.dataRead += cnt * ss
-		c.opt.progress("data", c.dataRead, c.sb.BytesUsed, true)
-		b := buf[:cnt*ss]
-		ref = newRefCopies(ref, cnt, ss)
-		for m := 0; m < c.vol.Copies(start); m++ {
-			if err := c.vol.ReadCopy(start, b, m); err != nil {
-				if errors.Is(err, volume.ErrMissingDevice) {
-					continue // reported once as a missing device
-				}
-				c.add(c.dataProblem(start, m, errString(err)))
-				continue
-			}
-			for i := uint64(0); i < cnt; i++ {
-				want := sums[(first+i)*uint64(cl) : (first+i+1)*uint64(cl)]
-				sector := b[i*ss : (i+1)*ss]
-				if got := format.Checksum(c.sb.CsumType, sector); !bytes.Equal(got[:cl], want) {
-					p := c.dataProblem(start+i*ss, m, "data checksum mismatch")
-					p.fix = &fixData{sum: bytes.Clone(want)}
-					c.add(p)
-				} else if j, differs := ref.compare(i, m, sector); differs {
-					// Only a weak checksum lets two different sectors match.
-					p := c.dataProblem(start+i*ss, m, "")
-					p.Code = DataCopiesDiffer
-					o := c.dataProblem(start+i*ss, j, "")
-					p.Message = fmt.Sprintf("copy %d matches the checksum but differs from copy %d (devid %d at offset %d), which matches it too", m, j, o.DevID, o.Offset)
-					c.add(p)
-				}
-			}
-		}
-	}
-}
-
-// refCopies holds, per sector of a batch, the first copy that matched its
-// checksum, so the other copies are compared byte for byte with it.
-type refCopies struct {
-	buf  []byte
-	copy []int // -1: no copy matched yet
-	ss   uint64
-}
-
-func newRefCopies(r *refCopies, n, ss uint64) *refCopies {
-	if r == nil || uint64(len(r.copy)) < n {
-		r = &refCopies{buf: make([]byte, n*ss), copy: make([]int, n), ss: ss}
-	}
-	r.copy = r.copy[:n]
-	for i := range r.copy {
-		r.copy[i] = -1
-	}
-	return r
-}
-
-// compare records sector i of copy m, or reports the earlier copy it
-// differs from.
-func (r *refCopies) compare(i uint64, m int, sector []byte) (int, bool) {
-	kept := r.buf[i*r.ss : (i+1)*r.ss]
-	if r.copy[i] < 0 {
-		r.copy[i] = m
-		copy(kept, sector)
-		return 0, false
-	}
-	return r.copy[i], !bytes.Equal(kept, sector)
-}
-
-// dataProblem locates copy m of the data sector at logical.
-func (c *checker) dataProblem(logical uint64, m int, msg string) Problem {
-	p := Problem{Code: DataCopyBad, Logical: logical, Copy: copyNum(m), Message: msg}
-	if targets, err := c.vol.Locate(logical); err == nil && m < len(targets) {
-		p.DevID, p.Offset = targets[m].DevID, targets[m].Physical
-		if d, ok := c.vol.Device(p.DevID); ok {
-			p.Device = d.Path
-		}
-	}
-	return p
 }
 
 // checkFS finishes the filesystem pass once every tree has been walked.
 func (c *checker) checkFS() {
 	s := &c.fs
 	s.init()
+	c.data.finish(c) // the data problems are all in before dataOwners names them
 	if s.started {
 		c.finishInode()
 	}
@@ -636,7 +564,7 @@ func (s *fsState) refFix(f *fixData) *fixData {
 func (c *checker) checkRefs() (need []span) {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
-	for _, e := range s.extents {
+	for i, e := range s.extents.list {
 		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
 		if e.logical%ss != 0 || e.length%ss != 0 {
 			p.Code, p.Message = DataExtentAlign, fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
@@ -646,9 +574,9 @@ func (c *checker) checkRefs() (need []span) {
 			p.Code, p.Message = DataExtentChunk, fmt.Sprintf("data extent lives in a %v chunk", ch.Type)
 			c.add(p)
 		}
-		u, ok := s.refs[e.extentID]
+		u := s.usedBy(i)
 		switch {
-		case !ok:
+		case u.n == 0:
 			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
 			c.add(p)
@@ -656,33 +584,26 @@ func (c *checker) checkRefs() (need []span) {
 			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
 			p.fix = s.refFix(&fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
 			c.add(p)
-		case u.compression != e.compression || u.ram != e.ram || u.mismatch != "":
+		case u.compression != e.compression || u.ram != e.ram || u.mismatch:
 			// A file extent that reads the extent as something else
 			// (compressed or not, another size) would read garbage.
-			where := u.mismatch
-			if where == "" {
+			where := s.mismatch[e.extentID]
+			if !u.mismatch {
 				where = fmt.Sprintf("inode %d extent at %d", u.ino, u.off)
 			}
 			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
 			c.add(p)
 		}
 		if u.regular {
-			need = append(need, span{e.logical, e.logical + e.length})
+			s.need.push(span{e.logical, e.logical + e.length})
 		}
-		delete(s.refs, e.extentID)
 	}
-	// What is left points at no extent item.
-	missing := make([]extentID, 0, len(s.refs))
-	for id := range s.refs {
-		missing = append(missing, id)
-	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].logical < missing[j].logical })
-	for _, id := range missing {
-		u := s.refs[id]
+	for _, id := range s.missingRefs() {
+		u := s.missing[id]
 		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
 			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
 	}
-	return need
+	return s.need.list
 }
 
 // checkCsums requires exactly one checksum for every sector of the data
@@ -690,35 +611,42 @@ func (c *checker) checkRefs() (need []span) {
 // preallocated (or not referenced at all) may have sums.
 func (c *checker) checkCsums(need []span) {
 	s := &c.fs
-	all := make([]span, 0, len(s.extents))
-	for _, e := range s.extents {
-		all = append(all, span{e.logical, e.logical + e.length})
+	for _, e := range s.extents.list {
+		s.all.push(span{e.logical, e.logical + e.length})
 	}
+	all, csums := s.all.list, s.csums.list
 	sortSpans(all)
 	sortSpans(need)
-	sortSpans(s.csums)
+	sortSpans(csums)
 	tree := format.CsumTree.String()
-	uncovered(s.csums, union(all), func(x span, a, b uint64) {
+	uncovered(csums, union(all, &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
 	})
-	uncovered(need, union(s.csums), func(x span, a, b uint64) {
+	s.union.list = s.union.list[:0]
+	uncovered(need, union(csums, &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
 	})
 }
 
-func sortSpans(s []span) { sort.Slice(s, func(i, j int) bool { return s[i].start < s[j].start }) }
+// sortSpans sorts by start (the lists come sorted from the walk, unless
+// keys are out of order across nodes).
+func sortSpans(s []span) {
+	byStart := func(a, b span) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(s, byStart) {
+		slices.SortFunc(s, byStart)
+	}
+}
 
-// union merges sorted spans into disjoint ones.
-func union(s []span) []span {
-	var out []span
+// union merges sorted spans into disjoint ones, into out (empty).
+func union(s []span, out *bigList[span]) []span {
 	for _, x := range s {
-		if n := len(out); n > 0 && x.start <= out[n-1].end {
-			out[n-1].end = max(out[n-1].end, x.end)
+		if n := len(out.list); n > 0 && x.start <= out.list[n-1].end {
+			out.list[n-1].end = max(out.list[n-1].end, x.end)
 			continue
 		}
-		out = append(out, x)
+		out.push(x)
 	}
-	return out
+	return out.list
 }
 
 // uncovered calls fn for every piece [a, b) of a span of s (sorted) that no
@@ -957,7 +885,7 @@ func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) 
 		if err != nil || (e.Ino == child && e.Name == r.Name) {
 			return
 		}
-		c.fsProblem(RefIndexOther, child, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
+		c.fsFix(RefIndexOther, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
 		return
 	}
 	if _, exists, err := l.inode(dir); err == nil && !exists {

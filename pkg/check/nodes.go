@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -58,7 +59,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 	if r == nil || (r.node == nil && len(r.errs) == 0) {
 		// Not read ahead, or read before the chunk tree walk added its
 		// chunk: read now.
-		r = c.readCopies(id, logical, gen, level)
+		r = c.readCopies(id, logical, gen, level, nil)
 	}
 	node := r.node
 	for m, err := range r.errs {
@@ -106,13 +107,12 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 				problem(NodeKeyRange, "key %v outside the parent's range [%v, %v)", it.Key, b.lo, b.hi)
 			}
 			c.rep.Items++
-			c.counted.Add(format.ItemCounters(id, it.Key, it.Data))
 			c.item(id, logical, it)
 		}
+		c.reads.put(r) // nothing keeps item data: item() decodes or copies
 		return
 	}
 	ahead := c.prefetch(id, node, level-1)
-	defer ahead.stop()
 	for i, p := range node.Ptrs {
 		r := ahead.next()
 		cb := bounds{p.Key, b.hi}
@@ -128,6 +128,8 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		k := p.Key
 		c.visit(id, p.Logical, p.Generation, level-1, &k, cb, false, r)
 	}
+	ahead.stop()
+	c.reads.put(r)
 }
 
 // item decodes the items fsck understands and gathers what the
@@ -160,24 +162,27 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			bad(err)
 		}
 	case id == format.ExtentTree && it.Key.Type == format.MetadataItemKey:
-		if _, err := format.UnmarshalMetadataItem(it.Data); err != nil {
+		var m format.MetadataItem
+		if err := format.DecodeMetadataItem(it.Data, &m); err != nil {
 			bad(err)
 			return
 		}
+		c.counted.Add(format.MetadataCounters(&m))
 		c.metaItems[it.Key.ObjectID] = it.Key
 	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
-		e, err := format.UnmarshalExtentItem(it.Data)
+		var e format.ExtentItem
+		err := format.DecodeExtentItem(it.Data, &e)
 		if err == nil {
+			c.counted.Add(format.ExtentCounters(it.Key, &e))
 			err = format.CheckExtentItemKey(it.Key) // its length sizes reads of the extent
 		}
 		if err != nil {
 			bad(err)
 			return
 		}
-		c.extents = append(c.extents, it.Key)
-		c.fs.dataExtent(it.Key, e)
+		c.fs.dataExtent(it.Key, &e)
 		if e.Flags&format.ExtentFlagDeduped != 0 {
-			c.dedupe.extent(it.Key, e)
+			c.dedupe.extent(it.Key, &e)
 		}
 	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
 		g, err := format.UnmarshalBlockGroupItem(it.Data)
@@ -186,11 +191,13 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			return
 		}
 		c.bgItems[it.Key.ObjectID] = g
+		c.bgKeys[it.Key.ObjectID] = it.Key
 	case id == format.FSTree:
 		c.fsItem(it)
 	case id == format.CsumTree:
 		c.csumItem(it)
 	case id == format.DedupeTree:
+		c.counted.IndexEntries++ // format.ItemCounters: every item counts
 		c.dedupeItem(it)
 	case id == format.DiscardTree:
 		c.discardItem(it)
@@ -218,6 +225,15 @@ type nodeRead struct {
 	// copy first, the first that validates: a reader may get either.
 	differ []int
 	first  int
+	// buf holds the copy node was decoded from (into mem): its items alias
+	// it, so the read goes back to the pool only when the node's items
+	// have been checked. other and otherMem are for the later copies.
+	// Each is a view into run's buffers (run holds a reference until the
+	// read goes back) or the read's own buffer (own, ownOther).
+	buf, other    []byte
+	mem, otherMem format.Node
+	own, ownOther []byte
+	run           *runRead
 }
 
 // readCopies reads and validates every copy of a node. It touches no
@@ -227,40 +243,129 @@ type nodeRead struct {
 // (--degraded): not read, not counted, not a problem of its own.
 var errMissingCopy = errors.New("copy on a missing device")
 
-func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int) *nodeRead {
-	r := &nodeRead{}
+func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, run *runRead) *nodeRead {
+	r := c.reads.get()
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok || logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
 		return r
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
 	r.targets, _ = c.vol.Locate(logical)
-	buf, good := make([]byte, c.sb.NodeSize), make([]byte, c.sb.NodeSize)
+	// The decoded node's items alias r.buf (format.UnmarshalNodeShared); a
+	// later copy goes to r.other, and one equal to the good copy byte for
+	// byte validates alike and is not decoded again.
+	ns := int(c.sb.NodeSize)
 	for m := 0; m < c.vol.Copies(logical); m++ {
 		if m < len(r.targets) && c.vol.IsMissing(r.targets[m].DevID) {
 			r.errs = append(r.errs, errMissingCopy)
 			continue
 		}
-		err := c.vol.ReadCopy(logical, buf, m)
-		if err == nil {
-			var n *format.Node
-			if n, err = format.UnmarshalNode(buf, c.sb.CsumType, want); err == nil {
-				switch {
-				case r.node == nil:
-					r.node, r.first = n, m
-					copy(good, buf)
-				// Compared past the checksum and fsid: while a fsid
-				// change is in progress (FORMAT.md §3.8) a copy may
-				// validate with either fsid; otherwise both copies
-				// carry the set's fsid and the checksum of the rest.
-				case !bytes.Equal(buf[format.NodeFSIDEnd:], good[format.NodeFSIDEnd:]):
-					r.differ = append(r.differ, m)
-				}
+		buf, own := &r.buf, &r.own
+		if r.node != nil {
+			buf, own = &r.other, &r.ownOther
+		}
+		var err error
+		if v := run.view(logical, ns, m); v != nil {
+			*buf = v
+			if r.run == nil {
+				r.run = run
+				run.refs.Add(1)
+			}
+		} else {
+			if len(*own) != ns {
+				*own = c.reads.arena.get(ns)
+			}
+			*buf = *own
+			err = c.vol.ReadCopy(logical, *buf, m)
+		}
+		switch {
+		case err != nil:
+		case r.node != nil && bytes.Equal(r.other, r.buf):
+		case r.node == nil:
+			if _, err = format.UnmarshalNodeShared(r.buf, c.sb.CsumType, want, &r.mem); err == nil {
+				r.node, r.first = &r.mem, m
+			}
+		default:
+			// Compared past the checksum and fsid: while a fsid change
+			// is in progress (FORMAT.md §3.8) a copy may validate with
+			// either fsid; otherwise both copies carry the set's fsid
+			// and the checksum of the rest.
+			if _, err = format.UnmarshalNodeShared(r.other, c.sb.CsumType, want, &r.otherMem); err == nil && !bytes.Equal(r.other[format.NodeFSIDEnd:], r.buf[format.NodeFSIDEnd:]) {
+				r.differ = append(r.differ, m)
 			}
 		}
 		r.errs = append(r.errs, err)
 	}
 	return r
+}
+
+// readPool recycles node reads with their buffers (from the big memory
+// arena) and decoded nodes: a check reads every copy of every node. It
+// keeps every read given back, so it holds at most as many as were in use
+// at once (the prefetchers' depth per tree level).
+type readPool struct {
+	mu    sync.Mutex
+	free  []*nodeRead
+	runs  []*runRead
+	arena bufArena
+}
+
+func (p *readPool) get() *nodeRead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		r := p.free[n-1]
+		p.free = p.free[:n-1]
+		*r = nodeRead{errs: r.errs[:0], differ: r.differ[:0], own: r.own, ownOther: r.ownOther, mem: r.mem, otherMem: r.otherMem}
+		return r
+	}
+	return &nodeRead{}
+}
+
+// put gives r back once nothing uses it, its node or its items.
+func (p *readPool) put(r *nodeRead) {
+	if r.run != nil {
+		p.putRun(r.run)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, r)
+}
+
+// getRun is a run read for copies copies, its buffers kept from earlier.
+func (p *readPool) getRun(copies int) *runRead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := &runRead{}
+	if n := len(p.runs); n > 0 {
+		r = p.runs[n-1]
+		p.runs = p.runs[:n-1]
+	}
+	r.bufs = r.bufs[:min(len(r.bufs), copies)]
+	r.data = make([][]byte, copies)
+	r.refs.Store(1) // the prefetcher's, until it has handed out every node
+	return r
+}
+
+// putRun drops a reference to r; the last one gives it back.
+func (p *readPool) putRun(r *runRead) {
+	if r == nil || r.n == 0 || r.refs.Add(-1) > 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.runs = append(p.runs, r)
+}
+
+// buf is the buffer of n bytes for copy m.
+func (r *runRead) buf(m, n int, a *bufArena) []byte {
+	for len(r.bufs) <= m {
+		r.bufs = append(r.bufs, nil)
+	}
+	if len(r.bufs[m]) < n {
+		r.bufs[m] = a.get(runMax * n / r.n)
+	}
+	return r.bufs[m][:n]
 }
 
 // prefetchDepth bounds the children read ahead of the checks (memory:
@@ -282,16 +387,78 @@ func (c *checker) prefetch(id format.TreeID, parent *format.Node, level int) *pr
 	go func() {
 		defer pf.wg.Done()
 		defer close(pf.out)
-		for _, p := range parent.Ptrs {
-			r := c.readCopies(id, p.Logical, p.Generation, level)
-			select {
-			case pf.out <- r:
-			case <-pf.done:
-				return
+		ptrs := parent.Ptrs
+		for i := 0; i < len(ptrs); {
+			run := c.readRun(ptrs[i:])
+			for _, p := range ptrs[i : i+max(run.n, 1)] {
+				r := c.readCopies(id, p.Logical, p.Generation, level, run)
+				select {
+				case pf.out <- r:
+				case <-pf.done:
+					c.reads.putRun(run)
+					return
+				}
 			}
+			i += max(run.n, 1)
+			c.reads.putRun(run)
 		}
 	}()
 	return pf
+}
+
+// runMax bounds the sibling nodes read with one request per copy.
+const runMax = 16
+
+// runRead is every copy of n nodes that lie back to back, each copy read
+// with one request (a tree written in order has its leaves side by side):
+// data[m] is copy m, nil where that read failed (the nodes' copies are
+// then read one by one, so each gets its own error).
+type runRead struct {
+	start uint64
+	n     int
+	data  [][]byte
+	bufs  [][]byte // data's buffers, kept with the run for the next
+	// refs counts the prefetcher and the node reads whose copies are
+	// views into data.
+	refs atomic.Int32
+}
+
+// readRun reads the run of nodes that starts with ptrs[0] (n 0: none
+// longer than one node).
+func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
+	ns := uint64(c.sb.NodeSize)
+	n := 1
+	for n < len(ptrs) && n < runMax && ptrs[n].Logical == ptrs[n-1].Logical+ns {
+		n++
+	}
+	start := ptrs[0].Logical
+	ch, ok := c.vol.Chunks.Lookup(start)
+	if n == 1 || !ok || start%ns != 0 || start+uint64(n)*ns > ch.End() {
+		return &runRead{}
+	}
+	run := c.reads.getRun(c.vol.Copies(start))
+	run.start, run.n = start, n
+	targets, _ := c.vol.Locate(start)
+	for m := range run.data {
+		if m < len(targets) && c.vol.IsMissing(targets[m].DevID) {
+			continue
+		}
+		b := run.buf(m, n*int(ns), &c.reads.arena)
+		if c.vol.ReadCopy(start, b, m) == nil {
+			run.data[m] = b
+		}
+	}
+	return run
+}
+
+// view is copy m of the node of ns bytes at logical in r, nil when r
+// does not hold it (then it is read on its own).
+func (r *runRead) view(logical uint64, ns, m int) []byte {
+	if r == nil || r.n == 0 || logical < r.start || logical >= r.start+uint64(r.n*ns) || m >= len(r.data) || r.data[m] == nil {
+		return nil
+	}
+	off := int(logical - r.start)
+	return r.data[m][off : off+ns : off+ns]
 }
 
 // next is the read of the next child.

@@ -17,11 +17,10 @@ const (
 )
 
 // dataOwners sets Ino on the data problems (bad data copies) from the
-// file extents that point at their extent: the first such file. It runs
-// before checkRefs consumes the references.
+// file extents that point at their extent: the first such file.
 func (c *checker) dataOwners() {
 	s := &c.fs
-	ext := s.extents
+	ext := s.extents.list
 	sorted := sort.SliceIsSorted(ext, func(i, j int) bool { return ext[i].logical < ext[j].logical })
 	if !sorted {
 		return // the extent tree is out of order (reported); no owners
@@ -33,7 +32,7 @@ func (c *checker) dataOwners() {
 		}
 		j := sort.Search(len(ext), func(j int) bool { return ext[j].logical+ext[j].length > p.Logical })
 		if j < len(ext) && ext[j].logical <= p.Logical {
-			if u, ok := s.refs[ext[j].extentID]; ok {
+			if u := s.usedBy(j); u.n > 0 {
 				p.Ino = u.ino
 			}
 		}

@@ -225,7 +225,7 @@ func repairRound(vol *volume.Volume, todo []Problem, opt Options) error {
 	if err := opt.cancelled(); err != nil {
 		return err
 	}
-	st, err := store.OpenVolume(vol)
+	st, err := store.OpenForRepair(vol)
 	if err != nil {
 		// The tree fixes need an openable filesystem; the copies are done.
 		return nil

@@ -88,7 +88,7 @@ func (f *fixer) dropExtent(k format.Key) error {
 			bg.Used -= min(bg.Used, k.Offset)
 		}
 	}
-	return f.dropCsums(k.ObjectID, k.ObjectID+k.Offset)
+	return f.tx.DeleteCsums(k.ObjectID, k.ObjectID+k.Offset)
 }
 
 // rekeyXattr moves xattr name of ino from the item at k to the item its

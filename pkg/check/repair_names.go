@@ -26,7 +26,7 @@ const lostFound = "lost+found"
 // isNameFix tells the fixes that add or remove names or inodes.
 func isNameFix(c Code) bool {
 	switch c {
-	case EntryDangling, EntryNoRef, IndexNoItem, RefNoIndex, RefNoDir, Orphan, InodeMissing, RootMissing, DirNames, DirLoop:
+	case EntryDangling, EntryNoRef, IndexNoItem, RefNoIndex, RefNoDir, RefIndexOther, Orphan, InodeMissing, RootMissing, DirNames, DirLoop:
 		return true
 	}
 	return false
@@ -76,6 +76,19 @@ func (f *fixer) fixNames(p Problem) error {
 			t = in.FileType()
 		}
 		return f.completeName(x.dir, x.index, x.name, child, t)
+	case RefIndexOther:
+		// The name keeps its place: completeName finds its own DIR_INDEX
+		// (or makes one at a new index) and the INODE_REF is made again
+		// with that index.
+		f.touched[child] = true
+		in, err := f.getInode(child)
+		if err != nil || in == nil {
+			return err
+		}
+		if err := f.dropRef(child, x.dir, x.name); err != nil {
+			return err
+		}
+		return f.completeName(x.dir, noIndex, x.name, child, in.FileType())
 	case RefNoDir:
 		if err := f.dropRef(child, x.dir, x.name); err != nil {
 			return err

@@ -69,7 +69,7 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 	// Block group usage first, before this transaction allocates: the
 	// commit then records the checked usage plus its own changes.
 	for _, p := range todo {
-		if p.Code == BGUsed && p.fix != nil {
+		if (p.Code == BGUsed || p.Code == BGMissing) && p.fix != nil { // a missing item is written by the commit
 			for _, bg := range st.BlockGroups() {
 				if bg.Chunk.Logical == p.Logical {
 					bg.Used = p.fix.want
@@ -198,6 +198,8 @@ func (f *fixer) fix(p Problem) error {
 		return nil
 	case DedupeStale:
 		return f.del(format.DedupeTree, x.key)
+	case BGOrphan:
+		return f.del(format.ExtentTree, x.key)
 	case DedupeItemBad, DedupePrefix, DedupeLength, DedupeHash:
 		if err := f.del(format.DedupeTree, x.key); err != nil {
 			return err
@@ -209,7 +211,7 @@ func (f *fixer) fix(p Problem) error {
 		}
 		return f.del(format.DiscardTree, x.key)
 	case CsumOrphan:
-		return f.dropCsums(p.Logical, x.end)
+		return f.tx.DeleteCsums(p.Logical, x.end) // as fsys drops the sums of freed space
 	case CsumItemBad, PropItem:
 		return f.del(tree(p.Code), x.key)
 	case CsumMissing:
@@ -314,50 +316,6 @@ func (f *fixer) item(id format.TreeID, k format.Key, change func([]byte) ([]byte
 func (f *fixer) del(id format.TreeID, k format.Key) error {
 	if err := f.tree(id).Delete(k); err != nil && !errors.Is(err, btree.ErrNotFound) {
 		return fmt.Errorf("%v tree item %v: %w", id, k, err)
-	}
-	return nil
-}
-
-// dropCsums removes the checksums of [start, end) (space no data extent
-// holds), keeping the sums on either side of it in shortened items.
-func (f *fixer) dropCsums(start, end uint64) error {
-	sb := f.st.Super()
-	ss, cl := uint64(sb.SectorSize), uint64(sb.CsumType.Len())
-	t := f.tree(format.CsumTree)
-	var hit []format.Item
-	// An item that starts before start may reach into the range.
-	from := format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey}
-	if it, err := t.SeekLE(format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: start}); err == nil && it.Key.Type == format.CsumItemKey {
-		from = it.Key
-	}
-	err := t.Scan(from, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: end}, func(it format.Item) (bool, error) {
-		hit = append(hit, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
-		return len(hit) < 1<<16, nil
-	})
-	if err != nil {
-		return fmt.Errorf("csum items over [%d, %d): %w", start, end, err)
-	}
-	for _, it := range hit {
-		s := it.Key.Offset
-		e := s + uint64(len(it.Data))/cl*ss
-		if e <= start || s >= end || uint64(len(it.Data))%cl != 0 {
-			continue
-		}
-		if err := f.del(format.CsumTree, it.Key); err != nil {
-			return err
-		}
-		if s < start {
-			if err := t.Insert(it.Key, it.Data[:(start-s)/ss*cl]); err != nil {
-				return err
-			}
-		}
-		if e > end {
-			k := it.Key
-			k.Offset = end
-			if err := t.Insert(k, it.Data[(end-s)/ss*cl:]); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

@@ -41,52 +41,6 @@ func (f *FS) putCsums(logical uint64, buf []byte) error {
 	return nil
 }
 
-// deleteCsums drops the sums of the freed range [logical, logical+n).
-// ddfs writes one item per extent run, but an item may span more than
-// the range (FORMAT.md §6.7: another writer may merge items): the sums of
-// an overlapping item outside the range are kept as its head and tail.
-func (f *FS) deleteCsums(logical, n uint64) error {
-	sb := f.st.Super()
-	ss, cl := uint64(sb.SectorSize), uint64(sb.CsumType.Len())
-	t := f.tx.Tree(format.CsumTree)
-	end := logical + n
-	var items []format.Item
-	before, err := t.SeekLE(csumKey(logical))
-	switch {
-	case err == nil && before.Key.Offset < logical && isCsumKey(before.Key):
-		items = append(items, before)
-	case err != nil && !errors.Is(err, btree.ErrNotFound):
-		return err
-	}
-	err = t.Scan(csumKey(logical), csumKey(end), func(it format.Item) (bool, error) {
-		items = append(items, it)
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		start, data := it.Key.Offset, bytes.Clone(it.Data)
-		if start+uint64(len(data))/cl*ss <= logical {
-			continue // the item before the range ends before it
-		}
-		if err := t.Delete(it.Key); err != nil {
-			return err
-		}
-		if start < logical {
-			if err := t.Insert(csumKey(start), data[:(logical-start)/ss*cl]); err != nil {
-				return err
-			}
-		}
-		if skip := (end - start) / ss * cl; skip < uint64(len(data)) {
-			if err := t.Insert(csumKey(end), data[skip:]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func isCsumKey(k format.Key) bool {
 	return k.ObjectID == format.CsumObjectID && k.Type == format.CsumItemKey
 }

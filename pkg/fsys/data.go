@@ -162,7 +162,7 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	if err := f.dropDedupe(logical, e); err != nil {
 		return err
 	}
-	if err := f.deleteCsums(logical, diskLen); err != nil {
+	if err := tx.DeleteCsums(logical, logical+diskLen); err != nil {
 		return err
 	}
 	return tx.FreeData(logical, diskLen, e.Generation == tx.Generation())

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -35,6 +36,10 @@ func (bg *BlockGroup) Fallback() bool { return bg.flags&format.BlockGroupFallbac
 // Free returns the free bytes (Length - Used).
 func (bg *BlockGroup) Free() uint64 { return bg.Chunk.Length - bg.Used }
 
+// noItem is the itemUsed of a block group without an item on disk (no
+// chunk holds 2^64-1 bytes).
+const noItem = ^uint64(0)
+
 func bgKey(c *volume.Chunk) format.Key {
 	return format.Key{ObjectID: c.Logical, Type: format.BlockGroupKey, Offset: c.Length}
 }
@@ -43,6 +48,12 @@ func (fs *FS) loadBlockGroups() error {
 	ext := fs.Tree(format.ExtentTree)
 	for _, c := range fs.Vol.Chunks.All() {
 		b, err := ext.Get(bgKey(c))
+		if fs.missingBGs && errors.Is(err, btree.ErrNotFound) {
+			// No item: itemUsed differs from any Used, so the next
+			// commit writes one.
+			fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, itemUsed: noItem})
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("block group of chunk %d: %w", c.Logical, err)
 		}

@@ -54,6 +54,8 @@ type FS struct {
 	// missing lists the members a degraded open went without.
 	missing []*volume.MissingDeviceError
 	heal    healState
+	// missingBGs: a chunk may lack its block group item (OpenForRepair).
+	missingBGs bool
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
@@ -79,7 +81,13 @@ func Open(specs []string, opt volume.Options) (*FS, error) {
 }
 
 func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
-	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, disc: newDiscardState()}
+	return openVolumeWith(vol, opt, false)
+}
+
+// openVolumeWith is openVolume; missingBGs lets a chunk go without its
+// block group item (OpenForRepair).
+func openVolumeWith(vol *volume.Volume, opt volume.Options, missingBGs bool) (*FS, error) {
+	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, disc: newDiscardState(), missingBGs: missingBGs}
 	sb := &fs.sb
 	if err := format.CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, opt.Write); err != nil {
 		return nil, err
@@ -300,4 +308,12 @@ func (fs *FS) ReadNodeCopy(want format.NodeExpect, mirror int) (*format.Node, er
 // crash replay). On failure the volume stays open.
 func OpenVolume(vol *volume.Volume) (*FS, error) {
 	return openVolume(vol, volume.Options{Write: vol.Writable(), NoScan: true})
+}
+
+// OpenForRepair is OpenVolume for fsck's repair: a chunk without a block
+// group item (BG_MISSING) gets a block group with nothing used whose item
+// the next commit writes (fsck sets Used to the extents' sum first). Every
+// other open refuses such a filesystem.
+func OpenForRepair(vol *volume.Volume) (*FS, error) {
+	return openVolumeWith(vol, volume.Options{Write: vol.Writable(), NoScan: true}, true)
 }

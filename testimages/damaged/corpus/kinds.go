@@ -153,6 +153,26 @@ var Kinds = []Kind{
 			return
 		}
 	}},
+	{"block-group-deleted", "extent", 1, SmallDev, func(s *Surgeon) {
+		// The data block group's item: this transaction allocates no
+		// data, so the commit does not write it again.
+		for _, bg := range s.st.BlockGroups() {
+			if bg.Chunk.Type == format.ChunkData {
+				s.Del(extT, format.Key{ObjectID: bg.Chunk.Logical, Type: format.BlockGroupKey, Offset: bg.Chunk.Length})
+				return
+			}
+		}
+	}},
+	{"block-group-orphan", "extent", 1, SmallDev, func(s *Surgeon) {
+		// A block group item for space past every chunk.
+		var end uint64
+		for _, bg := range s.st.BlockGroups() {
+			end = max(end, bg.Chunk.End())
+		}
+		l := end + 1<<30
+		g := &format.BlockGroupItem{Type: format.ChunkData, Profile: s.st.BlockGroups()[0].Chunk.Profile}
+		s.Put(extT, format.Key{ObjectID: l, Type: format.BlockGroupKey, Offset: 1 << 30}, format.MarshalBlockGroupItem(g))
+	}},
 	{"metadata-item-leaked", "extent", 1, SmallDev, func(s *Surgeon) {
 		// A node-sized extent no tree uses, at the end of the metadata chunk.
 		for _, bg := range s.st.BlockGroups() {
@@ -211,6 +231,11 @@ var Kinds = []Kind{
 	{"inode-item-deleted", "fs", 1, SmallDev, func(s *Surgeon) { s.Del(fsT, InodeKey(s.Ino("/mid"))) }},
 	{"inode-item-garbage", "fs", 1, SmallDev, func(s *Surgeon) { s.Put(fsT, InodeKey(s.Ino("/mid")), make([]byte, 100)) }},
 	{"root-inode-deleted", "fs", 1, SmallDev, func(s *Surgeon) { s.Del(fsT, InodeKey(root)) }},
+	{"ref-index-other", "fs", 1, SmallDev, func(s *Surgeon) {
+		// /small's name says /mid's index.
+		idx, _ := s.entry(root, "mid")
+		s.Put(fsT, format.Key{ObjectID: s.Ino("/small"), Type: format.InodeRefKey, Offset: root}, format.MarshalInodeRefs([]format.InodeRef{{Index: idx, Name: "small"}}))
+	}},
 	{"dir-index-deleted", "fs", 1, SmallDev, func(s *Surgeon) {
 		idx, _ := s.entry(root, "small")
 		s.Del(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx})
