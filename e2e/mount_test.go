@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -601,7 +602,7 @@ func TestMountDegraded(t *testing.T) {
 func TestMountOptions(t *testing.T) {
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
-	for _, o := range []string{"bogus", "commit=soon", "ro,commit=-1"} {
+	for _, o := range []string{"bogus", "commit=soon", "ro,commit=-1", "readahead=0", "readahead=lots"} {
 		if r := run(t, dir, "ddfs", "mount", "-o", o, "a.img", dir); r.code != 2 || !strings.Contains(r.stderr, strings.TrimPrefix(o, "ro,")) {
 			t.Fatalf("-o %s: exit %d, %q", o, r.code, r.stderr)
 		}
@@ -613,5 +614,26 @@ func TestMountOptions(t *testing.T) {
 			t.Fatalf("allow_other not in the mount: %s", l)
 		}
 	}
+	if ra := readAheadKB(t, m.dir); os.Geteuid() == 0 && ra != "4096" {
+		t.Errorf("read_ahead_kb of the mount %s, want the default 4096", ra)
+	}
 	m.unmount()
+	m = mountImage(t, dir, "a.img", "-o", "readahead=512")
+	if ra := readAheadKB(t, m.dir); os.Geteuid() == 0 && ra != "512" {
+		t.Errorf("read_ahead_kb of the mount %s, want 512 (-o readahead=512)", ra)
+	}
+	m.unmount()
+}
+
+// readAheadKB reads the kernel's read-ahead window of the mount at dir.
+func readAheadKB(t *testing.T, dir string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
