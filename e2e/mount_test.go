@@ -637,3 +637,79 @@ func readAheadKB(t *testing.T, dir string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestMountKillSuid: writes, truncates and chowns clear set-user-ID and
+// set-group-ID bits on the mount exactly as on the host's own filesystem
+// (the model: the same steps in a host directory). The server does the
+// clearing (CAP_HANDLE_KILLPRIV_V2); the unprivileged steps run as nobody
+// on an allow_other mount.
+func TestMountKillSuid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: other users' writes, chown")
+	}
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	m := mountImage(t, dir, "a.img", "-o", "allow_other")
+	host := t.TempDir()
+	// nobody must reach both directories (t.TempDir makes them 0700).
+	for _, d := range []string{filepath.Dir(host), host, dir} {
+		os.Chmod(d, 0o755)
+	}
+	asNobody := func(name string, args ...string) error {
+		c := exec.Command(name, args...)
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	type step struct {
+		name string
+		mode os.FileMode
+		dir  bool
+		do   func(p string) error
+	}
+	steps := []step{
+		{"nobody-append", 0o6777, false, func(p string) error { return asNobody("sh", "-c", "echo x >> "+p) }},
+		{"nobody-append-sgid-nogx", 0o6767, false, func(p string) error { return asNobody("sh", "-c", "echo x >> "+p) }},
+		{"nobody-truncate", 0o6777, false, func(p string) error { return asNobody("truncate", "-s", "1", p) }},
+		{"root-append", 0o6755, false, func(p string) error { return exec.Command("sh", "-c", "echo x >> "+p).Run() }},
+		{"root-chown", 0o6755, false, func(p string) error { return os.Chown(p, 1, 1) }},
+		{"root-chown-dir", 0o2755, true, func(p string) error { return os.Chown(p, 1, 1) }},
+	}
+	for _, s := range steps {
+		var modes [2]os.FileMode
+		for i, base := range []string{host, m.dir} {
+			p := filepath.Join(base, s.name)
+			var err error
+			if s.dir {
+				err = os.Mkdir(p, 0o755)
+			} else {
+				err = os.WriteFile(p, []byte("data\n"), 0o644)
+			}
+			if err == nil {
+				err = syscall.Chmod(p, uint32(s.mode))
+			}
+			if err == nil {
+				err = s.do(p)
+			}
+			if err != nil {
+				t.Fatalf("%s in %s: %v", s.name, base, err)
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(p, &st); err != nil {
+				t.Fatal(err)
+			}
+			modes[i] = os.FileMode(st.Mode & 0o7777)
+		}
+		if modes[0] == os.FileMode(s.mode) && s.name == "nobody-append" {
+			t.Fatalf("the host kept %o after an unprivileged append: the model is off", modes[0])
+		}
+		if modes[1] != modes[0] {
+			t.Errorf("%s from %o: mode %o on the mount, %o on the host", s.name, s.mode, modes[1], modes[0])
+		}
+	}
+	m.unmount()
+	fsckClean(t, dir, "a.img")
+}

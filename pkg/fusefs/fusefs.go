@@ -110,8 +110,14 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 		NullPermissions: true, // a mode of 000 stays 000
 		RootStableAttr:  &fs.StableAttr{Ino: format.RootDirIno},
 	}
-	srv, err := fs.Mount(dir, root, fo)
+	fo.ExtraCapabilities = capKillprivV2
+	srv, err := fuse.NewServer(killprivFS{fs.NewNodeFS(root, fo)}, dir, &fo.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	s.srv = srv
