@@ -73,6 +73,8 @@ tree=$(basename "$D1")
 tarmb=$(($(stat -c %s "$root/tree.tar") >> 20))
 echo "# bench/fuse.sh $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, loadavg at start: $(cat /proc/loadavg)"
 echo "# seq rows: $SIZE_MB MiB; tree: $D1 ($tarmb MiB tar); fio: 4K O_DIRECT psync, $FIO_MB MiB file, $FIO_TIME s"
+ra() { cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb" 2>/dev/null || echo "?"; }
+echo "# read_ahead_kb: ddfs $(ra "$root/ddfs") (the mount sets it as root), fuse2fs $(ra "$root/fuse2fs"), btrfs's loop device $(cat "/sys/block/$(basename "$loop")/queue/read_ahead_kb")"
 echo "# ratios: ddfs/fuse2fs and ddfs/btrfs, >1 = ddfs ahead (time rows: their time / ddfs time)"
 printf '%-12s %10s %10s %10s  %-5s %7s %7s\n' row ddfs fuse2fs btrfs unit vs-f2fs vs-btrfs
 for fs in $FSES; do cold; timed seq-write "$fs" dd if="$root/src" of="$root/$fs/big" bs=1M conv=fsync status=none; done
