@@ -652,28 +652,34 @@ func TestMountOptions(t *testing.T) {
 			t.Fatalf("allow_other not in the mount: %s", l)
 		}
 	}
-	if ra := readAheadKB(t, m.dir); os.Geteuid() == 0 && ra != "4096" {
+	if ra := readAheadKB(t, m.dir, "4096"); os.Geteuid() == 0 && ra != "4096" {
 		t.Errorf("read_ahead_kb of the mount %s, want the default 4096", ra)
 	}
 	m.unmount()
 	m = mountImage(t, dir, "a.img", "-o", "readahead=512")
-	if ra := readAheadKB(t, m.dir); os.Geteuid() == 0 && ra != "512" {
+	if ra := readAheadKB(t, m.dir, "512"); os.Geteuid() == 0 && ra != "512" {
 		t.Errorf("read_ahead_kb of the mount %s, want 512 (-o readahead=512)", ra)
 	}
 	m.unmount()
 }
 
-// readAheadKB reads the kernel's read-ahead window of the mount at dir.
-func readAheadKB(t *testing.T, dir string) string {
+// readAheadKB reads the kernel's read-ahead window of the mount at dir,
+// waiting up to 5 s for want: the mount shows in mountinfo before the
+// server has set it.
+func readAheadKB(t *testing.T, dir, want string) string {
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)))
-	if err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(b)); got == want || time.Now().After(deadline) {
+			return got
+		}
 	}
-	return strings.TrimSpace(string(b))
 }
 
 // TestMountKillSuid: writes, truncates and chowns clear set-user-ID and
