@@ -9,7 +9,7 @@ FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
 FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man test-fuse-suites
+.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man test-fuse-suites test-fuse-ci
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -57,13 +57,21 @@ fuzz:
 		done; \
 	done
 
-# Foreign suites on a FUSE mount (ddfs mount), minutes long, not in make test:
-# go test of os, path/filepath, io/fs, archive/tar with TMPDIR on the mount,
-# stress-ng --verify stressors, fio verify jobs (Debian packages stress-ng,
-# fio, dbench, fuse3), dbench, a go vet of this module, and fsx at FSX_OPS steps.
+# Foreign suites on a FUSE mount (ddfs mount), not in make test: go test of
+# os, path/filepath, io/fs, archive/tar with TMPDIR on the mount, stress-ng
+# --verify stressors, fio verify jobs, dbench (Debian packages stress-ng,
+# fio, dbench, fuse3), the Go tree untarred and go vet ./... of this module
+# with GOROOT on the mount, and fsx at FSX_OPS steps; fsck clean after each.
+# test-fuse-suites is the full size (~30 min: its go vet compiles into a GOCACHE on
+# the mount, 11 min alone at load 12 on 2 cores); test-fuse-ci, run by .ci/run
+# after make test, the same suites shorter (~4 min; make test runs TestFSX).
 FSX_OPS ?= 100000
+FUSE_SUITES := TestStdlibOnMount|TestStressNGOnMount|TestFioOnMount|TestBuildOnMount|TestDbenchOnMount
 test-fuse-suites: build
-	DDFS_FUSE_SUITES=1 DDFS_FSX_OPS=$(FSX_OPS) $(GO) test -count=1 -timeout 0 -v -run 'TestStdlibOnMount|TestStressNGOnMount|TestFioOnMount|TestBuildOnMount|TestDbenchOnMount|TestFSX' ./e2e/
+	DDFS_FUSE_SUITES=full DDFS_FSX_OPS=$(FSX_OPS) $(GO) test -count=1 -timeout 0 -v -run '$(FUSE_SUITES)|TestFSX' ./e2e/
+
+test-fuse-ci: build
+	DDFS_FUSE_SUITES=ci $(GO) test -count=1 -timeout 20m -v -run '$(FUSE_SUITES)' ./e2e/
 
 stress: build
 	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,11 +30,12 @@ func newMountCmd() *cobra.Command {
 		"Serves the image over FUSE (needs /dev/fuse and fusermount3, Debian package fuse3) until\n"+
 		"'fusermount3 -u MOUNTPOINT' (or Ctrl-C with --foreground), which commits and ends it.\n"+
 		"fsync commits at once; other changes commit every commit=SECONDS (default 5) and at unmount.\n"+
-		"OPTIONS (comma-separated): ro, rw, allow_other, commit=SECONDS, debug.",
+		"OPTIONS (comma-separated): ro, rw, allow_other, commit=SECONDS, readahead=KIB, debug.\n"+
+		"readahead (default 4096 KiB) is set only when run as root (sysfs); else the kernel's 128 KiB.",
 		"serve an image as a mounted filesystem (FUSE)",
 		"  ddfs mount disk.img out && ls -l out; fusermount3 -u out\n"+
 			"  ddfs mount -o ro,allow_other disk.img out && grep -r readme out; fusermount3 -u out\n")
-	opts := fl.StringP("options", "o", "", "mount options: ro, rw, allow_other, commit=SECONDS, debug")
+	opts := fl.StringP("options", "o", "", "mount options: ro, rw, allow_other, commit=SECONDS, readahead=KIB, debug")
 	fg := fl.BoolP("foreground", "f", false, "stay in the foreground (log on stderr; Ctrl-C unmounts)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) != 2 {
@@ -66,6 +68,12 @@ func parseMountOptions(s string) (fusefs.Options, error) {
 			o.AllowOther = true
 		case opt == "debug":
 			o.Debug = true
+		case k == "readahead" && hasV:
+			n, err := strconv.ParseUint(v, 10, 20)
+			if err != nil || n == 0 {
+				return o, usageErr("readahead=%s: want KiB, 1 or more", v)
+			}
+			o.ReadAheadKB = int(n)
 		case k == "commit" && hasV:
 			n, err := strconv.ParseUint(v, 10, 31)
 			if err != nil {
@@ -73,7 +81,7 @@ func parseMountOptions(s string) (fusefs.Options, error) {
 			}
 			o.Commit = time.Duration(n) * time.Second
 		default:
-			return o, usageErr("unknown mount option %q (want ro, rw, allow_other, commit=SECONDS, debug)", opt)
+			return o, usageErr("unknown mount option %q (want ro, rw, allow_other, commit=SECONDS, readahead=KIB, debug)", opt)
 		}
 	}
 	return o, nil
@@ -106,7 +114,9 @@ func serve(of *openFlags, img, dir string, mo fusefs.Options) error {
 	if os.Getenv(mountChildEnv) != "" {
 		detach(mo.Log)
 	}
+	stopProfile := cpuProfile(mo.Log)
 	err = s.Wait()
+	stopProfile()
 	signal.Stop(sigs)
 	if cerr := im.close(); err == nil {
 		err = cerr
@@ -115,6 +125,24 @@ func serve(of *openFlags, img, dir string, mo fusefs.Options) error {
 		return fmt.Errorf("%s: %w", img, err)
 	}
 	return nil
+}
+
+// cpuProfile profiles the server into $DDFS_MOUNT_CPUPROFILE, if set,
+// until the returned stop (bench/fuse.sh PROFILE=FILE).
+func cpuProfile(l *log.Logger) (stop func()) {
+	name := os.Getenv("DDFS_MOUNT_CPUPROFILE")
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		l.Printf("cpu profile: %v", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // detach ends a background child's link to its parent: stderr goes to

@@ -4,20 +4,33 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Foreign test suites run against a mount. They take minutes, so make
-// test leaves them out: `make test-fuse-suites` sets DDFS_FUSE_SUITES=1.
+// test leaves them out: `make test-fuse-suites` sets DDFS_FUSE_SUITES=full
+// (the sizes for a human's run), `make test-fuse-ci` (run by .ci/run)
+// DDFS_FUSE_SUITES=ci: the same suites, each shorter.
 func needSuites(t *testing.T) {
 	t.Helper()
 	if os.Getenv("DDFS_FUSE_SUITES") == "" {
-		t.Skip("a foreign suite on a mount, minutes long: make test-fuse-suites (DDFS_FUSE_SUITES=1) runs it")
+		t.Skip("a foreign suite on a mount, minutes long: make test-fuse-suites or make test-fuse-ci (DDFS_FUSE_SUITES=full|ci) runs it")
 	}
+}
+
+// suiteSize picks the CI or the full size of a suite's knob.
+func suiteSize[T any](ci, full T) T {
+	if os.Getenv("DDFS_FUSE_SUITES") == "ci" {
+		return ci
+	}
+	return full
 }
 
 // stdlibKnown are the Go standard library tests that fail on any FUSE
@@ -86,7 +99,7 @@ func needTool(t *testing.T, name, pkg string) {
 }
 
 // TestStressNGOnMount runs stress-ng's filesystem stressors with --verify
-// on a dedupe+zstd mount, one after another, 10 s each; every one must
+// on a dedupe+zstd mount, one after another, 10 s each (CI: 3 s); every one must
 // complete successfully, and fsck be clean after.
 func TestStressNGOnMount(t *testing.T) {
 	needSuites(t)
@@ -95,76 +108,108 @@ func TestStressNGOnMount(t *testing.T) {
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
 	m := mountImage(t, dir, "a.img")
 	passed := 0
-	for _, s := range []string{"dir", "dentry", "rename", "link", "symlink", "xattr", "hdd", "seek", "fallocate", "iomix", "filename", "chmod", "utime", "readahead", "mmap"} {
-		out, err := exec.Command("stress-ng", "--"+s, "1", "--timeout", "10s", "--verify", "--temp-path", m.dir).CombinedOutput()
+	stressors := []string{"dir", "dentry", "rename", "link", "symlink", "xattr", "hdd", "seek", "fallocate", "iomix", "filename", "chmod", "utime", "readahead", "mmap"}
+	for _, s := range stressors {
+		out, err := exec.Command("stress-ng", "--"+s, "1", "--timeout", suiteSize("3s", "10s"), "--verify", "--temp-path", m.dir).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "successful run completed") {
 			t.Errorf("stress-ng --%s: %v\n%s", s, err, out)
 			continue
 		}
 		passed++
 	}
-	t.Logf("stress-ng --verify on the mount: %d stressors passed", passed)
+	t.Logf("stress-ng --verify on the mount: %d of %d stressors passed", passed, len(stressors))
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
 
 // TestFioOnMount runs fio verify jobs (crc32c, fatal on a mismatch):
 // random writes then reads, mixed random read/write with fsyncs, and
-// writes through mmap; then fsck clean.
+// writes through mmap, on 64 MiB (CI: 16 MiB); then fsck clean.
 func TestFioOnMount(t *testing.T) {
 	needSuites(t)
 	needTool(t, "fio", "fio")
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "2G", "--dedupe", "--compress", "zstd", "a.img"), 0)
 	m := mountImage(t, dir, "a.img")
-	for _, job := range [][]string{
-		{"--rw=randwrite", "--ioengine=psync", "--size=64m"},
-		{"--rw=randrw", "--ioengine=psync", "--fsync=64", "--size=64m"},
-		{"--rw=randwrite", "--ioengine=mmap", "--size=32m"},
-	} {
-		args := append([]string{"--name=verify", "--directory=" + m.dir, "--bs=4k", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--minimal"}, job...)
-		if out, err := exec.Command("fio", args...).CombinedOutput(); err != nil {
-			t.Errorf("fio %v: %v\n%s", job, err, out)
-		}
+	mb := suiteSize(16, 64)
+	jobs := [][]string{
+		{"--rw=randwrite", "--ioengine=psync", fmt.Sprintf("--size=%dm", mb)},
+		{"--rw=randrw", "--ioengine=psync", "--fsync=64", fmt.Sprintf("--size=%dm", mb)},
+		{"--rw=randwrite", "--ioengine=mmap", fmt.Sprintf("--size=%dm", mb/2)},
 	}
+	passed := 0
+	for _, job := range jobs {
+		args := append([]string{"--name=verify", "--directory=" + m.dir, "--bs=4k", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--minimal"}, job...)
+		cmd := exec.Command("fio", args...)
+		cmd.Dir = dir // its verify state files land there, not in e2e/
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("fio %v: %v\n%s", job, err, out)
+			continue
+		}
+		passed++
+	}
+	t.Logf("fio crc32c verify jobs on the mount: %d of %d passed", passed, len(jobs))
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
 
-// TestBuildOnMount: a build-like workload: this module's source untarred
-// onto a dedupe+zstd mount, then go vet ./... and go build there; fsck
-// clean after.
+// TestBuildOnMount: a build-like workload: the installed Go tree (source,
+// tools) untarred onto a dedupe+zstd mount, then this module's source, and
+// go vet ./... of the module with GOROOT the mount's copy, so the toolchain
+// runs from and reads the standard library off the mount; the full size
+// also keeps GOCACHE on the mount (every package compiled there) and adds
+// go build. fsck clean after.
 func TestBuildOnMount(t *testing.T) {
 	needSuites(t)
 	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "2G", "--dedupe", "--compress", "zstd", "a.img"), 0)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
 	m := mountImage(t, dir, "a.img")
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := strings.TrimSpace(string(goroot))
 	src := m.path("src")
 	os.Mkdir(src, 0o755)
-	tarCmd := "tar -C .. --exclude=./.git --exclude=./bin --exclude=./demo -cf - . | tar -C " + src + " -xf -"
-	if out, err := exec.Command("sh", "-c", tarCmd).CombinedOutput(); err != nil {
-		t.Fatalf("untar: %v %s", err, out)
+	start := time.Now()
+	for _, c := range []string{
+		"tar -C " + filepath.Dir(gr) + " -cf - " + filepath.Base(gr) + " | tar -C " + m.dir + " -xf -",
+		"tar -C .. --exclude=./.git --exclude=./bin --exclude=./demo -cf - . | tar -C " + src + " -xf -",
+	} {
+		if out, err := exec.Command("sh", "-c", c).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v %s", c, err, out)
+		}
 	}
-	for _, args := range [][]string{{"vet", "./..."}, {"build", "-o", os.DevNull, "./ddfs"}} {
-		cmd := exec.Command("go", args...)
+	t.Logf("untarred %s and this module onto the mount in %v", gr, time.Since(start).Round(time.Millisecond))
+	env := append(os.Environ(), "GOROOT="+m.path(filepath.Base(gr)), "GOTOOLCHAIN=local")
+	cmds := [][]string{{"vet", "./..."}}
+	if suiteSize(false, true) {
+		env = append(env, "GOCACHE="+m.path("gocache"))
+		cmds = append(cmds, []string{"build", "-o", os.DevNull, "./ddfs"})
+	}
+	for _, args := range cmds {
+		start := time.Now()
+		cmd := exec.Command(m.path(filepath.Base(gr)+"/bin/go"), args...)
 		cmd.Dir = src
+		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %v on the mount: %v\n%s", args, err, out)
 		}
+		t.Logf("go %v on the mount (GOROOT there too): %v", args, time.Since(start).Round(time.Millisecond))
 	}
 	m.unmount()
 	fsckClean(t, dir, "a.img")
 }
 
-// TestDbenchOnMount: dbench's client load (4 clients, 20 s) on a mount
-// runs without an error; fsck clean after.
+// TestDbenchOnMount: dbench's client load (4 clients, 20 s; CI: 5 s) on a
+// mount runs without an error; fsck clean after.
 func TestDbenchOnMount(t *testing.T) {
 	needSuites(t)
 	needTool(t, "dbench", "dbench")
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "a.img"), 0)
 	m := mountImage(t, dir, "a.img")
-	out, err := exec.Command("dbench", "-D", m.dir, "-t", "20", "4").CombinedOutput()
+	out, err := exec.Command("dbench", "-D", m.dir, "-t", suiteSize("5", "20"), "4").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Throughput") {
 		t.Fatalf("dbench: %v\n%s", err, out)
 	}

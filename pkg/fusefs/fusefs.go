@@ -40,6 +40,9 @@ type Options struct {
 	// Name shows as the mount's source in /proc/mounts.
 	Name  string
 	Debug bool
+	// ReadAheadKB is the kernel's read-ahead window for the mount, set
+	// when the server may (root; 0: 4096, negative: the kernel's 128).
+	ReadAheadKB int
 	// Log receives the errors no caller sees in full (nil: discarded).
 	Log *log.Logger
 }
@@ -87,6 +90,9 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 		Debug:        opt.Debug,
 		MaxWrite:     1 << 20,
 		MaxReadAhead: 1 << 20, // sequential reads in 1 MiB requests, not 128 KiB
+		// Reads answer with bytes, never a file descriptor: go-fuse's
+		// splice attempt would only cost a pipe's syscalls per read.
+		DisableSplice: true,
 		// The kernel checks permissions from the modes we report, as a
 		// disk filesystem does (fsys checks none).
 		Options:                  []string{"default_permissions"},
@@ -104,11 +110,25 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 		NullPermissions: true, // a mode of 000 stays 000
 		RootStableAttr:  &fs.StableAttr{Ino: format.RootDirIno},
 	}
-	srv, err := fs.Mount(dir, root, fo)
+	fo.ExtraCapabilities = capKillprivV2
+	srv, err := fuse.NewServer(killprivFS{fs.NewNodeFS(root, fo)}, dir, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
 	s.srv = srv
+	if opt.ReadAheadKB == 0 {
+		opt.ReadAheadKB = defaultReadAheadKB
+	}
+	if opt.ReadAheadKB > 0 {
+		if err := setReadAhead(dir, opt.ReadAheadKB); err != nil && opt.Debug {
+			opt.Log.Printf("%v (the kernel's 128 KiB stays)", err)
+		}
+	}
 	go s.commitLoop()
 	return s, nil
 }

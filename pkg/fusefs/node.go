@@ -117,6 +117,19 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, sa *fuse.SetAttrIn
 		if m, ok := sa.GetMode(); ok {
 			a.Mode, change = &m, true
 		}
+		if sa.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
+			m := in.Mode
+			if a.Mode != nil {
+				m = *a.Mode
+			}
+			var caller fuse.Caller
+			if c, ok := ctx.(*fuse.Context); ok {
+				caller = c.Caller
+			}
+			if k := killedMode(m, in.GID, caller); k != m {
+				a.Mode, change = &k, true
+			}
+		}
 		if u, ok := sa.GetUID(); ok {
 			a.UID, change = &u, true
 		}
