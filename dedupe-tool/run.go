@@ -17,9 +17,14 @@ const runExamples = `  dedupe-tool run backup.img                     # every fi
   dedupe-tool run --block 64K --json backup.img:/vm
   dedupe-tool run --dry-run backup.img           # what a run would free (an estimate)
 
-Every block not yet in an indexed extent is hashed; a block seen before
-becomes a reference to its extent, a new one gets its own indexed extent,
-and old extents are freed once nothing refers to them. Transactions of at
+First, without reading data, every fixed block gets a print made of the
+sector checksums already stored for it: an extent none of whose blocks
+has a print found elsewhere is left alone (prefiltered_bytes; unread, not
+indexed). The rest not yet in indexed extents is read and hashed; a block
+seen before becomes a reference to its extent, a new one gets its own
+indexed extent, and old extents are freed once nothing refers to them.
+(CDC chunks are not aligned to sectors: with --chunking cdc every block is
+read.) Transactions of at
 most 256 MiB of data: a kill leaves a consistent image, and running again
 continues (it frees nothing twice).
 `

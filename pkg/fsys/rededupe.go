@@ -13,12 +13,16 @@ type RededupeOptions struct {
 	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
 	CDC   bool            // content-defined chunks
 	Hash  format.CsumType // sha256 or blake3
+	// Want, when set, picks the data extents (by logical) worth passing
+	// through; the others are left alone (a prefilter ruled them out).
+	Want func(logical uint64) bool
 }
 
 // RededupeStats counts what Rededupe did.
 type RededupeStats struct {
 	Rewritten uint64 // file bytes passed through the dedupe write path
 	Shared    uint64 // blocks turned into references to existing extents
+	Skipped   uint64 // file bytes left unread because Want ruled their extent out
 }
 
 // Rededupe passes the file's data that is not yet held in indexed
@@ -80,6 +84,10 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		}
 		if done || x.Type == format.FileExtentInline {
 			continue // inline data is small and lives in the tree
+		}
+		if o.Want != nil && !o.Want(x.DiskLogical) {
+			st.Skipped += min(x.end(), end) - max(x.off, start)
+			continue
 		}
 		s, e := max(x.off, start), min(x.end(), end)
 		if !o.CDC {
