@@ -270,11 +270,24 @@ func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
 	return out
 }
 
-var zeros = make([]byte, chunkSize)
+// zeros is compared in pieces: a block-sized one would be 8 MiB of heap
+// in every tool that links this package (dedupe-tool run's memory bound).
+var zeros = make([]byte, 64<<10)
+
+func isZero(p []byte) bool {
+	for len(p) > 0 {
+		n := min(len(p), len(zeros))
+		if !bytes.Equal(p[:n], zeros[:n]) {
+			return false
+		}
+		p = p[n:]
+	}
+	return true
+}
 
 // entry hashes one block; false for an all-zero block (a hole in ddfs).
 func (e *Estimator) entry(p []byte) (entry, bool) {
-	if bytes.Equal(p, zeros[:len(p)]) {
+	if isZero(p) {
 		return entry{}, false
 	}
 	sum := blake3.Sum256(p)

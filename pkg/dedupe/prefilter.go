@@ -20,7 +20,7 @@ type printed struct{ print, disk uint64 }
 // extents pass part of parts must read: those holding a block whose print
 // another copy elsewhere has, or one the sums cannot tell (compressed,
 // unaligned). The prints of the other parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (map[uint64]bool, error) {
+func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (extentSet, error) {
 	var ps []printed
 	err := walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
 		if bp.Known && bp.Print%parts == part {
@@ -51,7 +51,7 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (map[uint64]
 		}
 		i = j
 	}
-	want := map[uint64]bool{}
+	var want extentSet
 	err = walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
 		if bp.Indexed {
 			return nil
@@ -65,12 +65,20 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (map[uint64]
 				return nil
 			}
 		}
-		for _, x := range bp.Extents {
-			want[x] = true
-		}
+		want = append(want, bp.Extents...)
 		return nil
 	})
-	return want, err
+	slices.Sort(want)
+	return slices.Compact(want), err
+}
+
+// extentSet is a sorted set of extent logicals: 8 bytes an extent, a
+// fifth of a map's.
+type extentSet []uint64
+
+func (s extentSet) has(l uint64) bool {
+	_, ok := slices.BinarySearch(s, l)
+	return ok
 }
 
 // walkPrints calls fn for every block of the files Run visits.

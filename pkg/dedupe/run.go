@@ -21,6 +21,7 @@ type RunOptions struct {
 	// NoPrefilter reads and hashes every block not yet indexed, without
 	// first ruling out by stored sector sums those that cannot repeat.
 	NoPrefilter bool
+	Window      uint64 // most file data read and rewritten at a time (0: 8 MiB)
 	Progress    func(n int64)
 }
 
@@ -47,12 +48,15 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash}
+	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash, Window: o.Window}
 	if ro.Block == 0 {
 		ro.Block = f.Store().Super().Settings.DedupeBlockSize()
 	}
 	if ro.Block < 4<<10 || ro.Block > 8<<20 || ro.Block&(ro.Block-1) != 0 {
 		return nil, fmt.Errorf("dedupe block %d: want a power of two 4K..8M", ro.Block)
+	}
+	if ro.Window != 0 {
+		ro.Window = max(ro.Window/ro.Block*ro.Block, ro.Block)
 	}
 	res := &RunResult{}
 	var st fsys.RededupeStats
@@ -68,7 +72,7 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			ro.Want = func(l uint64) bool { return want[l] }
+			ro.Want = want.has
 		}
 		if err := rededupeAll(f, o, ro, &st, res, part == 0); err != nil {
 			return nil, err

@@ -119,11 +119,12 @@ func (f *FS) writeRun(in *Inode, p []byte, off uint64, blocks []block, run []int
 			clear(buf[pos+uint64(len(pl)) : pos+lens[k]])
 			pos += lens[k]
 		}
-		if err := f.putCsums(logical, buf); err != nil {
-			putBuffer(buf)
-			return err
+		err := f.putCsums(logical, buf)
+		if err == nil {
+			err = f.data.writeNow(logical, buf) // nothing left in flight to hold memory
 		}
-		if err := f.data.write(logical, buf); err != nil {
+		putBuffer(buf)
+		if err != nil {
 			return err
 		}
 	}

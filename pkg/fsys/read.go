@@ -58,6 +58,12 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 			from := x.Offset + (s - x.off)
 			aStart := from / ss * ss
 			aEnd := (from + (e - s) + ss - 1) / ss * ss
+			if aStart == from && aEnd-aStart == e-s { // whole sectors: no bounce buffer
+				if err := f.readVerified(x.DiskLogical+from, dst); err != nil {
+					return 0, err
+				}
+				continue
+			}
 			tmp := make([]byte, aEnd-aStart)
 			if err := f.readVerified(x.DiskLogical+aStart, tmp); err != nil {
 				return 0, err

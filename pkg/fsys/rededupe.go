@@ -16,6 +16,9 @@ type RededupeOptions struct {
 	// Want, when set, picks the data extents (by logical) worth passing
 	// through; the others are left alone (a prefilter ruled them out).
 	Want func(logical uint64) bool
+	// Window is the most file data read and rewritten at a time (0:
+	// maxExtent); a multiple of Block with fixed chunking.
+	Window uint64
 }
 
 // RededupeStats counts what Rededupe did.
@@ -35,6 +38,11 @@ type RededupeStats struct {
 // whole change): step returns false when the file is done.
 func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step func() (bool, error)) {
 	pos := uint64(0)
+	var buf []byte // reused by the windows of the file
+	window := o.Window
+	if window == 0 || window > maxExtent {
+		window = maxExtent
+	}
 	return func() (bool, error) {
 		if !in.IsRegular() {
 			return false, nil
@@ -48,9 +56,9 @@ func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step fun
 		} else {
 			start = max(start/o.Block*o.Block, pos)
 		}
-		end := min(start+maxExtent, in.Size)
+		end := min(start+window, in.Size)
 		pos = end
-		return true, f.rededupeRange(in, start, end, o, st)
+		return true, f.rededupeRange(in, start, end, o, st, &buf)
 	}
 }
 
@@ -71,7 +79,7 @@ func (f *FS) nextExtent(ino, pos uint64) (uint64, bool, error) {
 
 // rededupeRange rewrites the runs of [start, end) whose extents are not
 // indexed blocks, widened to block boundaries for fixed chunking.
-func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats) error {
+func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats, buf *[]byte) error {
 	xs, err := f.extents(in.Ino, start, end)
 	if err != nil {
 		return err
@@ -111,7 +119,7 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	tx.NeedIncompat(format.IncompatDedupe)
 	hits := f.dedupeHits
 	for _, r := range runs {
-		if err := f.rewriteRun(in, r[0], r[1], pol); err != nil {
+		if err := f.rewriteRun(in, r[0], r[1], pol, buf); err != nil {
 			return err
 		}
 		st.Rewritten += r[1] - r[0]
@@ -120,9 +128,13 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	return f.putInode(in)
 }
 
-// rewriteRun reads [s, e), punches it and writes it again under pol.
-func (f *FS) rewriteRun(in *Inode, s, e uint64, pol dataPolicy) error {
-	buf := make([]byte, e-s)
+// rewriteRun reads [s, e), punches it and writes it again under pol
+// (through *scratch, grown as needed).
+func (f *FS) rewriteRun(in *Inode, s, e uint64, pol dataPolicy, scratch *[]byte) error {
+	if uint64(cap(*scratch)) < e-s {
+		*scratch = make([]byte, e-s)
+	}
+	buf := (*scratch)[:e-s]
 	if n, err := f.ReadAt(in, buf, s); err != nil && uint64(n) != e-s {
 		return err
 	}
