@@ -4,7 +4,6 @@
 package dedupe
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/codec"
+	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 // chunkSize is the unit of reading: a multiple of every block size
@@ -270,24 +270,9 @@ func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
 	return out
 }
 
-// zeros is compared in pieces: a block-sized one would be 8 MiB of heap
-// in every tool that links this package (dedupe-tool run's memory bound).
-var zeros = make([]byte, 64<<10)
-
-func isZero(p []byte) bool {
-	for len(p) > 0 {
-		n := min(len(p), len(zeros))
-		if !bytes.Equal(p[:n], zeros[:n]) {
-			return false
-		}
-		p = p[n:]
-	}
-	return true
-}
-
 // entry hashes one block; false for an all-zero block (a hole in ddfs).
 func (e *Estimator) entry(p []byte) (entry, bool) {
-	if isZero(p) {
+	if fsys.IsZero(p) { // a hole, as the write path makes it
 		return entry{}, false
 	}
 	sum := blake3.Sum256(p)
