@@ -48,7 +48,28 @@ run() {
 	LAST=$med
 }
 
-echo "# dedupe benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $SIZE per data set, $(nproc) cores"
+echo "# dedupe benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $SIZE per data set, $(nproc) cores, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Default settings (blake3, 128 KiB fixed blocks) against no dedupe, off and
+# on interleaved for 5 rounds so load changes hit both: medians.
+once() { # FILE MKFS_ARGS...: seconds of one ddfs cp into a fresh image
+	local file=$1; shift
+	rm -f "$root/img"; "$BIN/mkfs.ddfs" -q -b "$((bytes * 3))" "$@" "$root/img"; sync
+	local t0 t1; t0=$(date +%s.%N); "$BIN/ddfs" cp "$file" "$root/img:/x"; t1=$(date +%s.%N)
+	echo "$t1 - $t0" | bc
+}
+pair() { # LABEL FILE: prints the medians and sets poff, pon
+	local offs=() ons=()
+	for _ in 1 2 3 4 5; do offs+=("$(once "$2")"); ons+=("$(once "$2" --dedupe)"); done
+	poff=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n 3p)
+	pon=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n 3p)
+	printf '%-34s off %7.3f s  --dedupe %7.3f s  (5 rounds interleaved: off %s / on %s)\n' "$1" "$poff" "$pon" "$(printf '%.2f ' "${offs[@]}")" "$(printf '%.2f ' "${ons[@]}")"
+}
+pair "75% dup, defaults" "$root/dup75"
+echo "  -> --dedupe is $(ratio "$poff" "$pon")x the speed of off (target >= 1.35)"
+pair "unique, defaults" "$root/uniq"
+echo "  -> --dedupe costs $(echo "scale=1; 100 * ($pon - $poff) / $poff" | bc)% on unique data (target <= 10%)"
+[ "${PAIRS_ONLY:-0}" = 1 ] && exit 0
 run "zeros, dedupe off" -- "$root/zeros"
 run "zeros, dedupe on" --dedupe -- "$root/zeros"
 run "75% dup, dedupe off" -- "$root/dup75"; off=$LAST
