@@ -256,8 +256,15 @@ func (e *Estimator) hashFixed(p []byte, block uint64) []entry {
 // cutCDC cuts the row's carried bytes and p as the write path does,
 // keeping what may still move its cut (less than the maximum chunk).
 func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
-	buf := append(r.carry, p...)
-	par := cdc.ForAverage(int(r.block))
+	out, rest := e.cdcEntries(append(r.carry, p...), r.block, last)
+	r.carry = append(r.carry[:0:0], rest...)
+	return out
+}
+
+// cdcEntries cuts buf into content-defined chunks (average block); unless
+// last, it stops where a cut could still move and returns the rest. Pure.
+func (e *Estimator) cdcEntries(buf []byte, block uint64, last bool) ([]entry, []byte) {
+	par := cdc.ForAverage(int(block))
 	var out []entry
 	for len(buf) > 0 && (last || len(buf) > par.Max) {
 		n := cdc.Cut(buf, par)
@@ -266,8 +273,7 @@ func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
 		}
 		buf = buf[n:]
 	}
-	r.carry = append(r.carry[:0:0], buf...)
-	return out
+	return out, buf
 }
 
 // entry hashes one block; false for an all-zero block (a hole in ddfs).
