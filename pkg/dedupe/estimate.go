@@ -118,15 +118,20 @@ func (e *Estimator) AddFS(fsys fs.FS, root string) error {
 			return err
 		}
 		f, err := fsys.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := e.Add(f); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		return nil
+		return e.addOpened(p, f, err)
 	})
+}
+
+// addOpened adds the file just opened as p (and closes it).
+func (e *Estimator) addOpened(p string, f io.ReadCloser, err error) error {
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := e.Add(f); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
 }
 
 // Add adds one file's data. A file that fits one chunk is read and hashed

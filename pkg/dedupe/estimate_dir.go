@@ -80,7 +80,8 @@ func (e *Estimator) AddDir(root string) error {
 		return walkErr
 	}
 	for _, p := range big {
-		if err := e.addFile(p); err != nil {
+		f, err := os.Open(p)
+		if err := e.addOpened(p, f, err); err != nil {
 			return err
 		}
 	}
@@ -109,18 +110,6 @@ func readSmall(p string, buf []byte) (int, error) {
 		n += m
 	}
 	return n, nil
-}
-
-func (e *Estimator) addFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := e.Add(f); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	return nil
 }
 
 // wholeEntries hashes a whole file for every row. Pure: workers call it.
