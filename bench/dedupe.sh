@@ -73,7 +73,7 @@ echo "  -> --dedupe costs $(echo "scale=1; 100 * ($pon - $poff) / $poff" | bc)% 
 run "zeros, dedupe off" -- "$root/zeros"
 run "zeros, dedupe on" --dedupe -- "$root/zeros"
 run "75% dup, dedupe off" -- "$root/dup75"; off=$LAST
-run "75% dup, dedupe on (sha256)" --dedupe -- "$root/dup75"; on=$LAST
+run "75% dup, dedupe on (sha256)" --dedupe --dedupe-hash sha256 -- "$root/dup75"; on=$LAST
 echo "  -> dedupe on is $(ratio "$off" "$on")x the speed of off (target >= 1.35)"
 run "75% dup, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/dup75"; onb3=$LAST
 echo "  -> with blake3: $(ratio "$off" "$onb3")x"
@@ -98,14 +98,14 @@ slow_dev() { # LABEL MKFS_ARGS... -- FILE
 }
 if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null && [ -d /sys/fs/cgroup/blkio ]; then
 	slow_dev "75% dup, off, 500 MB/s device" -- "$root/dup75"; soff=$LAST
-	slow_dev "75% dup, on (sha256), 500 MB/s dev" --dedupe -- "$root/dup75"; son=$LAST
+	slow_dev "75% dup, on (defaults), 500 MB/s" --dedupe -- "$root/dup75"; son=$LAST
 	echo "  -> on a 500 MB/s device dedupe on is $(ratio "$soff" "$son")x the speed of off (target >= 1.35)"
 	slow_dev "unique, off, 500 MB/s device" -- "$root/uniq"; suoff=$LAST
-	slow_dev "unique, on (sha256), 500 MB/s dev" --dedupe -- "$root/uniq"; suon=$LAST
+	slow_dev "unique, on (defaults), 500 MB/s" --dedupe -- "$root/uniq"; suon=$LAST
 	echo "  -> dedupe cost on unique data at 500 MB/s: $(echo "scale=1; 100 * ($suon - $suoff) / $suoff" | bc)%"
 fi
 run "unique, dedupe off" -- "$root/uniq"; uoff=$LAST
-run "unique, dedupe on (sha256)" --dedupe -- "$root/uniq"; uon=$LAST
+run "unique, dedupe on (sha256)" --dedupe --dedupe-hash sha256 -- "$root/uniq"; uon=$LAST
 run "unique, dedupe on (blake3)" --dedupe --dedupe-hash blake3 -- "$root/uniq"; ub3=$LAST
 echo "  -> dedupe cost on unique data: sha256 $(echo "scale=1; 100 * ($uon - $uoff) / $uoff" | bc)%, blake3 $(echo "scale=1; 100 * ($ub3 - $uoff) / $uoff" | bc)% (target <= 10%)"
 echo "raw hash speed, one core: $("$root/dedupegen" hashspeed | tr '\n' ' ')"
