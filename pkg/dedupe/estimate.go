@@ -211,29 +211,38 @@ func (e *Estimator) chunk(p []byte, last bool) error {
 	if len(p) < 1<<20 {
 		spawn = func(fn func()) { fn() } // a small chunk is hashed here: handing it over costs more
 	}
-	var outs [][]entry
+	pieces := func(r *row) int { // the hashing tasks of a row
+		if r.cdc {
+			return 1
+		}
+		return int((uint64(len(p)) + max(r.block, 1<<20) - 1) / max(r.block, 1<<20))
+	}
+	total := 0
+	for _, r := range e.rows {
+		total += pieces(r)
+	}
+	// Sized first: the tasks write their slots while this goroutine goes on.
+	outs := make([][]entry, total)
+	i := 0
 	for _, r := range e.rows {
 		if r.cdc {
-			i := len(outs)
-			outs = append(outs, nil)
-			spawn(func() { outs[i] = e.cutCDC(r, p, last) })
+			out := &outs[i]
+			spawn(func() { *out = e.cutCDC(r, p, last) })
+			i++
 			continue
 		}
 		piece := max(r.block, 1<<20)
 		for off := uint64(0); off < uint64(len(p)); off += piece {
-			i := len(outs)
-			outs = append(outs, nil)
+			out := &outs[i]
 			part := p[off:min(off+piece, uint64(len(p)))]
-			spawn(func() { outs[i] = e.hashFixed(part, r.block) })
+			spawn(func() { *out = e.hashFixed(part, r.block) })
+			i++
 		}
 	}
 	g.Wait()
-	i := 0
+	i = 0
 	for _, r := range e.rows {
-		n := 1
-		if !r.cdc {
-			n = int((uint64(len(p)) + max(r.block, 1<<20) - 1) / max(r.block, 1<<20))
-		}
+		n := pieces(r)
 		for _, out := range outs[i : i+n] {
 			for _, en := range out {
 				if err := r.t.add(en); err != nil {
