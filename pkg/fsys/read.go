@@ -64,11 +64,13 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 				}
 				continue
 			}
-			tmp := make([]byte, aEnd-aStart)
-			if err := f.readVerified(x.DiskLogical+aStart, tmp); err != nil {
+			tmp := rawBuffer(int(aEnd - aStart)) // pooled: reads of small files add up
+			err := f.readVerified(x.DiskLogical+aStart, tmp)
+			copy(dst, tmp[from-aStart:])
+			putBuffer(tmp)
+			if err != nil {
 				return 0, err
 			}
-			copy(dst, tmp[from-aStart:])
 		}
 	}
 	if n < uint64(len(p)) {
