@@ -148,7 +148,7 @@ func estimateOne(e *dedupe.Estimator, arg string) error {
 			return err
 		}
 		if st.IsDir() {
-			return e.AddFS(os.DirFS(arg), ".")
+			return e.AddDir(arg)
 		}
 		f, err := os.Open(arg)
 		if err != nil {

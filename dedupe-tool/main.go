@@ -14,7 +14,10 @@ import (
 
 func main() {
 	cli.SoftMemoryLimit(160 << 20)
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	stop := cli.Profile()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

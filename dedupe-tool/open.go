@@ -13,11 +13,20 @@ import (
 // openFS opens an image for namespace work; batch bounds a writer's
 // transactions (0: the default).
 func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
+	return openFSNodes(image, write, batch, cli.BatchNodes())
+}
+
+// openFSNodes is openFS with a bound on a transaction's dirty nodes too
+// (0: the default; DDFS_BATCH_NODES still wins when set).
+func openFSNodes(image string, write bool, batch uint64, nodes int) (*fsys.FS, error) {
+	if n := cli.BatchNodes(); n > 0 {
+		nodes = n
+	}
 	st, err := store.Open([]string{image}, volume.Options{Write: write, Extra: extraDevices})
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: cli.BatchNodes()})
+	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -4,7 +4,6 @@
 package dedupe
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/codec"
+	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 // chunkSize is the unit of reading: a multiple of every block size
@@ -118,15 +118,20 @@ func (e *Estimator) AddFS(fsys fs.FS, root string) error {
 			return err
 		}
 		f, err := fsys.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := e.Add(f); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		return nil
+		return e.addOpened(p, f, err)
 	})
+}
+
+// addOpened adds the file just opened as p (and closes it).
+func (e *Estimator) addOpened(p string, f io.ReadCloser, err error) error {
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := e.Add(f); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
 }
 
 // Add adds one file's data. A file that fits one chunk is read and hashed
@@ -206,29 +211,38 @@ func (e *Estimator) chunk(p []byte, last bool) error {
 	if len(p) < 1<<20 {
 		spawn = func(fn func()) { fn() } // a small chunk is hashed here: handing it over costs more
 	}
-	var outs [][]entry
+	pieces := func(r *row) int { // the hashing tasks of a row
+		if r.cdc {
+			return 1
+		}
+		return int((uint64(len(p)) + max(r.block, 1<<20) - 1) / max(r.block, 1<<20))
+	}
+	total := 0
+	for _, r := range e.rows {
+		total += pieces(r)
+	}
+	// Sized first: the tasks write their slots while this goroutine goes on.
+	outs := make([][]entry, total)
+	i := 0
 	for _, r := range e.rows {
 		if r.cdc {
-			i := len(outs)
-			outs = append(outs, nil)
-			spawn(func() { outs[i] = e.cutCDC(r, p, last) })
+			out := &outs[i]
+			spawn(func() { *out = e.cutCDC(r, p, last) })
+			i++
 			continue
 		}
 		piece := max(r.block, 1<<20)
 		for off := uint64(0); off < uint64(len(p)); off += piece {
-			i := len(outs)
-			outs = append(outs, nil)
+			out := &outs[i]
 			part := p[off:min(off+piece, uint64(len(p)))]
-			spawn(func() { outs[i] = e.hashFixed(part, r.block) })
+			spawn(func() { *out = e.hashFixed(part, r.block) })
+			i++
 		}
 	}
 	g.Wait()
-	i := 0
+	i = 0
 	for _, r := range e.rows {
-		n := 1
-		if !r.cdc {
-			n = int((uint64(len(p)) + max(r.block, 1<<20) - 1) / max(r.block, 1<<20))
-		}
+		n := pieces(r)
 		for _, out := range outs[i : i+n] {
 			for _, en := range out {
 				if err := r.t.add(en); err != nil {
@@ -256,8 +270,15 @@ func (e *Estimator) hashFixed(p []byte, block uint64) []entry {
 // cutCDC cuts the row's carried bytes and p as the write path does,
 // keeping what may still move its cut (less than the maximum chunk).
 func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
-	buf := append(r.carry, p...)
-	par := cdc.ForAverage(int(r.block))
+	out, rest := e.cdcEntries(append(r.carry, p...), r.block, last)
+	r.carry = append(r.carry[:0:0], rest...)
+	return out
+}
+
+// cdcEntries cuts buf into content-defined chunks (average block); unless
+// last, it stops where a cut could still move and returns the rest. Pure.
+func (e *Estimator) cdcEntries(buf []byte, block uint64, last bool) ([]entry, []byte) {
+	par := cdc.ForAverage(int(block))
 	var out []entry
 	for len(buf) > 0 && (last || len(buf) > par.Max) {
 		n := cdc.Cut(buf, par)
@@ -266,15 +287,12 @@ func (e *Estimator) cutCDC(r *row, p []byte, last bool) []entry {
 		}
 		buf = buf[n:]
 	}
-	r.carry = append(r.carry[:0:0], buf...)
-	return out
+	return out, buf
 }
-
-var zeros = make([]byte, chunkSize)
 
 // entry hashes one block; false for an all-zero block (a hole in ddfs).
 func (e *Estimator) entry(p []byte) (entry, bool) {
-	if bytes.Equal(p, zeros[:len(p)]) {
+	if fsys.IsZero(p) { // a hole, as the write path makes it
 		return entry{}, false
 	}
 	sum := blake3.Sum256(p)

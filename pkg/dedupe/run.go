@@ -13,12 +13,16 @@ import (
 
 // RunOptions choose what Run dedupes and how.
 type RunOptions struct {
-	Dir      string // image folder to dedupe ("" or "/": all)
-	Block    uint64 // 0: the image's dedupe block
-	CDC      bool   // content-defined chunks (with Block as the average)
-	Hash     format.CsumType
-	MinSize  uint64 // files smaller than this are left alone
-	Progress func(n int64)
+	Dir     string // image folder to dedupe ("" or "/": all)
+	Block   uint64 // 0: the image's dedupe block
+	CDC     bool   // content-defined chunks (with Block as the average)
+	Hash    format.CsumType
+	MinSize uint64 // files smaller than this are left alone
+	// NoPrefilter reads and hashes every block not yet indexed, without
+	// first ruling out by stored sector sums those that cannot repeat.
+	NoPrefilter bool
+	Window      uint64 // most file data read and rewritten at a time (0: 8 MiB)
+	Progress    func(n int64)
 }
 
 // RunResult is what a run did; the JSON keys are dedupe-tool run's.
@@ -29,6 +33,9 @@ type RunResult struct {
 	IndexEntries   uint64  `json:"index_entries"`
 	Files          uint64  `json:"files"`
 	RewrittenBytes uint64  `json:"rewritten_bytes"`
+	// PrefilteredBytes: file bytes left unread because the stored sector
+	// sums of their extents' blocks match no other block.
+	PrefilteredBytes uint64 `json:"prefiltered_bytes"`
 }
 
 // Run dedupes the data already in the image: every regular file under
@@ -41,21 +48,63 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash}
+	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash, Window: o.Window}
 	if ro.Block == 0 {
 		ro.Block = f.Store().Super().Settings.DedupeBlockSize()
 	}
 	if ro.Block < 4<<10 || ro.Block > 8<<20 || ro.Block&(ro.Block-1) != 0 {
 		return nil, fmt.Errorf("dedupe block %d: want a power of two 4K..8M", ro.Block)
 	}
+	if ro.Window != 0 {
+		ro.Window = max(ro.Window/ro.Block*ro.Block, ro.Block)
+	}
 	res := &RunResult{}
 	var st fsys.RededupeStats
-	err = walkFiles(f, o.Dir, func(in *fsys.Inode) error {
+	// Fixed blocks are fingerprinted from the stored sector sums first:
+	// only extents holding a block that may repeat are read and hashed.
+	parts := uint64(1)
+	if !ro.CDC && !o.NoPrefilter {
+		parts += before.LogicalBytes / ro.Block / maxPrints
+	}
+	for part := uint64(0); part < parts; part++ {
+		if !ro.CDC && !o.NoPrefilter {
+			want, err := prefilter(f, o, ro.Block, part, parts)
+			if err != nil {
+				return nil, err
+			}
+			ro.Want = want.has
+		}
+		if err := rededupeAll(f, o, ro, &st, res, part == 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	after, err := inspect.GetDedupeStatus(f.Store())
+	if err != nil {
+		return nil, err
+	}
+	if before.PhysicalBytes > after.PhysicalBytes {
+		res.FreedBytes = before.PhysicalBytes - after.PhysicalBytes
+	}
+	res.ExtentsShared, res.RewrittenBytes, res.PrefilteredBytes = st.Shared, st.Rewritten, st.Skipped
+	res.IndexEntries = after.IndexEntries
+	res.Seconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+// rededupeAll passes every file Run visits through fsys.Rededupe,
+// committing at the FS's safe points between windows.
+func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, st *fsys.RededupeStats, res *RunResult, count bool) error {
+	return walkFiles(f, o.Dir, func(in *fsys.Inode) error {
 		if in.Size < o.MinSize {
 			return nil
 		}
-		res.Files++
-		step := f.Rededupe(in, ro, &st)
+		if count {
+			res.Files++
+		}
+		step := f.Rededupe(in, ro, st)
 		for {
 			was := st.Rewritten
 			more, err := step()
@@ -73,23 +122,6 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 			}
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	after, err := inspect.GetDedupeStatus(f.Store())
-	if err != nil {
-		return nil, err
-	}
-	if before.PhysicalBytes > after.PhysicalBytes {
-		res.FreedBytes = before.PhysicalBytes - after.PhysicalBytes
-	}
-	res.ExtentsShared, res.RewrittenBytes = st.Shared, st.Rewritten
-	res.IndexEntries = after.IndexEntries
-	res.Seconds = time.Since(t0).Seconds()
-	return res, nil
 }
 
 // walkFiles calls fn for every regular file under dir once (hard links

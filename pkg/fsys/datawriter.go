@@ -80,6 +80,15 @@ func sizeClass(n int) int {
 // buffer returns an n-byte buffer (from the pool when it fits a class)
 // holding p followed by zeros. write takes it over.
 func buffer(n int, p []byte) []byte {
+	b := rawBuffer(n)
+	copy(b, p)
+	clear(b[len(p):])
+	return b
+}
+
+// rawBuffer is buffer without the copy and the zeroing: the caller fills
+// all n bytes.
+func rawBuffer(n int) []byte {
 	c := sizeClass(n)
 	var b []byte
 	if n <= 4096<<c {
@@ -91,8 +100,6 @@ func buffer(n int, p []byte) []byte {
 	} else {
 		b = make([]byte, n)
 	}
-	copy(b, p)
-	clear(b[len(p):])
 	return b
 }
 
@@ -150,4 +157,14 @@ func (w *dataWriter) stop() error {
 		w.running = false
 	}
 	return err
+}
+
+// writeNow writes buf at logical before it returns (the caller keeps
+// buf). Queued writes go first: one of them may be to space freed and
+// taken again since, which this write must land after.
+func (w *dataWriter) writeNow(logical uint64, buf []byte) error {
+	if err := w.drain(); err != nil {
+		return err
+	}
+	return w.writeOut(dataWrite{logical, buf})
 }

@@ -122,30 +122,9 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 			return err
 		}
 	}
-	shrunk := false
-	for i, b := range blocks {
-		if hits[i] != nil {
-			if err := f.referenceBlock(in, b, hits[i]); err != nil {
-				return err
-			}
-			continue
-		}
-		shrunk = shrunk || b.framed != nil
-		if err := f.writeBlock(in, b, pol); err != nil {
-			return err
-		}
-		// Duplicates inside this very write find the block just written.
-		if pol.dedupe {
-			for j := i + 1; j < len(blocks); j++ {
-				if hits[j] == nil && blocks[j].hash == b.hash && len(blocks[j].data) == len(b.data) {
-					h, err := f.lookupBlock(b.hash, uint64(len(b.data)))
-					if err != nil {
-						return err
-					}
-					hits[j] = h
-				}
-			}
-		}
+	shrunk, err := f.storeBlocks(in, p, off, blocks, hits, pol)
+	if err != nil {
+		return err
 	}
 	if pol.compress != format.CompressNone && !shrunk && len(blocks) > 0 && len(blocks) == countNil(hits) && len(blocks[0].data) >= compressUnit {
 		in.Flags |= format.InodeNoCompress // did not shrink: stop trying for this file
@@ -244,28 +223,40 @@ func (f *FS) referenceBlock(in *Inode, b block, h *dedupeHit) error {
 
 // writeBlock writes a new extent for a block (compressed if that saved
 // space) and indexes it when dedupe is on.
-func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
+func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) (*dedupeHit, error) {
 	tx, err := f.txn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ss := uint64(f.st.Super().SectorSize)
-	payload, comp := b.data, format.CompressNone
-	if b.framed != nil {
-		payload, comp = b.framed, pol.compress
-	}
+	payload := b.payload()
 	diskLen := (uint64(len(payload)) + ss - 1) / ss * ss
 	logical, err := tx.AllocDataOn(diskLen, in.DataTier)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	buf := buffer(int(diskLen), payload)
 	if err := f.putCsums(logical, buf); err != nil {
 		putBuffer(buf)
-		return err
+		return nil, err
 	}
 	if err := f.data.write(logical, buf); err != nil {
-		return err
+		return nil, err
+	}
+	return f.recordBlock(in, b, pol, logical, diskLen)
+}
+
+// recordBlock enters a block written at logical (diskLen bytes on disk):
+// its extent item, its index entry when dedupe is on, and the file's
+// extent. The returned hit is the extent, for later copies of the block.
+func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen uint64) (*dedupeHit, error) {
+	tx, err := f.txn()
+	if err != nil {
+		return nil, err
+	}
+	comp := format.CompressNone
+	if b.framed != nil {
+		comp = pol.compress
 	}
 	ram := uint64(len(b.data))
 	if comp == format.CompressNone {
@@ -277,22 +268,22 @@ func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) error {
 		d := &format.DedupeItem{Hash: b.hash, Length: uint64(len(b.data)), HashAlgo: pol.hash}
 		k := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical}
 		if err := tx.Tree(format.DedupeTree).Insert(k, format.MarshalDedupeItem(d)); err != nil {
-			return err
+			return nil, err
 		}
 		f.index.put(e.HashPrefix, logical)
 	}
 	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
-		return err
+		return nil, err
 	}
 	x := &format.FileExtentItem{
 		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: comp,
 		DiskLogical: logical, DiskLen: diskLen, NumBytes: uint64(len(b.data)), RAMBytes: ram,
 	}
 	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, b.off), format.MarshalFileExtentItem(x)); err != nil {
-		return err
+		return nil, err
 	}
 	in.NBytes += uint64(len(b.data))
-	return nil
+	return &dedupeHit{logical: logical, diskLen: diskLen, ram: ram, compression: comp}, nil
 }
 
 // dropDedupe removes the index entry of a freed extent.

@@ -58,11 +58,19 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 			from := x.Offset + (s - x.off)
 			aStart := from / ss * ss
 			aEnd := (from + (e - s) + ss - 1) / ss * ss
-			tmp := make([]byte, aEnd-aStart)
-			if err := f.readVerified(x.DiskLogical+aStart, tmp); err != nil {
+			if aStart == from && aEnd-aStart == e-s { // whole sectors: no bounce buffer
+				if err := f.readVerified(x.DiskLogical+from, dst); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			tmp := rawBuffer(int(aEnd - aStart)) // pooled: reads of small files add up
+			err := f.readVerified(x.DiskLogical+aStart, tmp)
+			copy(dst, tmp[from-aStart:])
+			putBuffer(tmp)
+			if err != nil {
 				return 0, err
 			}
-			copy(dst, tmp[from-aStart:])
 		}
 	}
 	if n < uint64(len(p)) {

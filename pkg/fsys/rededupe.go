@@ -3,6 +3,7 @@ package fsys
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
@@ -13,12 +14,19 @@ type RededupeOptions struct {
 	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
 	CDC   bool            // content-defined chunks
 	Hash  format.CsumType // sha256 or blake3
+	// Want, when set, picks the data extents (by logical) worth passing
+	// through; the others are left alone (a prefilter ruled them out).
+	Want func(logical uint64) bool
+	// Window is the most file data read and rewritten at a time (0:
+	// maxExtent); a multiple of Block with fixed chunking.
+	Window uint64
 }
 
 // RededupeStats counts what Rededupe did.
 type RededupeStats struct {
 	Rewritten uint64 // file bytes passed through the dedupe write path
 	Shared    uint64 // blocks turned into references to existing extents
+	Skipped   uint64 // file bytes left unread because Want ruled their extent out
 }
 
 // Rededupe passes the file's data that is not yet held in indexed
@@ -31,6 +39,10 @@ type RededupeStats struct {
 // whole change): step returns false when the file is done.
 func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step func() (bool, error)) {
 	pos := uint64(0)
+	window := o.Window
+	if window == 0 || window > maxExtent {
+		window = maxExtent
+	}
 	return func() (bool, error) {
 		if !in.IsRegular() {
 			return false, nil
@@ -44,9 +56,11 @@ func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step fun
 		} else {
 			start = max(start/o.Block*o.Block, pos)
 		}
-		end := min(start+maxExtent, in.Size)
+		end := min(start+window, in.Size)
 		pos = end
-		return true, f.rededupeRange(in, start, end, o, st)
+		buf := scratchPool.Get().(*[]byte)
+		defer scratchPool.Put(buf)
+		return true, f.rededupeRange(in, start, end, o, st, buf)
 	}
 }
 
@@ -67,7 +81,7 @@ func (f *FS) nextExtent(ino, pos uint64) (uint64, bool, error) {
 
 // rededupeRange rewrites the runs of [start, end) whose extents are not
 // indexed blocks, widened to block boundaries for fixed chunking.
-func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats) error {
+func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats, buf *[]byte) error {
 	xs, err := f.extents(in.Ino, start, end)
 	if err != nil {
 		return err
@@ -80,6 +94,10 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		}
 		if done || x.Type == format.FileExtentInline {
 			continue // inline data is small and lives in the tree
+		}
+		if o.Want != nil && !o.Want(x.DiskLogical) {
+			st.Skipped += min(x.end(), end) - max(x.off, start)
+			continue
 		}
 		s, e := max(x.off, start), min(x.end(), end)
 		if !o.CDC {
@@ -103,7 +121,7 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	tx.NeedIncompat(format.IncompatDedupe)
 	hits := f.dedupeHits
 	for _, r := range runs {
-		if err := f.rewriteRun(in, r[0], r[1], pol); err != nil {
+		if err := f.rewriteRun(in, r[0], r[1], pol, buf); err != nil {
 			return err
 		}
 		st.Rewritten += r[1] - r[0]
@@ -112,9 +130,17 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	return f.putInode(in)
 }
 
-// rewriteRun reads [s, e), punches it and writes it again under pol.
-func (f *FS) rewriteRun(in *Inode, s, e uint64, pol dataPolicy) error {
-	buf := make([]byte, e-s)
+// scratchPool holds rewriteRun's read buffers: one per window of every
+// file would be all the data again in garbage (46k small files: 340 MB).
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// rewriteRun reads [s, e), punches it and writes it again under pol
+// (through *scratch, grown as needed).
+func (f *FS) rewriteRun(in *Inode, s, e uint64, pol dataPolicy, scratch *[]byte) error {
+	if uint64(cap(*scratch)) < e-s {
+		*scratch = make([]byte, e-s)
+	}
+	buf := (*scratch)[:e-s]
 	if n, err := f.ReadAt(in, buf, s); err != nil && uint64(n) != e-s {
 		return err
 	}

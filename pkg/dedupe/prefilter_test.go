@@ -1,0 +1,117 @@
+package dedupe
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// TestRunPrefilter: a run rules out, by the stored sector sums alone, a
+// big file of unique blocks and its reflink copy (one copy of the data:
+// their bytes are never read or rewritten), finds a block stored exactly
+// twice and the repeats in a file written in unaligned pieces (whose
+// sector sums do not line up with its blocks), and
+// still ends exactly at one extent per distinct block, fsck clean; without
+// the prefilter the same run reads that file too, and a second run with
+// the prefilter reads nothing.
+// With room for 8 prints (and one-block windows) a run takes many passes
+// and ends the same.
+func TestRunPrefilter(t *testing.T) {
+	const uniq = 40 * testBlock
+	defer func(n uint64) { maxPrints = n }(maxPrints)
+	for i, pre := range []bool{true, false, true} {
+		if i == 2 {
+			maxPrints = 8
+		}
+		d := newImage(t, format.Settings{})
+		f := openAt(t, d, 0, epoch)
+		model := backupSet(t, f)
+		rng := rand.New(rand.NewPCG(9, 9))
+		data := make([]byte, uniq)
+		for i := range data {
+			data[i] = byte(rng.Uint32() | 1)
+		}
+		in, err := f.Create("/uniq", fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, data, 0); err != nil {
+			t.Fatal(err)
+		}
+		model["/uniq"] = data
+		clone, err := f.Create("/uniq-clone", fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.CloneData(in, clone); err != nil {
+			t.Fatal(err)
+		}
+		model["/uniq-clone"] = data
+		pair := make([]byte, testBlock)
+		for i := range pair {
+			pair[i] = byte(rng.Uint32() | 1)
+		}
+		// /f1's first two blocks again, written in 3 pieces of 10923 bytes.
+		odd, err := f.Create("/odd2", fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := model["/f1"][:2*testBlock]
+		for off := 0; off < len(src); off += 10923 {
+			if err := f.WriteAt(odd, src[off:min(off+10923, len(src))], uint64(off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		model["/odd2"] = src
+		for _, p := range []string{"/pair1", "/pair2"} {
+			x, err := f.Create(p, fsys.Attr{Mode: 0o644})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.WriteAt(x, pair, 0); err != nil {
+				t.Fatal(err)
+			}
+			model[p] = pair
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var total uint64
+		for p, b := range model {
+			if p != "/f0-link" && p != "/uniq-clone" {
+				total += uint64(len(b))
+			}
+		}
+		f = openImage(t, d, 0)
+		o := RunOptions{Block: testBlock, Hash: format.CsumBLAKE3, NoPrefilter: !pre}
+		if i == 2 {
+			o.Window = testBlock
+		}
+		res, err := Run(f, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		verify(t, d, model)
+		if after, _ := physicalBytes(t, d); after != wantPhysical(model) {
+			t.Fatalf("prefilter %v: physical %d, want %d", pre, after, wantPhysical(model))
+		}
+		if pre && (res.PrefilteredBytes < 2*uniq || res.RewrittenBytes > total-uniq) {
+			t.Fatalf("prefilter: %+v; want >= %d bytes ruled out, <= %d rewritten", res, 2*uniq, total-uniq)
+		}
+		if !pre && (res.PrefilteredBytes != 0 || res.RewrittenBytes < total-2*testBlock) {
+			t.Fatalf("no prefilter: %+v; want all %d bytes but the hole rewritten", res, total)
+		}
+		f = openImage(t, d, 0)
+		again, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if again.FreedBytes != 0 || again.RewrittenBytes != 0 {
+			t.Fatalf("second run: %+v", again)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package fsys
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/maphash"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+)
+
+// BlockPrint is a file block's fingerprint made of the stored checksums
+// of its sectors (no data read): equal data gives equal prints, so a
+// block whose print no other block has cannot be a duplicate.
+type BlockPrint struct {
+	Off     uint64   // file offset (block aligned)
+	Len     uint64   // bytes of the file in the block
+	Print   uint64   // of the length and the sector sums; valid when Known
+	Disk    uint64   // logical of its first stored sector (0: a hole)
+	Known   bool     // false: compressed, inline or unaligned data: only its bytes tell
+	Indexed bool     // the block is one indexed dedupe extent already
+	Extents []uint64 // the data extents (logicals) the block uses
+}
+
+// printSeed makes prints comparable within one process (a run).
+var printSeed = maphash.MakeSeed()
+
+// holeSum stands for a sector no extent covers (the dedupe write path
+// leaves zero sectors as holes too).
+var holeSum = []byte{0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8}
+
+// BlockPrints calls fn for each block of size bs of the regular file in,
+// in file order, from the extent map and the csum tree. Work is a window
+// of at most maxExtent of the file at a time.
+func (f *FS) BlockPrints(in *Inode, bs uint64, fn func(*BlockPrint) error) error {
+	if !in.IsRegular() || bs == 0 || maxExtent%bs != 0 {
+		return nil
+	}
+	ss := uint64(f.st.Super().SectorSize)
+	var h maphash.Hash
+	h.SetSeed(printSeed)
+	sums := &sumCache{f: f}
+	for w := uint64(0); w < in.Size; w += maxExtent {
+		we := min(w+maxExtent, in.Size)
+		xs, err := f.extents(in.Ino, w, we)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for bo := w; bo < we; bo += bs {
+			be := min(bo+bs, in.Size)
+			for k < len(xs) && xs[k].end() <= bo {
+				k++
+			}
+			bp := &BlockPrint{Off: bo, Len: be - bo, Known: true}
+			h.Reset()
+			var n [8]byte
+			binary.LittleEndian.PutUint64(n[:], be-bo)
+			h.Write(n[:])
+			for s := bo; s < be; s += ss {
+				x := coverAt(xs[k:], s)
+				if x == nil {
+					h.Write(holeSum)
+					continue
+				}
+				if len(bp.Extents) == 0 || bp.Extents[len(bp.Extents)-1] != x.DiskLogical {
+					bp.Extents = append(bp.Extents, x.DiskLogical)
+				}
+				if !bp.Known {
+					continue
+				}
+				d := x.DiskLogical + x.Offset + (s - x.off)
+				if x.Type != format.FileExtentRegular || x.Compression != format.CompressNone ||
+					(x.off-x.Offset)%ss != 0 || (x.end()%ss != 0 && x.end() < in.Size) {
+					bp.Known = false
+					continue
+				}
+				sum, err := sums.get(d)
+				if err != nil {
+					return err
+				}
+				if sum == nil {
+					bp.Known = false // no stored sum: let the data tell
+					continue
+				}
+				if bp.Disk == 0 {
+					bp.Disk = d
+				}
+				h.Write(sum)
+			}
+			bp.Print = h.Sum64()
+			if len(bp.Extents) == 1 && bp.Extents[0] != 0 {
+				x := coverAt(xs[k:], bo)
+				if x != nil && x.off == bo && x.Offset == 0 && x.end() >= be {
+					done, err := f.indexedBlock(*x)
+					if err != nil {
+						return err
+					}
+					bp.Indexed = done
+				}
+			}
+			if err := fn(bp); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// coverAt is the extent of xs (sorted, none ending at or before the first
+// sector asked for) that holds file offset s, nil for a hole; prealloc
+// extents read as zeros and count as holes.
+func coverAt(xs []fileExtent, s uint64) *fileExtent {
+	for i := range xs {
+		x := &xs[i]
+		if x.off > s {
+			return nil
+		}
+		if s < x.end() {
+			if x.Type == format.FileExtentPrealloc || (x.Type == format.FileExtentRegular && x.DiskLogical == 0) {
+				return nil
+			}
+			return x
+		}
+	}
+	return nil
+}
+
+// sumCache holds the csum item last read, so a block's sectors cost one
+// tree lookup per item, not per sector.
+type sumCache struct {
+	f     *FS
+	start uint64
+	data  []byte
+}
+
+// get returns the stored sum of the data sector at logical, nil if none.
+func (c *sumCache) get(logical uint64) ([]byte, error) {
+	sb := c.f.st.Super()
+	ss, cl := uint64(sb.SectorSize), uint64(sb.CsumType.Len())
+	if c.data == nil || logical < c.start || logical >= c.start+uint64(len(c.data))/cl*ss {
+		it, err := c.f.rtree(format.CsumTree).SeekLE(csumKey(logical))
+		if errors.Is(err, btree.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !isCsumKey(it.Key) || logical >= it.Key.Offset+uint64(len(it.Data))/cl*ss {
+			return nil, nil
+		}
+		c.start, c.data = it.Key.Offset, it.Data
+	}
+	i := (logical - c.start) / ss * cl
+	return c.data[i : i+cl], nil
+}
+
+// IsZero reports whether b is all zero bytes: the write path stores such
+// sectors as holes, so estimates skip them too.
+func IsZero(b []byte) bool { return isZero(b) }
