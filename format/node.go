@@ -203,6 +203,10 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 		n.Items = make([]Item, nr)
 		dataStart := NodeHeaderSize + nr*LeafItemSize
 		limit := len(b) // item data is packed from the end, in item order
+		// One copy of the data area, not one allocation per item; each
+		// item's slice is capped, so an append to one never writes into
+		// the next.
+		area := bytes.Clone(b[dataStart:])
 		for i := range n.Items {
 			o := NodeHeaderSize + i*LeafItemSize
 			off := int(le.Uint32(b[o+KeySize:]))
@@ -211,7 +215,8 @@ func UnmarshalNode(b []byte, csum CsumType, want NodeExpect) (*Node, error) {
 				return nil, corruptf(nil, "node %d: item %d data [%d,+%d) out of bounds", want.Logical, i, off, size)
 			}
 			limit = off
-			n.Items[i] = Item{Key: GetKey(b[o:]), Data: bytes.Clone(b[off : off+size])}
+			a := off - dataStart
+			n.Items[i] = Item{Key: GetKey(b[o:]), Data: area[a : a+size : a+size]}
 			if i > 0 && !n.Items[i-1].Key.Less(n.Items[i].Key) {
 				return nil, corruptf(nil, "node %d: keys out of order at item %d", want.Logical, i)
 			}

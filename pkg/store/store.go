@@ -54,6 +54,7 @@ type FS struct {
 	// missing lists the members a degraded open went without.
 	missing []*volume.MissingDeviceError
 	heal    healState
+	ahead   readAhead // raw nodes after the last one read (read-only sets)
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
