@@ -51,8 +51,9 @@ func TestSmallWritesBatchAcrossChunks(t *testing.T) {
 }
 
 // A read-only walk reads the nodes of a freshly built tree mostly in
-// windows of several (store.readAhead): fewer device reads than nodes
-// read, and every entry and byte still as written.
+// windows of several (store.readAhead), and the files' data in windows of
+// 1 MiB (dataAhead): far fewer device reads than nodes or files, and
+// every entry and byte still as written.
 func TestReadOnlyWalkReadsAhead(t *testing.T) {
 	f, devs := newTestFS(t, 128<<20, 1)
 	const n = 3000
@@ -61,7 +62,7 @@ func TestReadOnlyWalkReadsAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.WriteAt(in, []byte(fmt.Sprint(i)), 0); err != nil {
+		if err := f.WriteAt(in, ahead(i), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,9 +99,17 @@ func TestReadOnlyWalkReadsAhead(t *testing.T) {
 	if reads*2 > leaves {
 		t.Fatalf("%d device reads for a tree of %d nodes: no read-ahead", reads, leaves)
 	}
-	for i, k := range kids[:10] {
-		if b := readAll(t, g, "/"+k.Entry.Name); string(b) != fmt.Sprint(i) {
-			t.Fatalf("%s holds %q", k.Entry.Name, b)
+	// The files' data too (dataAhead): a 1 MiB window serves many files.
+	before = cd.Stats().Reads
+	for i, k := range kids {
+		if b := readAll(t, g, "/"+k.Entry.Name); !bytes.Equal(b, ahead(i)) {
+			t.Fatalf("%s differs", k.Entry.Name)
 		}
 	}
+	if reads := cd.Stats().Reads - before; reads*4 > n {
+		t.Fatalf("%d device reads for %d files of 8 KiB: no data read-ahead", reads, n)
+	}
 }
+
+// ahead is file i's data in TestReadOnlyWalkReadsAhead: too big to be inline.
+func ahead(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%7d\n", i)), 1024) }
