@@ -11,6 +11,8 @@
 #   FILE_POINTS / GIB_POINTS override the lists (e.g. FILE_POINTS="10000 100000").
 #   ROWS limits the rows after build (always run: it makes the image), e.g.
 #   ROWS="du-s fsck df" for a big point that must fit a time slot.
+#   PEERS limits the peers (default "erofs ext4 btrfs"; mkfs.btrfs -r of 1M files
+#   alone takes longer than a shared time slot).
 #   NAME names the output (default $SCALE): separate runs of single points
 #   (NAME=1M FILE_POINTS=1000000 GIB_POINTS=) keep their own files, and the
 #   plots are drawn from every bench/results/scale-*.csv together.
@@ -71,10 +73,10 @@ need() { # need COMMAND PACKAGE: installs PACKAGE with apt-get when COMMAND is m
 	note "$2 not available: its columns are skipped" && return 1
 }
 need /usr/bin/time time || { echo "scale: GNU time is needed for peak RSS" >&2 && exit 1; }
-EROFS=0 EXT4=0 BTRFS=0
-need mkfs.erofs erofs-utils && EROFS=1
-need mke2fs e2fsprogs && EXT4=1
-need mkfs.btrfs btrfs-progs && BTRFS=1
+EROFS=0 EXT4=0 BTRFS=0 PEERS=${PEERS:-erofs ext4 btrfs}
+[[ " $PEERS " == *" erofs "* ]] && need mkfs.erofs erofs-utils && EROFS=1
+[[ " $PEERS " == *" ext4 "* ]] && need mke2fs e2fsprogs && EXT4=1
+[[ " $PEERS " == *" btrfs "* ]] && need mkfs.btrfs btrfs-progs && BTRFS=1
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-scale.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -207,7 +209,7 @@ done
 rm -rf "$W/src"
 
 {
-	echo "# bench/scale.sh SCALE=$SCALE NAME=$NAME FILE_POINTS=\"$FILE_POINTS\" GIB_POINTS=\"$GIB_POINTS\" ROWS=\"${ROWS:-all}\", $(date -u +%Y-%m-%d), $(nproc) cores, RUNS=$RUNS (a first run over ${SLOW}s is not repeated); loadavg at start: $LOAD"
+	echo "# bench/scale.sh SCALE=$SCALE NAME=$NAME FILE_POINTS=\"$FILE_POINTS\" GIB_POINTS=\"$GIB_POINTS\" ROWS=\"${ROWS:-all}\" PEERS=\"$PEERS\", $(date -u +%Y-%m-%d), $(nproc) cores, RUNS=$RUNS (a first run over ${SLOW}s is not repeated); loadavg at start: $LOAD"
 	echo "# per row and tool: median seconds, time per file (µs) or per GiB (s), largest peak RSS of the runs"
 	printf '%s\n' "${TABLE[@]}"
 	for n in "${NOTES[@]}"; do echo "note: $n"; done
