@@ -185,11 +185,12 @@ point() { # point KIND POINT ITEMS: every row on one data set in $W/src/t
 	rm -f "$W"/*.img
 }
 
-# fits GIB: is there room for about six copies of a point?
+# fits GIB: is there room for about FIT_COPIES (6) copies of a point? (fewer
+# will do when ROWS and PEERS leave out the rows and tools that make copies)
 fits() {
 	local free
 	free=$(df -k --output=avail "$W" | tail -n 1)
-	[[ $((free / 1024 / 1024)) -ge $(($1 * 6 + 2)) ]]
+	[[ $((free / 1024 / 1024)) -ge $(($1 * ${FIT_COPIES:-6} + 2)) ]]
 }
 
 for n in $FILE_POINTS; do
