@@ -225,5 +225,10 @@ func rowPlot(pts []point, kind, row, xlab, ylab string, get func(point) float64)
 		p.Add(l, s)
 		p.Legend.Add(t, l, s)
 	}
+	if p.X.Min == p.X.Max {
+		// One size measured: a log axis needs a range (gonum panics on an
+		// empty one), so the point sits in the middle of a decade each way.
+		p.X.Min, p.X.Max = p.X.Min/10, p.X.Max*10
+	}
 	return p, nil
 }

@@ -18,3 +18,19 @@ func TestMergeLaterWins(t *testing.T) {
 		}
 	}
 }
+
+// A row measured at one size only still gets a log x axis with a range
+// (gonum panics drawing an empty one).
+func TestRowPlotOneSize(t *testing.T) {
+	pts := []point{{kind: "data", row: "df", tool: "ddfs", items: 1, perItem: 0.2, rssMiB: 11}}
+	p, err := rowPlot(pts, "data", "df", "GiB", "s per GiB", func(p point) float64 { return p.perItem })
+	if err != nil || p == nil {
+		t.Fatal(p, err)
+	}
+	if !(p.X.Min > 0 && p.X.Min < 1 && p.X.Max > 1) {
+		t.Fatalf("x axis [%g, %g] around 1", p.X.Min, p.X.Max)
+	}
+	if err := drawAll(pts, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
