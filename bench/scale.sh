@@ -6,8 +6,16 @@
 # Points: small files (nested directories, 1000 files each, 0..8 KiB, bench/gen small
 # -nest 100) and data (files of 256 MiB of seeded random bytes, bench/gen big).
 #   SCALE=small (default): 10k and 100k files, 1 GiB       — minutes
+#   SCALE=medium:          10k, 100k, 1M files; 1, 4 GiB  — about an hour, ~40 GiB free
 #   SCALE=full:            10k, 100k, 1M, 4M files; 1, 4, 16 GiB — hours, ~120 GiB free
 #   FILE_POINTS / GIB_POINTS override the lists (e.g. FILE_POINTS="10000 100000").
+#   ROWS limits the rows after build (always run: it makes the image), e.g.
+#   ROWS="du-s fsck df" for a big point that must fit a time slot.
+#   PEERS limits the peers (default "erofs ext4 btrfs"; mkfs.btrfs -r of 1M files
+#   alone takes longer than a shared time slot).
+#   NAME names the output (default $SCALE): separate runs of single points
+#   (NAME=1M FILE_POINTS=1000000 GIB_POINTS=) keep their own files, and the
+#   plots are drawn from every bench/results/scale-*.csv together.
 # Rows (every tool of a row is run in turn, RUNS times, interleaved):
 #   build     mkfs.ddfs -r | mkfs.erofs | mke2fs -t ext4 -d | mkfs.btrfs -r  (+ sync -f)
 #   cp-r-in   ddfs cp -r SRC IMG:/ into a fresh image | host cp -r to a folder (+ sync -f)
@@ -36,8 +44,9 @@ ROOT=$(cd "$HERE/.." && pwd)
 SCALE=${SCALE:-small}
 case $SCALE in
 small) FILE_POINTS=${FILE_POINTS-10000 100000} GIB_POINTS=${GIB_POINTS-1} ;;
+medium) FILE_POINTS=${FILE_POINTS-10000 100000 1000000} GIB_POINTS=${GIB_POINTS-1 4} ;;
 full) FILE_POINTS=${FILE_POINTS-10000 100000 1000000 4000000} GIB_POINTS=${GIB_POINTS-1 4 16} ;;
-*) echo "scale: SCALE is small or full" >&2 && exit 2 ;;
+*) echo "scale: SCALE is small, medium or full" >&2 && exit 2 ;;
 esac
 BIN=${BIN:-bin} RUNS=${RUNS:-3} SLOW=${SLOW:-20} TIMEOUT=${TIMEOUT:-3600} GO=${GO:-go} NICE=${NICE:-}
 [[ -d $BIN ]] || BIN=$ROOT/$BIN
@@ -45,9 +54,11 @@ BIN=$(cd "$BIN" && pwd)
 for t in mkfs.ddfs ddfs fsck.ddfs dedupe-tool; do
 	[[ -x $BIN/$t ]] || { echo "scale: $BIN/$t missing (make build)" >&2 && exit 1; }
 done
-OUT_TXT=$ROOT/bench/results/scale-$SCALE.txt
-OUT_CSV=$ROOT/bench/results/scale-$SCALE.csv
+NAME=${NAME:-$SCALE} ROWS=${ROWS:-}
+OUT_TXT=$ROOT/bench/results/scale-$NAME.txt
+OUT_CSV=$ROOT/bench/results/scale-$NAME.csv
 
+LOAD=$(cat /proc/loadavg)
 NOTES=()
 note() { NOTES+=("$*") && echo "note: $*" >&2; }
 APT=0
@@ -62,10 +73,10 @@ need() { # need COMMAND PACKAGE: installs PACKAGE with apt-get when COMMAND is m
 	note "$2 not available: its columns are skipped" && return 1
 }
 need /usr/bin/time time || { echo "scale: GNU time is needed for peak RSS" >&2 && exit 1; }
-EROFS=0 EXT4=0 BTRFS=0
-need mkfs.erofs erofs-utils && EROFS=1
-need mke2fs e2fsprogs && EXT4=1
-need mkfs.btrfs btrfs-progs && BTRFS=1
+EROFS=0 EXT4=0 BTRFS=0 PEERS=${PEERS:-erofs ext4 btrfs}
+[[ " $PEERS " == *" erofs "* ]] && need mkfs.erofs erofs-utils && EROFS=1
+[[ " $PEERS " == *" ext4 "* ]] && need mke2fs e2fsprogs && EXT4=1
+[[ " $PEERS " == *" btrfs "* ]] && need mkfs.btrfs btrfs-progs && BTRFS=1
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-scale.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -94,6 +105,7 @@ largest() { printf '%s\n' "$@" | grep -v '^-$' | sort -g | tail -n 1; }
 # and one table line per tool; the ratio column is ddfs's time over each peer's.
 row() {
 	local name=$1 i r n=${#TOOLS[@]} runs=$RUNS line ddfs_t=""
+	[[ -z $ROWS || $name == build || " $ROWS " == *" $name "* ]] || return 0
 	declare -A ts rs fail
 	for ((r = 0; r < runs; r++)); do
 		for ((i = 0; i < n; i++)); do
@@ -173,11 +185,12 @@ point() { # point KIND POINT ITEMS: every row on one data set in $W/src/t
 	rm -f "$W"/*.img
 }
 
-# fits GIB: is there room for about six copies of a point?
+# fits GIB: is there room for about FIT_COPIES (6) copies of a point? (fewer
+# will do when ROWS and PEERS leave out the rows and tools that make copies)
 fits() {
 	local free
 	free=$(df -k --output=avail "$W" | tail -n 1)
-	[[ $((free / 1024 / 1024)) -ge $(($1 * 6 + 2)) ]]
+	[[ $((free / 1024 / 1024)) -ge $(($1 * ${FIT_COPIES:-6} + 2)) ]]
 }
 
 for n in $FILE_POINTS; do
@@ -197,10 +210,10 @@ done
 rm -rf "$W/src"
 
 {
-	echo "# bench/scale.sh SCALE=$SCALE, $(date -u +%Y-%m-%d), $(nproc) cores, RUNS=$RUNS (a first run over ${SLOW}s is not repeated)"
+	echo "# bench/scale.sh SCALE=$SCALE NAME=$NAME FILE_POINTS=\"$FILE_POINTS\" GIB_POINTS=\"$GIB_POINTS\" ROWS=\"${ROWS:-all}\" PEERS=\"$PEERS\", $(date -u +%Y-%m-%d), $(nproc) cores, RUNS=$RUNS (a first run over ${SLOW}s is not repeated); loadavg at start: $LOAD"
 	echo "# per row and tool: median seconds, time per file (µs) or per GiB (s), largest peak RSS of the runs"
 	printf '%s\n' "${TABLE[@]}"
 	for n in "${NOTES[@]}"; do echo "note: $n"; done
 } >"$OUT_TXT"
-(cd "$ROOT" && "$GO" run ./bench/plot -o bench/results "$OUT_CSV") || note "plot failed"
+(cd "$ROOT" && "$GO" run ./bench/plot -o bench/results bench/results/scale-*.csv) || note "plot failed"
 echo "wrote $OUT_TXT and $OUT_CSV"

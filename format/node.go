@@ -229,6 +229,13 @@ func unmarshalNode(b []byte, csum CsumType, want NodeExpect, clone bool, reuse *
 		n.Items = resize(n.Items, nr)
 		dataStart := NodeHeaderSize + nr*LeafItemSize
 		limit := len(b) // item data is packed from the end, in item order
+		// One copy of the data area (or none: shared), not one allocation
+		// per item; each item's slice is capped, so an append to one
+		// never writes into the next.
+		area, base := b, 0
+		if clone {
+			area, base = bytes.Clone(b[dataStart:]), dataStart
+		}
 		for i := range n.Items {
 			o := NodeHeaderSize + i*LeafItemSize
 			off := int(le.Uint32(b[o+KeySize:]))
@@ -237,11 +244,8 @@ func unmarshalNode(b []byte, csum CsumType, want NodeExpect, clone bool, reuse *
 				return nil, corruptf(nil, "node %d: item %d data [%d,+%d) out of bounds", want.Logical, i, off, size)
 			}
 			limit = off
-			data := b[off : off+size : off+size]
-			if clone {
-				data = bytes.Clone(data)
-			}
-			n.Items[i] = Item{Key: GetKey(b[o:]), Data: data}
+			a := off - base
+			n.Items[i] = Item{Key: GetKey(b[o:]), Data: area[a : a+size : a+size]}
 			if i > 0 && !n.Items[i-1].Key.Less(n.Items[i].Key) {
 				return nil, corruptf(nil, "node %d: keys out of order at item %d", want.Logical, i)
 			}

@@ -260,3 +260,20 @@ func TestNodeHelpers(t *testing.T) {
 		t.Errorf("UsedBytes internal = %d", in.UsedBytes())
 	}
 }
+
+// Decoded items share one copy of the node's data area; an append to one
+// item's data must not write into the item stored before it.
+func TestUnmarshalNodeItemsDoNotAlias(t *testing.T) {
+	n := &Node{NodeHeader: NodeHeader{FSID: testFSID, Logical: 1 << 20, Generation: 3, Owner: FSTree}}
+	n.Items = []Item{{Key: Key{ObjectID: 1}, Data: []byte("first")}, {Key: Key{ObjectID: 2}, Data: []byte("second")}}
+	got, err := UnmarshalNode(MarshalNode(n, 4096, CsumCRC32C), CsumCRC32C, expectOf(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got.Items {
+		_ = append(got.Items[i].Data, "XXXXXXXXXXXX"...)
+	}
+	if string(got.Items[0].Data) != "first" || string(got.Items[1].Data) != "second" {
+		t.Fatalf("items after appends: %q %q", got.Items[0].Data, got.Items[1].Data)
+	}
+}

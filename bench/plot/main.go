@@ -4,7 +4,11 @@
 // GiB) of each row. gonum.org/v1/plot is maintained, pure Go and writes
 // SVG without a browser or a C library.
 //
-//	go run ./bench/plot [-o DIR] FILE.csv
+//	go run ./bench/plot [-o DIR] FILE.csv...
+//
+// Several CSVs (runs of different points) are drawn together; a point
+// measured in more than one (same kind, row, tool and size) is taken
+// from the last file named.
 package main
 
 import (
@@ -35,11 +39,19 @@ type point struct {
 func main() {
 	out := flag.String("o", "bench/results", "folder for the SVG files")
 	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: plot [-o DIR] FILE.csv")
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: plot [-o DIR] FILE.csv...")
 		os.Exit(2)
 	}
-	pts, err := read(flag.Arg(0))
+	var pts []point
+	var err error
+	for _, f := range flag.Args() {
+		var more []point
+		if more, err = read(f); err != nil {
+			break
+		}
+		pts = merge(pts, more)
+	}
 	if err == nil {
 		err = drawAll(pts, *out)
 	}
@@ -91,6 +103,28 @@ func read(path string) ([]point, error) {
 		}
 		pts = append(pts, point{kind: rec[col["kind"]], row: rec[col["row"]], tool: rec[col["tool"]], items: items, perItem: per, rssMiB: rss / 1024})
 	}
+}
+
+// merge adds more to pts; a point of more replaces one of pts measured
+// for the same kind, row, tool and size.
+func merge(pts, more []point) []point {
+	type id struct {
+		kind, row, tool string
+		items           float64
+	}
+	at := map[id]int{}
+	for i, p := range pts {
+		at[id{p.kind, p.row, p.tool, p.items}] = i
+	}
+	for _, p := range more {
+		if i, ok := at[id{p.kind, p.row, p.tool, p.items}]; ok {
+			pts[i] = p
+			continue
+		}
+		at[id{p.kind, p.row, p.tool, p.items}] = len(pts)
+		pts = append(pts, p)
+	}
+	return pts
 }
 
 // drawAll writes, per kind (files, data) and measure, one SVG with a panel
@@ -190,6 +224,11 @@ func rowPlot(pts []point, kind, row, xlab, ylab string, get func(point) float64)
 		}
 		p.Add(l, s)
 		p.Legend.Add(t, l, s)
+	}
+	if p.X.Min == p.X.Max {
+		// One size measured: a log axis needs a range (gonum panics on an
+		// empty one), so the point sits in the middle of a decade each way.
+		p.X.Min, p.X.Max = p.X.Min/10, p.X.Max*10
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package device
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -64,6 +65,12 @@ func openNBD(spec string, opt OpenOptions) (Device, error) {
 	c.SetDeadline(time.Now().Add(timeout))
 	r := bufio.NewReaderSize(c, 64<<10)
 	exp, err := negotiate(nbdConnWire{r: r, w: c}, t.export)
+	if errors.Is(err, errNoGreeting) {
+		// NBD has no locks: one writer per export is the server's to
+		// enforce (README), and this is what its refusal looks like.
+		c.Close()
+		return nil, &BusyError{Path: spec, Why: errNoGreeting.Error() + ": it admits one client at a time (nbdkit --filter=limit, qemu-nbd --shared=1) and another holds the export, or it turned us away"}
+	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("open %s: %w", spec, err)

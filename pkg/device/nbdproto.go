@@ -98,8 +98,15 @@ func (c nbdConnWire) read(n int) ([]byte, error) {
 // negotiate runs the fixed newstyle handshake: structured replies if the
 // server agrees, then NBD_OPT_GO, falling back to NBD_OPT_EXPORT_NAME on
 // servers that do not know GO (or speak plain newstyle only).
+// errNoGreeting: the server hung up before its greeting, which is how a
+// server that admits one client at a time turns away a second one.
+var errNoGreeting = errors.New("the server closed the connection before its greeting")
+
 func negotiate(c nbdConnWire, export string) (*nbdExport, error) {
 	b, err := c.read(18)
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return nil, errNoGreeting
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read server greeting: %w", err)
 	}

@@ -125,6 +125,9 @@ type failedCopy struct {
 // the caller, per sector, with their own fallback). It returns the copy
 // used and those that failed (copies on missing devices left out).
 func (f *FS) readAnyCopy(logical uint64, buf []byte) (int, []failedCopy, error) {
+	if f.readAhead(logical, buf) {
+		return 0, nil, nil
+	}
 	var first error
 	var failed []failedCopy
 	for m := 0; m < max(f.st.Vol.Copies(logical), 1); m++ {

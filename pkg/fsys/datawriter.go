@@ -24,6 +24,11 @@ type dataWriter struct {
 	err      error
 	running  bool
 	pending  sync.WaitGroup
+	// batch gathers small writes that follow each other on the device
+	// (the files of a tree copy are laid out in a row): one device write
+	// and one hand-over to the goroutine per batch, not per file.
+	batch    dataWrite
+	batchEnd uint64 // the end of the batch's chunk: a batch stays in one
 }
 
 type dataWrite struct {
@@ -31,10 +36,12 @@ type dataWrite struct {
 	buf     []byte
 }
 
-// queueDepth and maxInFlight bound the writes and bytes in flight.
+// queueDepth and maxInFlight bound the writes and bytes in flight;
+// writes below batchSmall are gathered into batches of up to ioSize.
 const (
 	queueDepth  = 256
 	maxInFlight = 8 << 20
+	batchSmall  = 64 << 10
 )
 
 func (w *dataWriter) start() {
@@ -130,10 +137,38 @@ func (w *dataWriter) write(logical uint64, buf []byte) error {
 		return err
 	}
 	w.start()
-	w.inFlight.Acquire(context.Background(), int64(min(len(buf), maxInFlight)))
-	w.pending.Add(1)
-	w.queue <- dataWrite{logical, buf}
+	b := &w.batch
+	if len(buf) < batchSmall {
+		end := logical + uint64(len(buf))
+		if b.buf != nil && b.logical+uint64(len(b.buf)) == logical && len(b.buf)+len(buf) <= ioSize && end <= w.batchEnd {
+			b.buf = append(b.buf, buf...)
+			putBuffer(buf)
+			return nil
+		}
+		w.flush()
+		b.logical, b.buf, w.batchEnd = logical, append(buffer(ioSize, nil)[:0], buf...), end
+		if c, ok := w.vol.Chunks.Lookup(logical); ok {
+			w.batchEnd = c.End()
+		}
+		putBuffer(buf)
+		return nil
+	}
+	w.queueOne(dataWrite{logical, buf})
 	return nil
+}
+
+// flush queues the batch gathered so far.
+func (w *dataWriter) flush() {
+	if w.batch.buf != nil {
+		w.queueOne(w.batch)
+		w.batch = dataWrite{}
+	}
+}
+
+func (w *dataWriter) queueOne(d dataWrite) {
+	w.inFlight.Acquire(context.Background(), int64(min(len(d.buf), maxInFlight)))
+	w.pending.Add(1)
+	w.queue <- d
 }
 
 func (w *dataWriter) failed() error {
@@ -144,6 +179,7 @@ func (w *dataWriter) failed() error {
 
 // drain waits for every queued write and returns the first failure.
 func (w *dataWriter) drain() error {
+	w.flush()
 	w.pending.Wait()
 	return w.failed()
 }

@@ -56,7 +56,8 @@ type FS struct {
 	// dedupeHits counts references made in the running transaction.
 	dedupeHits uint64
 	// data writes extents in the background (drained before commits and reads).
-	data dataWriter
+	data   dataWriter
+	dahead dataAhead // read-only sets: the data after the last small read
 	// prehash holds hashes computed ahead for the running WriteAtHashed.
 	prehash *Hashes
 	// dirs caches directory paths resolved before (see dirCache).

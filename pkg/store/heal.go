@@ -116,6 +116,12 @@ func (fs *FS) readNodeHealing(want format.NodeExpect) (*format.Node, error) {
 	if copies == 0 {
 		return nil, fmt.Errorf("logical %d is in no chunk: %w", want.Logical, ErrCorrupt)
 	}
+	if b := fs.aheadNode(want); b != nil {
+		if n, err := format.UnmarshalNode(b, fs.sb.CsumType, want); err == nil {
+			return n, nil
+		}
+		fs.ahead.buf = nil // read it again below, healing as usual
+	}
 	buf := make([]byte, fs.sb.NodeSize)
 	var errs error
 	var bad []int

@@ -54,6 +54,7 @@ type FS struct {
 	// missing lists the members a degraded open went without.
 	missing []*volume.MissingDeviceError
 	heal    healState
+	ahead   readAhead // raw nodes after the last one read (read-only sets)
 	// missingBGs: a chunk may lack its block group item (OpenForRepair).
 	missingBGs bool
 	// leaving are devices new stripes must not use (device remove);

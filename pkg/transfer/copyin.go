@@ -75,7 +75,7 @@ func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
 		if err != nil {
 			return err
 		}
-		if err := c.copyDirContents(src, dst); err != nil {
+		if err := c.copyDirContents(src, dst, false); err != nil {
 			return err
 		}
 		if o.keepAttrs() {
@@ -94,7 +94,7 @@ func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err // unreadable is not missing
 	}
-	if err := c.copy(src, target, st); err != nil {
+	if err := c.copy(src, target, st, false); err != nil {
 		return err
 	}
 	return f.Sync()
@@ -109,7 +109,10 @@ func (c *copier) stat(p string, top bool) (os.FileInfo, error) {
 	return os.Lstat(p)
 }
 
-func (c *copier) copyDirContents(src, dst string) error {
+// copyDirContents copies the entries of host directory src into image
+// directory dst; fresh says dst was just made by us, so nothing in it
+// can be in the way and no lookup is needed.
+func (c *copier) copyDirContents(src, dst string, fresh bool) error {
 	ents, err := os.ReadDir(src) // sorted: images come out the same every time
 	if err != nil {
 		return err
@@ -120,15 +123,16 @@ func (c *copier) copyDirContents(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.copy(sp, path.Join(dst, e.Name()), st); err != nil {
+		if err := c.copy(sp, path.Join(dst, e.Name()), st, fresh); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// copy copies one host entry to image path dst.
-func (c *copier) copy(src, dst string, st os.FileInfo) error {
+// copy copies one host entry to image path dst (fresh: its directory
+// was made by this copy).
+func (c *copier) copy(src, dst string, st os.FileInfo, fresh bool) error {
 	// Near full, what is copied is committed entry by entry, so ENOSPC
 	// costs only the entry it hits.
 	if err := c.f.CommitIfLow(uint64(max(st.Size(), 0))); err != nil {
@@ -142,10 +146,16 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		}
 		c.links[id] = dst
 	}
-	existing, err := c.f.Resolve(dst, false)
+	var existing *fsys.Inode
+	var err error
+	if fresh {
+		existing, err = nil, fs.ErrNotExist
+	} else {
+		existing, err = c.f.Resolve(dst, false)
+	}
 	if err == nil {
 		if existing.IsDir() && st.IsDir() {
-			return c.fillDir(src, dst, existing, st)
+			return c.fillDir(src, dst, existing, st, false)
 		}
 		if c.o.NoClobber {
 			return nil
@@ -166,7 +176,7 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		if err != nil {
 			return err
 		}
-		return c.fillDir(src, dst, in, st)
+		return c.fillDir(src, dst, in, st, true)
 	case m&fs.ModeSymlink != 0:
 		target, err := os.Readlink(src)
 		if err != nil {
@@ -182,7 +192,7 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 		if err != nil {
 			return err
 		}
-		if err := c.copyData(src, dst, in); err != nil {
+		if err := c.copyData(src, dst, in, st.Size()); err != nil {
 			return err
 		}
 		return c.finish(in, src, st)
@@ -204,11 +214,11 @@ func (c *copier) copy(src, dst string, st os.FileInfo) error {
 
 // fillDir copies a directory's contents, then its attributes (times last,
 // as the children change them).
-func (c *copier) fillDir(src, dst string, in *fsys.Inode, st os.FileInfo) error {
-	if err := c.copyDirContents(src, dst); err != nil {
+func (c *copier) fillDir(src, dst string, in *fsys.Inode, st os.FileInfo, fresh bool) error {
+	if err := c.copyDirContents(src, dst, fresh); err != nil {
 		return err
 	}
-	in, err := c.f.Resolve(dst, false)
+	in, err := c.f.Inode(in.Ino) // afresh: the children changed it
 	if err != nil {
 		return err
 	}
@@ -318,36 +328,40 @@ func splitNul(b []byte) []string {
 // copyData copies a file's bytes, skipping the holes of a sparse source.
 // Files bigger than the buffer are read ahead by a goroutine, so reading
 // the source overlaps hashing, compression and writing in the image.
-func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
-	fh, err := os.Open(src)
-	if err != nil {
-		return err
+func (c *copier) copyData(src, dst string, in *fsys.Inode, size int64) error {
+	// Raw calls: os.Open would add four fcntl and an epoll_ctl per file,
+	// and on this VM each syscall costs microseconds (issue 16).
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	if !c.o.Follow {
+		flags |= unix.O_NOFOLLOW // it was a regular file at lstat; no link swapped in now
 	}
+	fd, err := unix.Open(src, flags, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: src, Err: err}
+	}
+	if size > 0 && size <= smallFile {
+		// Small files in one read of size+1 bytes (size bytes back: the
+		// whole file, no read for EOF), without the reader goroutine and
+		// the hole seeks (fsys turns zero sectors into holes anyway): most
+		// files of a tree are small, and per-file overhead dominates.
+		n, err := readOnce(fd, c.buf[:size+1])
+		if err != nil {
+			unix.Close(fd)
+			return &fs.PathError{Op: "read", Path: src, Err: err}
+		}
+		if n <= int(size) {
+			unix.Close(fd)
+			return c.writeSmall(dst, in, c.buf[:n])
+		}
+		// It grew since lstat: the general path below, from the start.
+	}
+	fh := os.NewFile(uintptr(fd), src)
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
 		return err
 	}
-	size := st.Size()
-	if size <= smallFile && size > 0 {
-		// Small files in one read, without the reader goroutine and the
-		// hole seeks (fsys turns zero sectors into holes anyway): most
-		// files of a tree are small, and per-file overhead dominates.
-		n, err := io.ReadFull(fh, c.buf[:size])
-		if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return err
-		}
-		if werr := c.f.WriteAt(in, c.buf[:n], 0); werr != nil {
-			return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(werr)}
-		}
-		if c.o.Progress != nil {
-			c.o.Progress(int64(n))
-		}
-		if in.Size < uint64(size) {
-			return c.f.Truncate(in, uint64(size))
-		}
-		return nil
-	}
+	size = st.Size()
 	chunks := make(chan chunk, 1)
 	free := make(chan []byte, 2)
 	done := make(chan struct{})
@@ -379,6 +393,40 @@ func (c *copier) copyData(src, dst string, in *fsys.Inode) error {
 	}
 	if in.Size < uint64(size) { // a trailing hole
 		return c.f.Truncate(in, uint64(size))
+	}
+	return nil
+}
+
+// readOnce reads p from fd, again only after a short count (a regular
+// file returns less than asked for only at its end or on a signal).
+func readOnce(fd int, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Read(fd, p[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 || n+m == len(p)-1 { // EOF, or the size the caller expects
+			return n + m, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// writeSmall writes a whole small file read in one go.
+func (c *copier) writeSmall(dst string, in *fsys.Inode, p []byte) error {
+	if err := c.f.WriteAt(in, p, 0); err != nil {
+		return &fs.PathError{Op: "write", Path: dst, Err: unwrapErrno(err)}
+	}
+	if c.o.Progress != nil {
+		c.o.Progress(int64(len(p)))
+	}
+	if in.Size < uint64(len(p)) {
+		return c.f.Truncate(in, uint64(len(p)))
 	}
 	return nil
 }

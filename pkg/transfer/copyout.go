@@ -29,6 +29,9 @@ type outCopier struct {
 	links map[uint64]linkRef // image inode -> first copy, for -a
 	dups  []*os.File         // directory handles the links refer to
 	bad   fsys.Refused
+	uid   int // our euid: the owner a new file gets
+	egid  int
+	umask uint32 // what open takes from a new file's mode
 }
 
 // linkRef finds the first copy of a hard-linked file again.
@@ -44,14 +47,21 @@ type hostDir struct {
 	fd   *os.File
 	dup  *os.File // a handle that outlives the directory walk, for hard links
 	path string   // host path, for messages
+	dfd  int      // fd's number (File.Fd costs two fcntl a call)
+	gid  int      // the group a file made here gets (the directory's if setgid)
 }
 
-func openHostDir(r *os.Root, host string) (*hostDir, error) {
+func openHostDir(r *os.Root, host string, egid int) (*hostDir, error) {
 	fd, err := r.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	return &hostDir{root: r, fd: fd, path: host}, nil
+	d := &hostDir{root: r, fd: fd, path: host, dfd: int(fd.Fd()), gid: egid}
+	var st unix.Stat_t
+	if unix.Fstat(d.dfd, &st) != nil || st.Mode&unix.S_ISGID != 0 {
+		d.gid = -1 // not known, or the directory's: chown every file
+	}
+	return d, nil
 }
 
 func (d *hostDir) close() {
@@ -80,13 +90,13 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 	if err != nil {
 		return err
 	}
-	hd, err := openHostDir(root, dir)
+	hd, err := openHostDir(root, dir, os.Getegid())
 	if err != nil {
 		root.Close()
 		return err
 	}
 	defer hd.close()
-	c := &outCopier{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]linkRef{}}
+	c := &outCopier{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]linkRef{}, uid: os.Geteuid(), egid: os.Getegid(), umask: processUmask()}
 	defer func() {
 		for _, d := range c.dups {
 			d.Close()
@@ -111,7 +121,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 	}
 	if c.o.Archive && !in.IsDir() && in.Nlink > 1 {
 		if first, ok := c.links[in.Ino]; ok {
-			return unix.Linkat(int(first.dir.Fd()), first.name, int(d.fd.Fd()), name, 0)
+			return unix.Linkat(int(first.dir.Fd()), first.name, d.dfd, name, 0)
 		}
 		if d.dup == nil {
 			dup, err := d.root.Open(".")
@@ -135,7 +145,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 			return err
 		}
 		if c.o.keepAttrs() {
-			_ = unix.Fchownat(int(d.fd.Fd()), name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
+			_ = unix.Fchownat(d.dfd, name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
 			return c.utimes(d, name, in, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		return nil
@@ -145,7 +155,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 		if !c.o.Archive && !c.o.Recursive {
 			return fmt.Errorf("%s: not a regular file, directory or symlink (use -r or -a to copy special files)", src)
 		}
-		if err := unix.Mknodat(int(d.fd.Fd()), name, in.Mode, int(in.Rdev)); err != nil {
+		if err := unix.Mknodat(d.dfd, name, in.Mode, int(in.Rdev)); err != nil {
 			if errors.Is(err, syscall.EPERM) { // a device node, not root: name it, go on
 				c.bad.Add(&fs.PathError{Op: "mknod", Path: src, Err: err})
 				return nil
@@ -153,7 +163,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 			return &fs.PathError{Op: "mknod", Path: src, Err: err}
 		}
 		if c.o.keepAttrs() {
-			_ = unix.Fchownat(int(d.fd.Fd()), name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
+			_ = unix.Fchownat(d.dfd, name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
 			_ = d.root.Chmod(name, fs.FileMode(in.Mode&0o777)|modeBits(in.Mode))
 			return c.utimes(d, name, in, 0)
 		}
@@ -174,7 +184,7 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 	if err != nil {
 		return err
 	}
-	sd, err := openHostDir(sub, filepath.Join(d.path, name))
+	sd, err := openHostDir(sub, filepath.Join(d.path, name), c.egid)
 	if err != nil {
 		sub.Close()
 		return err
@@ -207,24 +217,29 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		return nil
 	}
 	if c.o.Archive {
-		c.setXattrs(in, f)
+		c.setXattrs(in, sd.dfd)
 	}
 	return c.utimes(d, name, in, 0)
 }
 
+// copyFile writes a regular file with raw calls on the directory's fd:
+// os.Root.OpenFile and os.File add fcntl, epoll and fstat calls to every
+// file, and on this VM each syscall costs microseconds (issue 16). The
+// name is one checked component and O_CREAT|O_EXCL never follows a link,
+// so this is as confined as os.Root.
 func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string) error {
-	perm := fs.FileMode(in.Mode & 0o777)
-	fh, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	perm := in.Mode & 0o777
+	fd, err := unix.Openat(d.dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, perm)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
 	}
-	defer fh.Close()
+	w := fdWriter{fd: fd}
 	var werr error
 	// Only the data ranges are read (a sparse file costs O(extents)), and
 	// within them only runs of non-zero blocks are written; then the size
 	// is set, leaving holes that SEEK_HOLE finds.
 	err = c.f.ReadData(in, c.buf, func(p []byte, off uint64) error {
-		if werr = writeNonZero(fh, p, int64(off)); werr != nil {
+		if werr = writeNonZero(&w, p, int64(off)); werr != nil {
 			return werr
 		}
 		if c.o.Progress != nil {
@@ -235,26 +250,63 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 	if err != nil {
 		err = &fs.PathError{Op: "read", Path: src, Err: err}
 	}
-	if err = cmp.Or(werr, err); err != nil {
+	if err = cmp.Or(werr, err); err == nil && w.end != int64(in.Size) {
+		err = unix.Ftruncate(fd, int64(in.Size))
+	}
+	if err == nil && c.o.keepAttrs() {
+		err = c.fileAttrs(fd, in, d, name)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		// A partial file would look complete: it goes (README, copy-out).
-		fh.Close()
-		d.root.Remove(name)
-		return err
+		unix.Unlinkat(d.dfd, name, 0)
 	}
-	if err := fh.Truncate(int64(in.Size)); err != nil {
-		return err
+	return err
+}
+
+// fileAttrs gives a copied file its owner, mode, xattrs and times.
+// Calls that would change nothing are left out: a new file's owner is
+// our euid and the directory's group value (hostDir.gid), and its mode
+// only differs from the one open asked for when umask or special bits do.
+func (c *outCopier) fileAttrs(fd int, in *fsys.Inode, d *hostDir, name string) error {
+	if int(in.UID) != c.uid || int(in.GID) != d.gid {
+		_ = unix.Fchown(fd, int(in.UID), int(in.GID)) // as cp -p: not an error for a user
 	}
-	if !c.o.keepAttrs() {
-		return nil
-	}
-	_ = fh.Chown(int(in.UID), int(in.GID))                     // as cp -p: not an error for a user
-	if err := fh.Chmod(perm | modeBits(in.Mode)); err != nil { // after chown, which clears setuid
-		return err
+	if in.Mode&0o7777 != in.Mode&0o777&^c.umask {
+		// After chown, which clears setuid.
+		if err := unix.Fchmod(fd, in.Mode&0o7777); err != nil {
+			return err
+		}
 	}
 	if c.o.Archive {
-		c.setXattrs(in, fh)
+		c.setXattrs(in, fd)
 	}
 	return c.utimes(d, name, in, 0)
+}
+
+// fdWriter writes at offsets of a raw fd and remembers the end of the
+// last write (so a file whose size is already right is not truncated).
+type fdWriter struct {
+	fd  int
+	end int64
+}
+
+func (w *fdWriter) WriteAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pwrite(w.fd, p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	w.end = max(w.end, off+int64(n))
+	return n, nil
 }
 
 // entryError names an entry that was not copied by its image path and
@@ -270,7 +322,7 @@ func entryError(src, host string, err error) error {
 // utimes sets atime and mtime (nanoseconds) of name in d.
 func (c *outCopier) utimes(d *hostDir, name string, in *fsys.Inode, flags int) error {
 	ts := []unix.Timespec{unix.NsecToTimespec(fsys.Time(in.Atime).UnixNano()), unix.NsecToTimespec(fsys.Time(in.Mtime).UnixNano())}
-	if err := unix.UtimesNanoAt(int(d.fd.Fd()), name, ts, flags); err != nil {
+	if err := unix.UtimesNanoAt(d.dfd, name, ts, flags); err != nil {
 		return &fs.PathError{Op: "utimes", Path: name, Err: err}
 	}
 	return nil
@@ -291,13 +343,13 @@ func modeBits(m uint32) fs.FileMode {
 }
 
 // setXattrs copies xattrs; namespaces the user may not write are skipped.
-func (c *outCopier) setXattrs(in *fsys.Inode, fh *os.File) {
+func (c *outCopier) setXattrs(in *fsys.Inode, fd int) {
 	xs, err := c.f.ListXattrs(in)
 	if err != nil {
 		return
 	}
 	for _, x := range xs {
-		_ = unix.Fsetxattr(int(fh.Fd()), x.Name, x.Value, 0)
+		_ = unix.Fsetxattr(fd, x.Name, x.Value, 0)
 	}
 }
 
@@ -335,4 +387,11 @@ func allZero(b []byte) bool {
 		b = b[n:]
 	}
 	return true
+}
+
+// processUmask reads the umask (setting it back at once).
+func processUmask() uint32 {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return uint32(m)
 }

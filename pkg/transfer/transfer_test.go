@@ -69,6 +69,11 @@ func makeTree(t *testing.T, dir string) {
 	write("a/mid", rnd(100_000), 0o644)
 	write("a/b/big", rnd(9<<20+123), 0o755)
 	write("setuid", []byte("x"), 0o4755)
+	// Modes that open's umask (or its missing special bits) would not
+	// give a copied-out file: the copy must chmod them.
+	os.Chmod(filepath.Join(dir, "setuid"), os.ModeSetuid|0o755)
+	write("open", []byte("all may write"), 0o777)
+	os.Chmod(filepath.Join(dir, "open"), 0o777)
 	write(strings.Repeat("L", 255), []byte("long name"), 0o644)
 	write("bad\xffname", []byte("non-utf8"), 0o644)
 	sp, _ := os.Create(filepath.Join(dir, "sparse"))

@@ -1,0 +1,115 @@
+package fsys
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+	"testing"
+)
+
+// Small files written one after the other are gathered into batches of
+// device writes (dataWriter.batch). A batch must end where its chunk ends:
+// logical addresses run on into the next chunk, devices do not. 3,000
+// files of 12 KiB fill more than one data chunk of a 128 MiB device, and
+// each must read back as written, before and after a reopen.
+func TestSmallWritesBatchAcrossChunks(t *testing.T) {
+	f, devs := newTestFS(t, 128<<20, 1)
+	const n, size = 3000, 12 << 10
+	want := func(i int) []byte { return rnd(uint64(i)+1, size) }
+	for i := range n {
+		in, err := f.Create(fmt.Sprintf("/f%04d", i), Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, want(i), 0); err != nil {
+			t.Fatalf("file %d: %v", i, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for _, c := range f.st.Vol.Chunks.All() {
+		if c.Type&format.ChunkData != 0 {
+			chunks++
+		}
+	}
+	if chunks < 2 {
+		t.Fatalf("%d data chunks: the test must cross a chunk boundary", chunks)
+	}
+	for _, g := range []*FS{f, reopenFS(t, devs)} {
+		for i := range n {
+			if got := readAll(t, g, fmt.Sprintf("/f%04d", i)); !bytes.Equal(got, want(i)) {
+				t.Fatalf("/f%04d differs", i)
+			}
+		}
+	}
+}
+
+// A read-only walk reads the nodes of a freshly built tree mostly in
+// windows of several (store.readAhead), and the files' data in windows of
+// 1 MiB (dataAhead): far fewer device reads than nodes or files, and
+// every entry and byte still as written.
+func TestReadOnlyWalkReadsAhead(t *testing.T) {
+	f, devs := newTestFS(t, 128<<20, 1)
+	const n = 3000
+	for i := range n {
+		in, err := f.Create(fmt.Sprintf("/f%04d", i), Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, ahead(i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	cd := device.NewCounting(devs[0])
+	vol, err := volume.FromDevices([]device.Device{cd}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := g.Resolve("/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cd.Stats().Reads
+	kids, err := g.Children(root)
+	if err != nil || len(kids) != n {
+		t.Fatalf("%d children, %v", len(kids), err)
+	}
+	reads := cd.Stats().Reads - before
+	leaves := uint64(0)
+	if err := st.Tree(format.FSTree).WalkNodes(func(*format.Node) error { leaves++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if reads*2 > leaves {
+		t.Fatalf("%d device reads for a tree of %d nodes: no read-ahead", reads, leaves)
+	}
+	// The files' data too (dataAhead): a 1 MiB window serves many files.
+	before = cd.Stats().Reads
+	for i, k := range kids {
+		if b := readAll(t, g, "/"+k.Entry.Name); !bytes.Equal(b, ahead(i)) {
+			t.Fatalf("%s differs", k.Entry.Name)
+		}
+	}
+	if reads := cd.Stats().Reads - before; reads*4 > n {
+		t.Fatalf("%d device reads for %d files of 8 KiB: no data read-ahead", reads, n)
+	}
+}
+
+// ahead is file i's data in TestReadOnlyWalkReadsAhead: too big to be inline.
+func ahead(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%7d\n", i)), 1024) }
