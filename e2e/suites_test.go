@@ -33,6 +33,15 @@ func suiteSize[T any](ci, full T) T {
 	return full
 }
 
+// suiteMount makes a.img (mkfs.ddfs -q -b SIZE plus mkfs) in a new temp
+// directory and mounts it: the start of every suite test.
+func suiteMount(t *testing.T, size string, mkfs ...string) (string, *mounted) {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", append(append([]string{"-q", "-b", size}, mkfs...), "a.img")...), 0)
+	return dir, mountImage(t, dir, "a.img")
+}
+
 // stdlibKnown are the Go standard library tests that fail on any FUSE
 // mount, with why; every other failure fails TestStdlibOnMount.
 var stdlibKnown = map[string]string{
@@ -47,9 +56,7 @@ var stdlibKnown = map[string]string{
 // failures, and wants no failure outside stdlibKnown, then fsck clean.
 func TestStdlibOnMount(t *testing.T) {
 	needSuites(t)
-	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
-	m := mountImage(t, dir, "a.img")
+	dir, m := suiteMount(t, "4G", "--dedupe", "--compress", "zstd")
 	tmp := m.path("tmp")
 	if err := os.Mkdir(tmp, 0o1777); err != nil {
 		t.Fatal(err)
@@ -104,9 +111,7 @@ func needTool(t *testing.T, name, pkg string) {
 func TestStressNGOnMount(t *testing.T) {
 	needSuites(t)
 	needTool(t, "stress-ng", "stress-ng")
-	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
-	m := mountImage(t, dir, "a.img")
+	dir, m := suiteMount(t, "4G", "--dedupe", "--compress", "zstd")
 	passed := 0
 	stressors := []string{"dir", "dentry", "rename", "link", "symlink", "xattr", "hdd", "seek", "fallocate", "iomix", "filename", "chmod", "utime", "readahead", "mmap"}
 	for _, s := range stressors {
@@ -128,9 +133,7 @@ func TestStressNGOnMount(t *testing.T) {
 func TestFioOnMount(t *testing.T) {
 	needSuites(t)
 	needTool(t, "fio", "fio")
-	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "2G", "--dedupe", "--compress", "zstd", "a.img"), 0)
-	m := mountImage(t, dir, "a.img")
+	dir, m := suiteMount(t, "2G", "--dedupe", "--compress", "zstd")
 	mb := suiteSize(16, 64)
 	jobs := [][]string{
 		{"--rw=randwrite", "--ioengine=psync", fmt.Sprintf("--size=%dm", mb)},
@@ -161,9 +164,7 @@ func TestFioOnMount(t *testing.T) {
 // go build. fsck clean after.
 func TestBuildOnMount(t *testing.T) {
 	needSuites(t)
-	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "--dedupe", "--compress", "zstd", "a.img"), 0)
-	m := mountImage(t, dir, "a.img")
+	dir, m := suiteMount(t, "4G", "--dedupe", "--compress", "zstd")
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -206,9 +207,7 @@ func TestBuildOnMount(t *testing.T) {
 func TestDbenchOnMount(t *testing.T) {
 	needSuites(t)
 	needTool(t, "dbench", "dbench")
-	dir := t.TempDir()
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "4G", "a.img"), 0)
-	m := mountImage(t, dir, "a.img")
+	dir, m := suiteMount(t, "4G")
 	out, err := exec.Command("dbench", "-D", m.dir, "-t", suiteSize("5", "20"), "4").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Throughput") {
 		t.Fatalf("dbench: %v\n%s", err, out)
