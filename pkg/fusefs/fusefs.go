@@ -116,7 +116,7 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
+	if err := waitMount(srv.WaitMount, 10*time.Second); err != nil {
 		srv.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
@@ -279,3 +279,21 @@ func (s *Server) haveSpace(n uint64) error {
 
 // reserve is the free space writes leave for metadata.
 func reserve(st fsys.Statfs) uint64 { return max(8<<20, st.TotalBytes/64) }
+
+// waitMount waits until the kernel serves the mount. go-fuse's WaitMount
+// also opens a magic name in the new mount (its poll hack: the kernel must
+// not send POLL requests that could take the server's last thread). On a
+// loaded machine that open has failed with ENOENT right after the mount, and
+// going on without it later hung the server, so the open is retried until
+// it works: after the first call the ready channel is closed, and a later
+// call only repeats the open. Other errors end the wait at once.
+func waitMount(wait func() error, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		err := wait()
+		if !errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+	}
+}
