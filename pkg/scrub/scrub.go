@@ -143,6 +143,7 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 	if opt.Checkpoint <= 0 {
 		opt.Checkpoint = 2 * time.Second
 	}
+	defer fs.HoldHealing()()
 	rep := newReport(fs, opt.Repair)
 	start := uint64(0)
 	if opt.Resume && opt.StatePath != "" {

@@ -224,6 +224,7 @@ func TestScrubRepairsThousand(t *testing.T) {
 			}
 
 			fs = open(t, devs, true)
+			opened := fs.HealStats() // the open's own reads heal what they meet
 			rep, err = Run(fs, Options{Repair: true})
 			healed := fs.HealStats().Repaired
 			if err != nil {
@@ -239,6 +240,11 @@ func TestScrubRepairsThousand(t *testing.T) {
 			// Tree nodes the scrub itself read were healed on that read.
 			if corrected+uint64(healed) != 1000 {
 				t.Fatalf("corrected %d + healed on read %d, want 1000", corrected, healed)
+			}
+			// The scrub's own walk leaves bad copies to its workers, which
+			// count each once (a heal racing with them counted one twice).
+			if hs := fs.HealStats(); hs != opened {
+				t.Fatalf("reads during the scrub healed: %+v after, %+v before, want no change (the scrub repairs them)", hs, opened)
 			}
 			for _, b := range bad {
 				n := 4096
@@ -508,5 +514,53 @@ func TestScrubSuperblock(t *testing.T) {
 		if c.Err != nil {
 			t.Fatalf("after repair: %v", c.Err)
 		}
+	}
+}
+
+// TestScrubWalkLeavesRepairs: with copy 0 of every node damaged, the
+// scrub's own walk of the extent and csum trees meets bad copies; it must
+// leave them to the workers, which rewrite and count each once (a heal
+// by the walk raced with them and counted a copy twice on CI).
+func TestScrubWalkLeavesRepairs(t *testing.T) {
+	pc := profiles[0]
+	r := rand.New(rand.NewPCG(7, 7))
+	devs, files := build(t, pc, r)
+	fs := open(t, devs, false)
+	var nodes []target
+	for _, c := range candidates(t, fs, files) {
+		if c.meta {
+			nodes = append(nodes, c)
+		}
+	}
+	for _, n := range nodes {
+		ts, err := fs.Vol.Locate(n.logical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := devs[ts[0].DevID-1].WriteAt(make([]byte, 64), int64(ts[0].Physical)+100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.Close()
+
+	fs = open(t, devs, true)
+	defer fs.Close()
+	opened := fs.HealStats()
+	rep, err := Run(fs, Options{Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs := fs.HealStats(); hs != opened {
+		t.Fatalf("reads during the scrub healed: %+v after, %+v before, want no change", hs, opened)
+	}
+	var corrected uint64
+	for _, d := range rep.Devices {
+		corrected += d.ErrorsCorrected
+	}
+	if corrected+uint64(opened.Repaired) != uint64(len(nodes)) {
+		t.Fatalf("corrected %d + healed at open %d, want the %d damaged nodes", corrected, opened.Repaired, len(nodes))
+	}
+	if rep, err := Run(fs, Options{}); err != nil || !rep.Clean() {
+		t.Fatalf("second scrub: %v, %+v", err, rep.Devices)
 	}
 }

@@ -50,6 +50,27 @@ type healState struct {
 	mu     sync.Mutex
 	stats  HealStats
 	report func(Heal)
+	// held counts callers that rewrite and report bad copies themselves
+	// (HoldHealing): reads then leave bad copies as they are.
+	held int
+}
+
+// HoldHealing makes reads leave bad copies alone, unreported, until the
+// returned release is called. A scrub holds it: its workers verify and
+// rewrite every copy and count each bad one once, and a heal by its own
+// tree walk racing with them would rewrite and count some twice.
+func (fs *FS) HoldHealing() (release func()) {
+	fs.heal.mu.Lock()
+	fs.heal.held++
+	fs.heal.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			fs.heal.mu.Lock()
+			fs.heal.held--
+			fs.heal.mu.Unlock()
+		})
+	}
 }
 
 // OnHeal sets the function told of every bad copy a read meets (the
@@ -74,6 +95,12 @@ func (fs *FS) HealStats() HealStats {
 // a degraded open already said the device is gone.
 func (fs *FS) HealCopy(logical uint64, good []byte, mirror int, metadata bool, cause error) Heal {
 	h := Heal{Logical: logical, Len: len(good), Copy: mirror, Metadata: metadata, Cause: cause}
+	fs.heal.mu.Lock()
+	held := fs.heal.held > 0
+	fs.heal.mu.Unlock()
+	if held {
+		return h
+	}
 	if ts, err := fs.Vol.Locate(logical); err == nil && mirror < len(ts) {
 		h.DevID = ts[mirror].DevID
 		if d, ok := fs.Vol.Device(h.DevID); ok {
