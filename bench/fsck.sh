@@ -26,7 +26,10 @@
 #            takes long on a loaded host): its row is left out
 #   KEEP     where the images live (default: /tmp/fsckbench); removed at the end
 #            unless KEEP_IMAGES=1
-# Output: a table on stdout, also written to bench/results/fsck-latest.txt.
+#   ROWS     which rows to build and measure (default "d2 small data repair"):
+#            ROWS=small SMALL_NO_BTRFS=1 needs neither btrfs-progs nor the other sets
+#   OUT      the results file (default bench/results/fsck-latest.txt)
+# Output: a table on stdout, also written to OUT.
 set -euo pipefail
 export LC_ALL=C PATH="$PATH:/usr/sbin:/sbin"
 
@@ -39,6 +42,11 @@ SMALL_FILES=${SMALL_FILES:-1000000} SMALL_MAX=${SMALL_MAX:-1024}
 DATA_GIB=${DATA_GIB:-4} DAMAGE=${DAMAGE:-1000} RUNS=${RUNS:-3}
 K=${KEEP:-/tmp/fsckbench}
 MODE=${1:-measure}
+ROWS=" ${ROWS:-d2 small data repair} "
+OUT=${OUT:-$HERE/results/fsck-latest.txt}
+want() { [[ $ROWS == *" $1 "* ]]; }
+needs_tree() { want d2 || want repair; }
+needs_btrfs() { needs_tree || want data || { want small && [[ ${SMALL_NO_BTRFS:-0} != 1 ]]; }; }
 cleanup() {
 	rm -rf "$K/tree" "$K/small" "$K/data" "$K/dmg.img" "$K/t"
 	[[ $MODE == prepare || ${KEEP_IMAGES:-0} == 1 ]] || rm -rf "$K"
@@ -47,7 +55,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 for t in mkfs.ddfs fsck.ddfs; do [[ -x "$BIN/$t" ]] || { echo "bench: $BIN/$t missing (make build)" >&2 && exit 1; }; done
-for t in mke2fs e2fsck mkfs.btrfs btrfs; do command -v $t >/dev/null || { echo "bench: $t missing" >&2 && exit 1; }; done
+tools="mke2fs e2fsck" && needs_btrfs && tools+=" mkfs.btrfs btrfs"
+for t in $tools; do command -v $t >/dev/null || { echo "bench: $t missing" >&2 && exit 1; }; done
 mkdir -p "$K"
 (cd "$ROOT" && go build -o "$K/fsckdamage" ./bench/fsckdamage && go build -o "$K/gen" ./bench/gen)
 
@@ -67,14 +76,14 @@ describe() {
 	cat "$K/$1.desc"
 }
 
-if [[ ! -s $K/tree.btrfs ]]; then
+if needs_tree && [[ ! -s $K/tree.btrfs ]]; then
 	rm -rf "$K/tree" && mkdir -p "$K/tree"
 	for i in $(seq 1 "$COPIES"); do cp -a "$SRC" "$K/tree/go$i"; done
 	nice -n 10 "$K/gen" big -seed 7 -n "$COPIES" -size "$VM_SIZE" "$K/tree/vm" >/dev/null
 	describe tree >/dev/null
 	image tree ddfs 8G && image tree ext4 8G && image tree btrfs
 fi
-if [[ ! -s $K/small.ext4 || ${SMALL_NO_BTRFS:-0} != 1 && ! -s $K/small.btrfs ]]; then
+if want small && [[ ! -s $K/small.ext4 || ${SMALL_NO_BTRFS:-0} != 1 && ! -s $K/small.btrfs ]]; then
 	rm -rf "$K/small"
 	dirs=$((SMALL_FILES / 1000))
 	nice -n 10 "$K/gen" small -seed 3 -dirs "$dirs" -files 1000 -max "$SMALL_MAX" -nest 100 "$K/small" >/dev/null
@@ -82,7 +91,7 @@ if [[ ! -s $K/small.ext4 || ${SMALL_NO_BTRFS:-0} != 1 && ! -s $K/small.btrfs ]];
 	image small ddfs 16G && image small ext4 16G
 	[[ ${SMALL_NO_BTRFS:-0} == 1 ]] || image small btrfs
 fi
-if [[ ! -s $K/data.btrfs ]]; then
+if want data && [[ ! -s $K/data.btrfs ]]; then
 	rm -rf "$K/data"
 	nice -n 10 "$K/gen" big -seed 5 -n $((DATA_GIB * 4)) -size 256M "$K/data" >/dev/null
 	describe data >/dev/null
@@ -124,19 +133,17 @@ row() { # LABEL NAME.J [BASE NAME.J]: seconds, MiB and the ratio to BASE
 }
 # The ddfs check must be clean: a figure is of a check that ran to the end.
 for set in tree small data; do
+	[[ -s $K/$set.ddfs ]] || continue
 	"$BIN/fsck.ddfs" -q "$K/$set.ddfs" >/dev/null || { echo "bench: $set.ddfs is not clean" >&2 && exit 1; }
 done
 
-{
-	echo "fsck bench ($(date -u +%F), $(nproc) cores, loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)), $RUNS interleaved rounds: median seconds, largest peak RSS"
-	echo "D2:    $COPIES x Go tree + $COPIES x $VM_SIZE VM-like: $(cat "$K/tree.desc")"
-	echo "SMALL: $(cat "$K/small.desc") (0..$SMALL_MAX bytes each)"
-	echo "DATA:  $(cat "$K/data.desc") ($((DATA_GIB * 4)) x 256 MiB seeded random)"
-	printf '%-40s %8s %8s %10s\n' "command" "seconds" "RSS MiB" "/ e2fsck"
+d2() {
 	rounds d2 "$BIN/fsck.ddfs" "$K/tree.ddfs" -- e2fsck -fn "$K/tree.ext4" -- btrfs check --readonly "$K/tree.btrfs"
 	row "D2 fsck.ddfs" d2.0 d2.1
 	row "D2 e2fsck -fn" d2.1 d2.1
 	row "D2 btrfs check --readonly" d2.2 d2.1
+}
+small() {
 	if [[ -s $K/small.btrfs ]]; then
 		rounds sm "$BIN/fsck.ddfs" "$K/small.ddfs" -- e2fsck -fn "$K/small.ext4" -- btrfs check --readonly "$K/small.btrfs"
 	else # SMALL_NO_BTRFS=1 prepare: mkfs.btrfs -r did not finish in time
@@ -144,13 +151,17 @@ done
 	fi
 	row "SMALL fsck.ddfs" sm.0 sm.1
 	row "SMALL e2fsck -fn" sm.1 sm.1
-	[[ -s $K/small.btrfs ]] && row "SMALL btrfs check --readonly" sm.2 sm.1
+	if [[ -s $K/small.btrfs ]]; then row "SMALL btrfs check --readonly" sm.2 sm.1; fi
+}
+data() {
 	printf '%-40s %8s %8s %10s\n' "" "" "" "/ btrfs"
 	rounds dt "$BIN/fsck.ddfs" --check-data "$K/data.ddfs" -- btrfs check --readonly --check-data-csum "$K/data.btrfs"
 	row "DATA fsck.ddfs --check-data" dt.0 dt.1
 	row "DATA btrfs check --check-data-csum" dt.1 dt.1
-	# Repair: a fresh damaged copy per run, its dirty pages written out first
-	# (else the repair's first fsync would write them and count them).
+}
+# Repair: a fresh damaged copy per run, its dirty pages written out first
+# (else the repair's first fsync would write them and count them).
+repair() {
 	printf '%-40s %8s %8s %10s\n' "" "" "" "/ clean"
 	for ((i = 0; i < RUNS; i++)); do
 		cp --sparse=always "$K/tree.ddfs" "$K/dmg.img"
@@ -164,4 +175,15 @@ done
 	done
 	row "D2 fsck.ddfs -y ($DAMAGE damaged inodes)" rp.0 rp.1
 	row "D2 fsck.ddfs (clean, same rounds)" rp.1 rp.1
-} | tee "$HERE/results/fsck-latest.txt"
+}
+
+{
+	echo "fsck bench ($(date -u +%F), $(nproc) cores, loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)), $RUNS interleaved rounds: median seconds, largest peak RSS; rows:$ROWS"
+	if needs_tree; then echo "D2:    $COPIES x Go tree + $COPIES x $VM_SIZE VM-like: $(cat "$K/tree.desc")"; fi
+	if want small; then echo "SMALL: $(cat "$K/small.desc") (0..$SMALL_MAX bytes each)"; fi
+	if want data; then echo "DATA:  $(cat "$K/data.desc") ($((DATA_GIB * 4)) x 256 MiB seeded random)"; fi
+	printf '%-40s %8s %8s %10s\n' "command" "seconds" "RSS MiB" "/ e2fsck"
+	for r in d2 small data repair; do
+		if want $r; then $r; fi
+	done
+} | tee "$OUT"
