@@ -234,22 +234,22 @@ func (c *checker) fsItem(it format.Item) {
 			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
 		}
 	case format.InodeRefKey:
-		if err := format.EachInodeRef(it.Data, nil); err != nil {
+		// fn runs only on a valid item, so the item is walked once.
+		parent := k.Offset
+		if err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
+			cur.names++
+			cur.parent = parent
+			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
+		}); err != nil {
 			bad(err)
 			return
 		}
-		parent := k.Offset
 		if cur.ino == format.RootDirIno {
 			c.fsProblem(RootHasName, cur.ino, "the root directory has a name in directory %d", parent)
 		}
 		if parent == cur.ino {
 			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
 		}
-		format.EachInodeRef(it.Data, func(r format.InodeRefView) {
-			cur.names++
-			cur.parent = parent
-			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
-		})
 	case format.XattrItemKey:
 		xs, err := format.UnmarshalXattrs(it.Data)
 		if err != nil {
@@ -262,18 +262,19 @@ func (c *checker) fsItem(it format.Item) {
 			}
 		}
 	case format.DirItemKey:
-		if err := format.EachDirEntry(it.Data, nil); err != nil {
-			bad(err)
-			return
-		}
-		c.dirEntries(cur)
-		format.EachDirEntry(it.Data, func(e format.DirEntryView) {
+		// fn runs only on a valid item, so the item is walked once;
+		// dirEntries reports once, before the entries' problems.
+		if err := format.EachDirEntry(it.Data, func(e format.DirEntryView) {
+			c.dirEntries(cur)
 			if h := format.NameHash(e.Name); h != k.Offset {
 				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
 			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
-		})
+		}); err != nil {
+			bad(err)
+			return
+		}
 	case format.DirIndexKey:
 		e, err := format.UnmarshalDirEntryView(it.Data)
 		if err != nil {
