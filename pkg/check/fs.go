@@ -140,25 +140,28 @@ func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...a
 	c.add(Problem{Code: code, Tree: format.FSTree.String(), Ino: ino, Message: fmt.Sprintf(msg, args...), fix: f})
 }
 
-// nameMark is the fingerprint of one name of child in parent; DIR_INDEX
-// entries use the entry's type, INODE_REFs the child's real type.
-func nameMark(parent, child, index uint64, name []byte, t format.FileType) uint64 {
-	var b [25 + format.MaxNameLen]byte
+// nameMark is the fingerprint of one name of child in parent, the name
+// given by its hash (format.NameHash: computed once per name, and a
+// DIR_ITEM's check needs it anyway); DIR_INDEX entries use the entry's
+// type, INODE_REFs the child's real type.
+func nameMark(parent, child, index, nameHash uint64, t format.FileType) uint64 {
+	var b [33]byte
 	binary.LittleEndian.PutUint64(b[0:], parent)
 	binary.LittleEndian.PutUint64(b[8:], child)
 	binary.LittleEndian.PutUint64(b[16:], index)
-	b[24] = byte(t)
-	n := 25 + copy(b[25:], name)
-	return xxhash.Sum64(b[:n])
+	binary.LittleEndian.PutUint64(b[24:], nameHash)
+	b[32] = byte(t)
+	return xxhash.Sum64(b[:])
 }
 
-// entryMark is the fingerprint of a directory entry (DIR_ITEM or DIR_INDEX).
-func entryMark(child uint64, t format.FileType, name []byte) uint64 {
-	var b [9 + format.MaxNameLen]byte
+// entryMark is the fingerprint of a directory entry (DIR_ITEM or
+// DIR_INDEX), its name given by its hash.
+func entryMark(child uint64, t format.FileType, nameHash uint64) uint64 {
+	var b [17]byte
 	binary.LittleEndian.PutUint64(b[0:], child)
-	b[8] = byte(t)
-	n := 9 + copy(b[9:], name)
-	return xxhash.Sum64(b[:n])
+	binary.LittleEndian.PutUint64(b[8:], nameHash)
+	b[16] = byte(t)
+	return xxhash.Sum64(b[:])
 }
 
 // addName moves child's balance by one name.
@@ -239,7 +242,7 @@ func (c *checker) fsItem(it format.Item) {
 		if err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
 			cur.names++
 			cur.parent = parent
-			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
+			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, format.NameHash(r.Name), cur.fileType()), -1)
 		}); err != nil {
 			bad(err)
 			return
@@ -266,11 +269,12 @@ func (c *checker) fsItem(it format.Item) {
 		// dirEntries reports once, before the entries' problems.
 		if err := format.EachDirEntry(it.Data, func(e format.DirEntryView) {
 			c.dirEntries(cur)
-			if h := format.NameHash(e.Name); h != k.Offset {
+			h := format.NameHash(e.Name)
+			if h != k.Offset {
 				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
-			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
+			cur.dir.h += entryMark(e.Ino, e.Type, h)
 		}); err != nil {
 			bad(err)
 			return
@@ -294,8 +298,9 @@ func (c *checker) fsItem(it format.Item) {
 			cur.subdirs++
 		}
 		cur.dir.n--
-		cur.dir.h -= entryMark(e.Ino, e.Type, e.Name)
-		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, e.Name, e.Type), +1)
+		h := format.NameHash(e.Name)
+		cur.dir.h -= entryMark(e.Ino, e.Type, h)
+		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, h, e.Type), +1)
 	case format.FileExtentKey:
 		var x format.FileExtentItem
 		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
