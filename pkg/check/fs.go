@@ -41,8 +41,8 @@ import (
 type fsState struct {
 	started bool
 	cur     inodeState
-	names   map[uint64]balance // child ino -> DIR_INDEX entries minus INODE_REF names
-	dirFlag map[uint64]bool    // directories whose DIR_ITEM and DIR_INDEX entries disagree
+	names   balances        // child ino -> DIR_INDEX entries minus INODE_REF names
+	dirFlag map[uint64]bool // directories whose DIR_ITEM and DIR_INDEX entries disagree
 	// dirParent maps each directory with exactly one name to its parent.
 	dirParent map[uint64]uint64
 	rootSeen  bool
@@ -122,8 +122,7 @@ type extentUse struct {
 }
 
 func (s *fsState) init() {
-	if s.names == nil {
-		s.names = map[uint64]balance{}
+	if s.dirFlag == nil {
 		s.dirFlag = map[uint64]bool{}
 		s.dirParent = map[uint64]uint64{}
 	}
@@ -162,22 +161,6 @@ func entryMark(child uint64, t format.FileType, nameHash uint64) uint64 {
 	binary.LittleEndian.PutUint64(b[8:], nameHash)
 	b[16] = byte(t)
 	return xxhash.Sum64(b[:])
-}
-
-// addName moves child's balance by one name.
-func (s *fsState) addName(child uint64, mark uint64, n int64) {
-	b := s.names[child]
-	b.n += n
-	if n > 0 {
-		b.h += mark
-	} else {
-		b.h -= mark
-	}
-	if b.zero() {
-		delete(s.names, child)
-	} else {
-		s.names[child] = b
-	}
 }
 
 func (in *inodeState) fileType() format.FileType {
@@ -242,7 +225,7 @@ func (c *checker) fsItem(it format.Item) {
 		if err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
 			cur.names++
 			cur.parent = parent
-			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, format.NameHash(r.Name), cur.fileType()), -1)
+			s.names.add(cur.ino, nameMark(parent, cur.ino, r.Index, format.NameHash(r.Name), cur.fileType()), -1)
 		}); err != nil {
 			bad(err)
 			return
@@ -300,7 +283,7 @@ func (c *checker) fsItem(it format.Item) {
 		cur.dir.n--
 		h := format.NameHash(e.Name)
 		cur.dir.h -= entryMark(e.Ino, e.Type, h)
-		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, h, e.Type), +1)
+		s.names.add(e.Ino, nameMark(cur.ino, e.Ino, idx, h, e.Type), +1)
 	case format.FileExtentKey:
 		var x format.FileExtentItem
 		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
@@ -499,7 +482,7 @@ func (c *checker) checkFS() {
 		c.fsFix(RootMissing, format.RootDirIno, &fixData{}, "the root directory has no inode item")
 	}
 	c.checkLoops()
-	if len(s.names) > 0 || len(s.dirFlag) > 0 {
+	if s.names.len() > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
 	c.dataOwners()
@@ -780,8 +763,7 @@ func (c *checker) matchNames() {
 	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
 	l := lookup{t}
 	flagged := func(dir, child uint64) bool {
-		_, ok := s.names[child]
-		return ok || s.dirFlag[dir]
+		return s.names.has(child) || s.dirFlag[dir]
 	}
 	for it := t.First(); it.Valid(); it.Next() {
 		item := it.Item()
