@@ -401,48 +401,49 @@ type DirEntryView struct {
 // calls fn with each entry in order, its name aliasing b: fsck reads every
 // name without allocating. With fn nil it only checks.
 func EachDirEntry(b []byte, fn func(DirEntryView)) error {
-	if _, err := walkDirEntries(b, nil); err != nil || fn == nil {
+	var small [smallEntries]DirEntryView
+	es, err := walkDirEntries(b, small[:0])
+	if err != nil || fn == nil {
 		return err
 	}
-	_, err := walkDirEntries(b, fn)
-	return err
+	for _, e := range es {
+		fn(e)
+	}
+	return nil
 }
 
-// walkDirEntries validates b (fn nil) or calls fn on each entry of b,
-// which has been validated; it returns the number of entries.
-func walkDirEntries(b []byte, fn func(DirEntryView)) (int, error) {
-	var small [8][]byte // the names so far, for the duplicate check
-	names := small[:0]
-	n := 0
-	for ; len(b) > 0; n++ {
+// smallEntries is how many names of one item are kept on the stack while
+// it is validated (nearly every item has one).
+const smallEntries = 4
+
+// walkDirEntries validates b and appends its entries to es: one walk, so
+// fsck reads each name once.
+func walkDirEntries(b []byte, es []DirEntryView) ([]DirEntryView, error) {
+	for n := 0; len(b) > 0; n++ {
 		if len(b) < dirEntryHeaderSize {
-			return 0, corruptf(ErrShort, "dir entry %d: %d header bytes", n, len(b))
+			return nil, corruptf(ErrShort, "dir entry %d: %d header bytes", n, len(b))
 		}
 		e := DirEntryView{Ino: binary.LittleEndian.Uint64(b[0:]), Type: FileType(b[8])}
 		nl := int(binary.LittleEndian.Uint16(b[9:]))
 		if len(b) < dirEntryHeaderSize+nl {
-			return 0, corruptf(ErrShort, "dir entry %d: name of %d bytes in %d", n, nl, len(b)-dirEntryHeaderSize)
+			return nil, corruptf(ErrShort, "dir entry %d: name of %d bytes in %d", n, nl, len(b)-dirEntryHeaderSize)
 		}
 		e.Name = b[dirEntryHeaderSize : dirEntryHeaderSize+nl : dirEntryHeaderSize+nl]
 		b = b[dirEntryHeaderSize+nl:]
-		if fn != nil {
-			fn(e)
-			continue
-		}
 		if e.Ino == 0 || !e.Type.Valid() || !validName(e.Name) {
-			return 0, corruptf(nil, "dir entry %d: ino %d type %d name %q", n, e.Ino, e.Type, e.Name)
+			return nil, corruptf(nil, "dir entry %d: ino %d type %d name %q", n, e.Ino, e.Type, e.Name)
 		}
-		for _, o := range names {
-			if bytes.Equal(o, e.Name) {
-				return 0, corruptf(nil, "dir entry %d: name %q twice", n, e.Name)
+		for _, o := range es {
+			if bytes.Equal(o.Name, e.Name) {
+				return nil, corruptf(nil, "dir entry %d: name %q twice", n, e.Name)
 			}
 		}
-		names = append(names, e.Name)
+		es = append(es, e)
 	}
-	if n == 0 {
-		return 0, corruptf(ErrShort, "dir item: no entries")
+	if len(es) == 0 {
+		return nil, corruptf(ErrShort, "dir item: no entries")
 	}
-	return n, nil
+	return es, nil
 }
 
 // MarshalDirEntry encodes the single entry of a DIR_INDEX value.
@@ -459,12 +460,13 @@ func UnmarshalDirEntry(b []byte) (DirEntry, error) {
 
 // UnmarshalDirEntryView is UnmarshalDirEntry with the name aliasing b.
 func UnmarshalDirEntryView(b []byte) (DirEntryView, error) {
-	n, err := walkDirEntries(b, nil)
+	var small [smallEntries]DirEntryView
+	es, err := walkDirEntries(b, small[:0])
 	if err != nil {
 		return DirEntryView{}, err
 	}
-	if n != 1 {
-		return DirEntryView{}, corruptf(nil, "dir index: %d entries, want 1", n)
+	if len(es) != 1 {
+		return DirEntryView{}, corruptf(nil, "dir index: %d entries, want 1", len(es))
 	}
 	// One entry, validated: it is the whole of b.
 	nl := int(binary.LittleEndian.Uint16(b[9:]))
@@ -524,47 +526,45 @@ type InodeRefView struct {
 // calls fn with each name in order, aliasing b (no allocation). With fn
 // nil it only checks.
 func EachInodeRef(b []byte, fn func(InodeRefView)) error {
-	if err := walkInodeRefs(b, nil); err != nil || fn == nil {
+	var small [smallEntries]InodeRefView
+	rs, err := walkInodeRefs(b, small[:0])
+	if err != nil || fn == nil {
 		return err
 	}
-	return walkInodeRefs(b, fn)
+	for _, r := range rs {
+		fn(r)
+	}
+	return nil
 }
 
-// walkInodeRefs validates b (fn nil) or calls fn on each name of b, which
-// has been validated.
-func walkInodeRefs(b []byte, fn func(InodeRefView)) error {
-	var small [8]InodeRefView // the names so far, for the duplicate check
-	rs := small[:0]
-	n := 0
-	for ; len(b) > 0; n++ {
+// walkInodeRefs validates b and appends its names to rs: one walk, so
+// fsck reads each name once.
+func walkInodeRefs(b []byte, rs []InodeRefView) ([]InodeRefView, error) {
+	for n := 0; len(b) > 0; n++ {
 		if len(b) < inodeRefHeaderSize {
-			return corruptf(ErrShort, "inode ref %d: %d header bytes", n, len(b))
+			return nil, corruptf(ErrShort, "inode ref %d: %d header bytes", n, len(b))
 		}
 		r := InodeRefView{Index: binary.LittleEndian.Uint64(b[0:])}
 		nl := int(binary.LittleEndian.Uint16(b[8:]))
 		if len(b) < inodeRefHeaderSize+nl {
-			return corruptf(ErrShort, "inode ref %d: name of %d bytes in %d", n, nl, len(b)-inodeRefHeaderSize)
+			return nil, corruptf(ErrShort, "inode ref %d: name of %d bytes in %d", n, nl, len(b)-inodeRefHeaderSize)
 		}
 		r.Name = b[inodeRefHeaderSize : inodeRefHeaderSize+nl : inodeRefHeaderSize+nl]
 		b = b[inodeRefHeaderSize+nl:]
-		if fn != nil {
-			fn(r)
-			continue
-		}
 		if !validName(r.Name) {
-			return corruptf(nil, "inode ref %d: name %q", n, r.Name)
+			return nil, corruptf(nil, "inode ref %d: name %q", n, r.Name)
 		}
 		for _, o := range rs {
 			if bytes.Equal(o.Name, r.Name) || o.Index == r.Index {
-				return corruptf(nil, "inode ref %d: name %q or index %d twice", n, r.Name, r.Index)
+				return nil, corruptf(nil, "inode ref %d: name %q or index %d twice", n, r.Name, r.Index)
 			}
 		}
 		rs = append(rs, r)
 	}
-	if n == 0 {
-		return corruptf(ErrShort, "inode ref: no names")
+	if len(rs) == 0 {
+		return nil, corruptf(ErrShort, "inode ref: no names")
 	}
-	return nil
+	return rs, nil
 }
 
 // Xattr is one extended attribute. The value of (ino, XATTR_ITEM, name

@@ -417,3 +417,50 @@ func TestHashes(t *testing.T) {
 		t.Errorf("ExtentDataRefHash(3, 257, 0) = %#x", got)
 	}
 }
+
+// TestEachNameAfterValidation: EachDirEntry and EachInodeRef call fn only
+// once the whole item has validated (fsck adds each name to its balances
+// from fn, so a bad later name must not leave the earlier ones counted),
+// and then on every name in order, more than fit on the stack too.
+func TestEachNameAfterValidation(t *testing.T) {
+	var es []DirEntry
+	var rs []InodeRef
+	for i := 0; i < smallEntries+2; i++ {
+		es = append(es, DirEntry{Ino: uint64(300 + i), Type: FileTypeRegular, Name: string(rune('a' + i))})
+		rs = append(rs, InodeRef{Index: uint64(2 + i), Name: string(rune('a' + i))})
+	}
+	var gotE []DirEntry
+	if err := EachDirEntry(MarshalDirEntries(es), func(e DirEntryView) {
+		gotE = append(gotE, DirEntry{Ino: e.Ino, Type: e.Type, Name: string(e.Name)})
+	}); err != nil || !reflect.DeepEqual(gotE, es) {
+		t.Fatalf("dir entries: %+v %v", gotE, err)
+	}
+	var gotR []InodeRef
+	if err := EachInodeRef(MarshalInodeRefs(rs), func(r InodeRefView) {
+		gotR = append(gotR, InodeRef{Index: r.Index, Name: string(r.Name)})
+	}); err != nil || !reflect.DeepEqual(gotR, rs) {
+		t.Fatalf("inode refs: %+v %v", gotR, err)
+	}
+	badE := [][]byte{
+		MarshalDirEntries(append(es[:2:2], DirEntry{Ino: 999, Type: FileTypeDir, Name: "a"})),
+		append(MarshalDirEntries(es), 1, 2),
+		MarshalDirEntries(append(es[:2:2], DirEntry{Ino: 999, Type: FileTypeDir, Name: ".."})),
+	}
+	for i, b := range badE {
+		n := 0
+		if err := EachDirEntry(b, func(DirEntryView) { n++ }); !errors.Is(err, ErrCorrupt) || n != 0 {
+			t.Errorf("bad dir item %d: %v, fn called %d times", i, err, n)
+		}
+	}
+	badR := [][]byte{
+		MarshalInodeRefs(append(rs[:2:2], InodeRef{Index: 2, Name: "z"})),
+		append(MarshalInodeRefs(rs), 1),
+		MarshalInodeRefs(append(rs[:2:2], InodeRef{Index: 99, Name: "a/b"})),
+	}
+	for i, b := range badR {
+		n := 0
+		if err := EachInodeRef(b, func(InodeRefView) { n++ }); !errors.Is(err, ErrCorrupt) || n != 0 {
+			t.Errorf("bad inode ref %d: %v, fn called %d times", i, err, n)
+		}
+	}
+}

@@ -41,8 +41,8 @@ import (
 type fsState struct {
 	started bool
 	cur     inodeState
-	names   map[uint64]balance // child ino -> DIR_INDEX entries minus INODE_REF names
-	dirFlag map[uint64]bool    // directories whose DIR_ITEM and DIR_INDEX entries disagree
+	names   balances        // child ino -> DIR_INDEX entries minus INODE_REF names
+	dirFlag map[uint64]bool // directories whose DIR_ITEM and DIR_INDEX entries disagree
 	// dirParent maps each directory with exactly one name to its parent.
 	dirParent map[uint64]uint64
 	rootSeen  bool
@@ -122,8 +122,7 @@ type extentUse struct {
 }
 
 func (s *fsState) init() {
-	if s.names == nil {
-		s.names = map[uint64]balance{}
+	if s.dirFlag == nil {
 		s.dirFlag = map[uint64]bool{}
 		s.dirParent = map[uint64]uint64{}
 	}
@@ -140,41 +139,28 @@ func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...a
 	c.add(Problem{Code: code, Tree: format.FSTree.String(), Ino: ino, Message: fmt.Sprintf(msg, args...), fix: f})
 }
 
-// nameMark is the fingerprint of one name of child in parent; DIR_INDEX
-// entries use the entry's type, INODE_REFs the child's real type.
-func nameMark(parent, child, index uint64, name []byte, t format.FileType) uint64 {
-	var b [25 + format.MaxNameLen]byte
+// nameMark is the fingerprint of one name of child in parent, the name
+// given by its hash (format.NameHash: computed once per name, and a
+// DIR_ITEM's check needs it anyway); DIR_INDEX entries use the entry's
+// type, INODE_REFs the child's real type.
+func nameMark(parent, child, index, nameHash uint64, t format.FileType) uint64 {
+	var b [33]byte
 	binary.LittleEndian.PutUint64(b[0:], parent)
 	binary.LittleEndian.PutUint64(b[8:], child)
 	binary.LittleEndian.PutUint64(b[16:], index)
-	b[24] = byte(t)
-	n := 25 + copy(b[25:], name)
-	return xxhash.Sum64(b[:n])
+	binary.LittleEndian.PutUint64(b[24:], nameHash)
+	b[32] = byte(t)
+	return xxhash.Sum64(b[:])
 }
 
-// entryMark is the fingerprint of a directory entry (DIR_ITEM or DIR_INDEX).
-func entryMark(child uint64, t format.FileType, name []byte) uint64 {
-	var b [9 + format.MaxNameLen]byte
+// entryMark is the fingerprint of a directory entry (DIR_ITEM or
+// DIR_INDEX), its name given by its hash.
+func entryMark(child uint64, t format.FileType, nameHash uint64) uint64 {
+	var b [17]byte
 	binary.LittleEndian.PutUint64(b[0:], child)
-	b[8] = byte(t)
-	n := 9 + copy(b[9:], name)
-	return xxhash.Sum64(b[:n])
-}
-
-// addName moves child's balance by one name.
-func (s *fsState) addName(child uint64, mark uint64, n int64) {
-	b := s.names[child]
-	b.n += n
-	if n > 0 {
-		b.h += mark
-	} else {
-		b.h -= mark
-	}
-	if b.zero() {
-		delete(s.names, child)
-	} else {
-		s.names[child] = b
-	}
+	binary.LittleEndian.PutUint64(b[8:], nameHash)
+	b[16] = byte(t)
+	return xxhash.Sum64(b[:])
 }
 
 func (in *inodeState) fileType() format.FileType {
@@ -234,22 +220,22 @@ func (c *checker) fsItem(it format.Item) {
 			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
 		}
 	case format.InodeRefKey:
-		if err := format.EachInodeRef(it.Data, nil); err != nil {
+		// fn runs only on a valid item, so the item is walked once.
+		parent := k.Offset
+		if err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
+			cur.names++
+			cur.parent = parent
+			s.names.add(cur.ino, nameMark(parent, cur.ino, r.Index, format.NameHash(r.Name), cur.fileType()), -1)
+		}); err != nil {
 			bad(err)
 			return
 		}
-		parent := k.Offset
 		if cur.ino == format.RootDirIno {
 			c.fsProblem(RootHasName, cur.ino, "the root directory has a name in directory %d", parent)
 		}
 		if parent == cur.ino {
 			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
 		}
-		format.EachInodeRef(it.Data, func(r format.InodeRefView) {
-			cur.names++
-			cur.parent = parent
-			s.addName(cur.ino, nameMark(parent, cur.ino, r.Index, r.Name, cur.fileType()), -1)
-		})
 	case format.XattrItemKey:
 		xs, err := format.UnmarshalXattrs(it.Data)
 		if err != nil {
@@ -262,18 +248,20 @@ func (c *checker) fsItem(it format.Item) {
 			}
 		}
 	case format.DirItemKey:
-		if err := format.EachDirEntry(it.Data, nil); err != nil {
-			bad(err)
-			return
-		}
-		c.dirEntries(cur)
-		format.EachDirEntry(it.Data, func(e format.DirEntryView) {
-			if h := format.NameHash(e.Name); h != k.Offset {
+		// fn runs only on a valid item, so the item is walked once;
+		// dirEntries reports once, before the entries' problems.
+		if err := format.EachDirEntry(it.Data, func(e format.DirEntryView) {
+			c.dirEntries(cur)
+			h := format.NameHash(e.Name)
+			if h != k.Offset {
 				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
 			}
 			cur.dir.n++
-			cur.dir.h += entryMark(e.Ino, e.Type, e.Name)
-		})
+			cur.dir.h += entryMark(e.Ino, e.Type, h)
+		}); err != nil {
+			bad(err)
+			return
+		}
 	case format.DirIndexKey:
 		e, err := format.UnmarshalDirEntryView(it.Data)
 		if err != nil {
@@ -293,8 +281,9 @@ func (c *checker) fsItem(it format.Item) {
 			cur.subdirs++
 		}
 		cur.dir.n--
-		cur.dir.h -= entryMark(e.Ino, e.Type, e.Name)
-		s.addName(e.Ino, nameMark(cur.ino, e.Ino, idx, e.Name, e.Type), +1)
+		h := format.NameHash(e.Name)
+		cur.dir.h -= entryMark(e.Ino, e.Type, h)
+		s.names.add(e.Ino, nameMark(cur.ino, e.Ino, idx, h, e.Type), +1)
 	case format.FileExtentKey:
 		var x format.FileExtentItem
 		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
@@ -493,7 +482,7 @@ func (c *checker) checkFS() {
 		c.fsFix(RootMissing, format.RootDirIno, &fixData{}, "the root directory has no inode item")
 	}
 	c.checkLoops()
-	if len(s.names) > 0 || len(s.dirFlag) > 0 {
+	if s.names.len() > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
 	c.dataOwners()
@@ -774,8 +763,7 @@ func (c *checker) matchNames() {
 	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
 	l := lookup{t}
 	flagged := func(dir, child uint64) bool {
-		_, ok := s.names[child]
-		return ok || s.dirFlag[dir]
+		return s.names.has(child) || s.dirFlag[dir]
 	}
 	for it := t.First(); it.Valid(); it.Next() {
 		item := it.Item()

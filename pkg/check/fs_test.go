@@ -488,6 +488,34 @@ func surgeryCases() []surgeryCase {
 			s.del(fsT, dirItemKey(root, "mid"))
 			return []want{{code: IndexNoItem, ino: root}}
 		}},
+		{"inode ref renamed", func(s *surgeon) []want {
+			// The INODE_REF's name alone changes: its fingerprint must
+			// hold the name, or it balances the DIR_INDEX.
+			small := s.ino("/small")
+			k := format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root}
+			refs, err := format.UnmarshalInodeRefs(s.get(fsT, k))
+			must(s.t, err)
+			refs[0].Name = "smalm"
+			s.put(fsT, k, format.MarshalInodeRefs(refs))
+			return []want{
+				{code: RefIndexOther, ino: small},
+				{code: EntryNoRef, ino: root},
+			}
+		}},
+		{"dir item renamed under its own hash", func(s *surgeon) []want {
+			// The DIR_ITEM's name alone changes, under the new name's hash:
+			// its fingerprint must hold the name, or it balances the
+			// DIR_INDEX.
+			es, err := format.UnmarshalDirEntries(s.get(fsT, dirItemKey(root, "mid")))
+			must(s.t, err)
+			s.del(fsT, dirItemKey(root, "mid"))
+			es[0].Name = "mie"
+			s.put(fsT, dirItemKey(root, "mie"), format.MarshalDirEntries(es))
+			return []want{
+				{code: IndexNoItem, ino: root},
+				{code: EntryNoRef, ino: root},
+			}
+		}},
 		{"dir item under a wrong hash", func(s *surgeon) []want {
 			k := dirItemKey(root, "mid")
 			to := k

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 // TestNodeCopiesDiffer: copy 1 of a dup leaf rewritten with other bytes
@@ -152,4 +154,78 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// runMember is an fs tree node that is not the first of a run of sibling
+// nodes back to back (nodes.go reads such a run with one request per
+// copy), with where its copies live.
+func runMember(t *testing.T, devs []*device.MemDevice) []nodeCopy {
+	t.Helper()
+	vol := volumeOf(t, devs)
+	fs, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := fs.Super()
+	var member uint64
+	var walk func(l, g uint64, level int)
+	walk = func(l, g uint64, level int) {
+		n, err := fs.ReadNodeCopy(format.NodeExpect{FSID: sb.FSID, Logical: l, Generation: g, Owner: format.FSTree, Level: level}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range n.Ptrs {
+			if i > 0 && p.Logical == n.Ptrs[i-1].Logical+uint64(sb.NodeSize) && member == 0 {
+				member = p.Logical
+			}
+			walk(p.Logical, p.Generation, level-1)
+		}
+	}
+	root := sb.Roots.Root(format.FSTree)
+	walk(root.Logical, root.Generation, int(root.Level))
+	var out []nodeCopy
+	for _, nc := range allNodeCopies(t, devs) {
+		if nc.logical == member {
+			out = append(out, nc)
+		}
+	}
+	if member == 0 || len(out) < 2 {
+		t.Fatalf("no fs tree node inside a run of siblings with two copies (%d copies)", len(out))
+	}
+	return out
+}
+
+// TestRunLaterCopyChecked: a node read as part of a run of siblings has
+// its later copies checked, not copy 0 again: copy 1 damaged is
+// NODE_COPY_BAD, copy 1 forged with other bytes and a valid checksum is
+// NODE_COPIES_DIFFER, each the only problem, at copy 1's place.
+func TestRunLaterCopyChecked(t *testing.T) {
+	for _, l := range []layout{{1, format.ProfileSingle, format.ProfileDup}, {2, format.ProfileSingle, format.ProfileRaid1}} {
+		for _, forged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d-%v-forged=%v", l.devs, l.meta, forged), func(t *testing.T) {
+				devs := build(t, l, 600)
+				nc := runMember(t, devs)[1]
+				d := devs[nc.target.DevID-1]
+				b := make([]byte, 4096)
+				d.ReadAt(b, int64(nc.target.Physical))
+				b[4095] ^= 1 // the last byte of item 0's value
+				want := NodeCopyBad
+				if forged {
+					sum := format.Checksum(format.CsumCRC32C, b[format.CsumSize:])
+					copy(b, sum[:])
+					want = NodeCopiesDiffer
+				}
+				d.WriteAt(b, int64(nc.target.Physical))
+				d.Flush()
+				rep := checkDevs(t, devs)
+				if len(rep.Problems) != 1 {
+					t.Fatalf("want one %s at node %d copy 1, got %v", want, nc.logical, rep.Problems)
+				}
+				p := rep.Problems[0]
+				if p.Code != want || p.Logical != nc.logical || !p.CopyIs(1) || p.DevID != nc.target.DevID || p.Offset != nc.target.Physical {
+					t.Fatalf("want %s at node %d copy 1 (devid %d offset %d), got %v", want, nc.logical, nc.target.DevID, nc.target.Physical, p)
+				}
+			})
+		}
+	}
 }
