@@ -32,9 +32,14 @@ func (s *scrubber) mapFiles() error {
 		if err != nil || x.Type == format.FileExtentInline || x.DiskLogical == 0 {
 			return true, nil // fsck's to report
 		}
+		// The ranges do not overlap: only the one before the extent's
+		// start may reach into it.
 		i := sort.Search(len(bad), func(i int) bool { return bad[i] >= x.DiskLogical })
-		for ; i < len(bad) && bad[i]-x.DiskLogical < x.DiskLen; i++ {
-			inos[it.Key.ObjectID] = inos[it.Key.ObjectID] || s.badData[bad[i]]
+		if i > 0 && bad[i-1]+s.badData[bad[i-1]].n > x.DiskLogical {
+			i--
+		}
+		for ; i < len(bad) && bad[i] < x.DiskLogical+x.DiskLen; i++ {
+			inos[it.Key.ObjectID] = inos[it.Key.ObjectID] || s.badData[bad[i]].unc
 		}
 		return true, nil
 	})

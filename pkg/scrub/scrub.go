@@ -88,7 +88,7 @@ type CopyError struct {
 	DevID    uint64 `json:"devid"`
 	Physical uint64 `json:"physical"`
 	Metadata bool   `json:"metadata"`
-	Kind     string `json:"kind"` // csum, io, mismatch, super
+	Kind     string `json:"kind"` // csum, io, mismatch, missing, super
 	Detail   string `json:"detail"`
 	// Corrected: rewritten from a good copy; Uncorrectable: no copy was good.
 	Corrected     bool `json:"corrected"`
@@ -100,6 +100,7 @@ const (
 	KindCsum     = "csum"     // checksum or header does not verify
 	KindIO       = "io"       // the copy could not be read
 	KindMismatch = "mismatch" // valid, but differs from the first good copy
+	KindMissing  = "missing"  // every copy lies on a missing device: lost
 )
 
 // maxErrors bounds Report.Errors (and the extents mapped to files).
@@ -151,14 +152,14 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 			rep.ResumedFrom = start
 		}
 	}
-	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]bool{},
+	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]badSpan{},
 		began: time.Now(), prior: rep.Seconds}
 	for i, d := range rep.Devices {
 		s.devIdx[d.DevID] = i
 	}
 	for _, e := range rep.Errors { // a resumed run's bad data, for paths
 		if !e.Metadata {
-			s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
+			s.markBad(e)
 		}
 	}
 	if start == 0 {
@@ -207,9 +208,8 @@ type scrubber struct {
 	opt    Options
 	rep    *Report
 	devIdx map[uint64]int
-	// badData are the logical starts of bad data sectors (for paths),
-	// with whether any stayed uncorrectable.
-	badData map[uint64]bool
+	// badData are the bad data ranges by logical start (for paths).
+	badData map[uint64]badSpan
 	// began is when this run started; prior the seconds of the runs it
 	// resumed.
 	began time.Time
@@ -346,8 +346,21 @@ func (s *scrubber) count(d *Device, e CopyError) {
 		rep.Truncated++
 	}
 	if !e.Metadata && len(s.badData) < maxErrors {
-		s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
+		s.markBad(e)
 	}
+}
+
+// badSpan is a bad data range: its length and whether any of it stayed
+// uncorrectable.
+type badSpan struct {
+	n   uint64
+	unc bool
+}
+
+func (s *scrubber) markBad(e CopyError) {
+	b := s.badData[e.Logical]
+	b.n, b.unc = max(b.n, uint64(e.Len)), b.unc || e.Uncorrectable
+	s.badData[e.Logical] = b
 }
 
 // sortedBad returns the bad data sectors in logical order.
