@@ -102,6 +102,8 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 			state = "data lost (no good copy)"
 		case !rep.Repair:
 			state = "has a bad copy"
+		case !f.Repaired:
+			state = "has a bad copy (rewrite failed)"
 		}
 		p := f.Path
 		if p == "" {

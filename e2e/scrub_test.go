@@ -269,3 +269,40 @@ func TestScrubDegradedLost(t *testing.T) {
 		t.Fatalf("scrub lists %v, unreadable are %v", listed, unreadable)
 	}
 }
+
+// TestScrubRepairFails: scrub --repair whose rewrites all fail (EIO on
+// the device with the bad copies) leaves the file unrepaired, says so
+// (files[].repaired false) and exits 1; a rerun that can write repairs it.
+func TestScrubRepairFails(t *testing.T) {
+	dir := t.TempDir()
+	_, files, offs := placedFile(t, dir, "raid1", "a.img", "b.img")
+	smash(t, filepath.Join(dir, files[1]), offs[1]+4096)
+	repaired := func(r result) []bool {
+		t.Helper()
+		var rep struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Repaired bool   `json:"repaired"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var out []bool
+		for _, f := range rep.Files {
+			if f.Path != "/big" {
+				t.Fatalf("files %+v", rep.Files)
+			}
+			out = append(out, f.Repaired)
+		}
+		return out
+	}
+	r := must(t, runEnv(t, dir, []string{"DDFS_FAULT=write-eio:0:" + files[1]}, "ddfs", "scrub", "--repair", "--json", "a.img"), 1)
+	if got := repaired(r); !slices.Equal(got, []bool{false}) {
+		t.Fatalf("failed rewrite: repaired %v", got)
+	}
+	if got := repaired(must(t, run(t, dir, "ddfs", "scrub", "--repair", "--json", "a.img"), 0)); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("rewrite: repaired %v", got)
+	}
+	must(t, run(t, dir, "ddfs", "scrub", "a.img"), 0)
+}

@@ -59,6 +59,9 @@ type File struct {
 	Ino  uint64 `json:"ino"`
 	// Uncorrectable: some of its data has no good copy left.
 	Uncorrectable bool `json:"uncorrectable"`
+	// Repaired: --repair rewrote every bad copy of its data (a failed
+	// rewrite leaves it false).
+	Repaired bool `json:"repaired"`
 }
 
 // Report is the outcome of a scrub.
@@ -350,16 +353,17 @@ func (s *scrubber) count(d *Device, e CopyError) {
 	}
 }
 
-// badSpan is a bad data range: its length and whether any of it stayed
-// uncorrectable.
+// badSpan is a bad data range: its length, whether any of it stayed
+// uncorrectable, and whether a bad copy of it was left as it was.
 type badSpan struct {
-	n   uint64
-	unc bool
+	n    uint64
+	unc  bool
+	left bool
 }
 
 func (s *scrubber) markBad(e CopyError) {
 	b := s.badData[e.Logical]
-	b.n, b.unc = max(b.n, uint64(e.Len)), b.unc || e.Uncorrectable
+	b.n, b.unc, b.left = max(b.n, uint64(e.Len)), b.unc || e.Uncorrectable, b.left || !e.Corrected
 	s.badData[e.Logical] = b
 }
 
