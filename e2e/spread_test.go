@@ -69,3 +69,55 @@ func TestFsckSpreadSet(t *testing.T) {
 		t.Fatal("the original set was written")
 	}
 }
+
+// spreadSet makes a two-device raid1 set spread over folders (the second
+// member below the first one's folder, with a relative hint) and a copy
+// of both files in copy/ with the same layout, and returns a check that
+// the original is untouched.
+func spreadSet(t *testing.T, dir string) (untouched func(string)) {
+	t.Helper()
+	for _, d := range []string{"orig/elsewhere", "copy/elsewhere"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "-d", "raid1", "orig/a.img", "orig/elsewhere/b.img"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "orig/a.img:/orig"), 0)
+	files := []string{"a.img", "elsewhere/b.img"}
+	sums := map[string][32]byte{}
+	for _, f := range files {
+		copyFile(t, filepath.Join(dir, "orig", f), filepath.Join(dir, "copy", f))
+		sums[f] = digest(t, filepath.Join(dir, "orig", f))
+	}
+	return func(when string) {
+		t.Helper()
+		for _, f := range files {
+			if digest(t, filepath.Join(dir, "orig", f)) != sums[f] {
+				t.Fatalf("%s: the original %s was written", when, f)
+			}
+		}
+	}
+}
+
+// TestCopiedSetAllNamed: a copy of a set spread over folders opens with
+// every member named (the copy's own hints name the original and are not
+// used), writes and checks clean; naming one member is still refused.
+func TestCopiedSetAllNamed(t *testing.T) {
+	dir := t.TempDir()
+	untouched := spreadSet(t, dir)
+	r := must(t, run(t, dir, "ddfs", "mkdir", "copy/a.img:/x"), 1)
+	if !names(r, "copy/a.img", filepath.Join(dir, "orig/a.img"), "--device") {
+		t.Fatalf("one named: %q", r.stderr)
+	}
+	untouched("one named")
+	both := []string{"--device", "copy/elsewhere/b.img", "copy/a.img"}
+	must(t, run(t, dir, "ddfs", "mkdir", "--device", "copy/elsewhere/b.img", "copy/a.img:/x"), 0)
+	must(t, run(t, dir, "fsck.ddfs", both...), 0)
+	if got := must(t, run(t, dir, "ddfs", "ls", "--device", "copy/elsewhere/b.img", "copy/a.img:/"), 0).stdout; got != "orig\nx\n" {
+		t.Fatalf("copy lists %q", got)
+	}
+	untouched("both named")
+	if got := must(t, run(t, dir, "ddfs", "ls", "orig/a.img:/"), 0).stdout; got != "orig\n" {
+		t.Fatalf("original lists %q", got)
+	}
+}
