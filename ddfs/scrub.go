@@ -89,7 +89,7 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 		img, rep.Generation, rep.Nodes, units.Human(rep.DataBytes), units.Human(rep.BytesRead), rep.Seconds, units.Human(uint64(rep.Rate)), from)
 	for _, d := range rep.Devices {
 		if d.Missing {
-			fmt.Fprintf(w, "  devid %d %s: missing\n", d.DevID, d.Path)
+			fmt.Fprintf(w, "  devid %d %s: missing, uncorrectable %d\n", d.DevID, d.Path, d.ErrorsUncorrectable)
 			continue
 		}
 		fmt.Fprintf(w, "  devid %d %s: read %s, errors %d (csum %d, io %d, superblock %d), corrected %d, uncorrectable %d\n",
@@ -102,6 +102,8 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 			state = "data lost (no good copy)"
 		case !rep.Repair:
 			state = "has a bad copy"
+		case !f.Repaired:
+			state = "has a bad copy (rewrite failed)"
 		}
 		p := f.Path
 		if p == "" {

@@ -20,7 +20,7 @@ func newEnableCmd() *cobra.Command {
 	hash := fl.String("hash", "", "blake3 or sha256 (default: keep; blake3 when no hash was ever chosen)")
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
-	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+	degraded := degradedFlag(fl)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stderr := c.ErrOrStderr()
 		if len(args) != 1 {
@@ -63,7 +63,7 @@ func newDisableCmd() *cobra.Command {
 	c, fl := newCmd("disable IMAGE", "stop deduping new writes (shared data stays shared)", "  dedupe-tool disable backup.img\n")
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
-	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+	degraded := degradedFlag(fl)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stderr := c.ErrOrStderr()
 		if len(args) != 1 {

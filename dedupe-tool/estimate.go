@@ -36,6 +36,7 @@ func newEstimateCmd() *cobra.Command {
 	memory := fl.String("memory", "64M", "bound of the block tables before they spill to $TMPDIR")
 	asJSON := fl.Bool("json", false, "print JSON")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
+	degraded := degradedFlag(fl)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
 		if len(args) == 0 {
@@ -60,7 +61,7 @@ func newEstimateCmd() *cobra.Command {
 			return cli.Usagef("%v", err)
 		}
 		for _, a := range args {
-			if err := estimateOne(e, a); err != nil {
+			if err := estimateOne(e, a, *degraded); err != nil {
 				return err
 			}
 		}
@@ -140,7 +141,7 @@ func hostTotal(args []string) (uint64, bool) {
 	return transfer.HostBytes(args, true, 1<<20)
 }
 
-func estimateOne(e *dedupe.Estimator, arg string) error {
+func estimateOne(e *dedupe.Estimator, arg string, degraded bool) error {
 	img, dir := splitImage(arg)
 	if img == "" {
 		st, err := os.Stat(arg)
@@ -160,7 +161,7 @@ func estimateOne(e *dedupe.Estimator, arg string) error {
 		}
 		img, dir = arg, "/"
 	}
-	f, err := openFS(img, false, 0)
+	f, err := openFS(img, false, 0, degraded)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ func newIndexCmd() *cobra.Command {
 	c, fl := newCmd("index rebuild|prune IMAGE [--max-entries N] [--json]", "rebuild or prune the dedupe index", indexExamples)
 	maxEntries := fl.Uint64("max-entries", 0, "prune: entries to keep")
 	asJSON := fl.Bool("json", false, "print JSON")
+	degraded := degradedFlag(fl)
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -33,7 +34,7 @@ func newIndexCmd() *cobra.Command {
 		if args[0] == "prune" && !fl.Changed("max-entries") {
 			return cli.Usagef("prune: --max-entries N is required")
 		}
-		f, err := openFS(args[1], true, 0)
+		f, err := openFS(args[1], true, 0, *degraded)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
@@ -10,19 +12,25 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
+// degradedFlag adds --degraded to a command that opens a set.
+func degradedFlag(fl *pflag.FlagSet) *bool {
+	return fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+}
+
 // openFS opens an image for namespace work; batch bounds a writer's
-// transactions (0: the default).
-func openFS(image string, write bool, batch uint64) (*fsys.FS, error) {
-	return openFSNodes(image, write, batch, cli.BatchNodes())
+// transactions (0: the default); degraded opens it without missing
+// members (--degraded).
+func openFS(image string, write bool, batch uint64, degraded bool) (*fsys.FS, error) {
+	return openFSNodes(image, write, batch, cli.BatchNodes(), degraded)
 }
 
 // openFSNodes is openFS with a bound on a transaction's dirty nodes too
 // (0: the default; DDFS_BATCH_NODES still wins when set).
-func openFSNodes(image string, write bool, batch uint64, nodes int) (*fsys.FS, error) {
+func openFSNodes(image string, write bool, batch uint64, nodes int, degraded bool) (*fsys.FS, error) {
 	if n := cli.BatchNodes(); n > 0 {
 		nodes = n
 	}
-	st, err := store.Open([]string{image}, volume.Options{Write: write, Extra: extraDevices})
+	st, err := store.Open([]string{image}, volume.Options{Write: write, Degraded: degraded, Extra: extraDevices})
 	if err != nil {
 		return nil, err
 	}

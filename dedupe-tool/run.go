@@ -44,6 +44,7 @@ func newRunCmd() *cobra.Command {
 	dry := fl.Bool("dry-run", false, "change nothing: estimate the bytes a run would free")
 	asJSON := fl.Bool("json", false, "print JSON")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
+	degraded := degradedFlag(fl)
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -82,7 +83,7 @@ func newRunCmd() *cobra.Command {
 			bar.EndLineOnInterrupt()
 			o.Progress = bar.Add
 		}
-		f, err := openFSNodes(img, !*dry, runBatchBytes, runBatchNodes)
+		f, err := openFSNodes(img, !*dry, runBatchBytes, runBatchNodes, *degraded)
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func newStatusCmd() *cobra.Command {
 	asJSON := fl.Bool("json", false, "print JSON")
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O (with --json: also as \"io\" in the output)")
-	degraded := fl.Bool("degraded", false, "open a mirrored set with a device missing or unusable (reads use surviving copies)")
+	degraded := degradedFlag(fl)
 	var bf batch.Flags
 	bf.Add(fl, false)
 	c.RunE = func(c *cobra.Command, args []string) error {

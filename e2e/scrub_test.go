@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,4 +183,126 @@ func TestSelfHealingRead(t *testing.T) {
 		t.Fatal("the writer's read did not rewrite the bad copy")
 	}
 	must(t, run(t, dir, "fsck.ddfs", "--check-data", "a.img"), 0)
+}
+
+// TestScrubDegradedLost: raid0 data with a member gone. What lay on it
+// has no copy left: scrub --degraded counts it uncorrectable on the
+// missing device, lists exactly the files that no longer read, exit 1.
+func TestScrubDegradedLost(t *testing.T) {
+	dir := t.TempDir()
+	// Small files lie in one stripe each, many to a scrub unit: those on
+	// the present device still read.
+	files := randomTree(t, dir, 5)
+	r := rand.New(rand.NewPCG(5, 5))
+	for i := 0; i < 40; i++ {
+		name := fmt.Sprintf("src/small/%02d", i)
+		files[name] = make([]byte, 12<<10)
+		for j := range files[name] {
+			files[name][j] = byte(r.Uint32())
+		}
+		os.MkdirAll(filepath.Join(dir, "src/small"), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid0", "a.img", "b.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-r", "src", "a.img:/"), 0)
+	must(t, run(t, dir, "ddfs", "scrub", "a.img"), 0)
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(t.TempDir(), "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	var unreadable []string
+	for name := range files {
+		if run(t, dir, "ddfs", "cat", "--degraded", "a.img:/"+name).code != 0 {
+			unreadable = append(unreadable, "/"+name)
+		}
+	}
+	if len(unreadable) == 0 || len(unreadable) == len(files) {
+		t.Fatalf("%d of %d files unreadable: the test needs some of each", len(unreadable), len(files))
+	}
+	out := must(t, run(t, dir, "ddfs", "scrub", "--degraded", "--json", "a.img"), 1)
+	var rep struct {
+		Devices []struct {
+			DevID               uint64 `json:"devid"`
+			Missing             bool   `json:"missing"`
+			ErrorsUncorrectable uint64 `json:"errors_uncorrectable"`
+		} `json:"devices"`
+		Files []struct {
+			Path          string `json:"path"`
+			Uncorrectable bool   `json:"uncorrectable"`
+		} `json:"files"`
+		DataBytes uint64 `json:"data_bytes"`
+		Errors    []struct {
+			Len   uint64 `json:"len"`
+			DevID uint64 `json:"devid"`
+			Kind  string `json:"kind"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Devices) != 2 || !rep.Devices[1].Missing || rep.Devices[1].ErrorsUncorrectable == 0 || rep.Devices[0].ErrorsUncorrectable != 0 {
+		t.Fatalf("devices %+v", rep.Devices)
+	}
+	// What the present device holds is checked, not given up with the
+	// stripes beside it: about half the data is lost, not all of it.
+	lost := uint64(0)
+	for _, e := range rep.Errors {
+		if e.Kind != "missing" || e.DevID != 2 {
+			t.Fatalf("error %+v", e)
+		}
+		lost += e.Len
+	}
+	if lost == 0 || lost*10 > rep.DataBytes*7 {
+		t.Fatalf("%d of %d data bytes lost", lost, rep.DataBytes)
+	}
+	var listed []string
+	for _, f := range rep.Files {
+		if !f.Uncorrectable {
+			t.Fatalf("%s listed as correctable", f.Path)
+		}
+		listed = append(listed, f.Path)
+	}
+	slices.Sort(listed)
+	slices.Sort(unreadable)
+	if !slices.Equal(listed, unreadable) {
+		t.Fatalf("scrub lists %v, unreadable are %v", listed, unreadable)
+	}
+}
+
+// TestScrubRepairFails: scrub --repair whose rewrites all fail (EIO on
+// the device with the bad copies) leaves the file unrepaired, says so
+// (files[].repaired false) and exits 1; a rerun that can write repairs it.
+func TestScrubRepairFails(t *testing.T) {
+	dir := t.TempDir()
+	_, files, offs := placedFile(t, dir, "raid1", "a.img", "b.img")
+	smash(t, filepath.Join(dir, files[1]), offs[1]+4096)
+	repaired := func(r result) []bool {
+		t.Helper()
+		var rep struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Repaired bool   `json:"repaired"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var out []bool
+		for _, f := range rep.Files {
+			if f.Path != "/big" {
+				t.Fatalf("files %+v", rep.Files)
+			}
+			out = append(out, f.Repaired)
+		}
+		return out
+	}
+	r := must(t, runEnv(t, dir, []string{"DDFS_FAULT=write-eio:0:" + files[1]}, "ddfs", "scrub", "--repair", "--json", "a.img"), 1)
+	if got := repaired(r); !slices.Equal(got, []bool{false}) {
+		t.Fatalf("failed rewrite: repaired %v", got)
+	}
+	if got := repaired(must(t, run(t, dir, "ddfs", "scrub", "--repair", "--json", "a.img"), 0)); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("rewrite: repaired %v", got)
+	}
+	must(t, run(t, dir, "ddfs", "scrub", "a.img"), 0)
 }

@@ -224,7 +224,6 @@ type checker struct {
 	bgKeys    map[uint64]format.Key // the keys of bgItems
 	fs        fsState               // the filesystem pass (fs.go)
 	dedupe    dedupeState           // the dedupe index pass (dedupe.go)
-	hintErr   error                 // a device a path hint found but must not use
 	reads     *readPool             // node reads to reuse (nodes.go)
 	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
@@ -250,14 +249,14 @@ func Check(specs []string, opt Options) (*Report, error) {
 // CheckVolume checks an opened volume (tests, crash replay); opts, if
 // given, are those of Check (only CheckData matters here).
 func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
-	c := &checker{
-		vol: vol, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
-		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{}, bgKeys: map[uint64]format.Key{},
-	}
+	var opt Options
 	if len(opts) > 0 {
-		c.opt = opts[0]
+		opt = opts[0]
 	}
-	c.reads = &readPool{}
+	if err := openHinted(vol, opt); err != nil {
+		return nil, err
+	}
+	c := newChecker(vol, opt)
 	defer c.reads.arena.free() // after the walks: no node read is in use
 	defer c.fs.free()
 	defer c.data.stop() // first: its workers use the arena
@@ -267,9 +266,6 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.dropRemoved()
 	c.checkSupers()
 	c.checkDevices()
-	if c.hintErr != nil {
-		return nil, c.hintErr // found but refused: an operational error, not a missing device
-	}
 	if !c.missingDevices() || c.opt.Degraded {
 		c.checkChunks()
 		for id := format.TreeID(2); id <= format.NumTrees; id++ {
@@ -301,6 +297,45 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		return passOrder[c.rep.Problems[i].Pass] < passOrder[c.rep.Problems[j].Pass]
 	})
 	return c.rep, nil
+}
+
+func newChecker(vol *volume.Volume, opt Options) *checker {
+	return &checker{
+		vol: vol, opt: opt, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
+		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{}, bgKeys: map[uint64]format.Key{},
+		reads: &readPool{},
+	}
+}
+
+// openHinted opens, before the check proper, the members that only their
+// path hints in the chunk tree find (a set spread over folders), opened
+// as the set was (writable for a repair), so that every copy they hold is
+// checked and can be repaired. An opened member whose own hint names
+// another file claiming it is a copy of a member: refused as the tools
+// refuse it, or the other hints would lead into the original set.
+func openHinted(vol *volume.Volume, opt Options) error {
+	c := newChecker(vol, Options{Context: opt.Context})
+	c.walk(format.ChunkTree)
+	c.reads.arena.free()
+	c.fs.free()
+	vo := volume.Options{Write: vol.Writable(), Wait: opt.Wait}
+	for _, id := range sortedIDs(c.devItems) {
+		item := c.devItems[id]
+		if _, ok := vol.Device(id); ok {
+			if err := vol.CheckOwnHint(id, item.Path); err != nil {
+				return err
+			}
+			continue
+		}
+		hint, follow := vol.HintPath(item.Path)
+		if !follow {
+			continue
+		}
+		if err := vol.AddDevice(hint, id, vo); volume.Refused(err) {
+			return err // found but refused: an operational error, not a missing device
+		}
+	}
+	return nil
 }
 
 // add records a problem; its pass comes from its code (every Code value
@@ -380,18 +415,6 @@ func (c *checker) dropRemoved() {
 }
 
 func (c *checker) checkDevices() {
-	// Devices not found next to the first one may be named by path hints.
-	for id, item := range c.devItems {
-		if _, ok := c.vol.Device(id); !ok {
-			hint, follow := c.vol.HintPath(item.Path)
-			if !follow {
-				continue
-			}
-			if err := c.vol.AddDevice(hint, id, volume.Options{}); volume.Refused(err) && c.hintErr == nil {
-				c.hintErr = err // found but refused: not "missing"
-			}
-		}
-	}
 	if uint64(len(c.devItems)) != c.sb.NumDevices {
 		c.add(Problem{Code: DevCount, Message: fmt.Sprintf("superblock says %d devices, chunk tree has %d device items", c.sb.NumDevices, len(c.devItems))})
 	}

@@ -22,7 +22,7 @@ func (s *scrubber) mapFiles() error {
 	if len(bad) == 0 {
 		return nil
 	}
-	inos := map[uint64]bool{} // ino -> some sector uncorrectable
+	inos := map[uint64]badSpan{} // ino -> what its bad ranges add up to
 	t := s.fs.Tree(format.FSTree)
 	err := t.Scan(format.Key{}, format.Key{ObjectID: ^uint64(0), Type: ^format.KeyType(0), Offset: ^uint64(0)}, func(it format.Item) (bool, error) {
 		if it.Key.Type != format.FileExtentKey {
@@ -32,21 +32,28 @@ func (s *scrubber) mapFiles() error {
 		if err != nil || x.Type == format.FileExtentInline || x.DiskLogical == 0 {
 			return true, nil // fsck's to report
 		}
+		// The ranges do not overlap: only the one before the extent's
+		// start may reach into it.
 		i := sort.Search(len(bad), func(i int) bool { return bad[i] >= x.DiskLogical })
-		for ; i < len(bad) && bad[i]-x.DiskLogical < x.DiskLen; i++ {
-			inos[it.Key.ObjectID] = inos[it.Key.ObjectID] || s.badData[bad[i]]
+		if i > 0 && bad[i-1]+s.badData[bad[i-1]].n > x.DiskLogical {
+			i--
+		}
+		for ; i < len(bad) && bad[i] < x.DiskLogical+x.DiskLen; i++ {
+			b, f := s.badData[bad[i]], inos[it.Key.ObjectID]
+			f.unc, f.left = f.unc || b.unc, f.left || b.left
+			inos[it.Key.ObjectID] = f
 		}
 		return true, nil
 	})
 	if err != nil {
 		return err
 	}
-	for ino, unc := range inos {
+	for ino, f := range inos {
 		p, err := s.pathOf(ino)
 		if err != nil && !errors.Is(err, format.ErrCorrupt) {
 			return err
 		}
-		s.rep.Files = append(s.rep.Files, File{Path: p, Ino: ino, Uncorrectable: unc})
+		s.rep.Files = append(s.rep.Files, File{Path: p, Ino: ino, Uncorrectable: f.unc, Repaired: s.opt.Repair && !f.left})
 	}
 	sort.Slice(s.rep.Files, func(a, b int) bool { return s.rep.Files[a].Ino < s.rep.Files[b].Ino })
 	return nil

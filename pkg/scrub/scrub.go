@@ -59,6 +59,9 @@ type File struct {
 	Ino  uint64 `json:"ino"`
 	// Uncorrectable: some of its data has no good copy left.
 	Uncorrectable bool `json:"uncorrectable"`
+	// Repaired: --repair rewrote every bad copy of its data (a failed
+	// rewrite leaves it false).
+	Repaired bool `json:"repaired"`
 }
 
 // Report is the outcome of a scrub.
@@ -88,7 +91,7 @@ type CopyError struct {
 	DevID    uint64 `json:"devid"`
 	Physical uint64 `json:"physical"`
 	Metadata bool   `json:"metadata"`
-	Kind     string `json:"kind"` // csum, io, mismatch, super
+	Kind     string `json:"kind"` // csum, io, mismatch, missing, super
 	Detail   string `json:"detail"`
 	// Corrected: rewritten from a good copy; Uncorrectable: no copy was good.
 	Corrected     bool `json:"corrected"`
@@ -100,6 +103,7 @@ const (
 	KindCsum     = "csum"     // checksum or header does not verify
 	KindIO       = "io"       // the copy could not be read
 	KindMismatch = "mismatch" // valid, but differs from the first good copy
+	KindMissing  = "missing"  // every copy lies on a missing device: lost
 )
 
 // maxErrors bounds Report.Errors (and the extents mapped to files).
@@ -152,14 +156,14 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 			rep.ResumedFrom = start
 		}
 	}
-	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]bool{},
+	s := &scrubber{fs: fs, opt: opt, rep: rep, devIdx: map[uint64]int{}, badData: map[uint64]badSpan{},
 		began: time.Now(), prior: rep.Seconds}
 	for i, d := range rep.Devices {
 		s.devIdx[d.DevID] = i
 	}
 	for _, e := range rep.Errors { // a resumed run's bad data, for paths
 		if !e.Metadata {
-			s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
+			s.markBad(e)
 		}
 	}
 	if start == 0 {
@@ -208,9 +212,8 @@ type scrubber struct {
 	opt    Options
 	rep    *Report
 	devIdx map[uint64]int
-	// badData are the logical starts of bad data sectors (for paths),
-	// with whether any stayed uncorrectable.
-	badData map[uint64]bool
+	// badData are the bad data ranges by logical start (for paths).
+	badData map[uint64]badSpan
 	// began is when this run started; prior the seconds of the runs it
 	// resumed.
 	began time.Time
@@ -347,8 +350,22 @@ func (s *scrubber) count(d *Device, e CopyError) {
 		rep.Truncated++
 	}
 	if !e.Metadata && len(s.badData) < maxErrors {
-		s.badData[e.Logical] = s.badData[e.Logical] || e.Uncorrectable
+		s.markBad(e)
 	}
+}
+
+// badSpan is a bad data range: its length, whether any of it stayed
+// uncorrectable, and whether a bad copy of it was left as it was.
+type badSpan struct {
+	n    uint64
+	unc  bool
+	left bool
+}
+
+func (s *scrubber) markBad(e CopyError) {
+	b := s.badData[e.Logical]
+	b.n, b.unc, b.left = max(b.n, uint64(e.Len)), b.unc || e.Uncorrectable, b.left || !e.Corrected
+	s.badData[e.Logical] = b
 }
 
 // sortedBad returns the bad data sectors in logical order.

@@ -386,7 +386,7 @@ func TestScrubNamesFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []File{{"/f3", byName["/f3"], false}, {"/f7", byName["/f7"], true}}
+	want := []File{{"/f3", byName["/f3"], false, true}, {"/f7", byName["/f7"], true, false}}
 	if byName["/f3"] > byName["/f7"] {
 		want[0], want[1] = want[1], want[0]
 	}

@@ -2,10 +2,12 @@ package scrub
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // copyState is what one copy of a node or sector turned out to be.
@@ -31,23 +33,21 @@ func (s *scrubber) verify(u *unit) {
 		return
 	}
 	copies := vol.Copies(u.logical)
+	if !u.meta && len(segs) > 1 && !wholeCopy(vol, segs, copies) {
+		s.verifySegments(u, segs) // striped over a missing device
+		return
+	}
 	bufs := make([][]byte, copies)
 	readErrs := make([]error, copies)
 	// Mirrored copies sit on different devices: read them at once, so
 	// each device has a read in flight per worker (dup costs nothing).
 	var wg sync.WaitGroup
 	for m := 0; m < copies; m++ {
-		present := true
-		for _, sg := range segs {
-			t := sg.Targets[m%len(sg.Targets)]
-			if vol.IsMissing(t.DevID) {
-				present = false
-				break
-			}
-			u.read[t.DevID] += uint64(sg.Len)
-		}
-		if !present {
+		if !copyPresent(vol, segs, m) {
 			continue // the device is reported missing, not each copy
+		}
+		for _, sg := range segs {
+			u.read[sg.Targets[m%len(sg.Targets)].DevID] += uint64(sg.Len)
 		}
 		bufs[m] = getBuf(u.length)
 		wg.Add(1)
@@ -57,7 +57,9 @@ func (s *scrubber) verify(u *unit) {
 		}()
 	}
 	wg.Wait()
-	if u.meta {
+	if len(u.read) == 0 {
+		s.lost(u, segs)
+	} else if u.meta {
 		s.verifyNode(u, bufs, readErrs)
 	} else {
 		s.verifyData(u, bufs, readErrs)
@@ -67,6 +69,58 @@ func (s *scrubber) verify(u *unit) {
 			putBuf(b)
 		}
 	}
+}
+
+// wholeCopy reports whether some copy of segs lies on present devices.
+func wholeCopy(vol *volume.Volume, segs []volume.Segment, copies int) bool {
+	for m := 0; m < copies; m++ {
+		if copyPresent(vol, segs, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyPresent reports whether copy m of segs lies on present devices.
+func copyPresent(vol *volume.Volume, segs []volume.Segment, m int) bool {
+	for _, sg := range segs {
+		if vol.IsMissing(sg.Targets[m%len(sg.Targets)].DevID) {
+			return false
+		}
+	}
+	return true
+}
+
+// verifySegments verifies each stripe segment of a data unit on its own:
+// the ones with a copy on the present devices are checked, the others
+// are lost.
+func (s *scrubber) verifySegments(u *unit, segs []volume.Segment) {
+	ss, cl := s.fs.Super().SectorSize, s.fs.Super().CsumType.Len()
+	for _, sg := range segs {
+		a, b := sg.BufOff/int(ss)*cl, (sg.BufOff+sg.Len)/int(ss)*cl
+		sub := &unit{logical: u.logical + uint64(sg.BufOff), length: sg.Len, sums: u.sums[a:b]}
+		s.verify(sub)
+		for d, n := range sub.read {
+			u.read[d] += n
+		}
+		u.errs = append(u.errs, sub.errs...)
+		u.err = errors.Join(u.err, sub.err)
+	}
+}
+
+// lost records a unit no copy of which is on a present device: data
+// (or a node) that cannot be read, let alone corrected.
+func (s *scrubber) lost(u *unit, segs []volume.Segment) {
+	var t volume.Target
+	for _, sg := range segs {
+		for _, c := range sg.Targets {
+			if t.DevID == 0 && s.fs.Vol.IsMissing(c.DevID) {
+				t = c
+			}
+		}
+	}
+	u.errs = append(u.errs, CopyError{Logical: u.logical, Len: u.length, Copy: 1, DevID: t.DevID, Physical: t.Physical,
+		Metadata: u.meta, Kind: KindMissing, Detail: "no copy on a present device", Uncorrectable: true})
 }
 
 // bufPool recycles the read buffers: a scrub reads the whole set through

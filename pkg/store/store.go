@@ -23,6 +23,8 @@ var (
 	ErrCorrupt  = format.ErrCorrupt
 	ErrBusy     = errors.New("transaction already running")
 	ErrReadOnly = errors.New("filesystem opened read-only")
+	// ErrTruncated: a member is smaller than its device item says.
+	ErrTruncated = errors.New("truncated")
 )
 
 // FS is an opened filesystem. It is not safe for concurrent use.
@@ -185,6 +187,7 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		}
 		missing = append(missing, missingDevice(d, err))
 	}
+	missing = append(missing, fs.dropTruncated()...)
 	if err := fs.acceptMissing(missing, opt); err != nil {
 		return err
 	}
@@ -215,6 +218,23 @@ func (fs *FS) findDevices(opt volume.Options) error {
 		}
 	}
 	return nil
+}
+
+// dropTruncated sets aside the members smaller than their device items
+// say (a truncated image file): a write into the lost tail would fail in
+// the middle of a commit, so such a member counts as missing.
+func (fs *FS) dropTruncated() []*volume.MissingDeviceError {
+	var out []*volume.MissingDeviceError
+	for _, d := range fs.Vol.Devices() {
+		item, ok := fs.devItems[d.ID]
+		if !ok || d.Dev.Size() < 0 || item.TotalBytes <= uint64(d.Dev.Size()) {
+			continue
+		}
+		err := fmt.Errorf("%s is %d bytes, the set gave it %d: %w", d.Path, d.Dev.Size(), item.TotalBytes, ErrTruncated)
+		fs.Vol.DetachDevice(d.ID).Dev.Close()
+		out = append(out, missingDevice(item, err))
+	}
+	return out
 }
 
 // Close releases the devices. An uncommitted transaction is dropped.

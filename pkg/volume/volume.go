@@ -43,6 +43,8 @@ type Volume struct {
 	// unusable holds why members found by the folder scan could not be
 	// opened (degraded.go).
 	unusable map[uint64]error
+	// named counts the devices the caller named (operands, --device).
+	named int
 }
 
 // Options control how a set is opened.
@@ -118,6 +120,7 @@ func Open(specs []string, opt Options) (*Volume, error) {
 			return nil, err
 		}
 	}
+	v.named = len(v.devs)
 	if !opt.NoScan && v.Dir != "" && uint64(len(v.devs)) < maxNumDevices(v) {
 		if err := v.scanDir(v.Dir, first, opt); err != nil {
 			return nil, err
@@ -150,9 +153,15 @@ func folderOf(spec string) string {
 // that the server is still there), so network members are named with
 // --device. It also declines a relative hint when the set was opened from
 // a network device, which has no folder to anchor it.
+//
+// With as many devices named as the set has, no hint is used at all
+// (FORMAT.md §3.7 step 1): the caller chose every member, and a copied
+// set spread over folders carries hints naming its original.
 func (v *Volume) HintPath(hint string) (string, bool) {
 	switch {
 	case hint == "" || device.IsRemote(hint):
+		return "", false
+	case v.Super != nil && v.named > 0 && uint64(v.named) >= v.Super.NumDevices:
 		return "", false
 	case filepath.IsAbs(hint):
 		return hint, true
