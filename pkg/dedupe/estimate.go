@@ -134,11 +134,16 @@ func (e *Estimator) addOpened(p string, f io.ReadCloser, err error) error {
 	return nil
 }
 
-// Add adds one file's data. A file that fits one chunk is read and hashed
-// in the caller's goroutine (handing a small file to other goroutines
-// costs more than hashing it); in a bigger one, reading the next chunk
-// overlaps hashing the current one.
+// Add adds one file's data (a sparseFile's holes without reading them).
+// A file that fits one chunk is read and hashed in the caller's goroutine
+// (handing a small file to other goroutines costs more than hashing it);
+// in a bigger one, reading the next chunk overlaps hashing the current one.
 func (e *Estimator) Add(r io.Reader) error {
+	if f, ok := r.(sparseFile); ok {
+		if done, err := e.addSparse(f); done || err != nil {
+			return err
+		}
+	}
 	e.files++
 	b := <-e.bufs
 	n, err := io.ReadFull(r, b)

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // dedupeImage is an image written by the inband path: 16 KiB blocks,
@@ -73,19 +73,10 @@ func dedupeItems(t *testing.T, d *device.MemDevice) []format.Item {
 // damageIndex deletes every other entry, changes one and adds one for
 // an extent that does not exist.
 func damageIndex(t *testing.T, d *device.MemDevice, items []format.Item) {
-	vol, err := volume.FromDevices([]device.Device{d}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := st.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dt := tx.Tree(format.DedupeTree)
+	inTx(t, d, func(tx *store.Txn) { damageItems(t, tx.Tree(format.DedupeTree), items) })
+}
+
+func damageItems(t *testing.T, dt *btree.Tree, items []format.Item) {
 	for i, it := range items {
 		switch i % 4 {
 		case 0, 2:
@@ -104,10 +95,23 @@ func damageIndex(t *testing.T, d *device.MemDevice, items []format.Item) {
 	if err := dt.Put(format.Key{ObjectID: 42, Type: format.DedupeItemKey, Offset: 1 << 40}, format.MarshalDedupeItem(&bogus)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// inTx makes change to d's trees in one committed transaction.
+func inTx(t *testing.T, d *device.MemDevice, change func(tx *store.Txn)) {
+	t.Helper()
+	st := openStore(t, d)
+	tx, err := st.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(tx)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestIndexRebuildSameAsInband: the rebuilt index equals, item for item

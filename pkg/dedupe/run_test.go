@@ -52,6 +52,16 @@ func openImage(t testing.TB, d *device.MemDevice, batch uint64) *fsys.FS {
 
 func openAt(t testing.TB, d *device.MemDevice, batch uint64, now time.Time) *fsys.FS {
 	t.Helper()
+	f, err := fsys.New(openStore(t, d), fsys.Options{Now: func() time.Time { return now }, BatchBytes: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// openStore opens d for writing.
+func openStore(t testing.TB, d *device.MemDevice) *store.FS {
+	t.Helper()
 	vol, err := volume.FromDevices([]device.Device{d}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +70,7 @@ func openAt(t testing.TB, d *device.MemDevice, batch uint64, now time.Time) *fsy
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return now }, BatchBytes: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return st
 }
 
 // backupSet writes files without dedupe whose 16 KiB blocks repeat: a
@@ -182,15 +188,7 @@ func TestRunFreesDuplicates(t *testing.T) {
 	d := newImage(t, format.Settings{})
 	model := writeSet(t, d)
 	before, _ := physicalBytes(t, d)
-	f := openImage(t, d, 0)
-	res, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	verify(t, d, model)
+	res := runVerified(t, d, model)
 	after, entries := physicalBytes(t, d)
 	want := wantPhysical(model)
 	if after != want || res.FreedBytes != before-after || res.IndexEntries != entries {
@@ -199,7 +197,7 @@ func TestRunFreesDuplicates(t *testing.T) {
 	if res.ExtentsShared == 0 || entries == 0 {
 		t.Fatalf("nothing shared: %+v", res)
 	}
-	f = openImage(t, d, 0)
+	f := openImage(t, d, 0)
 	again, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +207,22 @@ func TestRunFreesDuplicates(t *testing.T) {
 		t.Fatalf("second run did something: %+v", again)
 	}
 	verify(t, d, model)
+}
+
+// runVerified runs a dedupe of d with 16 KiB blocks and verifies d
+// against model afterwards.
+func runVerified(t *testing.T, d *device.MemDevice, model map[string][]byte) *RunResult {
+	t.Helper()
+	f := openImage(t, d, 0)
+	res, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	verify(t, d, model)
+	return res
 }
 
 // TestRunKilled: the durable state at random moments of a run (small

@@ -36,75 +36,112 @@ func (f *FS) BlockPrints(in *Inode, bs uint64, fn func(*BlockPrint) error) error
 	if !in.IsRegular() || bs == 0 || maxExtent%bs != 0 {
 		return nil
 	}
-	ss := uint64(f.st.Super().SectorSize)
-	var h maphash.Hash
-	h.SetSeed(printSeed)
-	sums := &sumCache{f: f}
-	for w := uint64(0); w < in.Size; w += maxExtent {
-		we := min(w+maxExtent, in.Size)
-		xs, err := f.extents(in.Ino, w, we)
-		if err != nil {
-			return err
-		}
-		k := 0
-		for bo := w; bo < we; bo += bs {
-			be := min(bo+bs, in.Size)
-			for k < len(xs) && xs[k].end() <= bo {
-				k++
-			}
-			bp := &BlockPrint{Off: bo, Len: be - bo, Known: true}
-			h.Reset()
-			var n [8]byte
-			binary.LittleEndian.PutUint64(n[:], be-bo)
-			h.Write(n[:])
-			for s := bo; s < be; s += ss {
-				x := coverAt(xs[k:], s)
-				if x == nil {
-					h.Write(holeSum)
-					continue
-				}
-				if len(bp.Extents) == 0 || bp.Extents[len(bp.Extents)-1] != x.DiskLogical {
-					bp.Extents = append(bp.Extents, x.DiskLogical)
-				}
-				if !bp.Known {
-					continue
-				}
-				d := x.DiskLogical + x.Offset + (s - x.off)
-				if x.Type != format.FileExtentRegular || x.Compression != format.CompressNone ||
-					(x.off-x.Offset)%ss != 0 || (x.end()%ss != 0 && x.end() < in.Size) {
-					bp.Known = false
-					continue
-				}
-				sum, err := sums.get(d)
-				if err != nil {
-					return err
-				}
-				if sum == nil {
-					bp.Known = false // no stored sum: let the data tell
-					continue
-				}
-				if bp.Disk == 0 {
-					bp.Disk = d
-				}
-				h.Write(sum)
-			}
-			bp.Print = h.Sum64()
-			if len(bp.Extents) == 1 && bp.Extents[0] != 0 {
-				x := coverAt(xs[k:], bo)
-				if x != nil && x.off == bo && x.Offset == 0 && x.end() >= be {
-					done, err := f.indexedBlock(*x)
-					if err != nil {
-						return err
-					}
-					bp.Indexed = done
-				}
-			}
-			if err := fn(bp); err != nil {
+	rs, err := f.DataRanges(in)
+	if err != nil {
+		return err
+	}
+	p := &printer{f: f, in: in, bs: bs, ss: uint64(f.st.Super().SectorSize), sums: &sumCache{f: f}, fn: fn}
+	p.h.SetSeed(printSeed)
+	// Only windows holding data: one of a hole's blocks prints as holes
+	// only (disk 0), which no other copy can match, and a sparse file of
+	// 2^63 bytes must cost its extents, not its size.
+	w := uint64(0)
+	for _, r := range rs {
+		for w = max(w, r.Off/maxExtent*maxExtent); w < r.Off+r.Len; w += maxExtent {
+			if err := p.window(w); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// printer holds what BlockPrints needs from window to window.
+type printer struct {
+	f      *FS
+	in     *Inode
+	bs, ss uint64
+	h      maphash.Hash
+	sums   *sumCache
+	fn     func(*BlockPrint) error
+}
+
+// window prints the blocks of the window of maxExtent bytes at w.
+func (p *printer) window(w uint64) error {
+	we := min(w+maxExtent, p.in.Size)
+	xs, err := p.f.extents(p.in.Ino, w, we)
+	if err != nil {
+		return err
+	}
+	k := 0
+	for bo := w; bo < we; bo += p.bs {
+		for k < len(xs) && xs[k].end() <= bo {
+			k++
+		}
+		bp, err := p.block(xs[k:], bo)
+		if err == nil {
+			err = p.fn(bp)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// block prints the block at bo from xs, the extents from the first one
+// ending after bo.
+func (p *printer) block(xs []fileExtent, bo uint64) (*BlockPrint, error) {
+	f, in, ss, h := p.f, p.in, p.ss, &p.h
+	be := min(bo+p.bs, in.Size)
+	bp := &BlockPrint{Off: bo, Len: be - bo, Known: true}
+	h.Reset()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], be-bo)
+	h.Write(n[:])
+	for s := bo; s < be; s += ss {
+		x := coverAt(xs, s)
+		if x == nil {
+			h.Write(holeSum)
+			continue
+		}
+		if len(bp.Extents) == 0 || bp.Extents[len(bp.Extents)-1] != x.DiskLogical {
+			bp.Extents = append(bp.Extents, x.DiskLogical)
+		}
+		if !bp.Known {
+			continue
+		}
+		d := x.DiskLogical + x.Offset + (s - x.off)
+		if x.Type != format.FileExtentRegular || x.Compression != format.CompressNone ||
+			(x.off-x.Offset)%ss != 0 || (x.end()%ss != 0 && x.end() < in.Size) {
+			bp.Known = false
+			continue
+		}
+		sum, err := p.sums.get(d)
+		if err != nil {
+			return nil, err
+		}
+		if sum == nil {
+			bp.Known = false // no stored sum: let the data tell
+			continue
+		}
+		if bp.Disk == 0 {
+			bp.Disk = d
+		}
+		h.Write(sum)
+	}
+	bp.Print = h.Sum64()
+	if len(bp.Extents) == 1 && bp.Extents[0] != 0 {
+		x := coverAt(xs, bo)
+		if x != nil && x.off == bo && x.Offset == 0 && x.end() >= be {
+			done, err := f.indexedBlock(*x)
+			if err != nil {
+				return nil, err
+			}
+			bp.Indexed = done
+		}
+	}
+	return bp, nil
 }
 
 // coverAt is the extent of xs (sorted, none ending at or before the first

@@ -364,6 +364,20 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// DataRanges is fsys.DataRanges of the file: where its data lies.
+func (fl *ioFile) DataRanges() ([]Range, error) {
+	if err := fl.readable("read"); err != nil {
+		return nil, err
+	}
+	fl.v.mu.Lock()
+	defer fl.v.mu.Unlock()
+	rs, err := fl.v.f.DataRanges(fl.in)
+	if err != nil {
+		return nil, fl.errf("read", err)
+	}
+	return rs, nil
+}
+
 // Seek sets the Read position. On a directory only Seek(0, io.SeekStart)
 // works; it restarts ReadDir.
 func (fl *ioFile) Seek(offset int64, whence int) (int64, error) {
