@@ -53,6 +53,7 @@ func TestCommandLine(t *testing.T) {
 	differ([]string{"ddfs", "device", "usage", "--help"}, []string{"ddfs", "device", "--help"})
 	same([]string{"ddfs", "ls", "d.img"}, []string{"ddfs", "ls", "d.img:/"})
 	same([]string{"ddfs", "df", "-h", "d.img"}, []string{"ddfs", "df", "d.img"})
+	same([]string{"ddfs", "device", "usage", "-h", "d.img"}, []string{"ddfs", "device", "usage", "d.img"})
 	differ([]string{"ddfs", "ls", "-lh", "d.img"}, []string{"ddfs", "ls", "--help"})
 	differ([]string{"ddfs", "du", "-h", "d.img:/"}, []string{"ddfs", "du", "--help"})
 	for _, c := range []string{"chown", "chmod", "touch"} {
