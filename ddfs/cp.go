@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 	"time"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
@@ -162,6 +164,11 @@ func eachMatch(src *image, s operand, check func(n int) error, fn func(p string)
 		return err
 	}
 	for _, p := range ps {
+		if fsys.DirOnly(p) { // "f/" of a file is ENOTDIR, not f
+			if _, err := src.f.Resolve(p, true); errors.Is(err, syscall.ENOTDIR) {
+				return src.err(err)
+			}
+		}
 		if err := fn(path.Clean(p)); err != nil {
 			return src.err(err)
 		}

@@ -63,10 +63,12 @@ func sizeFlag(fl *pflag.FlagSet, help string) func() (uint64, error) {
 }
 
 func newDeviceUsageCmd() *cobra.Command {
-	c, fl, of := newDevCmd("usage [--json] [-b] IMAGE", "per device: size, allocated per type/profile, properties, tier",
+	c, fl, of := newDevCmd("usage [--json] [-b|-h] IMAGE", "per device: size, allocated per type/profile, properties, tier",
 		"  ddfs device usage disk.img\n  ddfs device usage -b disk.img\n  ddfs device usage --json disk.img", 1)
+	cli.NoHelpShorthand(c) // -h is human sizes, as btrfs device usage -h
 	asJSON := fl.Bool("json", false, "print JSON")
 	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
+	fl.BoolP("human-readable", "h", false, "print sizes with K, M, G (the default)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		fs, err := of.open(args[0], false)
 		if err != nil {

@@ -20,7 +20,7 @@ func newDFCmd() *cobra.Command {
 	fl := c.Flags()
 	asJSON := fl.Bool("json", false, "print JSON (always bytes)")
 	raw := fl.BoolP("bytes", "b", false, "print sizes in bytes")
-	fl.BoolP("human-readable", "h", true, "print sizes with K, M, G (the default)")
+	fl.BoolP("human-readable", "h", false, "print sizes with K, M, G (the default)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		return eachSet(c, of, bf, args, *asJSON, func(fs *store.FS, w io.Writer, path string, inBatch bool) error {
 			return runDF(w, fs, path, inBatch, *asJSON, *raw)

@@ -102,7 +102,7 @@ func serve(of *openFlags, img, dir string, mo fusefs.Options) error {
 		return fmt.Errorf("%s: %w", img, err)
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	cli.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		for range sigs {
 			// Busy (a process inside): say so and keep serving.

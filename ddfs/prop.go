@@ -36,6 +36,11 @@ func newPropCmd() *cobra.Command {
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		a := fl.Args()
+		if len(a) > 0 {
+			if err := cli.Verb(a[0], "get", "set"); err != nil {
+				return err
+			}
+		}
 		if len(a) < 2 || (a[0] == "get" && len(a) > 3) || (a[0] == "set" && len(a) != 4) || (a[0] != "get" && a[0] != "set") {
 			return usageErr("usage: prop get|set IMAGE[:PATH] [NAME [VALUE]]")
 		}

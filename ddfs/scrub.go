@@ -118,7 +118,7 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 func interrupted() <-chan struct{} {
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	cli.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
 		signal.Stop(sig)

@@ -15,6 +15,11 @@ func newXattrCmd() *cobra.Command {
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		a := fl.Args()
+		if len(a) > 0 {
+			if err := cli.Verb(a[0], "get", "set", "list", "rm"); err != nil {
+				return err
+			}
+		}
 		if len(a) < 2 {
 			return usageErr("want get|set|list|rm IMAGE:PATH ...")
 		}

@@ -246,6 +246,16 @@ func TestBatchInterrupt(t *testing.T) {
 			t.Errorf("%s after the interrupt: exit %d %s %+v", l.Path, l.Exit, l.Error, l.Problems)
 		}
 	}
+	// Started as sh starts `cmd &` (SIGINT ignored), the run does not stop
+	// on SIGINT (it used to un-ignore it and stop as interrupted).
+	bg := ignoringSIGINT(filepath.Join(binDir, "fsck.ddfs"), "-j", "2", "--json", "--from", "list")
+	bg.Dir = f.dir
+	var bgOut strings.Builder
+	bg.Stdout = &bgOut
+	signalUntilExit(t, bg, syscall.SIGINT)
+	if code := bg.ProcessState.ExitCode(); code&32 != 0 || len(jsonLines(t, bgOut.String())) != len(f.list) {
+		t.Fatalf("SIGINT ignored at start: exit %d, %d of %d reports", code, len(jsonLines(t, bgOut.String())), len(f.list))
+	}
 }
 
 // checkShards: shards 0..3 of 4 (the last as a Kubernetes pod would

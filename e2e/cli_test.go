@@ -53,6 +53,15 @@ func TestCommandLine(t *testing.T) {
 	differ([]string{"ddfs", "device", "usage", "--help"}, []string{"ddfs", "device", "--help"})
 	same([]string{"ddfs", "ls", "d.img"}, []string{"ddfs", "ls", "d.img:/"})
 	same([]string{"ddfs", "df", "-h", "d.img"}, []string{"ddfs", "df", "d.img"})
+	same([]string{"ddfs", "device", "usage", "-h", "d.img"}, []string{"ddfs", "device", "usage", "d.img"})
+	same([]string{"ddfs", "device", "help", "usage"}, []string{"ddfs", "device", "usage", "--help"})
+	same([]string{"ddfs", "inspect", "help", "map"}, []string{"ddfs", "inspect", "map", "--help"})
+	for verb, near := range map[string]string{"prop sett d.img label x": "set", "xattr lst d.img:/x": "list"} {
+		args := strings.Fields(verb)
+		if r := run(t, dir, "ddfs", args...); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "(did you mean '"+near+"'?)\n") {
+			t.Errorf("ddfs %s: exit %d, stderr %q; want a usage error suggesting %s", verb, r.code, r.stderr, near)
+		}
+	}
 	differ([]string{"ddfs", "ls", "-lh", "d.img"}, []string{"ddfs", "ls", "--help"})
 	differ([]string{"ddfs", "du", "-h", "d.img:/"}, []string{"ddfs", "du", "--help"})
 	for _, c := range []string{"chown", "chmod", "touch"} {

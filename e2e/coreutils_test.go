@@ -400,3 +400,65 @@ func TestErrorForms(t *testing.T) {
 	// A trailing slash follows a symlink to a directory.
 	must(t, run(t, dir, "ddfs", "ls", "d.img:/l/"), 0)
 }
+
+// TestTrailingSlash: a trailing slash names a directory, so on a file it
+// is refused by cp, mv and ln in every direction (into, out of and
+// inside an image, on either operand) with GNU's errno: ENOTDIR, and for
+// ln's new name ENOENT or EEXIST. Nothing is made or replaced; on a
+// directory the slash still works.
+func TestTrailingSlash(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	os.WriteFile(filepath.Join(dir, "f"), []byte("f\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "e"), []byte("e\n"), 0o644)
+	must(t, run(t, dir, "ddfs", "cp", "f", "e", "d.img:/"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "d.img:/dir"), 0)
+	const notDir, noEnt, exists = "Not a directory", "No such file or directory", "File exists"
+	for _, c := range []struct {
+		args        []string
+		named, errs string
+	}{
+		{[]string{"cp", "d.img:/f/", "d.img:/x"}, "d.img:/f/", notDir},
+		{[]string{"cp", "d.img:/f", "d.img:/n/"}, "d.img:/n/", notDir},
+		{[]string{"cp", "d.img:/f", "d.img:/e/"}, "d.img:/e/", notDir},
+		{[]string{"cp", "f/", "d.img:/x"}, "f/", notDir},
+		{[]string{"cp", "f", "d.img:/n/"}, "d.img:/n/", notDir},
+		{[]string{"cp", "d.img:/f/", "x"}, "d.img:/f/", notDir},
+		{[]string{"cp", "d.img:/f", "n/"}, "n/", notDir},
+		{[]string{"cp", "d.img:/f", "e/"}, "e/", notDir},
+		{[]string{"cp", "-r", "d.img:/dir", "e/"}, "e/", notDir},
+		{[]string{"cp", "-", "d.img:/n/"}, "d.img:/n/", notDir},
+		{[]string{"mv", "d.img:/f/", "d.img:/x"}, "d.img:/f/", notDir},
+		{[]string{"mv", "d.img:/f", "d.img:/n/"}, "d.img:/n/", notDir},
+		{[]string{"mv", "d.img:/f", "d.img:/e/"}, "d.img:/e/", notDir},
+		{[]string{"ln", "d.img:/f/", "d.img:/x"}, "d.img:/f/", notDir},
+		{[]string{"ln", "d.img:/f", "d.img:/n/"}, "d.img:/n/", noEnt},
+		{[]string{"ln", "d.img:/f", "d.img:/e/"}, "d.img:/e/", exists},
+		{[]string{"ln", "-s", "f", "d.img:/n/"}, "d.img:/n/", noEnt},
+		{[]string{"ln", "-s", "f", "d.img:/e/"}, "d.img:/e/", exists},
+	} {
+		want := "ddfs: " + c.args[0] + ": " + c.named + ": " + c.errs + "\n"
+		if r := run(t, dir, "ddfs", c.args...); r.code != 1 || r.stderr != want {
+			t.Errorf("ddfs %v: exit %d, stderr %q, want %q", c.args, r.code, r.stderr, want)
+		}
+		if ls := must(t, run(t, dir, "ddfs", "ls", "d.img:/"), 0); ls.stdout != "dir\ne\nf\n" {
+			t.Fatalf("after ddfs %v: / holds %q", c.args, ls.stdout)
+		}
+		if e := must(t, run(t, dir, "ddfs", "cat", "d.img:/e"), 0); e.stdout != "e\n" {
+			t.Fatalf("after ddfs %v: /e holds %q", c.args, e.stdout)
+		}
+		for _, h := range []string{"n", "x"} {
+			if _, err := os.Lstat(filepath.Join(dir, h)); err == nil {
+				t.Fatalf("after ddfs %v: host %s was made", c.args, h)
+			}
+		}
+	}
+	// On a directory the slash is no obstacle, in each direction.
+	must(t, run(t, dir, "ddfs", "cp", "-r", "d.img:/dir/", "d.img:/n/"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-r", "d.img:/dir", "out/"), 0)
+	if st, err := os.Stat(filepath.Join(dir, "out")); err != nil || !st.IsDir() {
+		t.Fatalf("cp -r d.img:/dir out/: %v", err)
+	}
+	must(t, run(t, dir, "ddfs", "mv", "d.img:/n/", "d.img:/m/"), 0)
+	must(t, run(t, dir, "ddfs", "ls", "d.img:/m/"), 0) // a directory
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,6 +24,12 @@ var binDir string
 var extraBinaries = map[string]string{}
 
 func TestMain(m *testing.M) {
+	// Run as a background job (SIGINT ignored), the tools rightly keep
+	// ignoring SIGINT, which the interrupt tests send: catching it here
+	// makes exec start them with SIGINT at its default again.
+	if signal.Ignored(syscall.SIGINT) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGINT)
+	}
 	dir, err := os.MkdirTemp("", "ddfs-e2e-bin")
 	if err != nil {
 		panic(err)

@@ -278,6 +278,52 @@ func TestMkfsInterrupted(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "old.img")); err != nil || st.Size() != 1<<30 {
 		t.Fatalf("the pre-existing image: %v", err)
 	}
+	// sh starts `mkfs.ddfs ... &` with SIGINT ignored: a Ctrl-C meant for
+	// the script does not reach it, and mkfs keeps it ignored (it used to
+	// remove its image on it and still exit 0).
+	cmd := ignoringSIGINT(filepath.Join(binDir, "mkfs.ddfs"), "-q", "-b", "1G", "-r", src, "bg.img")
+	cmd.Dir = dir
+	if err := signalUntilExit(t, cmd, syscall.SIGINT); err != nil {
+		t.Fatalf("mkfs started with SIGINT ignored, sent SIGINT: %v", err)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "bg.img"), 0)
+	// So does scrub (it stopped, leaving its state file to resume from).
+	cmd = ignoringSIGINT(filepath.Join(binDir, "ddfs"), "scrub", "bg.img")
+	cmd.Dir = dir
+	if err := signalUntilExit(t, cmd, syscall.SIGINT); err != nil {
+		t.Fatalf("scrub started with SIGINT ignored, sent SIGINT: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".bg.img.ddfs-scrub")); !os.IsNotExist(err) {
+		t.Fatalf("scrub's state file after a full run: %v", err)
+	}
+}
+
+// ignoringSIGINT is cmd started as sh starts a background job: with
+// SIGINT ignored (SIG_IGN is kept across exec).
+func ignoringSIGINT(name string, args ...string) *exec.Cmd {
+	return exec.Command("sh", append([]string{"-c", `trap "" INT; exec "$0" "$@"`, name}, args...)...)
+}
+
+// signalUntilExit starts cmd and sends it sig every few milliseconds
+// until it exits, so some signal lands whatever the run's phase; it
+// returns cmd's Wait error.
+func signalUntilExit(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			cmd.Process.Signal(sig)
+		}
+	}
 }
 
 // TestMkfsDiscard: mkfs discards the whole device first, so a reused

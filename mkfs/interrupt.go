@@ -5,6 +5,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/ddfs/ddfs/pkg/cli"
 )
 
 // cleanup removes the image files this run created when it is
@@ -20,7 +22,7 @@ type cleanup struct {
 // onInterrupt starts watching for the signals; done stops.
 func onInterrupt() *cleanup {
 	c := &cleanup{stop: make(chan os.Signal, 1)}
-	signal.Notify(c.stop, os.Interrupt, syscall.SIGTERM)
+	cli.Notify(c.stop, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig, ok := <-c.stop
 		if !ok {

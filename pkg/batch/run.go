@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -83,9 +82,10 @@ type Summary struct {
 	Interrupted bool
 }
 
-// SignalContext is cancelled by SIGINT or SIGTERM.
+// SignalContext is cancelled by SIGINT or SIGTERM (unless ignored at
+// start: a background job of sh).
 func SignalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // retryEvery is how often a busy set is tried again under --wait.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -120,24 +121,82 @@ func MakeGroup(c *cobra.Command) {
 	c.Annotations[groupKey] = "true"
 }
 
-// groupArgs rejects an unknown subcommand, naming the nearest ones.
+// groupArgs rejects an unknown subcommand, naming the nearest ones;
+// "help [CMD...]" is left to groupRun.
 func groupArgs(c *cobra.Command, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "help" {
 		return nil
 	}
-	msg := fmt.Sprintf("unknown command %q", args[0])
-	s := c.SuggestionsFor(args[0])
+	return unknown(c, "command", args[0])
+}
+
+// unknown is the usage error for word, not one of c's subcommands.
+func unknown(c *cobra.Command, what, word string) error {
+	msg := fmt.Sprintf("unknown %s %q", what, word)
+	s := nearest(c, word)
 	if len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean '%s'?)", strings.Join(s, "' or '"))
 	}
 	return &UsageError{Msg: msg, Suggestions: s}
 }
 
+// nearest is cobra's suggestions for word, those one edit away when
+// there are any ("sett": set, not get as well).
+func nearest(c *cobra.Command, word string) []string {
+	d := c.SuggestionsMinimumDistance
+	c.SuggestionsMinimumDistance = 1
+	s := c.SuggestionsFor(word)
+	c.SuggestionsMinimumDistance = d
+	if len(s) > 0 {
+		return s
+	}
+	return c.SuggestionsFor(word)
+}
+
 // groupRun runs when a group is given no subcommand: its help, exit 2.
-func groupRun(c *cobra.Command, _ []string) error {
-	c.SetOut(c.ErrOrStderr())
-	c.Help()
-	return &UsageError{Msg: "missing command"}
+// "GROUP help CMD..." prints the help of that subcommand, as cobra's
+// "TOOL help CMD" does at the top (ddfs device help usage).
+func groupRun(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		c.SetOut(c.ErrOrStderr())
+		c.Help()
+		return &UsageError{Msg: "missing command"}
+	}
+	for _, name := range args[1:] {
+		sub := subcommand(c, name)
+		if sub == nil {
+			return unknown(c, "command", name)
+		}
+		c = sub
+	}
+	c.InitDefaultHelpFlag() // listed as CMD --help lists it
+	c.InitDefaultVersionFlag()
+	return c.Help()
+}
+
+// subcommand is c's available subcommand named (or aliased) name.
+func subcommand(c *cobra.Command, name string) *cobra.Command {
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() && (sub.Name() == name || sub.HasAlias(name)) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// Verb checks the first operand of a command that takes verbs (prop
+// get|set): one of verbs, else a usage error naming the nearest ones,
+// as an unknown subcommand is ("prop sett": did you mean 'set'?).
+func Verb(word string, verbs ...string) error {
+	if slices.Contains(verbs, word) {
+		return nil
+	}
+	// cobra's own distance rule, so verbs and commands suggest alike.
+	g := &cobra.Command{Use: "verbs", SuggestionsMinimumDistance: 2}
+	for _, v := range verbs {
+		g.AddCommand(&cobra.Command{Use: v, Run: func(*cobra.Command, []string) {}})
+	}
+	return unknown(g, "verb", word)
 }
 
 // NewCommand returns a subcommand: use is its synopsis, optionally

@@ -67,6 +67,18 @@ func TestHelpOfCommand(t *testing.T) {
 	if usageHelp == devHelp || !strings.Contains(usageHelp, "tool device usage IMAGE") || len(ran) != 0 {
 		t.Errorf("device usage --help:\n%s", usageHelp)
 	}
+	// "GROUP help CMD" as "TOOL help CMD": the subcommand's help, exit 0.
+	code, groupHelp, _, ran := execute("device", "help", "usage")
+	if code != ExitOK || groupHelp != usageHelp || len(ran) != 0 {
+		t.Errorf("device help usage: exit %d, ran %v:\n%s", code, ran, groupHelp)
+	}
+	if code, h, _, _ := execute("device", "help"); code != ExitOK || h != devHelp {
+		t.Errorf("device help: exit %d:\n%s", code, h)
+	}
+	_, err := Run(tree(new([]string)), []string{"device", "help", "usag"}, new(bytes.Buffer), new(bytes.Buffer))
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !slices.Equal(ue.Suggestions, []string{"usage"}) {
+		t.Errorf("device help usag: %v", err)
+	}
 	if !strings.Contains(cpHelp, "Exit status:\n  "+DefaultExitCodes) {
 		t.Errorf("no exit status in\n%s", cpHelp)
 	}
@@ -158,6 +170,23 @@ func TestStatsFlag(t *testing.T) {
 		var o bytes.Buffer
 		if code := Execute(root, append(tc.args, "img"), &o, &o); code != tc.code || s != tc.want {
 			t.Errorf("%v: exit %d, stats %q; want %d, %q", tc.args, code, s, tc.code, tc.want)
+		}
+	}
+}
+
+// A verb that is not one of a command's is a usage error naming the
+// nearest verbs, those one edit away first ("sett": set, not get).
+func TestVerbSuggests(t *testing.T) {
+	verbs := []string{"get", "set", "list", "rm"}
+	for word, want := range map[string][]string{"sett": {"set"}, "lst": {"list"}, "rmm": {"rm"}, "gte": {"get"}, "zzzz": nil} {
+		var ue *UsageError
+		if err := Verb(word, verbs...); !errors.As(err, &ue) || !slices.Equal(ue.Suggestions, want) {
+			t.Errorf("%s: %v, want suggestions %v", word, err, want)
+		}
+	}
+	for _, v := range verbs {
+		if err := Verb(v, verbs...); err != nil {
+			t.Errorf("%s: %v", v, err)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func getOptional(t *btree.Tree, k format.Key) ([]byte, error) {
 func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
 	// A trailing slash names a directory (POSIX): a symlink before it is
 	// followed, and anything else is ENOTDIR ("cat img:/file/").
-	slash := len(p) > 1 && strings.HasSuffix(p, "/")
+	slash := DirOnly(p)
 	in, _, err := f.resolve(p, follow || slash)
 	if err == nil && slash && !in.IsDir() {
 		err = syscall.ENOTDIR
@@ -97,6 +97,10 @@ func (f *FS) Resolve(p string, follow bool) (*Inode, error) {
 	}
 	return in, nil
 }
+
+// DirOnly reports whether p ends in a slash, which names a directory
+// (POSIX): "f/" of a file is ENOTDIR, wherever it stands.
+func DirOnly(p string) bool { return len(p) > 1 && strings.HasSuffix(p, "/") }
 
 // resolve also returns the parent directory of the result.
 func (f *FS) resolve(p string, follow bool) (*Inode, *Inode, error) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"path"
+	"strings"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -13,6 +14,9 @@ import (
 // Create makes a new inode of any type (regular, directory, device, fifo,
 // socket; symlinks with Symlink) at p.
 func (f *FS) Create(p string, a Attr) (*Inode, error) {
+	if DirOnly(p) && a.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, &PathError{Op: "create", Path: p, Err: syscall.ENOTDIR}
+	}
 	dir, name, err := f.resolveParent(p)
 	if err != nil {
 		return nil, &PathError{Op: "create", Path: p, Err: err}
@@ -70,6 +74,9 @@ func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
 	if target == "" || len(target) > format.MaxSymlinkTarget {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
+	if err := f.linkSlash("symlink", p); err != nil {
+		return nil, err
+	}
 	a.Mode = syscall.S_IFLNK | 0o777
 	a.symlink = true
 	in, err := f.Create(p, a)
@@ -113,11 +120,33 @@ func (f *FS) Link(oldp, newp string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.linkSlash("link", newp); err != nil {
+		return err
+	}
 	dir, name, err := f.resolveParent(newp)
 	if err != nil {
 		return &PathError{Op: "link", Path: newp, Err: err}
 	}
 	return wrapErr("link", newp, f.linkIn(dir, name, in))
+}
+
+// linkSlash is link(2)'s and symlink(2)'s answer for a new name ending
+// in a slash (which names a directory): EEXIST when the name is taken,
+// else ENOENT, as GNU ln reports; nil without a slash.
+func (f *FS) linkSlash(op, p string) error {
+	if !DirOnly(p) {
+		return nil
+	}
+	_, err := f.Resolve(strings.TrimRight(p, "/"), false)
+	switch {
+	case err == nil:
+		err = syscall.EEXIST
+	case errors.Is(err, syscall.ENOENT):
+		err = syscall.ENOENT
+	default:
+		return err // could not read is not "not found"
+	}
+	return &PathError{Op: op, Path: p, Err: err}
 }
 
 func (f *FS) linkIn(dir *Inode, name string, in *Inode) error {
@@ -233,7 +262,28 @@ func (f *FS) Rename(oldp, newp string) error {
 	if err != nil {
 		return &PathError{Op: "rename", Path: newp, Err: err}
 	}
+	if err := f.renameSlash(oldp, newp); err != nil {
+		return err
+	}
 	return wrapErr("rename", oldp, f.renameIn(odir, oname, ndir, nname))
+}
+
+// renameSlash refuses, as rename(2), a trailing slash on either name
+// unless the source is a directory (not a symlink to one): ENOTDIR,
+// naming the path with the slash.
+func (f *FS) renameSlash(oldp, newp string) error {
+	if !DirOnly(oldp) && !DirOnly(newp) {
+		return nil
+	}
+	in, err := f.Resolve(strings.TrimRight(oldp, "/"), false)
+	if err != nil || in.IsDir() {
+		return err
+	}
+	named := newp
+	if DirOnly(oldp) {
+		named = oldp
+	}
+	return &PathError{Op: "rename", Path: named, Err: syscall.ENOTDIR}
 }
 
 func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) error {

@@ -79,11 +79,19 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 	if in.IsDir() && !o.Recursive {
 		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
 	}
-	dir, name := filepath.Dir(dst), filepath.Base(dst)
-	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+	dir, name := filepath.Dir(filepath.Clean(dst)), filepath.Base(dst)
+	st, err := os.Stat(dst)
+	switch {
+	case err == nil && st.IsDir():
 		dir, name = dst, fsys.Base(src)
 		if name == "/" {
 			name = "."
+		}
+	case errors.Is(err, syscall.ENOTDIR):
+		return err // "f/" of a file
+	default:
+		if err := slashTarget(dst, in.IsDir()); err != nil {
+			return err
 		}
 	}
 	root, err := os.OpenRoot(dir)

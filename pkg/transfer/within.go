@@ -46,6 +46,9 @@ func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err // unreadable is not missing
 	}
+	if err := slashTarget(target, in.IsDir()); err != nil {
+		return err
+	}
 	s, t := path.Clean(src), path.Clean(target)
 	if sf == df && in.IsDir() && (t == s || strings.HasPrefix(t, strings.TrimSuffix(s, "/")+"/")) { // "/" holds every path
 		return fmt.Errorf("cannot copy a directory, '%s', into itself, '%s'", src, target)
@@ -58,6 +61,16 @@ func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
 		return err
 	}
 	return w.bad.Done(nil)
+}
+
+// slashTarget refuses to make a non-directory at a path ending in a
+// slash (it names a directory): ENOTDIR, as cp's "cannot create regular
+// file 'x/'".
+func slashTarget(target string, dir bool) error {
+	if dir || !fsys.DirOnly(target) {
+		return nil
+	}
+	return &fs.PathError{Op: "copy", Path: target, Err: syscall.ENOTDIR}
 }
 
 // within copies a tree from sf to f (the destination).
