@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -249,5 +250,25 @@ func TestGroupFIFO(t *testing.T) {
 	_, err := volume.PeekSuper(fifo)
 	if !errors.Is(err, volume.ErrNoSuperblock) {
 		t.Fatalf("PeekSuper(FIFO): %v, want ErrNoSuperblock", err)
+	}
+}
+
+// TestPlanEmptyFrom: an empty --from list is a batch run of no sets (a
+// timer on an empty folder succeeds); no operands at all is a usage error.
+func TestPlanEmptyFrom(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(list, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{list, "-"} {
+		f := Flags{From: from}
+		plan, err := f.Plan(nil, strings.NewReader(""))
+		if err != nil || len(plan.Sets) != 0 || !plan.Batch || plan.Total != 0 {
+			t.Errorf("--from %s: %+v %v", from, plan, err)
+		}
+	}
+	var ue *cli.UsageError
+	if _, err := (&Flags{}).Plan(nil, strings.NewReader("")); !errors.As(err, &ue) {
+		t.Errorf("no operands: %v, want a usage error", err)
 	}
 }
