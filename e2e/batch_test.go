@@ -293,3 +293,41 @@ func checkShards(t *testing.T, f *batchFleet) {
 		t.Errorf("--shard 4/4: %s", r.stderr)
 	}
 }
+
+// TestBatchCopies: a copy of an image (and of a mirrored pair) named
+// beside its original is a set of its own, so both are checked and
+// trimmed; two paths to one file (./a.img, a hard link, a symlink) are
+// one operand.
+func TestBatchCopies(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "a.img"), 0)
+	os.Mkdir(filepath.Join(dir, "p"), 0o755)
+	os.Mkdir(filepath.Join(dir, "c"), 0o755)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "p/m0.img", "p/m1.img"), 0)
+	copyFile(t, filepath.Join(dir, "a.img"), filepath.Join(dir, "a-copy.img"))
+	for _, m := range []string{"m0.img", "m1.img"} {
+		copyFile(t, filepath.Join(dir, "p", m), filepath.Join(dir, "c", m))
+	}
+	if err := os.Link(filepath.Join(dir, "a.img"), filepath.Join(dir, "a-link.img")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.img", filepath.Join(dir, "a-sym.img")); err != nil {
+		t.Fatal(err)
+	}
+	ops := []string{"a.img", "a-copy.img", "./a.img", "a-link.img", "p/m0.img", "c/m0.img", "p/m1.img", "c/m1.img", "a-sym.img"}
+	want := []string{"a.img", "a-copy.img", "p/m0.img", "c/m0.img"}
+	for _, tool := range []string{"fsck.ddfs", "trimtool"} {
+		r := must(t, run(t, dir, tool, append([]string{"--json", "-j", "2"}, ops...)...), 0)
+		lines := jsonLines(t, r.stdout)
+		var got []string
+		for _, l := range lines {
+			if l.Exit != 0 {
+				t.Errorf("%s: %s exit %d %s", tool, l.Path, l.Exit, l.Error)
+			}
+			got = append(got, l.Path)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: sets %v, want %v\n%s", tool, got, want, r.stderr)
+		}
+	}
+}

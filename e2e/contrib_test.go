@@ -92,7 +92,8 @@ func checkJobSpec(t *testing.T, name string, s k8sJobSpec) (string, int) {
 }
 
 // runShards runs script as each pod would (JOB_COMPLETION_INDEX 0..n-1,
-// /images being dir) and returns how often each set was reported.
+// /images being dir), each pod to exit 0, and returns how often each set
+// was reported.
 func runShards(t *testing.T, dir, script string, n int) map[string]int {
 	t.Helper()
 	seen := map[string]int{}
@@ -101,6 +102,9 @@ func runShards(t *testing.T, dir, script string, n int) map[string]int {
 		cmd := exec.Command("/bin/sh", "-c", script)
 		cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"), fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i))
 		r := runCmd(t, cmd)
+		if r.code != 0 {
+			t.Errorf("pod %d: exit %d\n%s", i, r.code, r.stderr)
+		}
 		for _, l := range jsonLines(t, r.stdout) {
 			seen[l.Path]++
 		}
@@ -151,6 +155,9 @@ func TestContribManifests(t *testing.T) {
 		kinds += o.Kind + " "
 		script, n := checkJobSpec(t, o.Metadata.Name, spec)
 		seen := runShards(t, dir, script, n)
+		if empty := runShards(t, t.TempDir(), script, n); len(empty) != 0 {
+			t.Errorf("%s on an empty volume: %v", o.Metadata.Name, empty)
+		}
 		for _, p := range want {
 			if seen[p] != 1 {
 				t.Errorf("%s: %s reported by %d pods", o.Metadata.Name, p, seen[p])
@@ -215,6 +222,10 @@ func checkUnits(t *testing.T, dir string, sets int) {
 		got := strings.Count(r.stdout, "\n")
 		if r.code != 0 || got < sets {
 			t.Errorf("%s: exit %d, %d lines for %d sets\n%s%s", name, r.code, got, sets, r.stdout, r.stderr)
+		}
+		// A folder with no images yet is nothing to do, not a failed unit.
+		if r := runCmd(t, exec.Command("/bin/sh", "-c", script, "sh", t.TempDir())); r.code != 0 {
+			t.Errorf("%s on an empty folder: exit %d\n%s", name, r.code, r.stderr)
 		}
 	}
 }

@@ -3,14 +3,20 @@ package batch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 func TestParseShard(t *testing.T) {
@@ -213,5 +219,56 @@ func TestJSONLineAndPrefixed(t *testing.T) {
 	p.Write([]byte("o\n\nthree\n"))
 	if b.String() != "x: one\nx: two\nx: \nx: three\n" {
 		t.Fatalf("%q", b.String())
+	}
+}
+
+// TestGroupFIFO: a FIFO among the operands is a set of its own with no
+// UUID (not ddfs), found without waiting for a writer that never comes.
+func TestGroupFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo, junk := filepath.Join(dir, "fifo"), filepath.Join(dir, "junk.img")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(junk, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []*Set, 1)
+	go func() { done <- Group([]string{junk, fifo}) }()
+	select {
+	case got := <-done:
+		if len(got) != 2 || got[1].Path() != fifo || got[1].UUID != "" {
+			t.Fatalf("sets %+v", got)
+		}
+	case <-time.After(time.Minute): // a hang, not a slow machine
+		// Let the blocked open return so that the test binary can end.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("Group blocked on a FIFO")
+	}
+	_, err := volume.PeekSuper(fifo)
+	if !errors.Is(err, volume.ErrNoSuperblock) {
+		t.Fatalf("PeekSuper(FIFO): %v, want ErrNoSuperblock", err)
+	}
+}
+
+// TestPlanEmptyFrom: an empty --from list is a batch run of no sets (a
+// timer on an empty folder succeeds); no operands at all is a usage error.
+func TestPlanEmptyFrom(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(list, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{list, "-"} {
+		f := Flags{From: from}
+		plan, err := f.Plan(nil, strings.NewReader(""))
+		if err != nil || len(plan.Sets) != 0 || !plan.Batch || plan.Total != 0 {
+			t.Errorf("--from %s: %+v %v", from, plan, err)
+		}
+	}
+	var ue *cli.UsageError
+	if _, err := (&Flags{}).Plan(nil, strings.NewReader("")); !errors.As(err, &ue) {
+		t.Errorf("no operands: %v, want a usage error", err)
 	}
 }

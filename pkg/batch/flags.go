@@ -100,7 +100,9 @@ func (f *Flags) Plan(args []string, stdin io.Reader) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ops) == 0 {
+	// An empty --from list is a folder with nothing in it yet (a timer's
+	// run): nothing to do, not a mistake on the command line.
+	if len(ops) == 0 && f.From == "" {
 		return nil, cli.Usagef("no device given")
 	}
 	sets := Group(ops)

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -92,27 +94,58 @@ func Operands(args []string, from string, stdin io.Reader) ([]string, error) {
 }
 
 // Group sorts operands into sets by the UUID of their superblock (read
-// without locking), in the order of each set's first operand. An operand
-// named twice counts once.
+// without locking), in the order of each set's first operand. Two paths
+// to one file (./a.img, a hard link, a symlink) are one operand. A device
+// a set already has starts a set of its own with the same UUID: a copy
+// of an image (cp a.img b.img) is another filesystem to check, and
+// naming both to one open would refuse both as ambiguous.
 func Group(operands []string) []*Set {
 	var sets []*Set
-	byKey := map[string]*Set{}
-	seen := map[string]bool{}
+	byUUID := map[string][]*Set{} // the sets of one UUID: copies
+	devids := map[*Set]map[uint64]bool{}
+	seen := map[any]bool{}
 	for _, p := range operands {
-		if seen[p] {
+		id := fileID(p)
+		if seen[id] {
 			continue
 		}
-		seen[p] = true
+		seen[id] = true
 		s := &Set{Paths: []string{p}}
-		if sb, err := volume.PeekSuper(p); err == nil {
-			s.UUID, s.Used, s.Total = uuid.UUID(sb.FSID).String(), sb.BytesUsed, sb.TotalBytes
-		}
-		if have, ok := byKey[s.key()]; ok {
-			have.Paths = append(have.Paths, p)
+		sb, err := volume.PeekSuper(p)
+		if err != nil {
+			sets = append(sets, s)
 			continue
 		}
-		byKey[s.key()] = s
+		s.UUID, s.Used, s.Total = uuid.UUID(sb.FSID).String(), sb.BytesUsed, sb.TotalBytes
+		if have := setWithout(byUUID[s.UUID], devids, sb.DevID); have != nil {
+			have.Paths = append(have.Paths, p)
+			devids[have][sb.DevID] = true
+			continue
+		}
+		byUUID[s.UUID] = append(byUUID[s.UUID], s)
+		devids[s] = map[uint64]bool{sb.DevID: true}
 		sets = append(sets, s)
 	}
 	return sets
+}
+
+// setWithout is the first of sets that has no device devid yet.
+func setWithout(sets []*Set, devids map[*Set]map[uint64]bool, devid uint64) *Set {
+	for _, s := range sets {
+		if !devids[s][devid] {
+			return s
+		}
+	}
+	return nil
+}
+
+// fileID is what makes two operands one: the file's device and inode
+// (after symlinks), or the cleaned path of one that cannot be stat'ed.
+func fileID(p string) any {
+	if st, err := os.Stat(p); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			return [2]uint64{uint64(sys.Dev), sys.Ino}
+		}
+	}
+	return filepath.Clean(p)
 }

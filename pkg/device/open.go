@@ -77,7 +77,7 @@ func open(spec string, opt OpenOptions) (Device, error) {
 		if berr == nil && bfi.Mode().IsRegular() {
 			return openPartition(spec, base, n, opt)
 		}
-		if berr == nil && isBlockMode(bfi.Mode()) {
+		if berr == nil && IsBlockMode(bfi.Mode()) {
 			return nil, fmt.Errorf("open %s: %s is a block device; open its partition's device node instead", spec, base)
 		}
 	}
@@ -99,7 +99,7 @@ func openExisting(spec string, fi fs.FileInfo, opt OpenOptions) (Device, error) 
 			return nil, err
 		}
 		return d, nil
-	case isBlockMode(fi.Mode()):
+	case IsBlockMode(fi.Mode()):
 		return openBlock(spec, opt)
 	default:
 		return nil, fmt.Errorf("open %s: not a regular file or block device (mode %v)", spec, fi.Mode())
@@ -156,9 +156,10 @@ func splitPartSpec(spec string) (string, int, bool) {
 // IsBlockDevice reports whether path (after symlinks) is a block device.
 func IsBlockDevice(path string) bool {
 	fi, err := os.Stat(path)
-	return err == nil && isBlockMode(fi.Mode())
+	return err == nil && IsBlockMode(fi.Mode())
 }
 
-func isBlockMode(m fs.FileMode) bool {
+// IsBlockMode reports whether m is a block device's mode.
+func IsBlockMode(m fs.FileMode) bool {
 	return m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0
 }

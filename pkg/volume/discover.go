@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -290,13 +291,24 @@ func peekSuper(p string) *format.Superblock {
 // PeekSuper reads the newest valid superblock copy of p (a file or a
 // block device) without locking it: batch tools group their operands by
 // filesystem before opening any. An error that is not ErrNoSuperblock
-// means p could not be read.
+// means p could not be read. Anything but a regular file or a block
+// device holds no ddfs superblock: a FIFO or a terminal among the
+// operands would block the read forever.
 func PeekSuper(p string) (*format.Superblock, error) {
-	f, err := os.Open(p)
+	// O_NONBLOCK: opening a FIFO for reading waits for a writer; for a
+	// regular file or a block device it changes nothing.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if m := st.Mode(); !m.IsRegular() && !device.IsBlockMode(m) {
+		return nil, fmt.Errorf("%s: not a regular file or block device (mode %v): %w", p, m, ErrNoSuperblock)
+	}
 	// Seek, not Stat: a block device's Stat size is 0.
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
