@@ -135,6 +135,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 // item decodes the items fsck understands and gathers what the
 // cross-checks need.
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
+	if id == format.FSTree {
+		c.fsItem(it) // most items: before the closure below is built
+		return
+	}
 	bad := func(err error) {
 		c.add(Problem{Code: ItemBad, Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
 	}
@@ -192,8 +196,6 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.bgItems[it.Key.ObjectID] = g
 		c.bgKeys[it.Key.ObjectID] = it.Key
-	case id == format.FSTree:
-		c.fsItem(it)
 	case id == format.CsumTree:
 		c.csumItem(it)
 	case id == format.DedupeTree:
