@@ -25,13 +25,10 @@ package check
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
@@ -144,23 +141,28 @@ func (c *checker) fsFix(code Code, ino uint64, f *fixData, msg string, args ...a
 // DIR_ITEM's check needs it anyway); DIR_INDEX entries use the entry's
 // type, INODE_REFs the child's real type.
 func nameMark(parent, child, index, nameHash uint64, t format.FileType) uint64 {
-	var b [33]byte
-	binary.LittleEndian.PutUint64(b[0:], parent)
-	binary.LittleEndian.PutUint64(b[8:], child)
-	binary.LittleEndian.PutUint64(b[16:], index)
-	binary.LittleEndian.PutUint64(b[24:], nameHash)
-	b[32] = byte(t)
-	return xxhash.Sum64(b[:])
+	return mark(parent, child, index, nameHash, t)
 }
 
 // entryMark is the fingerprint of a directory entry (DIR_ITEM or
 // DIR_INDEX), its name given by its hash.
 func entryMark(child uint64, t format.FileType, nameHash uint64) uint64 {
-	var b [17]byte
-	binary.LittleEndian.PutUint64(b[0:], child)
-	binary.LittleEndian.PutUint64(b[8:], nameHash)
-	b[16] = byte(t)
-	return xxhash.Sum64(b[:])
+	return mark(0, child, 0, nameHash, t)
+}
+
+// mark folds the fields of a name into a fingerprint: each field times
+// its own odd constant (so a change of any one field changes the sum),
+// then murmur3's 64-bit finalizer, which makes every bit depend on every
+// input bit, so that the balances' sums do not cancel by structure. It
+// inlines: xxhash of the same bytes was ~8% of a check of small files.
+func mark(a, b, c, nameHash uint64, t format.FileType) uint64 {
+	h := nameHash ^ a*0x9e3779b97f4a7c15 ^ b*0xc2b2ae3d27d4eb4f ^ c*0x165667b19e3779f9 ^ uint64(t)*0xd6e8feb86659fd93
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
 }
 
 func (in *inodeState) fileType() format.FileType {

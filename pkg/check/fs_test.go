@@ -502,6 +502,27 @@ func surgeryCases() []surgeryCase {
 				{code: EntryNoRef, ino: root},
 			}
 		}},
+		{"inode ref index changed", func(s *surgeon) []want {
+			// The INODE_REF's index alone changes: its fingerprint must
+			// hold the index, or it balances the DIR_INDEX.
+			small := s.ino("/small")
+			k := format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root}
+			refs, err := format.UnmarshalInodeRefs(s.get(fsT, k))
+			must(s.t, err)
+			refs[0].Index += 1000
+			s.put(fsT, k, format.MarshalInodeRefs(refs))
+			return []want{{code: RefNoIndex, ino: small}}
+		}},
+		{"inode ref under another parent", func(s *surgeon) []want {
+			// The INODE_REF's parent alone changes (to no directory): its
+			// fingerprint must hold the parent, or it balances the DIR_INDEX.
+			small := s.ino("/small")
+			s.move(fsT, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root}, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: 77777})
+			return []want{
+				{code: RefNoDir, ino: small},
+				{code: EntryNoRef, ino: root},
+			}
+		}},
 		{"dir item renamed under its own hash", func(s *surgeon) []want {
 			// The DIR_ITEM's name alone changes, under the new name's hash:
 			// its fingerprint must hold the name, or it balances the

@@ -135,6 +135,10 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 // item decodes the items fsck understands and gathers what the
 // cross-checks need.
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
+	if id == format.FSTree {
+		c.fsItem(it) // most items: before the closure below is built
+		return
+	}
 	bad := func(err error) {
 		c.add(Problem{Code: ItemBad, Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
 	}
@@ -192,8 +196,6 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.bgItems[it.Key.ObjectID] = g
 		c.bgKeys[it.Key.ObjectID] = it.Key
-	case id == format.FSTree:
-		c.fsItem(it)
 	case id == format.CsumTree:
 		c.csumItem(it)
 	case id == format.DedupeTree:
@@ -306,7 +308,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 type readPool struct {
 	mu    sync.Mutex
 	free  []*nodeRead
-	runs  []*runRead
+	runs  [2][]*runRead // runs of one node, longer runs (their buffers differ)
 	arena bufArena
 }
 
@@ -332,14 +334,16 @@ func (p *readPool) put(r *nodeRead) {
 	p.free = append(p.free, r)
 }
 
-// getRun is a run read for copies copies, its buffers kept from earlier.
-func (p *readPool) getRun(copies int) *runRead {
+// getRun is a run read of n nodes for copies copies, its buffers kept
+// from earlier.
+func (p *readPool) getRun(n, copies int) *runRead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := &runRead{}
-	if n := len(p.runs); n > 0 {
-		r = p.runs[n-1]
-		p.runs = p.runs[:n-1]
+	long := min(n-1, 1)
+	r := &runRead{long: long}
+	if k := len(p.runs[long]); k > 0 {
+		r = p.runs[long][k-1]
+		p.runs[long] = p.runs[long][:k-1]
 	}
 	r.bufs = r.bufs[:min(len(r.bufs), copies)]
 	r.data = make([][]byte, copies)
@@ -354,7 +358,7 @@ func (p *readPool) putRun(r *runRead) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.runs = append(p.runs, r)
+	p.runs[r.long] = append(p.runs[r.long], r)
 }
 
 // buf is the buffer of n bytes for copy m.
@@ -363,7 +367,9 @@ func (r *runRead) buf(m, n int, a *bufArena) []byte {
 		r.bufs = append(r.bufs, nil)
 	}
 	if len(r.bufs[m]) < n {
-		r.bufs[m] = a.get(runMax * n / r.n)
+		// Sized for the longest run, so that a buffer is never replaced
+		// (the arena frees only at the end); a run of one keeps its size.
+		r.bufs[m] = a.get(n / r.n * (1 + r.long*(runMax-1)))
 	}
 	return r.bufs[m][:n]
 }
@@ -418,13 +424,20 @@ type runRead struct {
 	n     int
 	data  [][]byte
 	bufs  [][]byte // data's buffers, kept with the run for the next
+	long  int      // 0: a run of one node, 1: longer (readPool.runs)
 	// refs counts the prefetcher and the node reads whose copies are
 	// views into data.
 	refs atomic.Int32
 }
 
-// readRun reads the run of nodes that starts with ptrs[0] (n 0: none
-// longer than one node).
+// noRun is the run read of a node outside its chunk (visit reports it).
+var noRun = &runRead{}
+
+// readRun reads the run of nodes that starts with ptrs[0] (a single node
+// is a run of one; n 0: not read, the node lies outside its chunk). The
+// later copies are read on goroutines of their own beside copy 0: on a
+// mirrored image half the reading is theirs, and the namespace pass on
+// the first goroutine waits for none of it.
 func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
 	ns := uint64(c.sb.NodeSize)
 	n := 1
@@ -433,21 +446,35 @@ func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
 	}
 	start := ptrs[0].Logical
 	ch, ok := c.vol.Chunks.Lookup(start)
-	if n == 1 || !ok || start%ns != 0 || start+uint64(n)*ns > ch.End() {
-		return &runRead{}
+	if !ok || start%ns != 0 || start+uint64(n)*ns > ch.End() {
+		return noRun
 	}
-	run := c.reads.getRun(c.vol.Copies(start))
+	run := c.reads.getRun(n, c.vol.Copies(start))
 	run.start, run.n = start, n
 	targets, _ := c.vol.Locate(start)
-	for m := range run.data {
-		if m < len(targets) && c.vol.IsMissing(targets[m].DevID) {
-			continue
-		}
-		b := run.buf(m, n*int(ns), &c.reads.arena)
-		if c.vol.ReadCopy(start, b, m) == nil {
-			run.data[m] = b
+	bufs := make([][]byte, len(run.data))
+	for m := range bufs {
+		if m >= len(targets) || !c.vol.IsMissing(targets[m].DevID) {
+			bufs[m] = run.buf(m, n*int(ns), &c.reads.arena)
 		}
 	}
+	read := func(m int) {
+		if bufs[m] != nil && c.vol.ReadCopy(start, bufs[m], m) == nil {
+			run.data[m] = bufs[m]
+		}
+	}
+	var wg sync.WaitGroup
+	for m := 1; m < len(bufs); m++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read(m)
+		}()
+	}
+	if len(bufs) > 0 {
+		read(0)
+	}
+	wg.Wait()
 	return run
 }
 
