@@ -320,19 +320,20 @@ func openHinted(vol *volume.Volume, opt Options) error {
 	c.fs.free()
 	vo := volume.Options{Write: vol.Writable(), Wait: opt.Wait}
 	for _, id := range sortedIDs(c.devItems) {
-		item := c.devItems[id]
 		if _, ok := vol.Device(id); ok {
-			if err := vol.CheckOwnHint(id, item.Path); err != nil {
-				return err
-			}
 			continue
 		}
-		hint, follow := vol.HintPath(item.Path)
+		hint, follow := vol.HintPath(c.devItems[id].Path)
 		if !follow {
 			continue
 		}
 		if err := vol.AddDevice(hint, id, vo); volume.Refused(err) {
 			return err // found but refused: an operational error, not a missing device
+		}
+	}
+	for _, id := range sortedIDs(c.devItems) {
+		if err := vol.CheckOwnHint(id, c.devItems[id].Path); err != nil {
+			return err
 		}
 	}
 	return nil

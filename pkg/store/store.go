@@ -170,9 +170,6 @@ func (fs *FS) findDevices(opt volume.Options) error {
 	var missing []*volume.MissingDeviceError
 	for _, d := range fs.DevItems() {
 		if _, ok := fs.Vol.Device(d.DevID); ok {
-			if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {
-				return err
-			}
 			continue
 		}
 		hint, follow := fs.Vol.HintPath(d.Path)
@@ -186,6 +183,11 @@ func (fs *FS) findDevices(opt volume.Options) error {
 			}
 		}
 		missing = append(missing, missingDevice(d, err))
+	}
+	for _, d := range fs.DevItems() {
+		if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {
+			return err
+		}
 	}
 	missing = append(missing, fs.dropTruncated()...)
 	if err := fs.acceptMissing(missing, opt); err != nil {
