@@ -382,3 +382,35 @@ func TestDeviceReplaceRerun(t *testing.T) {
 		t.Fatal("no fault hit after the new device joined: the rerun's finishing path is untested")
 	}
 }
+
+// TestBalanceLowerNeedsForce: as btrfs, balance refuses without -f a
+// metadata profile that survives fewer lost devices than the metadata
+// has (raid1 -> raid0, single, dup), changing nothing; with -f it
+// converts.
+func TestBalanceLowerNeedsForce(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	metaProfiles := func() map[string]bool {
+		out := map[string]bool{}
+		for _, c := range getInfo(t, dir, "a.img").Chunks {
+			if c.Type != "data" {
+				out[c.Profile] = true
+			}
+		}
+		return out
+	}
+	for _, p := range []string{"raid0", "single", "dup"} {
+		if r := must(t, run(t, dir, "ddfs", "balance", "-m", p, "a.img"), 1); !strings.Contains(r.stderr, " -f ") {
+			t.Fatalf("-m %s: %q", p, r.stderr)
+		}
+		if got := metaProfiles(); !reflect.DeepEqual(got, map[string]bool{"raid1": true}) {
+			t.Fatalf("refused -m %s changed the metadata: %v", p, got)
+		}
+	}
+	must(t, run(t, dir, "ddfs", "balance", "-m", "raid1", "-d", "single", "a.img"), 0)
+	must(t, run(t, dir, "ddfs", "balance", "-f", "-m", "dup", "a.img"), 0)
+	if got := metaProfiles(); !reflect.DeepEqual(got, map[string]bool{"dup": true}) {
+		t.Fatalf("-f -m dup: metadata %v", got)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}
