@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -449,6 +450,9 @@ func (c *checker) missingDevices() bool {
 				last = "none recorded: it was next to the first device"
 			}
 			msg := fmt.Sprintf("device missing (uuid %s, last path %s)", uuid.UUID(d.UUID), last)
+			if u := c.vol.Unread(); len(u) > 0 {
+				msg += ": could not read " + strings.Join(u, ", ")
+			}
 			if err := c.vol.Unusable(id); err != nil {
 				msg = fmt.Sprintf("device found but cannot be used (uuid %s): %v", uuid.UUID(d.UUID), err)
 			}

@@ -182,7 +182,11 @@ func (fs *FS) findDevices(opt volume.Options) error {
 				return err // found but must not be used: never degraded away
 			}
 		}
-		missing = append(missing, missingDevice(d, err))
+		m := missingDevice(d, err)
+		if m.Err == nil {
+			m.Unread = fs.Vol.Unread()
+		}
+		missing = append(missing, m)
 	}
 	for _, d := range fs.DevItems() {
 		if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -184,8 +185,11 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 		if isOneOf(p, opened) {
 			continue
 		}
-		if sb := peekSuper(p); sb != nil && SameSet(set, sb) {
+		sb, err := PeekSuper(p)
+		if sb != nil && SameSet(set, sb) {
 			claims[sb.DevID] = append(claims[sb.DevID], p)
+		} else if err != nil && !errors.Is(err, ErrNoSuperblock) && len(v.unread) < maxUnread {
+			v.unread = append(v.unread, fmt.Sprintf("%s: %v", p, Cause(err)))
 		}
 	}
 	ids := make([]uint64, 0, len(claims))
@@ -221,6 +225,23 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 	}
 	return nil
 }
+
+// maxUnread bounds the unreadable files a scan remembers.
+const maxUnread = 4
+
+// Cause is err without a *fs.PathError around it: messages that name
+// the file themselves say it once.
+func Cause(err error) error {
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Unread lists the files of the folder scan that could not be read
+// ("PATH: reason"): any of them may be a member reported missing.
+func (v *Volume) Unread() []string { return v.unread }
 
 // hasFile reports whether p is (a path of) an opened device.
 func (v *Volume) hasFile(p string) bool { return isOneOf(p, v.fileInfos()) }
