@@ -147,12 +147,19 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		}
 	}
 	oldPath := devicePath(fs, id)
-	nd, _, err := mkfs.PrepareDevice(spec, size, force, filepath.Dir(image))
+	nd, isNew, err := mkfs.PrepareDevice(spec, size, force, filepath.Dir(image))
 	if err != nil {
 		return err
 	}
 	newID, err := fs.ReplaceDevice(id, nd, relocProgress())
 	reportReloc(stderr, "device: "+image, fs)
+	if err != nil && newID == 0 {
+		// Refused before NEW joined the set: leave no file behind.
+		nd.Dev.Close()
+		if isNew {
+			os.Remove(spec.Path)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -411,6 +412,30 @@ func TestBalanceLowerNeedsForce(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "balance", "-f", "-m", "dup", "a.img"), 0)
 	if got := metaProfiles(); !reflect.DeepEqual(got, map[string]bool{"dup": true}) {
 		t.Fatalf("-f -m dup: metadata %v", got)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}
+
+// TestDeviceReplaceRefusedCleansUp: a replace refused before the new
+// device joins (too small for what the old one holds) removes the image
+// file it created, and leaves a file the user had alone.
+func TestDeviceReplaceRefusedCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	must(t, run(t, dir, "ddfs", "device", "replace", "-b", "50M", "a.img", "b.img", "c.img"), 1)
+	if _, err := os.Stat(filepath.Join(dir, "c.img")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("refused replace left c.img: %v", err)
+	}
+	mine := filepath.Join(dir, "mine.img")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(mine, 50<<20); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "device", "replace", "-b", "50M", "a.img", "b.img", "mine.img"), 1)
+	if st, err := os.Stat(mine); err != nil || st.Size() != 50<<20 {
+		t.Fatalf("the user's file after a refused replace: %v", err)
 	}
 	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
 }
