@@ -6,11 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 const balanceExamples = `  ddfs device add -b 64G disk.img disk2.img
   ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
   ddfs balance -m raid1c3 disk.img
+  ddfs balance -f -m single disk.img        # lowering metadata redundancy needs -f
 `
 
 // cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
@@ -18,6 +20,7 @@ func newBalanceCmd() *cobra.Command {
 	c, fl, of := newCmd("balance IMAGE [-d PROFILE] [-m PROFILE]", "convert chunk profiles (-d data, -m metadata)", balanceExamples)
 	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
 	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
+	force := fl.BoolP("force", "f", false, "allow -m to lower the metadata's redundancy (as btrfs balance -f)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
 		if fl.NArg() != 1 {
@@ -46,6 +49,11 @@ func newBalanceCmd() *cobra.Command {
 			return err
 		}
 		defer of.closeStats(fs)
+		if mp != nil && !*force {
+			if err := keepsMetaRedundancy(fs, *mp); err != nil {
+				return fmt.Errorf("%s: %w", image, err)
+			}
+		}
 		n, err := fs.Balance(dp, mp, relocProgress())
 		reportReloc(stderr, "balance: "+image, fs)
 		if err != nil {
@@ -55,4 +63,21 @@ func newBalanceCmd() *cobra.Command {
 		return nil
 	}
 	return c
+}
+
+// keepsMetaRedundancy refuses, as btrfs does without -f, a metadata
+// profile that survives fewer lost devices than the metadata has now:
+// losing the metadata loses every file.
+func keepsMetaRedundancy(fs *store.FS, to format.Profile) error {
+	want, _ := to.Info()
+	for _, bg := range fs.BlockGroups() {
+		if bg.Chunk.Type == format.ChunkData {
+			continue
+		}
+		if have, _ := bg.Chunk.Profile.Info(); have.DeviceFailures() > want.DeviceFailures() {
+			return fmt.Errorf("-m %v lowers the metadata's redundancy (%v survives %d lost devices, %v %d): give -f to do it anyway",
+				to, bg.Chunk.Profile, have.DeviceFailures(), to, want.DeviceFailures())
+		}
+	}
+	return nil
 }

@@ -132,8 +132,12 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		return err
 	}
 	defer of.closeStats(fs)
-	if _, err := resolveDevice(fs, spec.Path); err == nil {
-		return fmt.Errorf("%s: %s is already a device of this filesystem", image, spec.Path)
+	if nid, err := resolveDevice(fs, spec.Path); err == nil {
+		if nid == id {
+			return fmt.Errorf("%s: %s is device %d itself", image, spec.Path, id)
+		}
+		// NEW already a member: a replace that stopped after NEW joined.
+		return finishReplace(fs, image, id, nid, stdout, stderr)
 	}
 	if size == 0 {
 		for _, d := range fs.DevItems() {
@@ -143,12 +147,19 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		}
 	}
 	oldPath := devicePath(fs, id)
-	nd, _, err := mkfs.PrepareDevice(spec, size, force, filepath.Dir(image))
+	nd, isNew, err := mkfs.PrepareDevice(spec, size, force, filepath.Dir(image))
 	if err != nil {
 		return err
 	}
 	newID, err := fs.ReplaceDevice(id, nd, relocProgress())
 	reportReloc(stderr, "device: "+image, fs)
+	if err != nil && newID == 0 {
+		// Refused before NEW joined the set: leave no file behind.
+		nd.Dev.Close()
+		if isNew {
+			os.Remove(spec.Path)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}
@@ -156,6 +167,18 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 	if n, dp, mp := fs.BelowProfile(); n > 0 {
 		fmt.Fprintf(stdout, "%d chunks written degraded are below the set's profiles; convert them: ddfs balance -d %v -m %v %s\n", n, dp, mp, image)
 	}
+	return nil
+}
+
+// finishReplace completes an interrupted replace of device id by nid.
+func finishReplace(fs *store.FS, image string, id, nid uint64, stdout, stderr io.Writer) error {
+	oldPath, newPath := devicePath(fs, id), devicePath(fs, nid)
+	err := fs.FinishReplace(id, nid, relocProgress())
+	reportReloc(stderr, "device: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
+	}
+	fmt.Fprintf(stdout, "replaced device %d (%s) with device %d (%s)\n", id, oldPath, nid, newPath)
 	return nil
 }
 

@@ -55,7 +55,7 @@ func newScrubCmd() *cobra.Command {
 		var bar *progress.Bar
 		if isTerminal(os.Stderr) {
 			bar = progress.NewLabeled(os.Stderr, "read")
-			opt.Progress = bar.Add
+			opt.Progress, opt.Total = bar.Add, bar.SetTotal
 		}
 		rep, err := scrub.Run(fs, opt)
 		if bar != nil {

@@ -130,11 +130,11 @@ func TestDegradedPerProfile(t *testing.T) {
 	}
 }
 
-// A member that exists but cannot be opened for writing is reported as
-// such (permission denied, with the --degraded hint), not as "not found",
-// and --degraded goes on without it. Needs root to drop to another user,
-// as permissions do not bind root.
-func TestUnwritableMember(t *testing.T) {
+// permSet makes a raid1 set a.img b.img that another user may write,
+// but for b.img's mode; the tools run as that user (setpriv: needs root,
+// as permissions do not bind root).
+func permSet(t *testing.T, bMode os.FileMode) string {
+	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run the tools as another user")
 	}
@@ -145,11 +145,20 @@ func TestUnwritableMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o777)
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-d", "raid1", "-m", "raid1", "a.img", "b.img"), 0)
 	os.Chmod(filepath.Join(dir, "a.img"), 0o666)
-	os.Chmod(filepath.Join(dir, "b.img"), 0o444)
+	os.Chmod(filepath.Join(dir, "b.img"), bMode)
+	return dir
+}
+
+// A member that exists but cannot be opened for writing is reported as
+// such (permission denied, with the --degraded hint), not as "not found",
+// and --degraded goes on without it. Needs root to drop to another user,
+// as permissions do not bind root.
+func TestUnwritableMember(t *testing.T) {
+	dir := permSet(t, 0o444)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(binDir, "ddfs"), "mkdir", "a.img:/x")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -163,6 +172,21 @@ func TestUnwritableMember(t *testing.T) {
 		t.Fatalf("mkdir --degraded: %v: %s", err, out)
 	}
 	must(t, run(t, dir, "ddfs", "stat", "a.img:/x"), 0)
+}
+
+// TestUnreadableMember: a member next to the set that cannot be read at
+// all (mode 000, another user) is named with its reason by the tools and
+// fsck, never "not found".
+func TestUnreadableMember(t *testing.T) {
+	dir := permSet(t, 0o000)
+	for _, c := range [][]string{{"ddfs", "ls", "a.img:/"}, {"fsck.ddfs", "a.img"}} {
+		cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(binDir, c[0])}, c[1:]...)...)
+		cmd.Dir = dir
+		out, _ := cmd.CombinedOutput()
+		if s := string(out); !strings.Contains(s, "could not read b.img: permission denied") || strings.Contains(s, "not found") {
+			t.Fatalf("%v with b.img unreadable: %s", c, out)
+		}
+	}
 }
 
 // Data with no surviving copy (raid0, a member gone) reads as an I/O

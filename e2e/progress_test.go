@@ -125,3 +125,20 @@ func TestBuildProgress(t *testing.T) {
 		t.Errorf("trimtool drew a bar with -q or on a dry run: %q", out)
 	}
 }
+
+// TestScrubProgressBar: on a terminal scrub draws bytes read of the bytes
+// it expects to read, with a percentage and the time left.
+func TestScrubProgressBar(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	b := make([]byte, 6<<20)
+	rand.Read(b)
+	os.WriteFile(filepath.Join(dir, "src", "a"), b, 0o644)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid1", "-r", "src", "a.img", "b.img"), 0)
+	out := onTerminal(t, dir, "ddfs scrub a.img >/dev/null")
+	body := strings.TrimSuffix(out, "\r\n")
+	last := body[strings.LastIndex(body, "\r")+1:]
+	if !regexp.MustCompile(`^\S+ of \S+ 100%  \S+/s  ETA 0:00 read\s*$`).MatchString(last) {
+		t.Errorf("scrub on a terminal drew %q", out)
+	}
+}

@@ -121,3 +121,24 @@ func TestCopiedSetAllNamed(t *testing.T) {
 		t.Fatalf("original lists %q", got)
 	}
 }
+
+// TestCopiedSetSecondMember: the copy opened from its second member (in
+// a subfolder, relative hint) follows the first member's absolute hint
+// to the original a.img; next to it the original b.img is found, so the
+// copy is refused instead of being written together with the original.
+func TestCopiedSetSecondMember(t *testing.T) {
+	dir := t.TempDir()
+	untouched := spreadSet(t, dir)
+	orig := filepath.Join(dir, "orig/elsewhere/b.img")
+	if r := must(t, run(t, dir, "ddfs", "mkdir", "copy/elsewhere/b.img:/y"), 1); !names(r, "copy/elsewhere/b.img", orig) {
+		t.Fatalf("mkdir: %q", r.stderr)
+	}
+	if r := must(t, run(t, dir, "fsck.ddfs", "-y", "copy/elsewhere/b.img"), 8); !names(r, "copy/elsewhere/b.img", orig) {
+		t.Fatalf("fsck: %q", r.stderr)
+	}
+	untouched("opened from the second member")
+	// The original opens from its second member, and so does the copy with both named.
+	must(t, run(t, dir, "ddfs", "mkdir", "orig/elsewhere/b.img:/y"), 0)
+	must(t, run(t, dir, "fsck.ddfs", "orig/elsewhere/b.img"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "--device", "copy/a.img", "copy/elsewhere/b.img:/y"), 0)
+}

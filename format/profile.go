@@ -61,6 +61,16 @@ var profiles = map[Profile]ProfileInfo{
 	ProfileRaid6:   {Name: "raid6", MinDevices: 3, Copies: 1, SubStripes: 1, Striped: true, Parity: 2},
 }
 
+// DeviceFailures is how many devices the profile's chunks may lose and
+// still read: copies on distinct devices less one (dup keeps both copies
+// on one device: none), plus parity.
+func (i ProfileInfo) DeviceFailures() int {
+	if i.MinDevices < i.Copies {
+		return i.Parity
+	}
+	return i.Copies - 1 + i.Parity
+}
+
 // Info returns the geometry rules; ok is false for unknown values.
 func (p Profile) Info() (ProfileInfo, bool) { i, ok := profiles[p]; return i, ok }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -320,19 +321,20 @@ func openHinted(vol *volume.Volume, opt Options) error {
 	c.fs.free()
 	vo := volume.Options{Write: vol.Writable(), Wait: opt.Wait}
 	for _, id := range sortedIDs(c.devItems) {
-		item := c.devItems[id]
 		if _, ok := vol.Device(id); ok {
-			if err := vol.CheckOwnHint(id, item.Path); err != nil {
-				return err
-			}
 			continue
 		}
-		hint, follow := vol.HintPath(item.Path)
+		hint, follow := vol.HintPath(c.devItems[id].Path)
 		if !follow {
 			continue
 		}
 		if err := vol.AddDevice(hint, id, vo); volume.Refused(err) {
 			return err // found but refused: an operational error, not a missing device
+		}
+	}
+	for _, id := range sortedIDs(c.devItems) {
+		if err := vol.CheckOwnHint(id, c.devItems[id].Path); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -448,6 +450,9 @@ func (c *checker) missingDevices() bool {
 				last = "none recorded: it was next to the first device"
 			}
 			msg := fmt.Sprintf("device missing (uuid %s, last path %s)", uuid.UUID(d.UUID), last)
+			if u := c.vol.Unread(); len(u) > 0 {
+				msg += ": could not read " + strings.Join(u, ", ")
+			}
 			if err := c.vol.Unusable(id); err != nil {
 				msg = fmt.Sprintf("device found but cannot be used (uuid %s): %v", uuid.UUID(d.UUID), err)
 			}

@@ -32,6 +32,9 @@ type Options struct {
 	Resume    bool
 	// Progress, if set, is called with the bytes read since its last call.
 	Progress func(n int64)
+	// Total, if set, is called once before the reads with the bytes the
+	// scrub expects to read (for a progress bar's total and ETA).
+	Total func(n uint64)
 	// Checkpoint is how often the resume record is written (0: 2 s).
 	Checkpoint time.Duration
 	// Stop, when closed, ends the scrub early with ErrInterrupted after
@@ -166,6 +169,9 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 			s.markBad(e)
 		}
 	}
+	if opt.Total != nil {
+		opt.Total(toRead(fs, start))
+	}
 	if start == 0 {
 		s.scrubSupers() // cheap; a resumed run did them already
 	}
@@ -181,6 +187,32 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 		removeState(opt.StatePath)
 	}
 	return rep, nil
+}
+
+// toRead is what a scrub from logical start reads: every present copy of
+// the used bytes of each chunk not wholly below start.
+func toRead(fs *store.FS, start uint64) uint64 {
+	var n uint64
+	for _, bg := range fs.BlockGroups() {
+		c := bg.Chunk
+		if c.End() <= start {
+			continue
+		}
+		// One full stripe row touches every stripe of the chunk.
+		row := c.Length
+		if c.StripeLen > 0 {
+			row = min(row, uint64(c.StripeLen)*uint64(len(c.Stripes)))
+		}
+		segs, err := c.Map(0, row)
+		present := 0
+		for m := 0; err == nil && m < fs.Vol.Copies(c.Logical); m++ {
+			if copyPresent(fs.Vol, segs, m) {
+				present++
+			}
+		}
+		n += bg.Used * uint64(present)
+	}
+	return n
 }
 
 // newReport lists the set's devices, the missing ones marked.

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"os"
 
 	"github.com/ddfs/ddfs/format"
@@ -21,9 +20,8 @@ func missingDevice(d *format.DevItem, err error) *volume.MissingDeviceError {
 	// The message names the device itself; a bare path error would be
 	// shortened by the tools to "b.img: Permission denied" and lose the
 	// device and the --degraded hint.
-	var pe *iofs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
+	if err != nil {
+		err = volume.Cause(err)
 	}
 	return &volume.MissingDeviceError{DevID: d.DevID, UUID: d.UUID, Path: d.Path, Err: err}
 }

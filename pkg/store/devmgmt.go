@@ -296,6 +296,16 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 	return id, nil
 }
 
+// FinishReplace completes a replace of old by nw that stopped after nw
+// joined the set (a kill or an I/O error): what old still holds moves,
+// preferably onto nw, and old is removed, as ReplaceDevice would have.
+func (fs *FS) FinishReplace(old, nw uint64, progress Progress) error {
+	if _, ok := fs.devItems[nw]; !ok || nw == old {
+		return fmt.Errorf("device %d: %w", nw, ErrNoDevice)
+	}
+	return fs.removeDevice(old, relocOpts{prefer: nw, progress: progress})
+}
+
 // ResizeDevice sets the usable size of device devid. Growing needs the
 // device to be that large (an image file is extended); shrinking first
 // moves the chunk stripes that end past the new size (into free space

@@ -170,9 +170,6 @@ func (fs *FS) findDevices(opt volume.Options) error {
 	var missing []*volume.MissingDeviceError
 	for _, d := range fs.DevItems() {
 		if _, ok := fs.Vol.Device(d.DevID); ok {
-			if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {
-				return err
-			}
 			continue
 		}
 		hint, follow := fs.Vol.HintPath(d.Path)
@@ -185,7 +182,16 @@ func (fs *FS) findDevices(opt volume.Options) error {
 				return err // found but must not be used: never degraded away
 			}
 		}
-		missing = append(missing, missingDevice(d, err))
+		m := missingDevice(d, err)
+		if m.Err == nil {
+			m.Unread = fs.Vol.Unread()
+		}
+		missing = append(missing, m)
+	}
+	for _, d := range fs.DevItems() {
+		if err := fs.Vol.CheckOwnHint(d.DevID, d.Path); err != nil {
+			return err
+		}
 	}
 	missing = append(missing, fs.dropTruncated()...)
 	if err := fs.acceptMissing(missing, opt); err != nil {

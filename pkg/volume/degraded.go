@@ -3,6 +3,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/google/uuid"
@@ -16,12 +17,18 @@ type MissingDeviceError struct {
 	UUID  [16]byte
 	Path  string // the last path the set recorded for it ("" when none: §4.3)
 	Err   error
+	// Unread are files next to the set that could not be read to tell
+	// whether they are this device ("PATH: reason").
+	Unread []string
 }
 
 func (e *MissingDeviceError) Error() string {
 	name := fmt.Sprintf("device %d (uuid %s)", e.DevID, uuid.UUID(e.UUID))
 	if e.Path != "" {
 		name = fmt.Sprintf("device %d (%s, uuid %s)", e.DevID, e.Path, uuid.UUID(e.UUID))
+	}
+	if e.Err == nil && len(e.Unread) > 0 {
+		return fmt.Sprintf("%s: could not read %s", name, strings.Join(e.Unread, ", "))
 	}
 	if e.Err == nil {
 		return name + " not found"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -185,8 +186,11 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 		if isOneOf(p, opened) {
 			continue
 		}
-		if sb := peekSuper(p); sb != nil && SameSet(set, sb) {
+		sb, err := PeekSuper(p)
+		if sb != nil && SameSet(set, sb) {
 			claims[sb.DevID] = append(claims[sb.DevID], p)
+		} else if err != nil && !errors.Is(err, ErrNoSuperblock) && len(v.unread) < maxUnread {
+			v.unread = append(v.unread, fmt.Sprintf("%s: %v", p, Cause(err)))
 		}
 	}
 	ids := make([]uint64, 0, len(claims))
@@ -223,6 +227,23 @@ func (v *Volume) scanDir(dir string, set *format.Superblock, opt Options) error 
 	return nil
 }
 
+// maxUnread bounds the unreadable files a scan remembers.
+const maxUnread = 4
+
+// Cause is err without a *fs.PathError around it: messages that name
+// the file themselves say it once.
+func Cause(err error) error {
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Unread lists the files of the folder scan that could not be read
+// ("PATH: reason"): any of them may be a member reported missing.
+func (v *Volume) Unread() []string { return v.unread }
+
 // hasFile reports whether p is (a path of) an opened device.
 func (v *Volume) hasFile(p string) bool { return isOneOf(p, v.fileInfos()) }
 
@@ -258,21 +279,46 @@ func isOneOf(p string, files map[string]os.FileInfo) bool {
 // another existing file that claims the same device of the same set: the
 // opened file is then one of two copies (a device copied to another
 // folder), and hints of the other members would lead a writer into the
-// original set (FORMAT.md §3.7).
+// original set (FORMAT.md §3.7). Call it once every member is open.
 func (v *Volume) CheckOwnHint(devid uint64, hint string) error {
 	d, ok := v.devs[devid]
-	hint, follow := v.HintPath(hint)
-	if !ok || !follow {
+	if !ok {
 		return nil
 	}
-	if isOneOf(hint, map[string]os.FileInfo{filepath.Clean(d.Path): statOrNil(d.Path)}) {
+	self := map[string]os.FileInfo{filepath.Clean(d.Path): statOrNil(d.Path)}
+	for _, p := range v.hintCandidates(hint) {
+		if isOneOf(p, self) {
+			continue
+		}
+		sb := peekSuper(p)
+		if sb == nil || !SameSet(sb, v.Super) || sb.DevID != devid {
+			continue // moved or reused since: a stale hint is no claim
+		}
+		return &AmbiguousError{FSID: v.Super.FSID, DevID: devid, Paths: []string{d.Path, p}}
+	}
+	return nil
+}
+
+// hintCandidates are the files a member's own hint may name: resolved as
+// HintPath does and, a relative hint, against each open member's folder
+// too. A relative hint is relative to the folder of the device first
+// named when it was recorded, not necessarily the folder this open began
+// in: a copy of the whole tree opened from a member in a subfolder finds
+// the original member next to the original device its hints led to.
+func (v *Volume) hintCandidates(hint string) []string {
+	p, follow := v.HintPath(hint)
+	if !follow {
 		return nil
 	}
-	sb := peekSuper(hint)
-	if sb == nil || !SameSet(sb, v.Super) || sb.DevID != devid {
-		return nil // moved or reused since: a stale hint is no claim
+	out := []string{p}
+	if !filepath.IsAbs(hint) {
+		for _, m := range v.Devices() {
+			if dir := folderOf(m.Path); dir != "" {
+				out = append(out, filepath.Join(dir, hint))
+			}
+		}
 	}
-	return &AmbiguousError{FSID: v.Super.FSID, DevID: devid, Paths: []string{d.Path, hint}}
+	return out
 }
 
 func statOrNil(p string) os.FileInfo {

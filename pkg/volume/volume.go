@@ -45,6 +45,8 @@ type Volume struct {
 	unusable map[uint64]error
 	// named counts the devices the caller named (operands, --device).
 	named int
+	// unread are the files the folder scan could not read.
+	unread []string
 }
 
 // Options control how a set is opened.
