@@ -186,3 +186,11 @@ func TestTarOutRefusesOneEntry(t *testing.T) {
 		}
 	}
 }
+
+// must1 fails the test on err (crafting steps).
+func must1(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
