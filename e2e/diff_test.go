@@ -144,18 +144,7 @@ func TestDiffHugeSparse(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "cp", "a", "b", "c", "e", "disk.img:/"), 0)
 	craftImage(t, filepath.Join(dir, "disk.img"), func(f *fsys.FS, tr *btree.Tree) {
 		for _, p := range []string{"/a", "/b", "/c", "/e"} {
-			ino := resolveIno(t, f, p)
-			ik := format.Key{ObjectID: ino, Type: format.InodeItemKey}
-			b, err := tr.Get(ik)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := format.UnmarshalInodeItem(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.Size = 1 << 62
-			must1(t, tr.Put(ik, format.MarshalInodeItem(in)))
+			ino := craftSize(t, f, tr, p, 1<<62)
 			if p == "/e" {
 				continue
 			}
