@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -238,6 +239,11 @@ func (d *differ) sameData(a, b side) (same, ok bool) {
 		return false, false
 	}
 	defer fb.Close()
+	ra, okA := fa.(io.ReaderAt)
+	rb, okB := fb.(io.ReaderAt)
+	if okA && okB {
+		return d.sameRanges(a, b, fa, fb, ra, rb)
+	}
 	for {
 		na, erra := io.ReadFull(fa, d.bufA)
 		nb, errb := io.ReadFull(fb, d.bufB)
@@ -256,6 +262,99 @@ func (d *differ) sameData(a, b side) (same, ok bool) {
 			return true, true
 		}
 	}
+}
+
+// sameRanges compares the union of the two files' data ranges; outside
+// it both read as zeros. Two sparse files of 2^62 bytes cost their
+// extents, not their size.
+func (d *differ) sameRanges(a, b side, fa, fb fs.File, ra, rb io.ReaderAt) (same, ok bool) {
+	st, err := fa.Stat()
+	if err != nil {
+		d.fail(a, err)
+		return false, false
+	}
+	size := uint64(st.Size())
+	xa, err := dataRanges(fa, size)
+	if err != nil {
+		d.fail(a, err)
+		return false, false
+	}
+	xb, err := dataRanges(fb, size)
+	if err != nil {
+		d.fail(b, err)
+		return false, false
+	}
+	for _, r := range unionRanges(xa, xb) {
+		for off, end := r.Off, r.Off+r.Len; off < end; {
+			n := int(min(uint64(len(d.bufA)), end-off))
+			na, erra := ra.ReadAt(d.bufA[:n], int64(off))
+			nb, errb := rb.ReadAt(d.bufB[:n], int64(off))
+			if erra != nil && erra != io.EOF {
+				d.fail(a, erra)
+				return false, false
+			}
+			if errb != nil && errb != io.EOF {
+				d.fail(b, errb)
+				return false, false
+			}
+			if na != n || nb != n || !bytes.Equal(d.bufA[:n], d.bufB[:n]) {
+				return false, true
+			}
+			off += uint64(n)
+		}
+	}
+	return true, true
+}
+
+// dataRanges is where f may hold data below size: its extents for an
+// image file, SEEK_DATA and SEEK_HOLE for a host file, else all of it.
+func dataRanges(f fs.File, size uint64) ([]fsys.Range, error) {
+	if r, ok := f.(interface{ DataRanges() ([]fsys.Range, error) }); ok {
+		return r.DataRanges()
+	}
+	hf, ok := f.(*os.File)
+	if !ok {
+		return []fsys.Range{{Off: 0, Len: size}}, nil
+	}
+	var rs []fsys.Range
+	for off := int64(0); off < int64(size); {
+		data, err := unix.Seek(int(hf.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, syscall.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			data = off // no SEEK_DATA: all the rest
+		}
+		hole, err := unix.Seek(int(hf.Fd()), data, unix.SEEK_HOLE)
+		if err != nil || hole > int64(size) {
+			hole = int64(size)
+		}
+		if hole > data {
+			rs = append(rs, fsys.Range{Off: uint64(data), Len: uint64(hole - data)})
+		}
+		off = max(hole, off+1)
+	}
+	return rs, nil
+}
+
+// unionRanges merges two sorted range lists into one, sorted, with
+// overlapping and touching ranges joined.
+func unionRanges(a, b []fsys.Range) []fsys.Range {
+	var out []fsys.Range
+	for len(a) > 0 || len(b) > 0 {
+		var r fsys.Range
+		if len(b) == 0 || len(a) > 0 && a[0].Off <= b[0].Off {
+			r, a = a[0], a[1:]
+		} else {
+			r, b = b[0], b[1:]
+		}
+		if n := len(out); n > 0 && r.Off <= out[n-1].Off+out[n-1].Len {
+			out[n-1].Len = max(out[n-1].Len, r.Off+r.Len-out[n-1].Off)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func eofOK(err error) bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 const duUse = `du [-ab] [-c] [-d N] [-s] [-h] [--apparent-size] [--json] IMAGE:PATH...
@@ -70,8 +71,7 @@ func newDuCmd() *cobra.Command {
 			if err != nil {
 				return im.err(err)
 			}
-			sum.Bytes += u.Bytes
-			sum.Size += u.Size
+			sum.Bytes, sum.Size = units.SatAdd(sum.Bytes, u.Bytes), units.SatAdd(sum.Size, u.Size)
 		}
 		if o.total {
 			sum.Path = "total"
@@ -118,8 +118,7 @@ func (d *duWalk) walk(in *fsys.Inode, p string, depth int) (duJSON, error) {
 			if err != nil {
 				return u, err
 			}
-			u.Bytes += ku.Bytes
-			u.Size += ku.Size
+			u.Bytes, u.Size = units.SatAdd(u.Bytes, ku.Bytes), units.SatAdd(u.Size, ku.Size)
 		}
 	}
 	show := depth == 0 || ((in.IsDir() || d.all) && (d.depth < 0 || depth <= d.depth))

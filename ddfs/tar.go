@@ -67,10 +67,13 @@ func newTarOutCmd() *cobra.Command {
 			stdout = progress.Writer{W: stdout, Bar: bar}
 		}
 		w := bufio.NewWriterSize(stdout, 1<<20)
-		if err := transfer.TarOut(im.f, w, dir); err != nil {
-			return im.err(err)
+		err = transfer.TarOut(im.f, w, dir)
+		// Flushed even after an error: the entries written before it and
+		// the end of a stream that refused one entry must go out.
+		if ferr := w.Flush(); err == nil {
+			return ferr
 		}
-		return w.Flush()
+		return im.err(err)
 	}
 	return c
 }

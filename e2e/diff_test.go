@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -128,4 +129,39 @@ func TestDiffRefusedEntry(t *testing.T) {
 	if r.stdout != "Files d.img:/t/f and t/f differ\n" {
 		t.Errorf("stdout %q", r.stdout)
 	}
+}
+
+// TestDiffHugeSparse: files of 2^62 bytes, holding 10000 bytes at 2^61
+// or nothing (e), compare in time proportional to their extents (diff
+// used to stream every byte of the holes: it never ended).
+func TestDiffHugeSparse(t *testing.T) {
+	dir := t.TempDir()
+	for n, data := range map[string]string{"a": "same", "b": "same", "c": "diff"} {
+		os.WriteFile(filepath.Join(dir, n), bytes.Repeat([]byte(data), 2500), 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "disk.img"), 0)
+	os.WriteFile(filepath.Join(dir, "e"), nil, 0o644)
+	must(t, run(t, dir, "ddfs", "cp", "a", "b", "c", "e", "disk.img:/"), 0)
+	craftImage(t, filepath.Join(dir, "disk.img"), func(f *fsys.FS, tr *btree.Tree) {
+		for _, p := range []string{"/a", "/b", "/c", "/e"} {
+			ino := craftSize(t, f, tr, p, 1<<62)
+			if p == "/e" {
+				continue
+			}
+			xk := format.Key{ObjectID: ino, Type: format.FileExtentKey}
+			x, err := tr.Get(xk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x = bytes.Clone(x)
+			must1(t, tr.Delete(xk))
+			xk.Offset = 1 << 61
+			must1(t, tr.Put(xk, x))
+		}
+	})
+	must(t, run(t, dir, "ddfs", "diff", "disk.img:/a", "disk.img:/b"), 0)
+	if r := must(t, run(t, dir, "ddfs", "diff", "disk.img:/a", "disk.img:/c"), 1); r.stdout != "Files disk.img:/a and disk.img:/c differ\n" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	must(t, run(t, dir, "ddfs", "diff", "disk.img:/e", "disk.img:/a"), 1) // a's data against e's hole
 }

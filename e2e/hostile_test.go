@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,4 +133,103 @@ func TestCraftedNamespaceCLI(t *testing.T) {
 		t.Errorf("fsck: exit %d, want 4\n%s", r.code, r.stdout)
 	}
 	oneLine(t, run(t, dir, "ddfs", "rm", "-r", "disk.img:/b"), "rm", bad)
+}
+
+// tarNames lists the entry names of a tar stream; the stream must end
+// properly.
+func tarNames(t *testing.T, stream string) []string {
+	t.Helper()
+	tr := tar.NewReader(strings.NewReader(stream))
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatalf("tar stream after %q: %v", names, err)
+		}
+		names = append(names, h.Name)
+	}
+}
+
+// TestTarOutRefusesOneEntry: an entry a PAX header cannot hold (an xattr
+// name with '=', more than 1 MiB of xattrs) used to end the whole stream
+// with an unnamed archive/tar error; now that entry alone is refused,
+// named, exit 1, and the others are written in a stream that ends well.
+func TestTarOutRefusesOneEntry(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(dir, n), []byte(n+"\n"), 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-n", "64K", "-b", "256M", "disk.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "a", "b", "c", "disk.img:/"), 0)
+	must(t, run(t, dir, "ddfs", "xattr", "set", "disk.img:/a", "user.x=y", "v"), 0)
+	big := strings.Repeat("v", 60000)
+	for i := range 18 { // 1.08 MB of records
+		must(t, run(t, dir, "ddfs", "xattr", "set", "disk.img:/b", fmt.Sprintf("user.big%d", i), big), 0)
+	}
+	for _, c := range []struct {
+		bad  string
+		want []string
+	}{
+		{"disk.img:/a", []string{"./", "c"}},
+		{"disk.img:/b", []string{"./", "a", "c"}},
+	} {
+		r := run(t, dir, "ddfs", "tar-out", "disk.img:/")
+		oneLine(t, r, "tar-out", c.bad)
+		if got := tarNames(t, r.stdout); !slices.Equal(got, c.want) {
+			t.Errorf("refusing %s: entries %q, want %q", c.bad, got, c.want)
+		}
+		if c.bad == "disk.img:/a" {
+			must(t, run(t, dir, "ddfs", "xattr", "rm", "disk.img:/a", "user.x=y"), 0)
+		}
+	}
+}
+
+// must1 fails the test on err (crafting steps).
+func must1(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// craftSize sets the size of image file p to size (no extent changes)
+// and returns its inode number.
+func craftSize(t *testing.T, f *fsys.FS, tr *btree.Tree, p string, size uint64) uint64 {
+	t.Helper()
+	ino := resolveIno(t, f, p)
+	ik := format.Key{ObjectID: ino, Type: format.InodeItemKey}
+	b, err := tr.Get(ik)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := format.UnmarshalInodeItem(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Size = size
+	must1(t, tr.Put(ik, format.MarshalInodeItem(in)))
+	return ino
+}
+
+// TestTotalsSaturate: five files of 2^62 bytes made du -sb print 4 (the
+// sum wrapped); totals now stop at the largest uint64.
+func TestTotalsSaturate(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "disk.img"), 0)
+	names := []string{"f1", "f2", "f3", "f4", "f5"}
+	for _, n := range names {
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
+		must(t, run(t, dir, "ddfs", "cp", n, "disk.img:/"), 0)
+	}
+	craftImage(t, filepath.Join(dir, "disk.img"), func(f *fsys.FS, tr *btree.Tree) {
+		for _, n := range names {
+			craftSize(t, f, tr, "/"+n, 1<<62)
+		}
+	})
+	if r := must(t, run(t, dir, "ddfs", "du", "-sb", "disk.img:/"), 0); r.stdout != "18446744073709551615\tdisk.img:/\n" {
+		t.Errorf("du -sb: %q", r.stdout)
+	}
 }

@@ -26,6 +26,9 @@ func TestSuperblockSettingsBounds(t *testing.T) {
 		{sbDedupeLog2, 23, 24},
 		{sbCompress, byte(CompressS2), byte(CompressS2) + 1},
 		{sbCompLevel, 19, 20},
+		{sbDedupeHash, byte(CsumBLAKE3), byte(CsumBLAKE3) + 1},
+		{sbDedupeHash, byte(CsumSHA256), byte(CsumSHA256) - 1},
+		{sbDedupeHash, 0, 0xff},
 	} {
 		t.Run(fmt.Sprintf("offset%d=%d", tc.off, tc.wrong), func(t *testing.T) {
 			for _, v := range []byte{tc.ok, tc.wrong} {

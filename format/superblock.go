@@ -413,6 +413,9 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	if sb.Settings.Discard > DiscardAsync {
 		return nil, corruptf(nil, "superblock: discard policy %d", b[sbDiscard])
 	}
+	if h := sb.Settings.DedupeHash; h != 0 && h != CsumSHA256 && h != CsumBLAKE3 {
+		return nil, corruptf(nil, "superblock: dedupe hash %d", b[sbDedupeHash]) // §3.2: 0, 2 or 3
+	}
 	if b[sbChunking] > 1 || b[sbVerify] > 1 {
 		return nil, corruptf(nil, "superblock: dedupe chunking %d", b[sbChunking])
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/codec"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 // chunkSize is the unit of reading: a multiple of every block size
@@ -206,7 +207,7 @@ func (e *Estimator) addRest(r io.Reader) error {
 
 // chunk hashes one read for every row; last ends the file.
 func (e *Estimator) chunk(p []byte, last bool) error {
-	e.logical += uint64(len(p))
+	e.logical = units.SatAdd(e.logical, uint64(len(p)))
 	if e.o.Progress != nil {
 		e.o.Progress(int64(len(p)))
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 // smallRead is the size up to which AddDir's workers take a whole file.
@@ -128,7 +130,7 @@ func (e *Estimator) wholeEntries(p []byte) [][]entry {
 // addWhole counts a whole file hashed by wholeEntries.
 func (e *Estimator) addWhole(outs [][]entry, n int) error {
 	e.files++
-	e.logical += uint64(n)
+	e.logical = units.SatAdd(e.logical, uint64(n))
 	if e.o.Progress != nil {
 		e.o.Progress(int64(n))
 	}

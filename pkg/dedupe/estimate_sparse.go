@@ -7,6 +7,7 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 // sparseFile is a file that knows where its data lies (the image view's
@@ -84,7 +85,7 @@ func (e *Estimator) hole(n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	e.logical += n
+	e.logical = units.SatAdd(e.logical, n)
 	if e.o.Progress != nil {
 		e.o.Progress(int64(n))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -185,5 +186,30 @@ func TestEstimateHugeSparse(t *testing.T) {
 	}
 	if c := res.Sizes[2]; c.IndexEntries < 3 || c.UniqueBytes > 4*(4*64<<10+testBlock) {
 		t.Fatalf("cdc row %+v: want 3 or more chunks around the data", c)
+	}
+}
+
+// TestEstimateSaturates: three files of 2^63-1 bytes make logical bytes
+// the largest uint64, not a wrapped small number (a ratio of 10^14).
+func TestEstimateSaturates(t *testing.T) {
+	d := newImage(t, format.Settings{})
+	hugeSparse(t, d)
+	f := openImage(t, d, 0)
+	defer f.Close()
+	e, err := NewEstimator(EstimateOptions{Blocks: []uint64{testBlock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := e.AddFS(f.IOFS(), "."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogicalBytes != math.MaxUint64 || res.Sizes[0].UniqueBytes != 3*testBlock {
+		t.Fatalf("estimate %+v", res)
 	}
 }

@@ -72,6 +72,9 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
+	if err := checkRoot(f); err != nil {
+		return nil, err
+	}
 	s := &Server{f: f, opt: opt, stop: make(chan struct{}), done: make(chan struct{}),
 		opens: map[uint64]int{}, unlinked: map[uint64]string{}}
 	if !opt.ReadOnly {
@@ -131,6 +134,19 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+// checkRoot refuses a root inode that is not a directory (as fsck flags
+// it): the kernel would look names up in a file.
+func checkRoot(f *fsys.FS) error {
+	in, err := f.Inode(format.RootDirIno)
+	if err != nil {
+		return fmt.Errorf("root inode: %w", err)
+	}
+	if !in.IsDir() {
+		return fmt.Errorf("root inode %d has mode %#o, not a directory: %w", in.Ino, in.Mode, format.ErrCorrupt)
+	}
+	return nil
 }
 
 // Wait blocks until the filesystem is unmounted (fusermount3 -u, or

@@ -287,12 +287,37 @@ func (t *tarWriter) header(in *fsys.Inode, name string) (*tar.Header, error) {
 		return nil, err
 	}
 	if len(xs) > 0 {
-		h.PAXRecords = map[string]string{}
-		for _, x := range xs {
-			h.PAXRecords[xattrPAX+x.Name] = string(x.Value)
-		}
+		h.PAXRecords, err = xattrRecords(xs)
 	}
-	return h, nil
+	return h, err
+}
+
+// errNotArchivable marks an entry a PAX archive cannot hold: TarOut
+// refuses it alone and goes on.
+var errNotArchivable = errors.New("cannot be written in a PAX tar header")
+
+// paxXattrMax bounds the xattr records of one entry: a PAX header holds
+// 1 MiB (archive/tar refuses more, reading or writing; GNU tar too),
+// less room for the path, link name, times and sparse records.
+const paxXattrMax = 1<<20 - 16<<10
+
+// xattrRecords are the PAX records of xs, refused when a name holds '='
+// or NUL (a record cannot) or the records pass paxXattrMax.
+func xattrRecords(xs []format.Xattr) (map[string]string, error) {
+	recs := make(map[string]string, len(xs))
+	n := 0
+	for _, x := range xs {
+		if strings.ContainsAny(x.Name, "=\x00") {
+			return nil, fmt.Errorf("xattr name %q holds '=' or NUL: %w", x.Name, errNotArchivable)
+		}
+		k := xattrPAX + x.Name
+		recs[k] = string(x.Value)
+		n += len(paxRecord(k, recs[k]))
+	}
+	if n > paxXattrMax {
+		return nil, fmt.Errorf("xattrs take %d bytes, at most %d: %w", n, paxXattrMax, errNotArchivable)
+	}
+	return recs, nil
 }
 
 func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
@@ -310,6 +335,13 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		t.symlinks[name] = true
 	}
 	h, err := t.header(in, name)
+	if errors.Is(err, errNotArchivable) {
+		t.bad.Add(&fs.PathError{Op: "read", Path: src, Err: err})
+		if in.IsDir() {
+			return t.dir(in, src, name) // its entries still go out
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}

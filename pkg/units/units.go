@@ -85,3 +85,14 @@ func Short(n uint64) string {
 	}
 	return fmt.Sprintf("%d%s", whole, suffixes[i])
 }
+
+// SatAdd is a + b, or the largest uint64 when that wraps: totals of
+// sizes a crafted image claims (five files of 2^62 bytes) must not wrap
+// to a small number.
+func SatAdd(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return ^uint64(0)
+	}
+	return s
+}

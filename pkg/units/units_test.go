@@ -89,3 +89,14 @@ func TestShortAgainstDu(t *testing.T) {
 		}
 	}
 }
+
+func TestSatAdd(t *testing.T) {
+	const most = ^uint64(0)
+	for _, c := range []struct{ a, b, want uint64 }{
+		{1, 2, 3}, {most - 1, 1, most}, {most, 1, most}, {1 << 63, 1 << 63, most}, {most, most, most}, {0, most, most},
+	} {
+		if got := SatAdd(c.a, c.b); got != c.want {
+			t.Errorf("SatAdd(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
