@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -461,4 +462,59 @@ func TestTrailingSlash(t *testing.T) {
 	}
 	must(t, run(t, dir, "ddfs", "mv", "d.img:/n/", "d.img:/m/"), 0)
 	must(t, run(t, dir, "ddfs", "ls", "d.img:/m/"), 0) // a directory
+}
+
+// TestLsColumns: ls -C (and ls on a terminal) lays out names exactly as
+// GNU ls -C does: the same bytes, tabs included, for four directories at
+// every width from 1 to 90 ($COLUMNS when piped, the terminal's width on
+// a pty); -1 is one per line there; on a terminal, unquoted names get a
+// space to line up with quoted ones, in columns and in -l.
+func TestLsColumns(t *testing.T) {
+	gnu, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no ls(1)")
+	}
+	dir := t.TempDir()
+	hostTree(t, filepath.Join(dir, "t", "tree"))
+	os.MkdirAll(filepath.Join(dir, "t", "one"), 0o755)
+	os.WriteFile(filepath.Join(dir, "t", "one", "only"), nil, 0o644)
+	os.MkdirAll(filepath.Join(dir, "t", "many"), 0o755)
+	for i := 0; i < 157; i++ { // names of 1 to 23 bytes, in no order of length
+		os.WriteFile(filepath.Join(dir, "t", "many", fmt.Sprintf("%0*d", 1+i*7%23, i)), nil, 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "t", "quoted"), 0o755)
+	for _, n := range []string{"it's", "a b", "plain", "x$y", "tab\tx", "m#h", "zz"} {
+		os.WriteFile(filepath.Join(dir, "t", "quoted", n), nil, 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-r", "t", "d.img"), 0)
+	ls := func(name string, width int, args ...string) string {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"LC_ALL=C", fmt.Sprintf("COLUMNS=%d", width)}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, args, err)
+		}
+		return string(out)
+	}
+	for _, d := range []string{"tree", "one", "many", "quoted"} {
+		for w := 1; w <= 90; w++ {
+			for _, flags := range []string{"-C", "-CF"} {
+				want := ls(gnu, w, flags, "t/"+d)
+				if got := ls(filepath.Join(binDir, "ddfs"), w, "ls", flags, "d.img:/"+d); got != want {
+					t.Fatalf("COLUMNS=%d ls %s %s:\n%q\nGNU:\n%q", w, flags, d, got, want)
+				}
+			}
+		}
+	}
+	// On a terminal: its width, quoting with alignment, -1 and -l.
+	// -l: the names after the time (owners and times differ by design).
+	names := regexp.MustCompile(`(?m)^.*\d\d:\d\d `)
+	for _, line := range []string{"stty cols 57; %s t/many", "stty cols 31; %s t/quoted", "stty cols 80; %s -1 t/tree", "%s -l t/quoted"} {
+		want := names.ReplaceAllString(onTerminal(t, dir, "LC_ALL=C "+fmt.Sprintf(line, gnu)), "")
+		got := names.ReplaceAllString(onTerminal(t, dir, strings.ReplaceAll(fmt.Sprintf(line, "ddfs ls"), "t/", "d.img:/")), "")
+		if got != want || strings.Count(want, "\n") < 3 {
+			t.Errorf("%s on a terminal:\n%q\nGNU:\n%q", line, got, want)
+		}
+	}
 }
