@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 const lsUse = `ls [-laAdRhint1CSrF] [--json] IMAGE:PATH...
@@ -181,7 +183,11 @@ func (l *lister) list(d lsEntry) error {
 		for _, e := range ents {
 			blocks += (e.in.NBytes + 1023) / 1024
 		}
-		fmt.Fprintf(l.w, "total %d\n", blocks)
+		total := strconv.FormatUint(blocks, 10)
+		if l.human { // GNU: "total 512K" in -h units, not 1K blocks
+			total = units.Short(blocks * 1024)
+		}
+		fmt.Fprintf(l.w, "total %s\n", total)
 	}
 	if err := l.print(ents); err != nil {
 		return err

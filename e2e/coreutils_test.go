@@ -518,3 +518,35 @@ func TestLsColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestLsHumanTotal: ls -lh says its total in -h units as GNU ls does
+// ("total 2.1M", what numfmt --to=iec says of the bytes), not in 1K blocks.
+func TestLsHumanTotal(t *testing.T) {
+	numfmt, err := exec.LookPath("numfmt")
+	if err != nil {
+		t.Skip("no numfmt(1)")
+	}
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	for i, n := range []int{700 << 10, 1 << 20, 333 << 10} {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte(j*31 + j>>8*17 + i) // not all one byte, nothing to dedupe across files
+		}
+		os.WriteFile(filepath.Join(dir, "in", fmt.Sprint(i)), b, 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--compress", "none", "-r", "in", "d.img"), 0)
+	first := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	var kib uint64
+	if _, err := fmt.Sscanf(first(must(t, run(t, dir, "ddfs", "ls", "-l", "d.img:/"), 0).stdout), "total %d", &kib); err != nil || kib < 1024 {
+		t.Fatalf("ls -l total: %v (%d KiB)", err, kib)
+	}
+	out, err := exec.Command(numfmt, "--to=iec", fmt.Sprint(kib*1024)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "total " + strings.TrimSpace(string(out))
+	if got := first(must(t, run(t, dir, "ddfs", "ls", "-lh", "d.img:/"), 0).stdout); got != want {
+		t.Errorf("ls -lh: %q, want %q", got, want)
+	}
+}
