@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // hostTree makes a tree with names that sort differently by name, size
@@ -548,5 +549,43 @@ func TestLsHumanTotal(t *testing.T) {
 	want := "total " + strings.TrimSpace(string(out))
 	if got := first(must(t, run(t, dir, "ddfs", "ls", "-lh", "d.img:/"), 0).stdout); got != want {
 		t.Errorf("ls -lh: %q, want %q", got, want)
+	}
+}
+
+// TestXattrSetEncodings: xattr set reads a value as setfattr -v does
+// (0x hex, 0s base64, "..." with escapes, else as given), so every value
+// xattr list prints sets the same bytes back.
+func TestXattrSetEncodings(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	must(t, run(t, dir, "ddfs", "touch", "d.img:/f"), 0)
+	get := func(name string) string {
+		v := must(t, run(t, dir, "ddfs", "xattr", "get", "d.img:/f", name), 0).stdout
+		if utf8.ValidString(v) {
+			v = strings.TrimSuffix(v, "\n") // get ends a text value with a newline
+		}
+		return v
+	}
+	for arg, want := range map[string]string{
+		"0x0001ff": "\x00\x01\xff", "0XAbCd": "\xab\xcd", "0sAAH/": "\x00\x01\xff", "0SaGk=": "hi", "plain": "plain",
+		`"it's \"q\" \\ \001"`: "it's \"q\" \\ \x01", `"`: `"`, "0": "0", "0x": "", `x"y"`: `x"y"`,
+	} {
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.v", arg), 0)
+		if arg == "0x" {
+			continue // an empty value: get has nothing to print
+		}
+		if got := get("user.v"); got != want {
+			t.Errorf("set %q: value %q, want %q", arg, got, want)
+		}
+		// What list prints for it sets the same bytes back.
+		line := strings.TrimSpace(must(t, run(t, dir, "ddfs", "xattr", "list", "d.img:/f"), 0).stdout)
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.w", strings.TrimPrefix(line, "user.v=")), 0)
+		if got := get("user.w"); got != want {
+			t.Errorf("set %q, then list's %q back: %q, want %q", arg, line, got, want)
+		}
+		must(t, run(t, dir, "ddfs", "xattr", "rm", "d.img:/f", "user.w"), 0)
+	}
+	for _, bad := range []string{"0xzz", "0x123", "0S aGk=", `"bad \q"`} {
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.v", bad), 2)
 	}
 }
