@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -55,4 +57,53 @@ func xattrText(v string) string {
 		}
 	}
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+}
+
+// xattrValue reads a value as setfattr -v does, so what xattr list
+// prints sets the same bytes back: 0x... hex, 0s... base64, "..." text
+// with \\, \" and \ooo escapes; anything else is the text itself.
+func xattrValue(s string) ([]byte, error) {
+	if len(s) >= 2 && s[0] == '0' {
+		switch s[1] {
+		case 'x', 'X':
+			b, err := hex.DecodeString(s[2:])
+			if err != nil {
+				return nil, usageErr("value %q: bad hex after 0x: %v", s, err)
+			}
+			return b, nil
+		case 's', 'S':
+			b, err := base64.StdEncoding.DecodeString(s[2:])
+			if err != nil {
+				return nil, usageErr("value %q: bad base64 after 0s: %v", s, err)
+			}
+			return b, nil
+		}
+	}
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return []byte(s), nil
+	}
+	var b []byte
+	for i := 1; i < len(s)-1; i++ {
+		c := s[i]
+		if c == '\\' {
+			switch {
+			case i+1 < len(s)-1 && (s[i+1] == '\\' || s[i+1] == '"'):
+				c = s[i+1]
+				i++
+			case i+3 < len(s)-1 && isOctal(s[i+1:i+4]):
+				n, _ := strconv.ParseUint(s[i+1:i+4], 8, 8)
+				c = byte(n)
+				i += 3
+			default:
+				return nil, usageErr("value %q: bad escape at byte %d", s, i)
+			}
+		}
+		b = append(b, c)
+	}
+	return b, nil
+}
+
+// isOctal reports whether s is three octal digits of a byte (\000-\377).
+func isOctal(s string) bool {
+	return s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7'
 }

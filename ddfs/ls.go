@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -14,11 +15,13 @@ import (
 	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
-const lsUse = `ls [-laAdRhint1SrF] [--json] IMAGE:PATH...
+const lsUse = `ls [-laAdRhint1CSrF] [--json] IMAGE:PATH...
 
-As GNU ls: names sorted bytewise (LC_ALL=C), one per line; -l shows owner and
+As GNU ls: names sorted bytewise (LC_ALL=C), one per line when piped, down
+columns on a terminal or with -C (laid out as GNU ls -C); -l shows owner and
 group names from the image's own /etc/passwd and /etc/group (-n: numbers).
 On a terminal names are quoted so no byte of a name reaches it raw
 (--quoting-style=shell-escape); piped, they are printed as they are (literal).`
@@ -35,7 +38,8 @@ func newLsCmd() *cobra.Command {
 	fl.BoolVarP(&o.human, "human-readable", "h", false, "sizes as 1.1K, 23M (with -l)")
 	fl.BoolVarP(&o.inode, "inode", "i", false, "print each entry's inode number")
 	fl.BoolVarP(&o.numeric, "numeric-uid-gid", "n", false, "like -l, with numeric owner and group")
-	fl.BoolP("one", "1", false, "one entry per line (always)")
+	fl.BoolVarP(&o.one, "one", "1", false, "one entry per line (the default when not a terminal)")
+	fl.BoolVarP(&o.cols, "C", "C", false, "list entries down columns (the default on a terminal; width: the terminal's, else $COLUMNS)")
 	fl.BoolVarP(&o.byTime, "time", "t", false, "sort by modification time, newest first")
 	fl.BoolVarP(&o.bySize, "size-sort", "S", false, "sort by size, largest first")
 	fl.BoolVarP(&o.reverse, "reverse", "r", false, "reverse the order of the sort")
@@ -60,6 +64,8 @@ func newLsCmd() *cobra.Command {
 		default:
 			return usageErr("--quoting-style: want literal or shell-escape")
 		}
+		tty := isTerminal(os.Stdout) && c.OutOrStdout() == os.Stdout
+		o.cols = !o.long && !o.json && !o.one && (o.cols || tty)
 		l := &lister{lsOpts: o, im: im, w: c.OutOrStdout(), acc: &attrspec.Accounts{}}
 		if o.long && !o.numeric && !o.json {
 			if l.acc, err = accountsOf(im.f); err != nil {
@@ -89,6 +95,7 @@ func newLsCmd() *cobra.Command {
 type lsOpts struct {
 	long, all, almost, dir, rec, human, inode, numeric bool
 	byTime, bySize, reverse, classify, json, quote     bool
+	one, cols                                          bool // -1, -C (or a terminal)
 }
 
 type lister struct {
@@ -100,6 +107,7 @@ type lister struct {
 	bad    fsys.Refused // entries fsck flags: listed last, as the error
 	js     []statJSON
 	blank  bool // a listing was printed: the next directory starts with a blank line
+	pad    bool // some name of this listing is quoted: the others get a space (GNU)
 }
 
 // lsEntry is one line of a listing.
@@ -175,7 +183,11 @@ func (l *lister) list(d lsEntry) error {
 		for _, e := range ents {
 			blocks += (e.in.NBytes + 1023) / 1024
 		}
-		fmt.Fprintf(l.w, "total %d\n", blocks)
+		total := strconv.FormatUint(blocks, 10)
+		if l.human { // GNU: "total 512K" in -h units, not 1K blocks
+			total = units.Short(blocks * 1024)
+		}
+		fmt.Fprintf(l.w, "total %s\n", total)
 	}
 	if err := l.print(ents); err != nil {
 		return err
@@ -226,6 +238,11 @@ func (l *lister) print(ents []lsEntry) error {
 		}
 		return nil
 	}
+	// GNU aligns unquoted names with quoted ones in -l and columns.
+	l.pad = false
+	for _, e := range ents {
+		l.pad = l.pad || l.quote && (l.long || l.cols) && shellQuote(e.name) != e.name
+	}
 	rows := make([][]string, len(ents))
 	for i, e := range ents {
 		rows[i] = l.cells(e)
@@ -239,10 +256,30 @@ func (l *lister) print(ents []lsEntry) error {
 			widths[c] = max(widths[c], len(s))
 		}
 	}
+	if l.cols {
+		return l.columns(rows, widths)
+	}
 	for _, r := range rows {
 		l.row(r, widths)
 	}
 	return nil
+}
+
+// columns prints rows ([inode] name) as GNU ls -C: the inode numbers
+// right-aligned before each name.
+func (l *lister) columns(rows [][]string, widths []int) error {
+	cells := make([]string, len(rows))
+	for i, r := range rows {
+		if len(r) == 2 {
+			cells[i] = fmt.Sprintf("%*s %s", widths[0], r[0], r[1])
+		} else {
+			cells[i] = r[0]
+		}
+	}
+	var b strings.Builder
+	columns(&b, cells, lineWidth(), tabSize())
+	_, err := io.WriteString(l.w, b.String())
+	return err
 }
 
 // cells are one entry's columns: [inode] [mode nlink owner group size date] name.
@@ -251,11 +288,15 @@ func (l *lister) cells(e lsEntry) []string {
 	if l.inode {
 		r = append(r, fmt.Sprint(e.in.Ino))
 	}
-	name := l.name(e.name) + l.indicator(e.in)
+	name := l.name(e.name)
+	if l.pad && name == e.name {
+		name = " " + name
+	}
+	name += l.indicator(e.in)
 	if l.long {
 		if e.in.IsSymlink() {
 			if t, err := l.im.f.Readlink(e.path); err == nil {
-				name = l.name(e.name) + " -> " + l.name(t)
+				name += " -> " + l.name(t)
 			}
 		}
 		size := sizeString(e.in.Size, l.human)

@@ -16,8 +16,9 @@ const (
 )
 
 // shellSpecial are the bytes that make a name need quotes anywhere;
-// '#' and '~' only at the start.
-const shellSpecial = " \t!\"$&'()*;<>?[\\]^`{|}"
+// '#' and '~' only at the start, '{' and '}' only alone (gnulib's
+// quotearg, which GNU ls uses).
+const shellSpecial = " \t!\"$&'()*;<=>?[\\]^`|"
 
 // shellQuote renders name for a terminal: as is when nothing in it needs
 // quoting, in '...' when only shell-special bytes do, and with control
@@ -32,7 +33,7 @@ func shellQuote(name string) string {
 		switch {
 		case r == utf8.RuneError && n <= 1, r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
 			safe = false
-		case strings.ContainsRune(shellSpecial, r), i == 0 && (r == '#' || r == '~'):
+		case strings.ContainsRune(shellSpecial, r), i == 0 && (r == '#' || r == '~'), name == "{" || name == "}":
 			plain = false
 		}
 		i += n
@@ -41,6 +42,9 @@ func shellQuote(name string) string {
 		return name
 	}
 	if safe {
+		if strings.Contains(name, "'") && doubleQuotable(name) {
+			return `"` + name + `"` // "it's", as GNU ls prints it
+		}
 		return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
 	}
 	var b strings.Builder
@@ -78,6 +82,21 @@ func shellQuote(name string) string {
 	}
 	closeAll()
 	return b.String()
+}
+
+// doubleQuotable reports whether name reads the same inside "..." in C
+// and in a shell (gnulib's c_and_shell_quote_compat): letters, digits,
+// space, ' and %+,-./:@]_, '#' and '~' only first, and printable
+// non-ASCII; GNU ls then quotes a name with a ' as "it's".
+func doubleQuotable(name string) bool {
+	for i, r := range name {
+		ok := r >= 0x80 || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
+			strings.ContainsRune(" '%+,-./:@]_", r) || i == 0 && (r == '#' || r == '~' || len(name) == 1)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func cEscape(c byte) string {

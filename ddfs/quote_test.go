@@ -13,7 +13,8 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 		t.Skip("no bash")
 	}
 	names := []string{"plain", "a b", "it's", "\x1b[31mred", "tab\there", "new\nline", "\xff\xfe", "caf\u00e9", "#x", "x#", "~u", "a~",
-		"$(rm -rf /)", "'", "''", "\x7f", "mix'\x01'x", "\u0085next", "back\\slash", "semi;colon", "star*", "q?", "[a]"}
+		"$(rm -rf /)", "'", "''", "\x7f", "mix'\x01'x", "\u0085next", "back\\slash", "semi;colon", "star*", "q?", "[a]",
+		"a b'c", "#it's", "{", "a{b", "a=b", "it's@"}
 	for _, n := range names {
 		q := shellQuote(n)
 		for i := 0; i < len(q); i++ {
@@ -29,7 +30,13 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 			t.Errorf("shellQuote(%q) = %s reads back as %q", n, q, out)
 		}
 	}
-	for n, want := range map[string]string{"plain": "plain", "a b": "'a b'", "\x1b[31mred": `$'\033''[31mred'`, "it's": `'it'\''s'`} {
+	// As GNU ls 9.1 prints them on a terminal here (ls -1, C.UTF-8).
+	for n, want := range map[string]string{"plain": "plain", "a b": "'a b'", "\x1b[31mred": `$'\033''[31mred'`,
+		"it's": `"it's"`, "a b'c": `"a b'c"`, "#it's": `"#it's"`, "it's@": `"it's@"`, "\u00e9's": "\"\u00e9's\"",
+		"it's $x": `'it'\''s $x'`, "n'$m": `'n'\''$m'`, "it's#": `'it'\''s#'`, "it's=": `'it'\''s='`, "it's?": `'it'\''s?'`,
+		"it's{": `'it'\''s{'`, "it's~": `'it'\''s~'`, "a'!b": `'a'\''!b'`, `a'\\b`: `'a'\''\\b'`, "a'`b": `'a'\''` + "`" + `b'`,
+		"a{b": "a{b", "a}": "a}", "{": "'{'", "}": "'}'", "a=b": "'a=b'", "a%b": "a%b", "a@b": "a@b", "m#h": "m#h", "~t": "'~t'",
+	} {
 		if got := shellQuote(n); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", n, got, want)
 		}

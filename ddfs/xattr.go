@@ -10,7 +10,7 @@ import (
 )
 
 func newXattrCmd() *cobra.Command {
-	c, fl, of := newCmd("xattr get|set|list|rm IMAGE:PATH [NAME [VALUE]]", "get, set, list or remove extended attributes", "  ddfs xattr list disk.img:/bin/ping\n  ddfs xattr set disk.img:/f user.note hello\n  ddfs xattr get disk.img:/f user.note\n  ddfs xattr rm disk.img:/f user.note\n")
+	c, fl, of := newCmd("xattr get|set|list|rm IMAGE:PATH [NAME [VALUE]]\n\nlist prints values as getfattr does: \"text\", or 0s and base64 when not text.\nset reads VALUE as setfattr -v does: 0x and hex digits, 0s and base64,\n\"text\" with \\\\, \\\" and \\ooo escapes, or else the text as given.", "get, set, list or remove extended attributes", "  ddfs xattr list disk.img:/bin/ping\n  ddfs xattr set disk.img:/f user.note hello\n  ddfs xattr get disk.img:/f user.note\n  ddfs xattr rm disk.img:/f user.note\n")
 	asJSON := fl.Bool("json", false, "list: print JSON [{name, value}] (values that are not UTF-8 as {\"base64\": ...})")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
@@ -70,7 +70,10 @@ func newXattrCmd() *cobra.Command {
 				fmt.Fprintf(stdout, "%s=%s\n", string(x.Name), xattrText(string(x.Value)))
 			}
 		case "set":
-			err = im.f.SetXattr(in, a[2], []byte(a[3]))
+			var v []byte
+			if v, err = xattrValue(a[3]); err == nil {
+				err = im.f.SetXattr(in, a[2], v)
+			}
 		case "rm":
 			err = im.f.RemoveXattr(in, a[2])
 		}

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // hostTree makes a tree with names that sort differently by name, size
@@ -461,4 +463,129 @@ func TestTrailingSlash(t *testing.T) {
 	}
 	must(t, run(t, dir, "ddfs", "mv", "d.img:/n/", "d.img:/m/"), 0)
 	must(t, run(t, dir, "ddfs", "ls", "d.img:/m/"), 0) // a directory
+}
+
+// TestLsColumns: ls -C (and ls on a terminal) lays out names exactly as
+// GNU ls -C does: the same bytes, tabs included, for four directories at
+// every width from 1 to 90 ($COLUMNS when piped, the terminal's width on
+// a pty); -1 is one per line there; on a terminal, unquoted names get a
+// space to line up with quoted ones, in columns and in -l.
+func TestLsColumns(t *testing.T) {
+	gnu, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no ls(1)")
+	}
+	dir := t.TempDir()
+	hostTree(t, filepath.Join(dir, "t", "tree"))
+	os.MkdirAll(filepath.Join(dir, "t", "one"), 0o755)
+	os.WriteFile(filepath.Join(dir, "t", "one", "only"), nil, 0o644)
+	os.MkdirAll(filepath.Join(dir, "t", "many"), 0o755)
+	for i := 0; i < 157; i++ { // names of 1 to 23 bytes, in no order of length
+		os.WriteFile(filepath.Join(dir, "t", "many", fmt.Sprintf("%0*d", 1+i*7%23, i)), nil, 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "t", "quoted"), 0o755)
+	for _, n := range []string{"it's", "a b", "plain", "x$y", "tab\tx", "m#h", "zz"} {
+		os.WriteFile(filepath.Join(dir, "t", "quoted", n), nil, 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-r", "t", "d.img"), 0)
+	ls := func(name string, width int, args ...string) string {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"LC_ALL=C", fmt.Sprintf("COLUMNS=%d", width)}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, args, err)
+		}
+		return string(out)
+	}
+	for _, d := range []string{"tree", "one", "many", "quoted"} {
+		for w := 1; w <= 90; w++ {
+			for _, flags := range []string{"-C", "-CF"} {
+				want := ls(gnu, w, flags, "t/"+d)
+				if got := ls(filepath.Join(binDir, "ddfs"), w, "ls", flags, "d.img:/"+d); got != want {
+					t.Fatalf("COLUMNS=%d ls %s %s:\n%q\nGNU:\n%q", w, flags, d, got, want)
+				}
+			}
+		}
+	}
+	// On a terminal: its width, quoting with alignment, -1 and -l.
+	// -l: the names after the time (owners and times differ by design).
+	names := regexp.MustCompile(`(?m)^.*\d\d:\d\d `)
+	for _, line := range []string{"stty cols 57; %s t/many", "stty cols 31; %s t/quoted", "stty cols 80; %s -1 t/tree", "%s -l t/quoted"} {
+		want := names.ReplaceAllString(onTerminal(t, dir, "LC_ALL=C "+fmt.Sprintf(line, gnu)), "")
+		got := names.ReplaceAllString(onTerminal(t, dir, strings.ReplaceAll(fmt.Sprintf(line, "ddfs ls"), "t/", "d.img:/")), "")
+		if got != want || strings.Count(want, "\n") < 3 {
+			t.Errorf("%s on a terminal:\n%q\nGNU:\n%q", line, got, want)
+		}
+	}
+}
+
+// TestLsHumanTotal: ls -lh says its total in -h units as GNU ls does
+// ("total 2.1M", what numfmt --to=iec says of the bytes), not in 1K blocks.
+func TestLsHumanTotal(t *testing.T) {
+	numfmt, err := exec.LookPath("numfmt")
+	if err != nil {
+		t.Skip("no numfmt(1)")
+	}
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	for i, n := range []int{700 << 10, 1 << 20, 333 << 10} {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte(j*31 + j>>8*17 + i) // not all one byte, nothing to dedupe across files
+		}
+		os.WriteFile(filepath.Join(dir, "in", fmt.Sprint(i)), b, 0o644)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--compress", "none", "-r", "in", "d.img"), 0)
+	first := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	var kib uint64
+	if _, err := fmt.Sscanf(first(must(t, run(t, dir, "ddfs", "ls", "-l", "d.img:/"), 0).stdout), "total %d", &kib); err != nil || kib < 1024 {
+		t.Fatalf("ls -l total: %v (%d KiB)", err, kib)
+	}
+	out, err := exec.Command(numfmt, "--to=iec", fmt.Sprint(kib*1024)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "total " + strings.TrimSpace(string(out))
+	if got := first(must(t, run(t, dir, "ddfs", "ls", "-lh", "d.img:/"), 0).stdout); got != want {
+		t.Errorf("ls -lh: %q, want %q", got, want)
+	}
+}
+
+// TestXattrSetEncodings: xattr set reads a value as setfattr -v does
+// (0x hex, 0s base64, "..." with escapes, else as given), so every value
+// xattr list prints sets the same bytes back.
+func TestXattrSetEncodings(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	must(t, run(t, dir, "ddfs", "touch", "d.img:/f"), 0)
+	get := func(name string) string {
+		v := must(t, run(t, dir, "ddfs", "xattr", "get", "d.img:/f", name), 0).stdout
+		if utf8.ValidString(v) {
+			v = strings.TrimSuffix(v, "\n") // get ends a text value with a newline
+		}
+		return v
+	}
+	for arg, want := range map[string]string{
+		"0x0001ff": "\x00\x01\xff", "0XAbCd": "\xab\xcd", "0sAAH/": "\x00\x01\xff", "0SaGk=": "hi", "plain": "plain",
+		`"it's \"q\" \\ \001"`: "it's \"q\" \\ \x01", `"`: `"`, "0": "0", "0x": "", `x"y"`: `x"y"`,
+	} {
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.v", arg), 0)
+		if arg == "0x" {
+			continue // an empty value: get has nothing to print
+		}
+		if got := get("user.v"); got != want {
+			t.Errorf("set %q: value %q, want %q", arg, got, want)
+		}
+		// What list prints for it sets the same bytes back.
+		line := strings.TrimSpace(must(t, run(t, dir, "ddfs", "xattr", "list", "d.img:/f"), 0).stdout)
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.w", strings.TrimPrefix(line, "user.v=")), 0)
+		if got := get("user.w"); got != want {
+			t.Errorf("set %q, then list's %q back: %q, want %q", arg, line, got, want)
+		}
+		must(t, run(t, dir, "ddfs", "xattr", "rm", "d.img:/f", "user.w"), 0)
+	}
+	for _, bad := range []string{"0xzz", "0x123", "0S aGk=", `"bad \q"`} {
+		must(t, run(t, dir, "ddfs", "xattr", "set", "d.img:/f", "user.v", bad), 2)
+	}
 }
