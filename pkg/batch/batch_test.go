@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -94,10 +96,10 @@ func TestReadList(t *testing.T) {
 	}
 }
 
-func sets(n int, used uint64) []*Set {
+func sets(n int, mem uint64) []*Set {
 	var out []*Set
 	for i := 0; i < n; i++ {
-		out = append(out, &Set{Paths: []string{fmt.Sprintf("s%02d", i)}, UUID: fmt.Sprint(i), Used: used})
+		out = append(out, &Set{Paths: []string{fmt.Sprintf("s%02d", i)}, UUID: fmt.Sprint(i), Memory: mem})
 	}
 	return out
 }
@@ -140,11 +142,11 @@ func TestRunOrderAndBound(t *testing.T) {
 // although -j allows more.
 func TestRunMemoryBound(t *testing.T) {
 	var running, peak atomic.Int32
-	big := uint64(Budget(4)) * usedShare // an estimate of the whole budget
+	big := uint64(Budget(4)) // an estimate of the whole budget
 	ss := append(sets(3, big), sets(4, 0)...)
 	Run(context.Background(), Config{Jobs: 4, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, ss, func(_ context.Context, s *Set, out *Out) (int, error) {
 		n := running.Add(1)
-		if s.Used > 0 && n > 1 {
+		if s.Memory > 0 && n > 1 {
 			t.Errorf("%s ran beside %d others", s.Path(), n-1)
 		}
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -270,5 +272,34 @@ func TestPlanEmptyFrom(t *testing.T) {
 	var ue *cli.UsageError
 	if _, err := (&Flags{}).Plan(nil, strings.NewReader("")); !errors.As(err, &ue) {
 		t.Errorf("no operands: %v, want a usage error", err)
+	}
+}
+
+// TestMemEstimate: a job's estimate follows metadata, not data: two VM
+// images of 20 GiB each (few, large extents) fit -j 2's budget together;
+// csums do not count, index entries do; hostile counters saturate, and an
+// image without exact counters keeps 1/64 of its used bytes.
+func TestMemEstimate(t *testing.T) {
+	vm := &format.Superblock{RoCompat: format.RoCompatCounters, SectorSize: 4096, CsumType: format.CsumCRC32C, BytesUsed: 20<<30 + 40<<20}
+	vm.Counters.PhysicalBytes = 20 << 30
+	// 40 MiB of metadata, 20 MiB of it the csums of 20 GiB (4 bytes per 4 KiB).
+	if got := MemEstimate(vm); got != 20<<20 {
+		t.Errorf("VM image: %d, want %d", got, 20<<20)
+	}
+	if r := reserve(&Set{Memory: MemEstimate(vm)}, Budget(2)); 2*r > Budget(2) {
+		t.Errorf("two VM images reserve %d each, over -j 2's %d", r, Budget(2))
+	}
+	dd := *vm
+	dd.Counters.IndexEntries = 1 << 20
+	if got := MemEstimate(&dd); got != 20<<20+100<<20 {
+		t.Errorf("1 Mi index entries: %d", got)
+	}
+	dd.Counters.IndexEntries, dd.Counters.PhysicalBytes = math.MaxUint64, math.MaxUint64
+	if got := MemEstimate(&dd); got != math.MaxUint64 {
+		t.Errorf("hostile counters: %d", got)
+	}
+	old := &format.Superblock{BytesUsed: 64 << 20}
+	if got := MemEstimate(old); got != 1<<20 {
+		t.Errorf("no exact counters: %d", got)
 	}
 }

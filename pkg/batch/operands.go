@@ -30,8 +30,10 @@ type Set struct {
 	// ddfs superblock: the job then reports why it cannot open it).
 	UUID string
 	// Used and Total are the superblock's bytes_used and total_bytes
-	// (0 when unknown): memory estimates and progress totals.
+	// (0 when unknown): progress totals.
 	Used, Total uint64
+	// Memory is the job's estimate beyond its base (MemEstimate).
+	Memory uint64
 }
 
 // Path is the set's first operand: it names the set in every report.
@@ -117,6 +119,7 @@ func Group(operands []string) []*Set {
 			continue
 		}
 		s.UUID, s.Used, s.Total = uuid.UUID(sb.FSID).String(), sb.BytesUsed, sb.TotalBytes
+		s.Memory = MemEstimate(sb)
 		if have := setWithout(byUUID[s.UUID], devids, sb.DevID); have != nil {
 			have.Paths = append(have.Paths, p)
 			devids[have][sb.DevID] = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sync"
@@ -14,21 +15,25 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 )
 
-// Memory: a job reserves jobBase plus 1/usedShare of its set's used bytes
-// (fsck's memory grows with tree nodes and extents, both with what is
-// used) before it starts; the reservations of running jobs stay within
+// Memory: a job reserves jobBase plus its set's estimate (Set.Memory)
+// before it starts; the reservations of running jobs stay within
 // Budget(jobs), which is also the heap's soft limit. A set whose
 // estimate is larger than the budget runs alone.
 const (
 	jobBase   = 24 << 20
-	usedShare = 64
 	firstJob  = 160 << 20 // the one-set tools' limit
 	nextJob   = 64 << 20
 	maxBudget = 1 << 30
+	// perIndexEntry is fsck's memory per dedupe index entry.
+	perIndexEntry = 100
+	// usedShare: without exact counters the estimate is 1/usedShare of
+	// the used bytes.
+	usedShare = 64
 )
 
 // MemoryHelp states the bound for --help.
@@ -38,10 +43,12 @@ each set is processed once, in operand order, up to -j at a time. Each
 set's report is printed whole, in operand order: one JSON object per line
 with --json (the keys of one set's report, plus "path" and "exit"). A busy
 set is reported and skipped (--wait retries it). Memory: a job reserves
-24 MiB plus 1/64 of its set's used bytes before it starts; running jobs'
-reservations stay within 160 MiB plus 64 MiB for each job past the first
-(at most 1 GiB, also the heap's soft limit), and a larger set runs alone.
-SIGINT or SIGTERM stops running jobs at a safe point and starts no more.`
+24 MiB plus its set's metadata bytes (checksums not counted) and 100 bytes
+per dedupe index entry (1/64 of the used bytes on an image whose counters
+are not exact) before it starts; running jobs' reservations stay within
+160 MiB plus 64 MiB for each job past the first (at most 1 GiB, also the
+heap's soft limit), and a larger set runs alone. SIGINT or SIGTERM stops
+running jobs at a safe point and starts no more.`
 
 // Budget is the memory the running jobs of a -j run may reserve in total.
 func Budget(jobs int) int64 {
@@ -49,8 +56,31 @@ func Budget(jobs int) int64 {
 }
 
 func reserve(s *Set, budget int64) int64 {
-	return min(jobBase+int64(min(s.Used/usedShare, uint64(budget))), budget)
+	return min(jobBase+int64(min(s.Memory, uint64(budget))), budget)
 }
+
+// MemEstimate is what a job over the filesystem of sb holds beyond
+// jobBase: fsck's memory follows its metadata (about the bytes of the
+// tree items it tracks), not its data, but a checksum costs it nothing
+// past its item, and each dedupe index entry about perIndexEntry bytes.
+// The counters (FORMAT.md §3.9) tell data from metadata only while they
+// are exact; the values are hostile, so the arithmetic saturates.
+func MemEstimate(sb *format.Superblock) uint64 {
+	if sb.RoCompat&format.RoCompatCounters == 0 {
+		return sb.BytesUsed / usedShare
+	}
+	c := sb.Counters
+	meta := subSat(sb.BytesUsed, c.PhysicalBytes)
+	if sb.SectorSize > 0 {
+		meta = subSat(meta, c.PhysicalBytes/uint64(sb.SectorSize)*uint64(sb.CsumType.Len()))
+	}
+	if c.IndexEntries > (math.MaxUint64-meta)/perIndexEntry {
+		return math.MaxUint64
+	}
+	return meta + c.IndexEntries*perIndexEntry
+}
+
+func subSat(a, b uint64) uint64 { return a - min(a, b) }
 
 // NotRun is the code of a set that was not started (interrupted).
 const NotRun = -1
