@@ -117,8 +117,9 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 	// set's stderr until the set ends, so the bar goes to the terminal).
 	var bar *progress.Bar
 	if !inBatch && !f.quiet && !f.dry && !f.asJSON && cli.IsTerminal(os.Stderr) {
+		// No EndLineOnInterrupt: SIGINT stops the trim at a safe point
+		// (batch.SignalContext) and Done ends the line.
 		bar = progress.NewLabeled(os.Stderr, "trimmed")
-		bar.EndLineOnInterrupt()
 		o.Total, o.Progress = bar.SetTotal, bar.Add
 	}
 	res, err := trim.Run(fs, o)

@@ -1,12 +1,14 @@
 package batch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -301,5 +303,58 @@ func TestMemEstimate(t *testing.T) {
 	old := &format.Superblock{BytesUsed: 64 << 20}
 	if got := MemEstimate(old); got != 1<<20 {
 		t.Errorf("no exact counters: %d", got)
+	}
+}
+
+// secondSignalEnv makes the test binary the child of TestSecondSignal.
+const secondSignalEnv = "DDFS_TEST_SECOND_SIGNAL"
+
+// TestSecondSignal: after the first signal has cancelled the context, a
+// second one ends the process (by that signal) although the job goes on.
+// SIGTERM: a test run as a background job has SIGINT ignored, rightly
+// left so.
+func TestSecondSignal(t *testing.T) {
+	if os.Getenv(secondSignalEnv) != "" {
+		ctx, stop := SignalContext()
+		defer stop()
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		<-ctx.Done()
+		fmt.Println("stopping")
+		for { // a job that never reaches its safe point
+			time.Sleep(time.Second)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignal$")
+	cmd.Env = append(os.Environ(), secondSignalEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "stopping\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q %v", line, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Again and again: the handler goes a moment after the first signal.
+	deadline := time.After(time.Minute)
+	for tick := time.NewTicker(50 * time.Millisecond); ; {
+		select {
+		case <-exited:
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("child ended with %v, want killed by SIGTERM", cmd.ProcessState)
+			}
+			return
+		case <-tick.C:
+			cmd.Process.Signal(syscall.SIGTERM)
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatal("a second signal did not end the process")
+		}
 	}
 }

@@ -113,9 +113,16 @@ type Summary struct {
 	Interrupted bool
 }
 
-// SignalContext is cancelled by SIGINT or SIGTERM.
+// SignalContext is cancelled by SIGINT or SIGTERM. The first signal asks
+// for a stop at a safe point; the handler then goes, so a second one ends
+// the process at once (a user who presses Ctrl-C again means it).
 func SignalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // retryEvery is how often a busy set is tried again under --wait.
