@@ -248,15 +248,19 @@ func TestBatchInterrupt(t *testing.T) {
 	}
 }
 
-// checkShards: shards 0..3 of 4 (the last as a Kubernetes pod would
-// name it, auto/4 with JOB_COMPLETION_INDEX) report every set exactly
-// once between them.
+// checkShards: shards 0..3 of 4 (the last two as a Kubernetes pod would
+// name them: auto with JOB_COMPLETION_INDEX and JOB_COMPLETIONS, auto/4
+// with JOB_COMPLETION_INDEX) report every set exactly once between them.
 func checkShards(t *testing.T, f *batchFleet) {
 	seen := map[string]int{}
 	for i := 0; i < 4; i++ {
 		shard := fmt.Sprintf("%d/4", i)
 		cmd := exec.Command(filepath.Join(binDir, "fsck.ddfs"), "--json", "-j", "2", "--shard", shard, "--from", "list")
-		if i == 3 {
+		switch i {
+		case 2: // N from the environment too, as a Job's manifest may set it
+			cmd.Args[5] = "auto"
+			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX=2", "JOB_COMPLETIONS=4")
+		case 3:
 			cmd.Args[5] = "auto/4"
 			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX=3")
 		}

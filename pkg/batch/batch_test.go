@@ -25,22 +25,23 @@ import (
 
 func TestParseShard(t *testing.T) {
 	env := func(v string) func(string) string {
+		index, count, _ := strings.Cut(v, ",")
 		return func(k string) string {
-			if k == IndexEnv {
-				return v
-			}
-			return ""
+			return map[string]string{IndexEnv: index, CountEnv: count}[k]
 		}
 	}
 	for _, c := range []struct {
-		in, env string
+		in, env string // env: $JOB_COMPLETION_INDEX,$JOB_COMPLETIONS
 		want    Shard
 		err     string
 	}{
 		{"", "", Shard{}, ""}, {"0/1", "", Shard{0, 1}, ""}, {"3/4", "", Shard{3, 4}, ""},
 		{"auto/4", "2", Shard{2, 4}, ""}, {"4/4", "", Shard{}, "from 0 to 3"}, {"-1/4", "", Shard{}, "from 0 to 3"},
-		{"1/0", "", Shard{}, "positive"}, {"1", "", Shard{}, "I/N or auto/N"}, {"auto/4", "", Shard{}, "is not set"},
+		{"1/0", "", Shard{}, "positive"}, {"1", "", Shard{}, "I/N, auto/N or auto"}, {"auto/4", "", Shard{}, "is not set"},
 		{"auto/4", "4", Shard{}, "$JOB_COMPLETION_INDEX"}, {"x/2", "", Shard{}, "must be a number"},
+		{"auto", "2,4", Shard{2, 4}, ""}, {"auto/8", "5,4", Shard{5, 8}, ""}, {"auto", "2", Shard{}, "JOB_COMPLETIONS is not set"},
+		{"auto", "2,0", Shard{}, "$JOB_COMPLETIONS (\"0\") must be a positive"}, {"auto", "4,4", Shard{}, "from 0 to 3"},
+		{"auto", ",4", Shard{}, "JOB_COMPLETION_INDEX is not set"},
 	} {
 		got, err := ParseShard(c.in, env(c.env))
 		if c.err != "" {
