@@ -159,6 +159,11 @@ func TestBatchFsck(t *testing.T) {
 	if !strings.Contains(r.stderr, "fsck.ddfs: 50 sets checked: 46 clean, 0 corrected, 2 with problems left, 2 not checked; exit 12") {
 		t.Errorf("summary: %s", r.stderr)
 	}
+	// A set still busy when --wait runs out says so.
+	r = must(t, run(t, f.dir, "fsck.ddfs", "--json", "--wait=1s", f.busy, f.clean[0]), 8)
+	if l := jsonLines(t, r.stdout); len(l) != 2 || l[0].Exit != 8 || !strings.HasSuffix(l[0].Error, " is in use by process "+fmt.Sprint(os.Getpid())+" (skipped: still busy after --wait=1s)") {
+		t.Errorf("--wait=1s, busy: %s", r.stdout)
+	}
 	// Text: every line names its set; the busy set with --wait=30s is
 	// checked once its writer closes.
 	go func() { time.Sleep(500 * time.Millisecond); dev.Close() }()

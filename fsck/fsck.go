@@ -210,9 +210,9 @@ func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inB
 		if errors.Is(err, check.ErrCancelled) {
 			code = exitCancelled
 		}
-		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(err))
+		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(ctx, err))
 		if inBatch && o.asJSON {
-			batch.ErrorLine(&out.Stdout, s.Path(), code, err)
+			batch.ErrorLine(ctx, &out.Stdout, s.Path(), code, err)
 		}
 		return code, err
 	}

@@ -204,8 +204,18 @@ func TestRunWaitBusy(t *testing.T) {
 			t.Errorf("wait %v: codes %v, ran %s", wait, sum.Codes, got)
 		}
 	}
-	if d := Describe(&device.BusyError{Path: "x", PID: 7}); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
+	busy := &device.BusyError{Path: "x", PID: 7}
+	if d := Describe(context.Background(), busy); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
 		t.Error(d)
+	}
+	// Run gives each job its --wait: a wait that ran out says so.
+	var got string
+	Run(context.Background(), Config{Jobs: 1, Wait: Wait(time.Millisecond), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, sets(1, 0), func(ctx context.Context, s *Set, out *Out) (int, error) {
+		got = Describe(ctx, busy)
+		return 8, busy
+	})
+	if got != "x is in use by process 7 (skipped: still busy after --wait=1ms)" {
+		t.Error(got)
 	}
 }
 

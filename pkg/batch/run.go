@@ -138,6 +138,7 @@ func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
 	slots, mem := semaphore.NewWeighted(int64(jobs)), semaphore.NewWeighted(budget)
 	pr := newPrinter(cfg, sets)
 	defer pr.stop()
+	jobCtx := context.WithValue(ctx, waitKey{}, cfg.Wait)
 	var wg sync.WaitGroup
 	for i, s := range sets {
 		r := reserve(s, budget)
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, held := attempt(ctx, cfg.Wait, s, job, slots, mem, r)
+			code, out, held := attempt(jobCtx, cfg.Wait, s, job, slots, mem, r)
 			if held {
 				slots.Release(1)
 				mem.Release(r)
@@ -194,17 +195,24 @@ func attempt(ctx context.Context, wait Wait, s *Set, job Job, slots, mem *semaph
 	}
 }
 
-// Skipped is the note a tool adds to a busy set's error line.
-func Skipped(err error) string {
-	if errors.Is(err, device.ErrBusy) {
-		return " (skipped; --wait[=DURATION] waits for it)"
+// waitKey holds a job's --wait in its context (Skipped).
+type waitKey struct{}
+
+// Skipped is the note a tool adds to a busy set's error line: how to
+// wait for it, or that the wait ran out.
+func Skipped(ctx context.Context, err error) string {
+	if !errors.Is(err, device.ErrBusy) {
+		return ""
 	}
-	return ""
+	if w, _ := ctx.Value(waitKey{}).(Wait); w > 0 {
+		return fmt.Sprintf(" (skipped: still busy after --wait=%s)", &w)
+	}
+	return " (skipped; --wait[=DURATION] waits for it)"
 }
 
 // Describe is err on one line, with the busy note.
-func Describe(err error) string {
-	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(err))
+func Describe(ctx context.Context, err error) string {
+	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(ctx, err))
 }
 
 func oneLine(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte("; "))) }
