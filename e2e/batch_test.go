@@ -330,3 +330,35 @@ func TestBatchCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchVerbose: in a batch run every -v line of a set starts with
+// the set's first path (fsck's tree counts, trimtool's per-device lines
+// of a mirrored pair, the second device's too).
+func TestBatchVerbose(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "a.img"), 0)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "m0.img", "m1.img"), 0)
+	for _, tool := range []string{"fsck.ddfs", "trimtool"} {
+		r := must(t, run(t, dir, tool, "-v", "a.img", "m0.img"), 0)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if tool == "trimtool" { // its count line ends the run
+			if n := len(lines) - 1; lines[n] != "trimtool: 2 of 2 sets trimmed" {
+				t.Errorf("trimtool: last line %q", lines[n])
+			}
+			lines = lines[:len(lines)-1]
+		}
+		want := map[string]int{"a.img": 0, "m0.img": 0}
+		for _, l := range lines {
+			set, _, _ := strings.Cut(strings.TrimPrefix(l, "fsck.ddfs: "), ": ")
+			if _, ok := want[set]; !ok {
+				t.Errorf("%s: line %q does not start with its set's path", tool, l)
+			}
+			want[set]++
+		}
+		// fsck: the state line and 3 trees each; trimtool: a line per
+		// device and the pair's total.
+		if n := map[string][2]int{"fsck.ddfs": {4, 4}, "trimtool": {1, 3}}[tool]; want["a.img"] != n[0] || want["m0.img"] != n[1] {
+			t.Errorf("%s: lines per set %v, want %v\n%s", tool, want, n, r.stdout)
+		}
+	}
+}
