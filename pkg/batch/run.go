@@ -38,8 +38,10 @@ const (
 
 // MemoryHelp states the bound for --help.
 const MemoryHelp = `Batch runs: operands from the command line and --from are grouped into
-sets by filesystem UUID (the members not named are found as for one set);
-each set is processed once, in operand order, up to -j at a time. Each
+sets by filesystem UUID (the members not named are found as for one set;
+a copy of a device already named starts a set of its own; two paths to one
+file are one operand); each set is processed once, in operand order, up to
+-j at a time; an empty --from list is nothing to do (exit 0). Each
 set's report is printed whole, in operand order: one JSON object per line
 with --json (the keys of one set's report, plus "path" and "exit"). A busy
 set is reported and skipped (--wait retries it). Memory: a job reserves
@@ -48,7 +50,8 @@ per dedupe index entry (1/64 of the used bytes on an image whose counters
 are not exact) before it starts; running jobs' reservations stay within
 160 MiB plus 64 MiB for each job past the first (at most 1 GiB, also the
 heap's soft limit), and a larger set runs alone. SIGINT or SIGTERM stops
-running jobs at a safe point and starts no more.`
+running jobs at a safe point and starts no more; a second one ends the
+process at once.`
 
 // Budget is the memory the running jobs of a -j run may reserve in total.
 func Budget(jobs int) int64 {
