@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -143,10 +144,14 @@ func setWithout(sets []*Set, devids map[*Set]map[uint64]bool, devid uint64) *Set
 }
 
 // fileID is what makes two operands one: the file's device and inode
-// (after symlinks), or the cleaned path of one that cannot be stat'ed.
+// (after symlinks), a block device's number (two nodes of one disk), or
+// the cleaned path of one that cannot be stat'ed.
 func fileID(p string) any {
 	if st, err := os.Stat(p); err == nil {
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if device.IsBlockMode(st.Mode()) {
+				return [3]uint64{0, 0, uint64(sys.Rdev)}
+			}
 			return [2]uint64{uint64(sys.Dev), sys.Ino}
 		}
 	}
