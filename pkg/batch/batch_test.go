@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,5 +390,16 @@ func TestGroupBlockNodes(t *testing.T) {
 	got := Group([]string{a, b, c})
 	if len(got) != 2 || got[0].Path() != a || got[1].Path() != c || len(got[0].Paths) != 1 {
 		t.Fatalf("sets %+v %+v", got[0], got[len(got)-1])
+	}
+}
+
+// TestPlanDefaultJobs: -j defaults to the CPUs the process may use
+// (GOMAXPROCS follows a container's CPU limit), not the machine's cores.
+func TestPlanDefaultJobs(t *testing.T) {
+	n := runtime.NumCPU() + 1 // differs from NumCPU on any machine
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	f := Flags{}
+	if _, err := f.Plan([]string{filepath.Join(t.TempDir(), "none.img")}, nil); err != nil || f.Jobs != n {
+		t.Fatalf("-j default %d (%v), want %d", f.Jobs, err, n)
 	}
 }
