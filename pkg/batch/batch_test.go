@@ -332,9 +332,10 @@ func TestSecondSignal(t *testing.T) {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		<-ctx.Done()
 		fmt.Println("stopping")
-		for { // a job that never reaches its safe point
-			time.Sleep(time.Second)
-		}
+		// A job that does not reach its safe point (for long: an orphan,
+		// should the parent die, ends on its own).
+		time.Sleep(2 * time.Minute)
+		os.Exit(3)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignal$")
 	cmd.Env = append(os.Environ(), secondSignalEnv+"=1")
