@@ -159,6 +159,11 @@ func TestBatchFsck(t *testing.T) {
 	if !strings.Contains(r.stderr, "fsck.ddfs: 50 sets checked: 46 clean, 0 corrected, 2 with problems left, 2 not checked; exit 12") {
 		t.Errorf("summary: %s", r.stderr)
 	}
+	// A set still busy when --wait runs out says so.
+	r = must(t, run(t, f.dir, "fsck.ddfs", "--json", "--wait=1s", f.busy, f.clean[0]), 8)
+	if l := jsonLines(t, r.stdout); len(l) != 2 || l[0].Exit != 8 || !strings.HasSuffix(l[0].Error, " is in use by process "+fmt.Sprint(os.Getpid())+" (skipped: still busy after --wait=1s)") {
+		t.Errorf("--wait=1s, busy: %s", r.stdout)
+	}
 	// Text: every line names its set; the busy set with --wait=30s is
 	// checked once its writer closes.
 	go func() { time.Sleep(500 * time.Millisecond); dev.Close() }()
@@ -258,15 +263,19 @@ func TestBatchInterrupt(t *testing.T) {
 	}
 }
 
-// checkShards: shards 0..3 of 4 (the last as a Kubernetes pod would
-// name it, auto/4 with JOB_COMPLETION_INDEX) report every set exactly
-// once between them.
+// checkShards: shards 0..3 of 4 (the last two as a Kubernetes pod would
+// name them: auto with JOB_COMPLETION_INDEX and JOB_COMPLETIONS, auto/4
+// with JOB_COMPLETION_INDEX) report every set exactly once between them.
 func checkShards(t *testing.T, f *batchFleet) {
 	seen := map[string]int{}
 	for i := 0; i < 4; i++ {
 		shard := fmt.Sprintf("%d/4", i)
 		cmd := exec.Command(filepath.Join(binDir, "fsck.ddfs"), "--json", "-j", "2", "--shard", shard, "--from", "list")
-		if i == 3 {
+		switch i {
+		case 2: // N from the environment too, as a Job's manifest may set it
+			cmd.Args[5] = "auto"
+			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX=2", "JOB_COMPLETIONS=4")
+		case 3:
 			cmd.Args[5] = "auto/4"
 			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX=3")
 		}
@@ -328,6 +337,38 @@ func TestBatchCopies(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s: sets %v, want %v\n%s", tool, got, want, r.stderr)
+		}
+	}
+}
+
+// TestBatchVerbose: in a batch run every -v line of a set starts with
+// the set's first path (fsck's tree counts, trimtool's per-device lines
+// of a mirrored pair, the second device's too).
+func TestBatchVerbose(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "a.img"), 0)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "m0.img", "m1.img"), 0)
+	for _, tool := range []string{"fsck.ddfs", "trimtool"} {
+		r := must(t, run(t, dir, tool, "-v", "a.img", "m0.img"), 0)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if tool == "trimtool" { // its count line ends the run
+			if n := len(lines) - 1; lines[n] != "trimtool: 2 of 2 sets trimmed" {
+				t.Errorf("trimtool: last line %q", lines[n])
+			}
+			lines = lines[:len(lines)-1]
+		}
+		want := map[string]int{"a.img": 0, "m0.img": 0}
+		for _, l := range lines {
+			set, _, _ := strings.Cut(strings.TrimPrefix(l, "fsck.ddfs: "), ": ")
+			if _, ok := want[set]; !ok {
+				t.Errorf("%s: line %q does not start with its set's path", tool, l)
+			}
+			want[set]++
+		}
+		// fsck: the state line and 3 trees each; trimtool: a line per
+		// device and the pair's total.
+		if n := map[string][2]int{"fsck.ddfs": {4, 4}, "trimtool": {1, 3}}[tool]; want["a.img"] != n[0] || want["m0.img"] != n[1] {
+			t.Errorf("%s: lines per set %v, want %v\n%s", tool, want, n, r.stdout)
 		}
 	}
 }

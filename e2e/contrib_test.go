@@ -171,6 +171,52 @@ func TestContribManifests(t *testing.T) {
 		t.Fatalf("kinds %q", kinds)
 	}
 	checkUnits(t, dir, len(want))
+	verifyUnits(t, dir)
+}
+
+// verifyUnits runs systemd-analyze verify over the units, as templates
+// and as instances for dir (%f resolved; systemd-escape ships with it),
+// when the machine has it. It
+// exits 0 on many a bad setting ("Failed to parse service type,
+// ignoring"), so any line naming one of the units fails the test; lines
+// about other units of the machine do not.
+func verifyUnits(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Log("systemd-analyze not found: the units' systemd verify is skipped")
+		return
+	}
+	units := t.TempDir()
+	names, _ := filepath.Glob("../contrib/systemd/*@.*")
+	if len(names) != 3 {
+		t.Fatalf("units %v", names)
+	}
+	esc := runCmd(t, exec.Command("systemd-escape", "-p", dir))
+	inst := strings.TrimSpace(esc.stdout)
+	if esc.code != 0 || inst == "" {
+		t.Fatalf("systemd-escape -p %s: exit %d %s", dir, esc.code, esc.stderr)
+	}
+	var args []string
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Base(n)
+		if err := os.WriteFile(filepath.Join(units, base), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, filepath.Join(units, base), filepath.Join(units, strings.Replace(base, "@.", "@"+inst+".", 1)))
+	}
+	r := runCmd(t, exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, args...)...))
+	for _, l := range strings.Split(r.stdout+r.stderr, "\n") {
+		if strings.Contains(l, units) || strings.Contains(l, "@"+inst+".") {
+			t.Errorf("systemd-analyze verify: %s", l)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("systemd-analyze verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // checkUnits parses the systemd units (sections, keys) and runs each

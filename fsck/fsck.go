@@ -210,9 +210,9 @@ func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inB
 		if errors.Is(err, check.ErrCancelled) {
 			code = exitCancelled
 		}
-		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(err))
+		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(ctx, err))
 		if inBatch && o.asJSON {
-			batch.ErrorLine(&out.Stdout, s.Path(), code, err)
+			batch.ErrorLine(ctx, &out.Stdout, s.Path(), code, err)
 		}
 		return code, err
 	}
@@ -317,9 +317,13 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 			plural(rep.Nodes, "node"), rep.NodeCopies, plural(rep.Items, "item"), state)
 	}
 	if o.verbose {
+		indent := "  "
+		if inBatch {
+			indent = image + ": "
+		}
 		for id := format.TreeID(1); id <= format.NumTrees; id++ {
 			if n := rep.TreeNodes[id.String()]; n > 0 {
-				fmt.Fprintf(w, "  %-10s tree: %d nodes\n", id, n)
+				fmt.Fprintf(w, "%s%-10s tree: %d nodes\n", indent, id, n)
 			}
 		}
 	}

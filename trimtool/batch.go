@@ -31,9 +31,11 @@ func trimSets(c *cobra.Command, args []string, f *trimFlags) error {
 	cfg := batch.Config{Jobs: f.batch.Jobs, Wait: f.batch.Wait, Stdout: stdout, Stderr: stderr,
 		Progress: term && f.batch.Progress, Label: "free", Bytes: func(s *batch.Set) uint64 { return s.Total - min(s.Used, s.Total) }}
 	tool := batch.Tool{Prog: "trimtool", JSON: f.asJSON, Failed: "trimmed"}
-	// A trim has no safe point inside: once started it runs to its end
-	// (seconds); an interrupt keeps the next sets from starting.
-	sum, err := tool.Each(plan, cfg, func(_ context.Context, s *batch.Set, stdout, stderr io.Writer) error {
+	// An interrupt stops a running trim between two discards and keeps
+	// the next sets from starting.
+	sum, err := tool.Each(plan, cfg, func(ctx context.Context, s *batch.Set, stdout, stderr io.Writer) error {
+		o := o
+		o.Context = ctx
 		return trimSet(s.Paths, stdout, stderr, f, o, plan.Batch)
 	})
 	if err == nil && plan.Batch && f.verbose && !f.quiet && !f.asJSON {

@@ -117,8 +117,9 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 	// set's stderr until the set ends, so the bar goes to the terminal).
 	var bar *progress.Bar
 	if !inBatch && !f.quiet && !f.dry && !f.asJSON && cli.IsTerminal(os.Stderr) {
+		// No EndLineOnInterrupt: SIGINT stops the trim at a safe point
+		// (batch.SignalContext) and Done ends the line.
 		bar = progress.NewLabeled(os.Stderr, "trimmed")
-		bar.EndLineOnInterrupt()
 		o.Total, o.Progress = bar.SetTotal, bar.Add
 	}
 	res, err := trim.Run(fs, o)
@@ -145,22 +146,27 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 		return cli.JSON(stdout, v)
 	}
 	if f.verbose && !f.quiet {
-		printTrim(stdout, args[0], res, f.dry)
+		printTrim(stdout, args[0], res, f.dry, inBatch)
 	}
 	return nil
 }
 
 // printTrim is -v's report: a line per device, "trimmed" or (dry run)
-// "would trim", and the total when there are several devices.
-func printTrim(w io.Writer, image string, res []trim.DeviceResult, dry bool) {
+// "would trim", and the total when there are several devices; in a batch
+// run every line starts with the set's first path (image).
+func printTrim(w io.Writer, image string, res []trim.DeviceResult, dry, inBatch bool) {
 	verb := "trimmed"
 	if dry {
 		verb = "would trim"
 	}
+	prefix := ""
+	if inBatch {
+		prefix = image + ": "
+	}
 	var total uint64
 	for _, r := range res {
 		total += r.Bytes
-		fmt.Fprintf(w, "%s (devid %d): %s %s (%d bytes) in %d discards", r.Path, r.DevID, verb, units.Human(r.Bytes), r.Bytes, r.Discards)
+		fmt.Fprintf(w, "%s%s (devid %d): %s %s (%d bytes) in %d discards", prefix, r.Path, r.DevID, verb, units.Human(r.Bytes), r.Bytes, r.Discards)
 		if r.Note != "" {
 			fmt.Fprintf(w, " (%s)", r.Note)
 		}

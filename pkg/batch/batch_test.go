@@ -1,12 +1,16 @@
 package batch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -21,22 +26,23 @@ import (
 
 func TestParseShard(t *testing.T) {
 	env := func(v string) func(string) string {
+		index, count, _ := strings.Cut(v, ",")
 		return func(k string) string {
-			if k == IndexEnv {
-				return v
-			}
-			return ""
+			return map[string]string{IndexEnv: index, CountEnv: count}[k]
 		}
 	}
 	for _, c := range []struct {
-		in, env string
+		in, env string // env: $JOB_COMPLETION_INDEX,$JOB_COMPLETIONS
 		want    Shard
 		err     string
 	}{
 		{"", "", Shard{}, ""}, {"0/1", "", Shard{0, 1}, ""}, {"3/4", "", Shard{3, 4}, ""},
 		{"auto/4", "2", Shard{2, 4}, ""}, {"4/4", "", Shard{}, "from 0 to 3"}, {"-1/4", "", Shard{}, "from 0 to 3"},
-		{"1/0", "", Shard{}, "positive"}, {"1", "", Shard{}, "I/N or auto/N"}, {"auto/4", "", Shard{}, "is not set"},
+		{"1/0", "", Shard{}, "positive"}, {"1", "", Shard{}, "I/N, auto/N or auto"}, {"auto/4", "", Shard{}, "is not set"},
 		{"auto/4", "4", Shard{}, "$JOB_COMPLETION_INDEX"}, {"x/2", "", Shard{}, "must be a number"},
+		{"auto", "2,4", Shard{2, 4}, ""}, {"auto/8", "5,4", Shard{5, 8}, ""}, {"auto", "2", Shard{}, "JOB_COMPLETIONS is not set"},
+		{"auto", "2,0", Shard{}, "$JOB_COMPLETIONS (\"0\") must be a positive"}, {"auto", "4,4", Shard{}, "from 0 to 3"},
+		{"auto", ",4", Shard{}, "JOB_COMPLETION_INDEX is not set"},
 	} {
 		got, err := ParseShard(c.in, env(c.env))
 		if c.err != "" {
@@ -94,10 +100,10 @@ func TestReadList(t *testing.T) {
 	}
 }
 
-func sets(n int, used uint64) []*Set {
+func sets(n int, mem uint64) []*Set {
 	var out []*Set
 	for i := 0; i < n; i++ {
-		out = append(out, &Set{Paths: []string{fmt.Sprintf("s%02d", i)}, UUID: fmt.Sprint(i), Used: used})
+		out = append(out, &Set{Paths: []string{fmt.Sprintf("s%02d", i)}, UUID: fmt.Sprint(i), Memory: mem})
 	}
 	return out
 }
@@ -140,11 +146,11 @@ func TestRunOrderAndBound(t *testing.T) {
 // although -j allows more.
 func TestRunMemoryBound(t *testing.T) {
 	var running, peak atomic.Int32
-	big := uint64(Budget(4)) * usedShare // an estimate of the whole budget
+	big := uint64(Budget(4)) // an estimate of the whole budget
 	ss := append(sets(3, big), sets(4, 0)...)
 	Run(context.Background(), Config{Jobs: 4, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, ss, func(_ context.Context, s *Set, out *Out) (int, error) {
 		n := running.Add(1)
-		if s.Used > 0 && n > 1 {
+		if s.Memory > 0 && n > 1 {
 			t.Errorf("%s ran beside %d others", s.Path(), n-1)
 		}
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -199,8 +205,18 @@ func TestRunWaitBusy(t *testing.T) {
 			t.Errorf("wait %v: codes %v, ran %s", wait, sum.Codes, got)
 		}
 	}
-	if d := Describe(&device.BusyError{Path: "x", PID: 7}); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
+	busy := &device.BusyError{Path: "x", PID: 7}
+	if d := Describe(context.Background(), busy); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
 		t.Error(d)
+	}
+	// Run gives each job its --wait: a wait that ran out says so.
+	var got string
+	Run(context.Background(), Config{Jobs: 1, Wait: Wait(time.Millisecond), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, sets(1, 0), func(ctx context.Context, s *Set, out *Out) (int, error) {
+		got = Describe(ctx, busy)
+		return 8, busy
+	})
+	if got != "x is in use by process 7 (skipped: still busy after --wait=1ms)" {
+		t.Error(got)
 	}
 }
 
@@ -270,5 +286,121 @@ func TestPlanEmptyFrom(t *testing.T) {
 	var ue *cli.UsageError
 	if _, err := (&Flags{}).Plan(nil, strings.NewReader("")); !errors.As(err, &ue) {
 		t.Errorf("no operands: %v, want a usage error", err)
+	}
+}
+
+// TestMemEstimate: a job's estimate follows metadata, not data: two VM
+// images of 20 GiB each (few, large extents) fit -j 2's budget together;
+// csums do not count, index entries do; hostile counters saturate, and an
+// image without exact counters keeps 1/64 of its used bytes.
+func TestMemEstimate(t *testing.T) {
+	vm := &format.Superblock{RoCompat: format.RoCompatCounters, SectorSize: 4096, CsumType: format.CsumCRC32C, BytesUsed: 20<<30 + 40<<20}
+	vm.Counters.PhysicalBytes = 20 << 30
+	// 40 MiB of metadata, 20 MiB of it the csums of 20 GiB (4 bytes per 4 KiB).
+	if got := MemEstimate(vm); got != 20<<20 {
+		t.Errorf("VM image: %d, want %d", got, 20<<20)
+	}
+	if r := reserve(&Set{Memory: MemEstimate(vm)}, Budget(2)); 2*r > Budget(2) {
+		t.Errorf("two VM images reserve %d each, over -j 2's %d", r, Budget(2))
+	}
+	dd := *vm
+	dd.Counters.IndexEntries = 1 << 20
+	if got := MemEstimate(&dd); got != 20<<20+100<<20 {
+		t.Errorf("1 Mi index entries: %d", got)
+	}
+	dd.Counters.IndexEntries, dd.Counters.PhysicalBytes = math.MaxUint64, math.MaxUint64
+	if got := MemEstimate(&dd); got != math.MaxUint64 {
+		t.Errorf("hostile counters: %d", got)
+	}
+	old := &format.Superblock{BytesUsed: 64 << 20}
+	if got := MemEstimate(old); got != 1<<20 {
+		t.Errorf("no exact counters: %d", got)
+	}
+}
+
+// secondSignalEnv makes the test binary the child of TestSecondSignal.
+const secondSignalEnv = "DDFS_TEST_SECOND_SIGNAL"
+
+// TestSecondSignal: after the first signal has cancelled the context, a
+// second one ends the process (by that signal) although the job goes on.
+// SIGTERM: a test run as a background job has SIGINT ignored, rightly
+// left so.
+func TestSecondSignal(t *testing.T) {
+	if os.Getenv(secondSignalEnv) != "" {
+		ctx, stop := SignalContext()
+		defer stop()
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		<-ctx.Done()
+		fmt.Println("stopping")
+		// A job that does not reach its safe point (for long: an orphan,
+		// should the parent die, ends on its own).
+		time.Sleep(2 * time.Minute)
+		os.Exit(3)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignal$")
+	cmd.Env = append(os.Environ(), secondSignalEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "stopping\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q %v", line, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Again and again: the handler goes a moment after the first signal.
+	deadline := time.After(time.Minute)
+	for tick := time.NewTicker(50 * time.Millisecond); ; {
+		select {
+		case <-exited:
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("child ended with %v, want killed by SIGTERM", cmd.ProcessState)
+			}
+			return
+		case <-tick.C:
+			cmd.Process.Signal(syscall.SIGTERM)
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatal("a second signal did not end the process")
+		}
+	}
+}
+
+// TestGroupBlockNodes: two device nodes of one block device (as a
+// container's /dev beside the host's) are one operand; another device's
+// node is not. Needs mknod (root): skipped without it.
+func TestGroupBlockNodes(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	for _, n := range []struct {
+		path  string
+		minor int
+	}{{a, 250}, {b, 250}, {c, 251}} {
+		// Loop devices' major 7; the nodes are never opened for I/O
+		// beyond a superblock peek, which fails on an absent device.
+		if err := syscall.Mknod(n.path, syscall.S_IFBLK|0o600, 7<<8|n.minor); err != nil {
+			t.Skipf("mknod: %v", err)
+		}
+	}
+	got := Group([]string{a, b, c})
+	if len(got) != 2 || got[0].Path() != a || got[1].Path() != c || len(got[0].Paths) != 1 {
+		t.Fatalf("sets %+v %+v", got[0], got[len(got)-1])
+	}
+}
+
+// TestPlanDefaultJobs: -j defaults to the CPUs the process may use
+// (GOMAXPROCS follows a container's CPU limit), not the machine's cores.
+func TestPlanDefaultJobs(t *testing.T) {
+	n := runtime.NumCPU() + 1 // differs from NumCPU on any machine
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	f := Flags{}
+	if _, err := f.Plan([]string{filepath.Join(t.TempDir(), "none.img")}, nil); err != nil || f.Jobs != n {
+		t.Fatalf("-j default %d (%v), want %d", f.Jobs, err, n)
 	}
 }

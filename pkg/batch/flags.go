@@ -63,8 +63,8 @@ func (f *Flags) Add(fl *pflag.FlagSet, progress bool) {
 	fl.StringVar(&f.From, "from", "", "also take the operands from `FILE`, one path per line (-: stdin)")
 	// 0 stands for the number of cores: a default that differs by
 	// machine would make the man pages differ too.
-	fl.IntVarP(&f.Jobs, "jobs", "j", 0, "run up to `N` sets at once (default: the number of cores)")
-	fl.StringVar(&f.Shard, "shard", "", "only the sets in shard `I/N` (by a hash of the filesystem UUID); auto/N takes I from $"+IndexEnv)
+	fl.IntVarP(&f.Jobs, "jobs", "j", 0, "run up to `N` sets at once (default: the number of cores this process may use, as GOMAXPROCS: CPU affinity and a container's CPU limit)")
+	fl.StringVar(&f.Shard, "shard", "", "only the sets in shard `I/N` (by a hash of the filesystem UUID); auto/N takes I from $"+IndexEnv+", auto also N from $"+CountEnv)
 	fl.Var(&f.Wait, "wait", "retry a busy set (another writer holds it) for up to DURATION (--wait=10m), or with no value until it is free; without --wait a busy set is reported and skipped")
 	fl.Lookup("wait").NoOptDefVal = "forever"
 	if progress {
@@ -94,7 +94,10 @@ func (f *Flags) Plan(args []string, stdin io.Reader) (*Plan, error) {
 		return nil, cli.Usagef("-j %d: want at least 1", f.Jobs)
 	}
 	if f.Jobs == 0 {
-		f.Jobs = runtime.NumCPU()
+		// GOMAXPROCS, not NumCPU: it follows a container's CPU limit
+		// (a pod limited to 2 CPUs on a 64-core node runs 2 jobs, not 64,
+		// whose memory budget would pass the pod's limit).
+		f.Jobs = runtime.GOMAXPROCS(0)
 	}
 	ops, err := Operands(args, f.From, stdin)
 	if err != nil {

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 )
@@ -33,9 +34,10 @@ func JSONLine(w io.Writer, path string, code int, v any) error {
 	return err
 }
 
-// ErrorLine is the JSON Lines report of a set that could not be processed.
-func ErrorLine(w io.Writer, path string, code int, err error) error {
+// ErrorLine is the JSON Lines report of a set that could not be
+// processed (ctx: the job's, for Describe).
+func ErrorLine(ctx context.Context, w io.Writer, path string, code int, err error) error {
 	return JSONLine(w, path, code, struct {
 		Error string `json:"error"`
-	}{Describe(err)})
+	}{Describe(ctx, err)})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -30,8 +31,10 @@ type Set struct {
 	// ddfs superblock: the job then reports why it cannot open it).
 	UUID string
 	// Used and Total are the superblock's bytes_used and total_bytes
-	// (0 when unknown): memory estimates and progress totals.
+	// (0 when unknown): progress totals.
 	Used, Total uint64
+	// Memory is the job's estimate beyond its base (MemEstimate).
+	Memory uint64
 }
 
 // Path is the set's first operand: it names the set in every report.
@@ -117,6 +120,7 @@ func Group(operands []string) []*Set {
 			continue
 		}
 		s.UUID, s.Used, s.Total = uuid.UUID(sb.FSID).String(), sb.BytesUsed, sb.TotalBytes
+		s.Memory = MemEstimate(sb)
 		if have := setWithout(byUUID[s.UUID], devids, sb.DevID); have != nil {
 			have.Paths = append(have.Paths, p)
 			devids[have][sb.DevID] = true
@@ -140,10 +144,14 @@ func setWithout(sets []*Set, devids map[*Set]map[uint64]bool, devid uint64) *Set
 }
 
 // fileID is what makes two operands one: the file's device and inode
-// (after symlinks), or the cleaned path of one that cannot be stat'ed.
+// (after symlinks), a block device's number (two nodes of one disk), or
+// the cleaned path of one that cannot be stat'ed.
 func fileID(p string) any {
 	if st, err := os.Stat(p); err == nil {
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if device.IsBlockMode(st.Mode()) {
+				return [3]uint64{0, 0, uint64(sys.Rdev)}
+			}
 			return [2]uint64{uint64(sys.Dev), sys.Ino}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"syscall"
@@ -13,34 +14,43 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 )
 
-// Memory: a job reserves jobBase plus 1/usedShare of its set's used bytes
-// (fsck's memory grows with tree nodes and extents, both with what is
-// used) before it starts; the reservations of running jobs stay within
+// Memory: a job reserves jobBase plus its set's estimate (Set.Memory)
+// before it starts; the reservations of running jobs stay within
 // Budget(jobs), which is also the heap's soft limit. A set whose
 // estimate is larger than the budget runs alone.
 const (
 	jobBase   = 24 << 20
-	usedShare = 64
 	firstJob  = 160 << 20 // the one-set tools' limit
 	nextJob   = 64 << 20
 	maxBudget = 1 << 30
+	// perIndexEntry is fsck's memory per dedupe index entry.
+	perIndexEntry = 100
+	// usedShare: without exact counters the estimate is 1/usedShare of
+	// the used bytes.
+	usedShare = 64
 )
 
 // MemoryHelp states the bound for --help.
 const MemoryHelp = `Batch runs: operands from the command line and --from are grouped into
-sets by filesystem UUID (the members not named are found as for one set);
-each set is processed once, in operand order, up to -j at a time. Each
+sets by filesystem UUID (the members not named are found as for one set;
+a copy of a device already named starts a set of its own; two paths to one
+file are one operand); each set is processed once, in operand order, up to
+-j at a time; an empty --from list is nothing to do (exit 0). Each
 set's report is printed whole, in operand order: one JSON object per line
 with --json (the keys of one set's report, plus "path" and "exit"). A busy
 set is reported and skipped (--wait retries it). Memory: a job reserves
-24 MiB plus 1/64 of its set's used bytes before it starts; running jobs'
-reservations stay within 160 MiB plus 64 MiB for each job past the first
-(at most 1 GiB, also the heap's soft limit), and a larger set runs alone.
-SIGINT or SIGTERM stops running jobs at a safe point and starts no more.`
+24 MiB plus its set's metadata bytes (checksums not counted) and 100 bytes
+per dedupe index entry (1/64 of the used bytes on an image whose counters
+are not exact) before it starts; running jobs' reservations stay within
+160 MiB plus 64 MiB for each job past the first (at most 1 GiB, also the
+heap's soft limit), and a larger set runs alone. SIGINT or SIGTERM stops
+running jobs at a safe point and starts no more; a second one ends the
+process at once.`
 
 // Budget is the memory the running jobs of a -j run may reserve in total.
 func Budget(jobs int) int64 {
@@ -48,8 +58,31 @@ func Budget(jobs int) int64 {
 }
 
 func reserve(s *Set, budget int64) int64 {
-	return min(jobBase+int64(min(s.Used/usedShare, uint64(budget))), budget)
+	return min(jobBase+int64(min(s.Memory, uint64(budget))), budget)
 }
+
+// MemEstimate is what a job over the filesystem of sb holds beyond
+// jobBase: fsck's memory follows its metadata (about the bytes of the
+// tree items it tracks), not its data, but a checksum costs it nothing
+// past its item, and each dedupe index entry about perIndexEntry bytes.
+// The counters (FORMAT.md §3.9) tell data from metadata only while they
+// are exact; the values are hostile, so the arithmetic saturates.
+func MemEstimate(sb *format.Superblock) uint64 {
+	if sb.RoCompat&format.RoCompatCounters == 0 {
+		return sb.BytesUsed / usedShare
+	}
+	c := sb.Counters
+	meta := subSat(sb.BytesUsed, c.PhysicalBytes)
+	if sb.SectorSize > 0 {
+		meta = subSat(meta, c.PhysicalBytes/uint64(sb.SectorSize)*uint64(sb.CsumType.Len()))
+	}
+	if c.IndexEntries > (math.MaxUint64-meta)/perIndexEntry {
+		return math.MaxUint64
+	}
+	return meta + c.IndexEntries*perIndexEntry
+}
+
+func subSat(a, b uint64) uint64 { return a - min(a, b) }
 
 // NotRun is the code of a set that was not started (interrupted).
 const NotRun = -1
@@ -83,9 +116,16 @@ type Summary struct {
 }
 
 // SignalContext is cancelled by SIGINT or SIGTERM (unless ignored at
-// start: a background job of sh).
+// start: a background job of sh). The first signal asks for a stop at a
+// safe point; the handler then goes, so a second one ends the process at
+// once (a user who presses Ctrl-C again means it).
 func SignalContext() (context.Context, context.CancelFunc) {
-	return cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // retryEvery is how often a busy set is tried again under --wait.
@@ -101,6 +141,7 @@ func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
 	slots, mem := semaphore.NewWeighted(int64(jobs)), semaphore.NewWeighted(budget)
 	pr := newPrinter(cfg, sets)
 	defer pr.stop()
+	jobCtx := context.WithValue(ctx, waitKey{}, cfg.Wait)
 	var wg sync.WaitGroup
 	for i, s := range sets {
 		r := reserve(s, budget)
@@ -110,7 +151,7 @@ func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, held := attempt(ctx, cfg.Wait, s, job, slots, mem, r)
+			code, out, held := attempt(jobCtx, cfg.Wait, s, job, slots, mem, r)
 			if held {
 				slots.Release(1)
 				mem.Release(r)
@@ -157,17 +198,24 @@ func attempt(ctx context.Context, wait Wait, s *Set, job Job, slots, mem *semaph
 	}
 }
 
-// Skipped is the note a tool adds to a busy set's error line.
-func Skipped(err error) string {
-	if errors.Is(err, device.ErrBusy) {
-		return " (skipped; --wait[=DURATION] waits for it)"
+// waitKey holds a job's --wait in its context (Skipped).
+type waitKey struct{}
+
+// Skipped is the note a tool adds to a busy set's error line: how to
+// wait for it, or that the wait ran out.
+func Skipped(ctx context.Context, err error) string {
+	if !errors.Is(err, device.ErrBusy) {
+		return ""
 	}
-	return ""
+	if w, _ := ctx.Value(waitKey{}).(Wait); w > 0 {
+		return fmt.Sprintf(" (skipped: still busy after --wait=%s)", &w)
+	}
+	return " (skipped; --wait[=DURATION] waits for it)"
 }
 
 // Describe is err on one line, with the busy note.
-func Describe(err error) string {
-	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(err))
+func Describe(ctx context.Context, err error) string {
+	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(ctx, err))
 }
 
 func oneLine(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte("; "))) }

@@ -11,22 +11,33 @@ import (
 // (--shard auto/N).
 const IndexEnv = "JOB_COMPLETION_INDEX"
 
+// CountEnv holds N for a bare --shard auto: Kubernetes exposes only the
+// index, so a Job's manifest sets it to its completions.
+const CountEnv = "JOB_COMPLETIONS"
+
 // Shard is shard I of N (N 0: every set).
 type Shard struct{ I, N int }
 
-// ParseShard reads --shard: "I/N" (0 <= I < N), or "auto/N" with I from
-// $JOB_COMPLETION_INDEX (getenv).
+// ParseShard reads --shard: "I/N" (0 <= I < N), "auto/N" with I from
+// $JOB_COMPLETION_INDEX, or "auto" with N from $JOB_COMPLETIONS too
+// (getenv).
 func ParseShard(s string, getenv func(string) string) (Shard, error) {
 	if s == "" {
 		return Shard{}, nil
 	}
 	is, ns, ok := strings.Cut(s, "/")
-	if !ok {
-		return Shard{}, fmt.Errorf("--shard %q: want I/N or auto/N", s)
+	nWhat := "N"
+	if !ok && s == "auto" {
+		ns, nWhat = getenv(CountEnv), "$"+CountEnv
+		if ns == "" {
+			return Shard{}, fmt.Errorf("--shard auto: %s is not set (or give auto/N)", CountEnv)
+		}
+	} else if !ok {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N, auto/N or auto", s)
 	}
 	n, err := strconv.Atoi(ns)
 	if err != nil || n < 1 {
-		return Shard{}, fmt.Errorf("--shard %q: N must be a positive number", s)
+		return Shard{}, fmt.Errorf("--shard %s: %s (%q) must be a positive number", s, nWhat, ns)
 	}
 	what := "I"
 	if is == "auto" {

@@ -6,6 +6,7 @@
 package trim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -26,6 +27,9 @@ type Options struct {
 	// first discard; Progress each range's bytes once it is discarded.
 	Total    func(uint64)
 	Progress func(int64)
+	// Context, when set, ends the run between two discards (SIGINT):
+	// what is discarded stays so, the rest is left for the next run.
+	Context context.Context
 }
 
 // DeviceResult is what was (or would be) discarded on one device.
@@ -90,6 +94,9 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 	for _, d := range fs.Vol.Devices() {
 		res := DeviceResult{DevID: d.ID, Path: d.Path}
 		for _, r := range todo[d.ID] {
+			if err := o.stopped(); err != nil {
+				return append(out, res), err
+			}
 			res.Bytes += r.Len
 			res.Discards++
 			if o.DryRun {
@@ -115,6 +122,15 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// stopped is the context's error once it has ended: a discard is the
+// run's safe point, it never leaves the filesystem inconsistent.
+func (o Options) stopped() error {
+	if o.Context == nil || o.Context.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("interrupted: %w", o.Context.Err())
 }
 
 // merge sorts ranges and joins overlapping or adjacent ones, then cuts out

@@ -1,12 +1,16 @@
 package trim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
 	"testing"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 const mib = 1 << 20
@@ -89,5 +93,31 @@ func TestOffsetPastEnd(t *testing.T) {
 		if err := checkOffset(tc.sizes, tc.off); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("checkOffset(%v, %d) = %v, want %v", tc.sizes, tc.off, err, tc.want)
 		}
+	}
+}
+
+// TestRunInterrupted: a context ended during a run stops it before the
+// next discard: the one done is reported, the rest are not made.
+func TestRunInterrupted(t *testing.T) {
+	var devs []store.NewDevice
+	for i := 0; i < 2; i++ {
+		d := device.NewMemDevice(fmt.Sprintf("m%d", i), 256*mib)
+		devs = append(devs, store.NewDevice{Dev: d, Path: d.Name()})
+	}
+	fs, err := store.Create(store.CreateParams{FSID: [16]byte{7}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
+		Data: format.ProfileRaid0, Metadata: format.ProfileRaid1, Devices: devs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	all, err := Run(fs, Options{DryRun: true})
+	if err != nil || len(all) != 2 || all[0].Discards < 2 {
+		t.Fatalf("dry run: %+v %v", all, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Run(fs, Options{Context: ctx, Progress: func(int64) { cancel() }})
+	if !errors.Is(err, context.Canceled) || len(res) != 1 || res[0].Discards != 1 || res[0].Bytes == 0 || res[0].Bytes >= all[0].Bytes {
+		t.Fatalf("interrupted after the first discard: %+v %v", res, err)
 	}
 }
