@@ -523,6 +523,20 @@ func surgeryCases() []surgeryCase {
 				{code: EntryNoRef, ino: root},
 			}
 		}},
+		{"dir item names another inode", func(s *surgeon) []want {
+			// The DIR_ITEM's inode alone changes (to another regular file):
+			// its fingerprint must hold the inode, or it balances the
+			// DIR_INDEX.
+			mid := s.ino("/mid")
+			es, err := format.UnmarshalDirEntries(s.get(fsT, dirItemKey(root, "small")))
+			must(s.t, err)
+			es[0].Ino = mid
+			s.put(fsT, dirItemKey(root, "small"), format.MarshalDirEntries(es))
+			return []want{
+				{code: EntryMismatch, ino: root},
+				{code: EntryNoRef, ino: root},
+			}
+		}},
 		{"dir item renamed under its own hash", func(s *surgeon) []want {
 			// The DIR_ITEM's name alone changes, under the new name's hash:
 			// its fingerprint must hold the name, or it balances the

@@ -257,7 +257,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 	// later copy goes to r.other, and one equal to the good copy byte for
 	// byte validates alike and is not decoded again.
 	ns := int(c.sb.NodeSize)
-	for m := 0; m < c.vol.Copies(logical); m++ {
+	for m, copies := 0, c.vol.Copies(logical); m < copies; m++ {
 		if m < len(r.targets) && c.vol.IsMissing(r.targets[m].DevID) {
 			r.errs = append(r.errs, errMissingCopy)
 			continue

@@ -61,8 +61,17 @@ func (f *fixer) fixNames(p Problem) error {
 		}
 		y := *x
 		y.ftype = in.FileType()
-		return f.entryType(&y)
+		if err := f.entryType(&y); err != nil {
+			return err
+		}
+		return f.itemToIndex(x.dir, x.index, x.name, child, y.ftype)
 	case EntryNoRef:
+		// A DIR_ITEM entry that names another inode than the DIR_INDEX
+		// and INODE_REF of its name is the odd one of the three:
+		// ENTRY_MISMATCH's fix points it at theirs; no name is made up.
+		if other, err := f.indexOwner(x.dir, x.name); err != nil || other != 0 && other != child {
+			return err
+		}
 		f.touched[child] = true
 		return f.completeName(x.dir, x.index, x.name, child, x.ftype)
 	case IndexNoItem, RefNoIndex:
@@ -144,16 +153,60 @@ func (f *fixer) getInode(ino uint64) (*format.InodeItem, error) {
 
 // findIndex finds the DIR_INDEX of name → child in dir (noIndex if none).
 func (f *fixer) findIndex(dir uint64, name string, child uint64) (uint64, error) {
+	idx, _, err := f.scanIndex(dir, func(e format.DirEntry) bool { return e.Name == name && e.Ino == child })
+	return idx, err
+}
+
+// scanIndex finds the first DIR_INDEX in dir whose entry matches (noIndex
+// if none).
+func (f *fixer) scanIndex(dir uint64, match func(format.DirEntry) bool) (uint64, format.DirEntry, error) {
 	found, n := noIndex, 0
+	var entry format.DirEntry
 	err := f.tree(format.FSTree).Scan(dirIndexKey(dir, 0), dirIndexKey(dir, noIndex), func(it format.Item) (bool, error) {
 		n++
-		if e, err := format.UnmarshalDirEntry(it.Data); err == nil && e.Name == name && e.Ino == child {
-			found = it.Key.Offset
+		if e, err := format.UnmarshalDirEntry(it.Data); err == nil && match(e) {
+			found, entry = it.Key.Offset, e
 			return false, nil
 		}
 		return n < maxDirScan, nil
 	})
-	return found, err
+	return found, entry, err
+}
+
+// indexOwner is the inode that name in dir belongs to by its DIR_INDEX
+// and that inode's INODE_REF, when the two agree (0: they do not).
+func (f *fixer) indexOwner(dir uint64, name string) (uint64, error) {
+	idx, e, err := f.scanIndex(dir, func(e format.DirEntry) bool { return e.Name == name })
+	if err != nil || idx == noIndex {
+		return 0, err
+	}
+	if ok, err := f.refAt(e.Ino, dir, idx, name); err != nil || !ok {
+		return 0, err
+	}
+	return e.Ino, nil
+}
+
+// refAt reports whether child's INODE_REF names name at idx in dir.
+func (f *fixer) refAt(child, dir, idx uint64, name string) (bool, error) {
+	ri, ok, err := lookup{f.tree(format.FSTree)}.refIndex(child, dir, name)
+	return ok && ri == idx, err
+}
+
+// itemToIndex points the DIR_ITEM entry of name in dir at child when the
+// DIR_INDEX at idx and child's INODE_REF agree on it (two halves of
+// three; the entry's own inode keeps its other names).
+func (f *fixer) itemToIndex(dir, idx uint64, name string, child uint64, t format.FileType) error {
+	if ok, err := f.refAt(child, dir, idx, name); err != nil || !ok {
+		return err
+	}
+	return f.editDirItem(dir, name, func(es []format.DirEntry) []format.DirEntry {
+		for i := range es {
+			if es[i].Name == name {
+				es[i].Ino, es[i].Type = child, t
+			}
+		}
+		return es
+	})
 }
 
 // dropName removes name → child from dir's DIR_ITEM and DIR_INDEX.
