@@ -327,3 +327,23 @@ func TestTruncatedMember(t *testing.T) {
 		t.Fatalf("read back %d bytes, want %d", len(got), len(big))
 	}
 }
+
+// TestOpenErrorNamesImage: a set that cannot be opened (a member gone) is
+// named first on the error line, as every other error of the command:
+// "ddfs: CMD: IMAGE: device 2 (...) not found ...".
+func TestOpenErrorNamesImage(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(t.TempDir(), "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"ls", "a.img:/"}, {"cat", "a.img:/x"}, {"mkdir", "a.img:/x"}, {"df", "a.img"}, {"scrub", "a.img"}} {
+		r := must(t, run(t, dir, "ddfs", c...), 1)
+		if want := "ddfs: " + c[0] + ": a.img: device 2 "; !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: %q, want a line starting %q", c, r.stderr, want)
+		}
+	}
+	if r := must(t, run(t, dir, "dedupe-tool", "run", "a.img"), 1); !strings.HasPrefix(r.stderr, "dedupe-tool: run: a.img: device 2 ") {
+		t.Errorf("dedupe-tool run: %q", r.stderr)
+	}
+}
