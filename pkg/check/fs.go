@@ -496,6 +496,7 @@ func (c *checker) checkFS() {
 	if len(s.names) > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
+	c.lostData()
 	c.dataOwners()
 	c.checkCsums(c.checkRefs())
 }
