@@ -347,3 +347,30 @@ func TestOpenErrorNamesImage(t *testing.T) {
 		t.Errorf("dedupe-tool run: %q", r.stderr)
 	}
 }
+
+// TestStaleMemberBack: a member back after the set went on degraded for
+// more commits than its backup roots remember is refused with the way
+// out (move it away, --degraded, replace), not as a copy to name with
+// --device; that way out works.
+func TestStaleMemberBack(t *testing.T) {
+	dir, away := t.TempDir(), t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(away, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		must(t, run(t, dir, "ddfs", "mkdir", "--degraded", fmt.Sprintf("a.img:/d%d", i)), 0)
+	}
+	if err := os.Rename(filepath.Join(away, "b.img"), filepath.Join(dir, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	r := must(t, run(t, dir, "ddfs", "ls", "a.img:/"), 1)
+	if !names(r, "b.img", "generation 1", "move it away", "--degraded", "device replace") {
+		t.Fatalf("stale member: %q", r.stderr)
+	}
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(away, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "a.img", "2", "c.img"), 0)
+	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}
