@@ -41,6 +41,9 @@ func eachSet(c *cobra.Command, of *openFlags, bf *batch.Flags, args []string, as
 	tool := batch.Tool{Prog: prog, JSON: asJSON, Failed: "shown"}
 	_, err = tool.Each(plan, cfg, func(_ context.Context, s *batch.Set, stdout, stderr io.Writer) error {
 		fs, err := store.Open(s.Paths, volume.Options{Extra: of.devices, Degraded: of.degraded})
+		if err != nil && !plan.Batch {
+			return cli.NameImage(s.Path(), err) // a batch line names the set itself
+		}
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ func openFSNodes(image string, write bool, batch uint64, nodes int, degraded boo
 	}
 	st, err := store.Open([]string{image}, volume.Options{Write: write, Degraded: degraded, Extra: extraDevices})
 	if err != nil {
-		return nil, err
+		return nil, cli.NameImage(image, err)
 	}
 	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes})
 	if err != nil {

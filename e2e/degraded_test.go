@@ -327,3 +327,50 @@ func TestTruncatedMember(t *testing.T) {
 		t.Fatalf("read back %d bytes, want %d", len(got), len(big))
 	}
 }
+
+// TestOpenErrorNamesImage: a set that cannot be opened (a member gone) is
+// named first on the error line, as every other error of the command:
+// "ddfs: CMD: IMAGE: device 2 (...) not found ...".
+func TestOpenErrorNamesImage(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(t.TempDir(), "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"ls", "a.img:/"}, {"cat", "a.img:/x"}, {"mkdir", "a.img:/x"}, {"df", "a.img"}, {"scrub", "a.img"}} {
+		r := must(t, run(t, dir, "ddfs", c...), 1)
+		if want := "ddfs: " + c[0] + ": a.img: device 2 "; !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: %q, want a line starting %q", c, r.stderr, want)
+		}
+	}
+	if r := must(t, run(t, dir, "dedupe-tool", "run", "a.img"), 1); !strings.HasPrefix(r.stderr, "dedupe-tool: run: a.img: device 2 ") {
+		t.Errorf("dedupe-tool run: %q", r.stderr)
+	}
+}
+
+// TestStaleMemberBack: a member back after the set went on degraded for
+// more commits than its backup roots remember is refused with the way
+// out (move it away, --degraded, replace), not as a copy to name with
+// --device; that way out works.
+func TestStaleMemberBack(t *testing.T) {
+	dir, away := t.TempDir(), t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-m", "raid1", "-d", "raid1", "a.img", "b.img"), 0)
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(away, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		must(t, run(t, dir, "ddfs", "mkdir", "--degraded", fmt.Sprintf("a.img:/d%d", i)), 0)
+	}
+	if err := os.Rename(filepath.Join(away, "b.img"), filepath.Join(dir, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	r := must(t, run(t, dir, "ddfs", "ls", "a.img:/"), 1)
+	if !names(r, "b.img", "generation 1", "move it away", "--degraded", "device replace") {
+		t.Fatalf("stale member: %q", r.stderr)
+	}
+	if err := os.Rename(filepath.Join(dir, "b.img"), filepath.Join(away, "b.img")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "a.img", "2", "c.img"), 0)
+	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+}

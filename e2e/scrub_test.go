@@ -187,7 +187,8 @@ func TestSelfHealingRead(t *testing.T) {
 
 // TestScrubDegradedLost: raid0 data with a member gone. What lay on it
 // has no copy left: scrub --degraded counts it uncorrectable on the
-// missing device, lists exactly the files that no longer read, exit 1.
+// missing device, lists exactly the files that no longer read, exit 1;
+// fsck --degraded reports DATA_LOST in exactly those files.
 func TestScrubDegradedLost(t *testing.T) {
 	dir := t.TempDir()
 	// Small files lie in one stripe each, many to a scrub unit: those on
@@ -267,6 +268,21 @@ func TestScrubDegradedLost(t *testing.T) {
 	slices.Sort(unreadable)
 	if !slices.Equal(listed, unreadable) {
 		t.Fatalf("scrub lists %v, unreadable are %v", listed, unreadable)
+	}
+	// fsck --degraded finds the same without reading the data.
+	listed = nil
+	for _, p := range fsckJSON(t, dir, 4, "--degraded", "a.img").Problems {
+		switch p.Code {
+		case "DATA_LOST":
+			listed = append(listed, p.Path)
+		case "DEV_MISSING":
+		default:
+			t.Fatalf("fsck --degraded: %+v", p)
+		}
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, unreadable) {
+		t.Fatalf("fsck --degraded: DATA_LOST in %v, unreadable are %v", listed, unreadable)
 	}
 }
 

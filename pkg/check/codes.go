@@ -161,6 +161,7 @@ var (
 var (
 	DataCopiesDiffer = def("DATA_COPIES_DIFFER", PassData, FixNone, "two copies of a data sector both match its checksum but differ byte for byte (both locations reported)")
 	DataCopyBad      = def("DATA_COPY_BAD", PassData, FixPreen, "one copy of a data sector is unreadable or fails its checksum")
+	DataLost         = def("DATA_LOST", PassData, FixNone, "part of a data extent has no copy on a present device (--degraded): its file reads EIO there")
 )
 
 // The namespace and file layout (fs tree).

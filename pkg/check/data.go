@@ -200,3 +200,46 @@ func (c *checker) dataProblem(logical uint64, m int, msg string) Problem {
 	}
 	return p
 }
+
+// lostData reports each data extent part of which lies only on missing
+// devices (a degraded check): as scrub does, without reading anything.
+func (c *checker) lostData() {
+	if len(c.vol.Devices()) == len(c.devItems) {
+		return
+	}
+	for _, e := range c.fs.extents.list {
+		ch, ok := c.vol.Chunks.Lookup(e.logical)
+		if !ok || ch.Type != format.ChunkData || e.length > ch.End()-e.logical || !c.vol.ChunkDegraded(ch) {
+			continue // other checks report an extent outside its chunk
+		}
+		segs, err := ch.Map(e.logical-ch.Logical, e.length)
+		if err != nil {
+			continue
+		}
+		var lost uint64
+		p := Problem{Code: DataLost}
+		for _, sg := range segs {
+			if !c.segmentLost(sg) {
+				continue
+			}
+			if lost == 0 {
+				p.Logical, p.DevID, p.Offset = e.logical+uint64(sg.BufOff), sg.Targets[0].DevID, sg.Targets[0].Physical
+			}
+			lost += uint64(sg.Len)
+		}
+		if lost > 0 {
+			p.Message = fmt.Sprintf("%d of the extent's %d bytes at %d have no copy on a present device", lost, e.length, e.logical)
+			c.add(p)
+		}
+	}
+}
+
+// segmentLost reports whether every copy of sg is on a missing device.
+func (c *checker) segmentLost(sg volume.Segment) bool {
+	for _, t := range sg.Targets {
+		if !c.vol.IsMissing(t.DevID) {
+			return false
+		}
+	}
+	return true
+}

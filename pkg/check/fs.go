@@ -487,6 +487,7 @@ func (c *checker) checkFS() {
 	if s.names.len() > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
+	c.lostData()
 	c.dataOwners()
 	c.checkCsums(c.checkRefs())
 }

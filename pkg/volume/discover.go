@@ -59,6 +59,12 @@ type DivergedError struct {
 }
 
 func (e *DivergedError) Error() string {
+	if e.Generation < e.SetGeneration {
+		// Most often a member back after the set went on degraded for
+		// more commits than its backup roots remember.
+		return fmt.Sprintf("%s: device %d is at generation %d, older than the set at generation %d (%s) and than the generations the set remembers: it was away while the set went on (or is a diverged copy); move it away, open the set with --degraded and replace the device (ddfs device replace --degraded)",
+			e.Path, e.DevID, e.Generation, e.SetGeneration, e.SetFrom)
+	}
 	return fmt.Sprintf("%s: device %d is at generation %d, which is not in the history of the set at generation %d (%s): it belongs to a diverged copy of the set; name the devices to use with --device PATH",
 		e.Path, e.DevID, e.Generation, e.SetGeneration, e.SetFrom)
 }
