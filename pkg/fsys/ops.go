@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"path"
+	"strings"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -67,7 +68,7 @@ func (f *FS) Mkdir(p string, a Attr) (*Inode, error) {
 
 // Symlink makes a symbolic link at p pointing to target.
 func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
-	if target == "" || len(target) > format.MaxSymlinkTarget {
+	if target == "" || len(target) > format.MaxSymlinkTarget || strings.IndexByte(target, 0) >= 0 {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
 	a.Mode = syscall.S_IFLNK | 0o777
