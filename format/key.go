@@ -16,7 +16,7 @@ const (
 	CsumTree      TreeID = 4 // data checksums per sector
 	DedupeTree    TreeID = 5 // dedupe index: hash -> data extent
 	FreeSpaceTree TreeID = 6 // free ranges per block group (RoCompatFreeSpaceTree)
-	DiscardTree   TreeID = 7 // freed ranges not yet discarded (RoCompatDiscardTree)
+	DiscardTree   TreeID = 7 // freed ranges not yet discarded (CompatDiscardTree)
 
 	// NumTrees is the number of root slots in a root set; id 8 is reserved.
 	NumTrees = 8

@@ -198,6 +198,7 @@ var (
 	DirSeq           = def("DIR_SEQ", PassFS, FixPreen, "a directory's seq is below 2 (set past its highest index)")
 	SpecialSize      = def("SPECIAL_SIZE", PassFS, FixPreen, "a directory-less, file-less inode (device, fifo, socket) has a size")
 	Rdev             = def("RDEV", PassFS, FixPreen, "an inode that is no device has a device number")
+	SymlinkTarget    = def("SYMLINK_TARGET", PassFS, FixNone, "a symlink target is empty, has holes or holds a NUL byte (readers refuse it)")
 	InodeFlags       = def("INODE_FLAGS", PassFS, FixRepair, "an inode has unknown flags (-y clears them)")
 	NBytes           = def("NBYTES", PassFS, FixPreen, "an inode's nbytes differs from its extents")
 	DirLoop          = def("DIR_LOOP", PassFS, FixRepair, "directories are each other's ancestors (-y moves the lowest to /lost+found)")

@@ -24,6 +24,7 @@ package check
 // concerned up in its counterparts, so the report names the exact entry.
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -82,6 +83,8 @@ type inodeState struct {
 	notDir     bool              // "has directory entries" already reported
 	notFile    bool              // "has file extents" already reported
 	extentLost bool              // an extent did not decode: nbytes is unknown
+	linkData   uint64            // symlink: end of the data extents covering [0, linkData)
+	linkNUL    bool              // symlink: an inline target holds a NUL byte
 }
 
 // balance is a multiset difference: a count and a sum of fingerprints.
@@ -355,6 +358,9 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	}
 	cur.extents++
 	cur.extEnd = max(cur.extEnd, end)
+	if t == format.FileTypeSymlink {
+		symlinkExtent(cur, off, end, x)
+	}
 	if x.Type == format.FileExtentInline {
 		cur.nbytes += n
 		return
@@ -376,6 +382,19 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	}
 	u.n++
 	u.regular = u.regular || x.Type == format.FileExtentRegular
+}
+
+// symlinkExtent notes what extent [off, end) adds to a symlink's target:
+// data from where the covered part ends (holes and prealloc are none), and
+// a NUL in inline bytes (a target larger than the inline limit is read,
+// and refused, by the readers).
+func symlinkExtent(cur *inodeState, off, end uint64, x *format.FileExtentItem) {
+	if off == cur.linkData && x.Type != format.FileExtentPrealloc && !x.IsHole() {
+		cur.linkData = end
+	}
+	if x.Type == format.FileExtentInline && bytes.IndexByte(x.Inline, 0) >= 0 {
+		cur.linkNUL = true
+	}
 }
 
 // finishInode checks what the items of the inode add up to.
@@ -424,6 +443,9 @@ func (c *checker) finishInode() {
 	}
 	if t != format.FileTypeRegular && t != format.FileTypeSymlink && !isDir && in.Size != 0 {
 		c.fsFix(SpecialSize, cur.ino, &fixData{}, "a %v with size %d, want 0", t, in.Size)
+	}
+	if t == format.FileTypeSymlink && (in.Size == 0 || cur.linkData < in.Size || cur.linkNUL) {
+		c.fsProblem(SymlinkTarget, cur.ino, "symlink target of %d bytes: %d of them data from offset 0, NUL %v (want a non-empty target without holes or NUL)", in.Size, min(cur.linkData, in.Size), cur.linkNUL)
 	}
 	if t != format.FileTypeCharDev && t != format.FileTypeBlockDev && in.Rdev != 0 {
 		c.fsFix(Rdev, cur.ino, &fixData{}, "a %v with device number %#x, want 0", t, in.Rdev)

@@ -278,6 +278,16 @@ func (s *surgeon) inode(ino uint64, change func(*format.InodeItem)) {
 	s.put(format.FSTree, inodeKey(ino), format.MarshalInodeItem(in))
 }
 
+// firstExtent changes the file extent item of ino at offset 0.
+func (s *surgeon) firstExtent(ino uint64, change func(*format.FileExtentItem)) {
+	s.t.Helper()
+	k := format.Key{ObjectID: ino, Type: format.FileExtentKey}
+	x, err := format.UnmarshalFileExtentItem(s.get(format.FSTree, k))
+	must(s.t, err)
+	change(x)
+	s.put(format.FSTree, k, format.MarshalFileExtentItem(x))
+}
+
 // extents returns the file extent items of ino.
 func (s *surgeon) extents(ino uint64) []format.Item {
 	return s.items(format.FSTree, format.Key{ObjectID: ino, Type: format.FileExtentKey}, format.Key{ObjectID: ino, Type: format.FileExtentKey + 1})
@@ -422,6 +432,45 @@ func surgeryCases() []surgeryCase {
 	fsT, extT, csT := format.FSTree, format.ExtentTree, format.CsumTree
 	ss := uint64(4096)
 	return []surgeryCase{
+		{"symlink target empty", func(s *surgeon) []want {
+			link := s.ino("/link")
+			s.del(fsT, format.Key{ObjectID: link, Type: format.FileExtentKey})
+			s.inode(link, func(in *format.InodeItem) { in.Size, in.NBytes = 0, 0 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"symlink target holds a NUL", func(s *surgeon) []want {
+			link := s.ino("/link")
+			s.firstExtent(link, func(x *format.FileExtentItem) { x.Inline[3] = 0 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"symlink size past its inline target", func(s *surgeon) []want {
+			link := s.ino("/link")
+			s.inode(link, func(in *format.InodeItem) { in.Size += 5 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"symlink target with a hole", func(s *surgeon) []want {
+			long := s.ino("/longlink")
+			s.inode(long, func(in *format.InodeItem) { in.Size = format.MaxSymlinkTarget })
+			return []want{{code: SymlinkTarget, ino: long}}
+		}},
+		{"symlink target preallocated", func(s *surgeon) []want {
+			long := s.ino("/longlink")
+			s.firstExtent(long, func(x *format.FileExtentItem) { x.Type = format.FileExtentPrealloc })
+			return []want{{code: SymlinkTarget, ino: long}}
+		}},
+		{"symlink target a hole", func(s *surgeon) []want {
+			link := s.ino("/link")
+			hole := &format.FileExtentItem{Type: format.FileExtentRegular, NumBytes: 7, RAMBytes: 7}
+			s.put(fsT, format.Key{ObjectID: link, Type: format.FileExtentKey}, format.MarshalFileExtentItem(hole))
+			s.inode(link, func(in *format.InodeItem) { in.NBytes = 0 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"symlink target after a hole", func(s *surgeon) []want {
+			long := s.ino("/longlink")
+			s.move(fsT, format.Key{ObjectID: long, Type: format.FileExtentKey}, format.Key{ObjectID: long, Type: format.FileExtentKey, Offset: 1000})
+			s.inode(long, func(in *format.InodeItem) { in.Size = 4000 })
+			return []want{{code: SymlinkTarget, ino: long}}
+		}},
 		{"inode ref deleted", func(s *surgeon) []want {
 			small := s.ino("/small")
 			s.del(fsT, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root})

@@ -3,6 +3,7 @@ package fsys
 import (
 	"cmp"
 	"errors"
+	"strings"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -70,8 +71,8 @@ func (f *FS) CreateAt(dir uint64, name string, a Attr) (*Inode, error) {
 
 // SymlinkAt makes a symlink named name in dir pointing to target.
 func (f *FS) SymlinkAt(dir uint64, name, target string, a Attr) (*Inode, error) {
-	if target == "" {
-		return nil, syscall.EINVAL
+	if target == "" || strings.IndexByte(target, 0) >= 0 {
+		return nil, syscall.EINVAL // a path cannot hold NUL (§6.2)
 	}
 	if len(target) > format.MaxSymlinkTarget {
 		return nil, syscall.ENAMETOOLONG

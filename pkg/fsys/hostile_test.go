@@ -34,7 +34,7 @@ func craft(t *testing.T, f *FS, devs []*device.MemDevice, change func(tr *btree.
 func editExtents(t *testing.T, tr *btree.Tree, ino uint64, edit func(x *format.FileExtentItem)) {
 	t.Helper()
 	var items []format.Item
-	err := tr.Scan(extentKey(ino, 0), extentKey(ino+1, 0), func(it format.Item) (bool, error) {
+	err := tr.Scan(extentKey(ino, 0), format.Key{ObjectID: ino, Type: format.FileExtentKey + 1}, func(it format.Item) (bool, error) {
 		items = append(items, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
 		return true, nil
 	})
@@ -298,5 +298,58 @@ func TestRmdirLooksForEntries(t *testing.T) {
 	}
 	if _, err := g.Resolve("/d/f", false); err != nil {
 		t.Errorf("child: %v", err)
+	}
+}
+
+// TestReadlinkRefusesNUL: a symlink target holding a NUL byte, a hole or
+// nothing (checksums valid; fsck says SYMLINK_TARGET) reads as
+// corruption, where it used to be served as a shorter or different path;
+// writers refuse a target with NUL.
+func TestReadlinkRefusesNUL(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	if _, err := f.Symlink("a\x00b", "/nul", Attr{}); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("symlink with NUL: %v, want EINVAL", err)
+	}
+	if _, err := f.SymlinkAt(format.RootDirIno, "nul", "a\x00b", Attr{}); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("symlinkat with NUL: %v, want EINVAL", err)
+	}
+	links := map[string]func(tr *btree.Tree, in *Inode){
+		"/nul": func(tr *btree.Tree, in *Inode) {
+			editExtents(t, tr, in.Ino, func(x *format.FileExtentItem) { x.Inline[1] = 0 })
+		},
+		"/hole": func(tr *btree.Tree, in *Inode) {
+			in.Size += 3
+			if err := tr.Put(inodeKey(in.Ino), format.MarshalInodeItem(&in.InodeItem)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"/empty": func(tr *btree.Tree, in *Inode) {
+			if err := tr.Delete(extentKey(in.Ino, 0)); err != nil {
+				t.Fatal(err)
+			}
+			in.Size = 0
+			if err := tr.Put(inodeKey(in.Ino), format.MarshalInodeItem(&in.InodeItem)); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for p := range links {
+		if _, err := f.Symlink("abc", p, Attr{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := craft(t, f, devs, func(tr *btree.Tree) {
+		for p, change := range links {
+			in, err := f.Resolve(p, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			change(tr, in)
+		}
+	})
+	for p := range links {
+		if target, err := g.Readlink(p); !errors.Is(err, format.ErrCorrupt) {
+			t.Errorf("readlink %s: %q, %v, want ErrCorrupt", p, target, err)
+		}
 	}
 }

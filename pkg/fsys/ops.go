@@ -71,7 +71,7 @@ func (f *FS) Mkdir(p string, a Attr) (*Inode, error) {
 
 // Symlink makes a symbolic link at p pointing to target.
 func (f *FS) Symlink(target, p string, a Attr) (*Inode, error) {
-	if target == "" || len(target) > format.MaxSymlinkTarget {
+	if target == "" || len(target) > format.MaxSymlinkTarget || strings.IndexByte(target, 0) >= 0 {
 		return nil, &PathError{Op: "symlink", Path: p, Err: syscall.EINVAL}
 	}
 	if err := f.linkSlash("symlink", p); err != nil {

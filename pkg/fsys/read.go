@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"runtime"
@@ -87,9 +88,18 @@ func (f *FS) readlinkIno(in *Inode) (string, error) {
 	if in.Size > format.MaxSymlinkTarget {
 		return "", syscall.ENAMETOOLONG
 	}
+	// As fsck (SYMLINK_TARGET): a target is bytes without NUL, and
+	// holes read as NUL; anything else would be served as a shorter or
+	// different path.
+	if in.Size == 0 {
+		return "", fmt.Errorf("empty symlink target: %w", format.ErrCorrupt)
+	}
 	b := make([]byte, in.Size)
-	if _, err := f.ReadAt(in, b, 0); err != nil && err != io.EOF {
-		return "", err
+	if n, err := f.ReadAt(in, b, 0); uint64(n) != in.Size {
+		return "", fmt.Errorf("symlink target: read %d of %d bytes: %w", n, in.Size, err)
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "", fmt.Errorf("symlink target holds a NUL byte or a hole: %w", format.ErrCorrupt)
 	}
 	return string(b), nil
 }
