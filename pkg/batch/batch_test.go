@@ -193,7 +193,7 @@ func TestRunWaitBusy(t *testing.T) {
 			t.Errorf("wait %v: codes %v, ran %s", wait, sum.Codes, got)
 		}
 	}
-	if d := Describe(&device.BusyError{Path: "x", PID: 7}); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
+	if d := Reason("x", &device.BusyError{Path: "x", PID: 7}); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
 		t.Error(d)
 	}
 }

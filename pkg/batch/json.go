@@ -37,5 +37,5 @@ func JSONLine(w io.Writer, path string, code int, v any) error {
 func ErrorLine(w io.Writer, path string, code int, err error) error {
 	return JSONLine(w, path, code, struct {
 		Error string `json:"error"`
-	}{Describe(err)})
+	}{Reason(path, err)})
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -165,9 +165,15 @@ func Skipped(err error) string {
 	return ""
 }
 
-// Describe is err on one line, with the busy note.
-func Describe(err error) string {
-	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(err))
+// Reason is err on one line for the error line of the set at path
+// ("TOOL: PATH: REASON"): in coreutils' words (cli.Plain), without path
+// again when err starts with it, and with the busy note.
+func Reason(path string, err error) string {
+	msg := oneLine(cli.Plain(err))
+	if r, ok := strings.CutPrefix(msg, path+": "); ok && r != "" {
+		msg = r // "x.img: No such file or directory", not "x.img: x.img: ..."
+	}
+	return msg + Skipped(err)
 }
 
 func oneLine(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte("; "))) }
