@@ -332,8 +332,9 @@ func TestChmodChownTouch(t *testing.T) {
 	if r := run(t, dir, "ddfs", "chown", "mallory", "d.img:/tree"); r.code == 0 || !strings.Contains(r.stderr, "mallory") {
 		t.Errorf("unknown user: %d %q", r.code, r.stderr)
 	}
-	// touch -d / -r / -m / -a against GNU touch on the host.
-	for _, args := range [][]string{{"-d", "2021-03-04 05:06:07.5"}, {"-m", "-d", "@1600000000"}, {"-a", "-d", "2020-01-01T00:00:00Z"}, {"-r", "tree/sub/deep/y"}} {
+	// touch -d / -t / -r / -m / -a against GNU touch on the host.
+	for _, args := range [][]string{{"-d", "2021-03-04 05:06:07.5"}, {"-m", "-d", "@1600000000"}, {"-a", "-d", "2020-01-01T00:00:00Z"}, {"-r", "tree/sub/deep/y"},
+		{"-t", "202107080910.11"}, {"-m", "-t", "6901020304"}, {"-a", "-t", "202412312359.60"}} {
 		cmd := exec.Command("touch", append(args, "tree/c")...)
 		cmd.Dir, cmd.Env = dir, []string{"TZ=Europe/Paris"}
 		if out, err := cmd.CombinedOutput(); err != nil {
