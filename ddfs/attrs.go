@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -206,18 +207,26 @@ func newChownCmd() *cobra.Command {
 }
 
 func newTouchCmd() *cobra.Command {
-	c, fl, of := newCmd("touch [-c] [-a|-m] [-d DATE|-r REF] [-h] IMAGE:PATH...\n\nDATE: YYYY-MM-DD[ HH:MM[:SS[.N]]][ZONE] (local time without a zone), @SECONDS or now.\nREF: a file in the same image (IMAGE:PATH) or on the host.",
-		"create files or set their times", "  ddfs touch disk.img:/etc/stamp\n  ddfs touch -d '2024-01-02 03:04:05' disk.img:/etc/stamp\n  ddfs touch -m -r disk.img:/etc/passwd disk.img:/etc/stamp\n")
+	c, fl, of := newCmd("touch [-c] [-a|-m] [-d DATE|-t STAMP|-r REF] [-h] IMAGE:PATH...\n\nDATE: YYYY-MM-DD[ HH:MM[:SS[.N]]][ZONE] (local time without a zone), @SECONDS or now.\nSTAMP: [[CC]YY]MMDDhhmm[.ss] in local time, as GNU touch -t.\nREF: a file in the same image (IMAGE:PATH) or on the host.",
+		"create files or set their times", "  ddfs touch disk.img:/etc/stamp\n  ddfs touch -d '2024-01-02 03:04:05' disk.img:/etc/stamp\n  ddfs touch -t 202401020304.05 disk.img:/etc/stamp\n  ddfs touch -m -r disk.img:/etc/passwd disk.img:/etc/stamp\n")
 	cli.NoHelpShorthand(c)
 	noCreate := fl.BoolP("no-create", "c", false, "do not create missing files")
 	onlyA := fl.BoolP("atime", "a", false, "change only the access time")
 	onlyM := fl.BoolP("mtime", "m", false, "change only the modification time")
 	date := fl.StringP("date", "d", "", "use DATE instead of now")
+	stamp := fl.StringP("stamp", "t", "", "use STAMP instead of now")
 	ref := fl.StringP("reference", "r", "", "use REF's times instead of now")
 	noDeref := fl.BoolP("no-dereference", "h", false, "change a symlink itself, not its target")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		if *date != "" && *ref != "" {
-			return usageErr("cannot use -d and -r together")
+		if n := len(slices.DeleteFunc([]string{*date, *stamp, *ref}, func(s string) bool { return s == "" })); n > 1 {
+			return usageErr("cannot use more than one of -d, -t and -r")
+		}
+		if *stamp != "" {
+			t, err := attrspec.ParseStamp(*stamp, time.Now(), time.Local)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			*date = fmt.Sprintf("@%d", t.Unix()) // one way in: touchTimes
 		}
 		setA, setM := !*onlyM || *onlyA, !*onlyA || *onlyM
 		return changeEachCreate(of, args, *noDeref, *noCreate, func(im *image) (applyFn, error) {

@@ -124,7 +124,8 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 // "cp: a.img:/x: record chunk 1: ...: no space left on device".
 func named(err error, dst operand) error {
 	var pe *fs.PathError
-	if err == nil || errors.As(err, &pe) {
+	var oe *transfer.OmitDirError // names its source already, as GNU cp
+	if err == nil || errors.As(err, &pe) || errors.As(err, &oe) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", dst, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
 // operand is one command-line path: a host path, or IMAGE:PATH.
@@ -97,6 +98,9 @@ func (im *image) close() error {
 
 // err names image paths the way users wrote them: "disk.img:/x".
 func (im *image) err(err error) error {
+	if oe := (*transfer.OmitDirError)(nil); errors.As(err, &oe) && oe.InImage {
+		return &transfer.OmitDirError{Path: im.name + ":" + oe.Path}
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && !strings.Contains(pe.Path, ":") && strings.HasPrefix(pe.Path, "/") {
 		return &fs.PathError{Op: pe.Op, Path: im.name + ":" + pe.Path, Err: pe.Err}
@@ -122,7 +126,7 @@ func imageOperands(args []string) (string, []string, error) {
 			o = operand{image: a, path: "/"}
 		}
 		if o.image == "" {
-			return "", nil, usageErr("%s: not IMAGE:PATH (the image file must exist)", a)
+			return "", nil, notImage(a, "(the image file must exist)")
 		}
 		if img != "" && o.image != img {
 			return "", nil, usageErr("all paths must be in one image (%s and %s)", img, o.image)
@@ -131,6 +135,20 @@ func imageOperands(args []string) (string, []string, error) {
 		paths = append(paths, abs(o.path))
 	}
 	return img, paths, nil
+}
+
+// notImage is the error for operand a, which names no image: when the
+// image it names (before the colon, or all of it) is missing or cannot
+// be opened, that error, as ls says of a missing file (ddfs ls no.img:/:
+// ENOENT, exit 1); otherwise a usage error (a host path, a directory).
+func notImage(a, hint string) error {
+	img, _, _ := strings.Cut(a, ":")
+	if img != "" && !strings.HasPrefix(a, "./") && !strings.HasPrefix(a, "../") {
+		if _, err := os.Stat(img); err != nil {
+			return err
+		}
+	}
+	return usageErr("%s: not IMAGE:PATH %s", a, hint)
 }
 
 // isImageFile reports whether a bare operand (no colon) names an existing

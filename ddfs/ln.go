@@ -17,7 +17,7 @@ func newLnCmd() *cobra.Command {
 		}
 		link := parseOperand(fl.Arg(1))
 		if link.image == "" {
-			return usageErr("%s: not IMAGE:PATH", fl.Arg(1))
+			return notImage(fl.Arg(1), "(LINK is in an image)")
 		}
 		im, err := of.openImage(link.image, true)
 		if err != nil {

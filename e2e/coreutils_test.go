@@ -332,8 +332,9 @@ func TestChmodChownTouch(t *testing.T) {
 	if r := run(t, dir, "ddfs", "chown", "mallory", "d.img:/tree"); r.code == 0 || !strings.Contains(r.stderr, "mallory") {
 		t.Errorf("unknown user: %d %q", r.code, r.stderr)
 	}
-	// touch -d / -r / -m / -a against GNU touch on the host.
-	for _, args := range [][]string{{"-d", "2021-03-04 05:06:07.5"}, {"-m", "-d", "@1600000000"}, {"-a", "-d", "2020-01-01T00:00:00Z"}, {"-r", "tree/sub/deep/y"}} {
+	// touch -d / -t / -r / -m / -a against GNU touch on the host.
+	for _, args := range [][]string{{"-d", "2021-03-04 05:06:07.5"}, {"-m", "-d", "@1600000000"}, {"-a", "-d", "2020-01-01T00:00:00Z"}, {"-r", "tree/sub/deep/y"},
+		{"-t", "202107080910.11"}, {"-m", "-t", "6901020304"}, {"-a", "-t", "202412312359.60"}} {
 		cmd := exec.Command("touch", append(args, "tree/c")...)
 		cmd.Dir, cmd.Env = dir, []string{"TZ=Europe/Paris"}
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -401,6 +402,34 @@ func TestErrorForms(t *testing.T) {
 	}
 	// A trailing slash follows a symlink to a directory.
 	must(t, run(t, dir, "ddfs", "ls", "d.img:/l/"), 0)
+	// Each path said once, in coreutils' words; a missing image is ENOENT.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"fsck.ddfs", "x.img"}, 8, "fsck.ddfs: x.img: No such file or directory\n"},
+		{[]string{"fsck.ddfs", "x.img", "d.img"}, 8, "fsck.ddfs: x.img: No such file or directory\n"},
+		{[]string{"trimtool", "x.img"}, 1, "trimtool: x.img: No such file or directory\n"},
+		{[]string{"ddfs", "info", "x.img", "d.img"}, 1, "ddfs: info: x.img: No such file or directory\n"},
+		{[]string{"ddfs", "ls", "no.img:/"}, 1, "ddfs: ls: no.img: No such file or directory\n"},
+		{[]string{"ddfs", "cat", "no.img:/f"}, 1, "ddfs: cat: no.img: No such file or directory\n"},
+		{[]string{"ddfs", "ln", "-s", "x", "no.img:/f"}, 1, "ddfs: ln: no.img: No such file or directory\n"},
+		{[]string{"ddfs", "cp", "d.img:/d", "out"}, 1, "ddfs: cp: -r not specified; omitting directory 'd.img:/d'\n"},
+		{[]string{"ddfs", "cp", "d.img:/d", "d.img:/y"}, 1, "ddfs: cp: -r not specified; omitting directory 'd.img:/d'\n"},
+		{[]string{"ddfs", "cp", "hostdir", "d.img:/"}, 1, "ddfs: cp: -r not specified; omitting directory 'hostdir'\n"},
+		{[]string{"trimtool", "-o", "1T", "d.img"}, 1, "trimtool: d.img: offset 1099511627776 is past the end of every device (the largest has 268435456 bytes): invalid argument\n"},
+	} {
+		os.Mkdir(filepath.Join(dir, "hostdir"), 0o755)
+		r := run(t, dir, c.args[0], c.args[1:]...)
+		if r.code != c.code || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+	r := run(t, dir, "fsck.ddfs", "--json", "x.img", "d.img")
+	if l := jsonLines(t, r.stdout); len(l) != 2 || l[0].Error != "No such file or directory" {
+		t.Errorf("fsck --json x.img d.img: %s", r.stdout)
+	}
 }
 
 // TestTrailingSlash: a trailing slash names a directory, so on a file it

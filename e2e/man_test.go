@@ -32,6 +32,17 @@ func TestManPagesCurrent(t *testing.T) {
 			t.Errorf("man/%s is not current (run make man)", filepath.Base(p))
 		}
 	}
+	// Every page has the EXIT STATUS of man-pages(7), the --help text.
+	for _, p := range got {
+		if a, _ := os.ReadFile(p); !strings.Contains(string(a), ".SH EXIT STATUS\n.nf\n") {
+			t.Errorf("%s has no EXIT STATUS", filepath.Base(p))
+		}
+	}
+	for page, want := range map[string]string{"fsck.ddfs.8": "\n  32  cancelled (SIGINT, SIGTERM)", "ddfs-ls.8": "\n0 success, 1 error, 2 usage error\n.fi\n"} {
+		if a, _ := os.ReadFile(filepath.Join(dir, page)); !strings.Contains(string(a), want) {
+			t.Errorf("%s: EXIT STATUS lacks %q", page, want)
+		}
+	}
 	page, _ := os.ReadFile(filepath.Join(dir, "ddfs-chmod.8"))
 	for _, s := range []string{"u+rwX,go-w", "EXAMPLE"} {
 		if !strings.Contains(string(page), s) {

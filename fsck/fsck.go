@@ -210,7 +210,7 @@ func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inB
 		if errors.Is(err, check.ErrCancelled) {
 			code = exitCancelled
 		}
-		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Describe(ctx, err))
+		fmt.Fprintf(&out.Stderr, "fsck.ddfs: %s: %s\n", s.Path(), batch.Reason(ctx, s.Path(), err))
 		if inBatch && o.asJSON {
 			batch.ErrorLine(ctx, &out.Stdout, s.Path(), code, err)
 		}

@@ -125,7 +125,7 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 	res, err := trim.Run(fs, o)
 	bar.Done()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", args[0], err) // which set -o is past the end of
 	}
 	if !o.DryRun && o.Offset == 0 && o.Length == 0 && o.Minimum == 0 {
 		// Everything free is discarded: pending records are done.

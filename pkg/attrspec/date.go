@@ -69,3 +69,53 @@ func parseEpoch(s string) (time.Time, error) {
 	}
 	return time.Unix(n, ns), nil
 }
+
+// ParseStamp reads a touch -t STAMP, [[CC]YY]MMDDhhmm[.ss], in loc as
+// GNU touch does: without CC, YY 69-99 is 19YY and 00-68 20YY; without
+// YY, now's year; ss 60 is the next minute; an impossible date (Feb 30,
+// hour 24) is refused.
+func ParseStamp(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	bad := fmt.Errorf("invalid date format %q (want [[CC]YY]MMDDhhmm[.ss])", s)
+	d, ss, hasSec := strings.Cut(s, ".")
+	if !allDigits(d) || hasSec && (len(ss) != 2 || !allDigits(ss)) {
+		return time.Time{}, bad
+	}
+	year := now.In(loc).Year()
+	switch len(d) {
+	case 8:
+	case 10:
+		year = 2000 + num(d[:2])
+		if year >= 2069 {
+			year -= 100
+		}
+		d = d[2:]
+	case 12:
+		year, d = num(d[:4]), d[4:]
+	default:
+		return time.Time{}, bad
+	}
+	mon, day, hh, mm, sec := num(d[0:2]), num(d[2:4]), num(d[4:6]), num(d[6:8]), 0
+	if hasSec {
+		sec = num(ss)
+	}
+	t := time.Date(year, time.Month(mon), day, hh, mm, 0, 0, loc)
+	if int(t.Month()) != mon || t.Day() != day || hh > 23 || mm > 59 || sec > 60 {
+		return time.Time{}, bad
+	}
+	return t.Add(time.Duration(sec) * time.Second), nil
+}
+
+func allDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// num is the value of a few decimal digits (allDigits checked them).
+func num(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

@@ -2,6 +2,7 @@ package attrspec
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -53,3 +54,41 @@ func TestDateAgainstGNUDate(t *testing.T) {
 
 // epochString is date +%s.%N of t (floor seconds, ns after them).
 func epochString(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+
+// TestStampAgainstGNUTouch sets a file's time with GNU touch -t STAMP and
+// wants ParseStamp to give the same second, or to refuse what it refuses.
+func TestStampAgainstGNUTouch(t *testing.T) {
+	touch, err := exec.LookPath("touch")
+	if err != nil {
+		t.Skip("no touch(1)")
+	}
+	f := t.TempDir() + "/f"
+	for _, zone := range []string{"UTC", "America/New_York"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Skipf("zone %s: %v", zone, err)
+		}
+		for _, s := range []string{"202401020304.05", "2401020304", "6901020304", "6801020304", "01020304", "202402291200",
+			"202401020304.60", "202412312359.60", "0230120", "02301200", "202302291200", "202401021260", "202401022400",
+			"202401020304.61", "2024-01-02", "202401020304.5", "x2401020304", "1231235959"} {
+			now := time.Now()
+			cmd := exec.Command(touch, "-t", s, f)
+			cmd.Env = []string{"TZ=" + zone}
+			gnuErr := cmd.Run()
+			got, err := ParseStamp(s, now, loc)
+			if gnuErr != nil || err != nil {
+				if (gnuErr == nil) != (err == nil) {
+					t.Errorf("%s: touch -t %q: GNU %v, ParseStamp %v", zone, s, gnuErr, err)
+				}
+				continue
+			}
+			st, serr := os.Stat(f)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if want := st.ModTime().Unix(); got.Unix() != want && now.Year() == time.Now().Year() {
+				t.Errorf("%s: ParseStamp(%q) = %d (%v), touch -t gives %d", zone, s, got.Unix(), got, want)
+			}
+		}
+	}
+}

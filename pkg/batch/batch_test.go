@@ -206,13 +206,13 @@ func TestRunWaitBusy(t *testing.T) {
 		}
 	}
 	busy := &device.BusyError{Path: "x", PID: 7}
-	if d := Describe(context.Background(), busy); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
+	if d := Reason(context.Background(), "x", busy); d != "x is in use by process 7 (skipped; --wait[=DURATION] waits for it)" {
 		t.Error(d)
 	}
 	// Run gives each job its --wait: a wait that ran out says so.
 	var got string
 	Run(context.Background(), Config{Jobs: 1, Wait: Wait(time.Millisecond), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, sets(1, 0), func(ctx context.Context, s *Set, out *Out) (int, error) {
-		got = Describe(ctx, busy)
+		got = Reason(ctx, "x", busy)
 		return 8, busy
 	})
 	if got != "x is in use by process 7 (skipped: still busy after --wait=1ms)" {

@@ -34,7 +34,7 @@ func (t Tool) Each(plan *Plan, cfg Config, fn func(ctx context.Context, s *Set, 
 		case !plan.Batch:
 			single = err
 		default:
-			fmt.Fprintf(&out.Stderr, "%s: %s: %s\n", t.Prog, s.Path(), Describe(ctx, err))
+			fmt.Fprintf(&out.Stderr, "%s: %s: %s\n", t.Prog, s.Path(), Reason(ctx, s.Path(), err))
 			if t.JSON {
 				ErrorLine(ctx, &out.Stdout, s.Path(), cli.ExitError, err)
 			}

@@ -35,9 +35,9 @@ func JSONLine(w io.Writer, path string, code int, v any) error {
 }
 
 // ErrorLine is the JSON Lines report of a set that could not be
-// processed (ctx: the job's, for Describe).
+// processed (ctx: the job's, for Reason).
 func ErrorLine(ctx context.Context, w io.Writer, path string, code int, err error) error {
 	return JSONLine(w, path, code, struct {
 		Error string `json:"error"`
-	}{Describe(ctx, err)})
+	}{Reason(ctx, path, err)})
 }

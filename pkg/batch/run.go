@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -213,9 +214,15 @@ func Skipped(ctx context.Context, err error) string {
 	return " (skipped; --wait[=DURATION] waits for it)"
 }
 
-// Describe is err on one line, with the busy note.
-func Describe(ctx context.Context, err error) string {
-	return fmt.Sprintf("%s%s", oneLine(err.Error()), Skipped(ctx, err))
+// Reason is err on one line for the error line of the set at path
+// ("TOOL: PATH: REASON"): in coreutils' words (cli.Plain), without path
+// again when err starts with it, and with the busy note.
+func Reason(ctx context.Context, path string, err error) string {
+	msg := oneLine(cli.Plain(err))
+	if r, ok := strings.CutPrefix(msg, path+": "); ok && r != "" {
+		msg = r // "x.img: No such file or directory", not "x.img: x.img: ..."
+	}
+	return msg + Skipped(ctx, err)
 }
 
 func oneLine(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte("; "))) }

@@ -70,7 +70,7 @@ func Report(w io.Writer, prog string, err error) int {
 		}
 		return ce.Code
 	}
-	msg := strings.ReplaceAll(plain(err), "\n", "; ")
+	msg := strings.ReplaceAll(Plain(err), "\n", "; ")
 	fmt.Fprintf(w, "%s: %s\n", prog, msg)
 	var ue *UsageError
 	if errors.As(err, &ue) {
@@ -88,10 +88,10 @@ func JSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// plain shortens "open x: stat x: no such file or directory" to the
+// Plain shortens "open x: stat x: no such file or directory" to the
 // coreutils form "x: No such file or directory" for the errors users
 // cause most: a missing path or one they may not open.
-func plain(err error) string {
+func Plain(err error) string {
 	var pe *fs.PathError
 	var errno syscall.Errno
 	if errors.As(err, &pe) && errors.As(pe.Err, &errno) {

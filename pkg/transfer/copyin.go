@@ -86,7 +86,7 @@ func CopyIn(f *fsys.FS, src, dst string, o Options, contentsOnly bool) error {
 		return f.Sync()
 	}
 	if st.IsDir() && !o.Recursive {
-		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
+		return &OmitDirError{Path: src}
 	}
 	target := dst
 	if in, err := f.Resolve(dst, true); err == nil && in.IsDir() {

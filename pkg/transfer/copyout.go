@@ -77,7 +77,7 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 		return err
 	}
 	if in.IsDir() && !o.Recursive {
-		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
+		return &OmitDirError{Path: src, InImage: true}
 	}
 	dir, name := filepath.Dir(filepath.Clean(dst)), filepath.Base(dst)
 	st, err := os.Stat(dst)

@@ -38,7 +38,7 @@ func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
 		return err
 	}
 	if in.IsDir() && !o.Recursive {
-		return fmt.Errorf("-r not specified; omitting directory '%s'", src)
+		return &OmitDirError{Path: src, InImage: true}
 	}
 	target := dst
 	if d, err := df.Resolve(dst, true); err == nil && d.IsDir() {
@@ -61,6 +61,18 @@ func CopyBetween(sf, df *fsys.FS, src, dst string, o Options) error {
 		return err
 	}
 	return w.bad.Done(nil)
+}
+
+// OmitDirError is cp's refusal of a directory source without -r; Path is
+// the source as named (an image path when InImage), which the CLI
+// prefixes with its image: "omitting directory 'd.img:/dir'".
+type OmitDirError struct {
+	Path    string
+	InImage bool
+}
+
+func (e *OmitDirError) Error() string {
+	return fmt.Sprintf("-r not specified; omitting directory '%s'", e.Path)
 }
 
 // slashTarget refuses to make a non-directory at a path ending in a
