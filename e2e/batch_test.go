@@ -362,3 +362,26 @@ func TestBatchVerbose(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchStats: in a batch run the --stats lines of each set start
+// with the set's first path (a line per device: one for a.img, two for
+// the pair), in every batch tool.
+func TestBatchStats(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "a.img"), 0)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "m0.img", "m1.img"), 0)
+	for _, tool := range [][]string{{"fsck.ddfs"}, {"trimtool"}, {"ddfs", "df"}, {"ddfs", "info"}, {"dedupe-tool", "status"}} {
+		r := must(t, run(t, dir, tool[0], append(tool[1:], "--stats", "a.img", "m0.img")...), 0)
+		got := map[string]int{}
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if set, rest, _ := strings.Cut(l, ": "); strings.HasPrefix(rest, "io: devid ") {
+				got[set]++
+			} else if strings.HasPrefix(l, "io: ") {
+				t.Errorf("%s: %q names no set", tool, l)
+			}
+		}
+		if got["a.img"] != 1 || got["m0.img"] != 2 || len(got) != 2 {
+			t.Errorf("%s: io lines per set %v\n%s", tool, got, r.stderr)
+		}
+	}
+}
