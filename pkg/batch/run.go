@@ -50,9 +50,8 @@ per dedupe index entry (1/64 of the used bytes on an image whose counters
 are not exact) before it starts; running jobs' reservations stay within
 160 MiB plus 64 MiB for each job past the first (at most 1 GiB and 3/4 of
 the memory limit of the process's cgroup, also the heap's soft limit), and
-a larger set runs alone. SIGINT or SIGTERM stops
-running jobs at a safe point and starts no more; a second one ends the
-process at once.`
+a larger set runs alone. SIGINT or SIGTERM stops running jobs at a safe
+point and starts no more; a second one ends the process at once.`
 
 // Budget is the memory the running jobs of a -j run may reserve in total.
 func Budget(jobs int) int64 {
