@@ -50,12 +50,9 @@ func eachSet(c *cobra.Command, of *openFlags, bf *batch.Flags, args []string, as
 		defer fs.Close()
 		inspect.ReportHeals(stderr, prog, s.Path(), fs)
 		defer func() {
-			inspect.PrintStats(stderr, string(of.stats), inspect.Stats{IO: inspect.IOStats(fs), Heal: fs.HealStats()})
+			inspect.PrintStats(batch.Named(stderr, s.Path(), plan.Batch), string(of.stats), inspect.Stats{IO: inspect.IOStats(fs), Heal: fs.HealStats()})
 		}()
-		if plan.Batch && !asJSON {
-			stdout = &batch.Prefixed{W: stdout, Prefix: s.Path() + ": "}
-		}
-		return fn(fs, stdout, s.Path(), plan.Batch)
+		return fn(fs, batch.Named(stdout, s.Path(), plan.Batch && !asJSON), s.Path(), plan.Batch)
 	})
 	return err
 }

@@ -32,10 +32,7 @@ func newStatusCmd() *cobra.Command {
 		cfg := batch.Config{Jobs: bf.Jobs, Wait: bf.Wait, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr()}
 		tool := batch.Tool{Prog: "dedupe-tool: status", JSON: *asJSON, Failed: "shown"}
 		_, err = tool.Each(plan, cfg, func(_ context.Context, s *batch.Set, stdout, stderr io.Writer) error {
-			if plan.Batch && !*asJSON {
-				stdout = &batch.Prefixed{W: stdout, Prefix: s.Path() + ": "}
-			}
-			return status(s, stdout, stderr, volume.Options{Degraded: *degraded, Extra: extraDevices}, string(stats), *asJSON, plan.Batch)
+			return status(s, batch.Named(stdout, s.Path(), plan.Batch && !*asJSON), stderr, volume.Options{Degraded: *degraded, Extra: extraDevices}, string(stats), *asJSON, plan.Batch)
 		})
 		return err
 	}
@@ -54,7 +51,7 @@ func status(s *batch.Set, stdout, stderr io.Writer, vo volume.Options, stats str
 	if err != nil {
 		return err
 	}
-	io := inspect.MaybePrintIOStats(stderr, fs, stats)
+	io := inspect.MaybePrintIOStats(batch.Named(stderr, s.Path(), inBatch), fs, stats)
 	if asJSON {
 		v := struct {
 			*inspect.DedupeStatus

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -230,7 +231,14 @@ func TestBatchInterrupt(t *testing.T) {
 	if !sc.Scan() {
 		t.Fatal("no report")
 	}
-	cmd.Process.Signal(os.Interrupt)
+	// SIGINT as from a terminal; SIGTERM when this test runs with SIGINT
+	// ignored (a background job): the tool inherits that and rightly
+	// keeps ignoring it.
+	sig := os.Signal(os.Interrupt)
+	if signal.Ignored(os.Interrupt) {
+		sig = syscall.SIGTERM
+	}
+	cmd.Process.Signal(sig)
 	n := 1
 	for sc.Scan() {
 		n++
@@ -369,6 +377,29 @@ func TestBatchVerbose(t *testing.T) {
 		// device and the pair's total.
 		if n := map[string][2]int{"fsck.ddfs": {4, 4}, "trimtool": {1, 3}}[tool]; want["a.img"] != n[0] || want["m0.img"] != n[1] {
 			t.Errorf("%s: lines per set %v, want %v\n%s", tool, want, n, r.stdout)
+		}
+	}
+}
+
+// TestBatchStats: in a batch run the --stats lines of each set start
+// with the set's first path (a line per device: one for a.img, two for
+// the pair), in every batch tool.
+func TestBatchStats(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "a.img"), 0)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-m", "raid1", "m0.img", "m1.img"), 0)
+	for _, tool := range [][]string{{"fsck.ddfs"}, {"trimtool"}, {"ddfs", "df"}, {"ddfs", "info"}, {"dedupe-tool", "status"}} {
+		r := must(t, run(t, dir, tool[0], append(tool[1:], "--stats", "a.img", "m0.img")...), 0)
+		got := map[string]int{}
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if set, rest, _ := strings.Cut(l, ": "); strings.HasPrefix(rest, "io: devid ") {
+				got[set]++
+			} else if strings.HasPrefix(l, "io: ") {
+				t.Errorf("%s: %q names no set", tool, l)
+			}
+		}
+		if got["a.img"] != 1 || got["m0.img"] != 2 || len(got) != 2 {
+			t.Errorf("%s: io lines per set %v\n%s", tool, got, r.stderr)
 		}
 	}
 }

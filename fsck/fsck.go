@@ -216,7 +216,7 @@ func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inB
 		}
 		return code, err
 	}
-	inspect.PrintStats(&out.Stderr, string(o.stats), inspect.Stats{IO: rep.IO})
+	inspect.PrintStats(batch.Named(&out.Stderr, s.Path(), inBatch), string(o.stats), inspect.Stats{IO: rep.IO})
 	code := exitCode(rep)
 	switch {
 	case o.asJSON && inBatch:

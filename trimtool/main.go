@@ -133,7 +133,7 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 			return err
 		}
 	}
-	io := inspect.MaybePrintIOStats(stderr, fs, string(f.stats))
+	io := inspect.MaybePrintIOStats(batch.Named(stderr, args[0], inBatch), fs, string(f.stats))
 	if f.asJSON {
 		v := struct {
 			DryRun  bool                `json:"dry_run"`

@@ -111,6 +111,7 @@ func sets(n int, mem uint64) []*Set {
 // TestRunOrderAndBound: later sets finishing first still print in
 // order, whole, and no more than -j run at once.
 func TestRunOrderAndBound(t *testing.T) {
+	fakeCgroup(t, "max") // a tight machine limit would lower the peak
 	var stdout, stderr bytes.Buffer
 	var running, peak atomic.Int32
 	ss := sets(20, 0)
@@ -145,6 +146,7 @@ func TestRunOrderAndBound(t *testing.T) {
 // TestRunMemoryBound: sets whose estimates fill the budget run alone
 // although -j allows more.
 func TestRunMemoryBound(t *testing.T) {
+	fakeCgroup(t, "max")
 	var running, peak atomic.Int32
 	big := uint64(Budget(4)) // an estimate of the whole budget
 	ss := append(sets(3, big), sets(4, 0)...)
@@ -403,4 +405,78 @@ func TestPlanDefaultJobs(t *testing.T) {
 	if _, err := f.Plan([]string{filepath.Join(t.TempDir(), "none.img")}, nil); err != nil || f.Jobs != n {
 		t.Fatalf("-j default %d (%v), want %d", f.Jobs, err, n)
 	}
+}
+
+// TestCgroupLimit: the budget stays within 3/4 of the smallest memory
+// limit from the process's cgroup up (v2 memory.max, v1
+// memory.limit_in_bytes), "max" and v1's near-2^63 being none.
+func TestCgroupLimit(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, v string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, p), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proc := filepath.Join(root, "cgroup")
+	for _, c := range []struct {
+		proc  string
+		files map[string]string
+		want  uint64
+	}{
+		{"0::/", map[string]string{"memory.max": "max"}, 0},
+		{"0::/", map[string]string{"memory.max": "335544320"}, 320 << 20},
+		// A unit's limit below its slice's, and the slice's below it.
+		{"0::/sys.slice/a.service", map[string]string{"sys.slice/memory.max": "1073741824", "sys.slice/a.service/memory.max": "268435456"}, 256 << 20},
+		{"0::/sys.slice/a.service", map[string]string{"sys.slice/memory.max": "268435456", "sys.slice/a.service/memory.max": "max"}, 256 << 20},
+		// v1, as here: the container's own cgroup is the root.
+		{"4:memory:/host/path\n0::/", map[string]string{"memory/memory.limit_in_bytes": "134217728"}, 128 << 20},
+		{"4:cpu,memory:/p\n", map[string]string{"memory/p/memory.limit_in_bytes": "9223372036854771712"}, 0},
+		{"garbage", nil, 0},
+	} {
+		os.RemoveAll(root)
+		for p, v := range c.files {
+			write(p, v)
+		}
+		write("cgroup", c.proc)
+		if got := cgroupLimit(proc, root); got != c.want {
+			t.Errorf("%q %v: limit %d, want %d", c.proc, c.files, got, c.want)
+		}
+	}
+	if cgroupLimit(filepath.Join(root, "none"), root) != 0 {
+		t.Error("no /proc/self/cgroup: want no limit")
+	}
+	if capBudget(Budget(2), 256<<20) != 192<<20 || capBudget(Budget(2), 320<<20) != Budget(2) || capBudget(Budget(2), 0) != Budget(2) || capBudget(Budget(2), 1<<40) != Budget(2) {
+		t.Errorf("capBudget %d %d", capBudget(Budget(2), 256<<20), capBudget(Budget(2), 0))
+	}
+}
+
+// fakeCgroup makes Run see a cgroup v2 memory.max of limit ("max": none)
+// for the test, whatever the machine's limit.
+func fakeCgroup(t *testing.T, limit string) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup"), []byte("0::/\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "memory.max"), []byte(limit+"\n"), 0o644)
+	old := cgroupFiles
+	t.Cleanup(func() { cgroupFiles = old })
+	cgroupFiles = [2]string{filepath.Join(root, "cgroup"), root}
+}
+
+// TestRunCgroupBudget: Run keeps to the cgroup's limit: under 40 MiB
+// (a 30 MiB budget) two 24 MiB jobs never run together, -j 4 or not.
+func TestRunCgroupBudget(t *testing.T) {
+	fakeCgroup(t, "41943040")
+	var running atomic.Int32
+	Run(context.Background(), Config{Jobs: 4, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}, sets(4, 0), func(_ context.Context, s *Set, out *Out) (int, error) {
+		defer running.Add(-1)
+		if running.Add(1) > 1 {
+			t.Errorf("%s ran beside another job", s.Path())
+		}
+		// Long enough for the next job to start, were it let.
+		for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end) && running.Load() == 1; {
+			time.Sleep(time.Millisecond)
+		}
+		return 0, nil
+	})
 }

@@ -69,6 +69,15 @@ func Note(plan *Plan, sum Summary) string {
 	return note
 }
 
+// Named is w with the set's path before every line in a batch run (a
+// set's text report, its --stats lines), w itself otherwise.
+func Named(w io.Writer, path string, inBatch bool) io.Writer {
+	if !inBatch {
+		return w
+	}
+	return &Prefixed{W: w, Prefix: path + ": "}
+}
+
 // Prefixed writes text with prefix before every line: a batch run's
 // multi-line text report of one set ("a.img: uuid: ...").
 type Prefixed struct {

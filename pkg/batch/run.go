@@ -48,14 +48,23 @@ set is reported and skipped (--wait retries it). Memory: a job reserves
 24 MiB plus its set's metadata bytes (checksums not counted) and 100 bytes
 per dedupe index entry (1/64 of the used bytes on an image whose counters
 are not exact) before it starts; running jobs' reservations stay within
-160 MiB plus 64 MiB for each job past the first (at most 1 GiB, also the
-heap's soft limit), and a larger set runs alone. SIGINT or SIGTERM stops
-running jobs at a safe point and starts no more; a second one ends the
-process at once.`
+160 MiB plus 64 MiB for each job past the first (at most 1 GiB and 3/4 of
+the memory limit of the process's cgroup, also the heap's soft limit), and
+a larger set runs alone. SIGINT or SIGTERM stops running jobs at a safe
+point and starts no more; a second one ends the process at once.`
 
 // Budget is the memory the running jobs of a -j run may reserve in total.
 func Budget(jobs int) int64 {
 	return min(firstJob+int64(max(jobs-1, 0))*nextJob, maxBudget)
+}
+
+// capBudget keeps the budget within 3/4 of the cgroup's memory limit
+// (0: none): the rest is the runtime's and the page cache's.
+func capBudget(budget int64, limit uint64) int64 {
+	if limit > 0 && limit/4*3 < uint64(budget) {
+		return int64(limit / 4 * 3)
+	}
+	return budget
 }
 
 func reserve(s *Set, budget int64) int64 {
@@ -137,7 +146,7 @@ const retryEvery = 200 * time.Millisecond
 // starts; the running ones see ctx and stop at their safe point.
 func Run(ctx context.Context, cfg Config, sets []*Set, job Job) Summary {
 	jobs := max(cfg.Jobs, 1)
-	budget := Budget(jobs)
+	budget := capBudget(Budget(jobs), cgroupLimit(cgroupFiles[0], cgroupFiles[1]))
 	cli.SoftMemoryLimit(budget)
 	slots, mem := semaphore.NewWeighted(int64(jobs)), semaphore.NewWeighted(budget)
 	pr := newPrinter(cfg, sets)
