@@ -10,7 +10,8 @@
 #         fsck.ddfs --check-data vs btrfs check --check-data-csum
 #   REPAIR fsck.ddfs -y on the D2 image with DAMAGE damaged inodes (nlink) vs a
 #         clean check of it
-# Wall time (median of RUNS) and the largest peak RSS of the runs (/usr/bin/time).
+# Wall time (median of RUNS, millisecond steps) and the largest peak RSS of the
+# runs (/usr/bin/time).
 #
 # The images are built first (untimed, niced) into KEEP, and reused when KEEP
 # already holds them: `bench/fsck.sh prepare` builds them without measuring, so
@@ -48,7 +49,7 @@ want() { [[ $ROWS == *" $1 "* ]]; }
 needs_tree() { want d2 || want repair; }
 needs_btrfs() { needs_tree || want data || { want small && [[ ${SMALL_NO_BTRFS:-0} != 1 ]]; }; }
 cleanup() {
-	rm -rf "$K/tree" "$K/small" "$K/data" "$K/dmg.img" "$K/t"
+	rm -rf "$K/tree" "$K/small" "$K/data" "$K/dmg.img" "$K/t" "$K/t.rss"
 	[[ $MODE == prepare || ${KEEP_IMAGES:-0} == 1 ]] || rm -rf "$K"
 }
 trap cleanup EXIT
@@ -101,6 +102,15 @@ rm -rf "$K/tree" "$K/small" "$K/data" # the images hold them
 [[ $MODE == prepare ]] && { echo "bench: images ready in $K"; exit 0; }
 
 
+# timed CMD...: runs CMD, leaves "SECONDS KIB" in $K/t: wall time from bash's
+# EPOCHREALTIME (microseconds; /usr/bin/time's %e has 10 ms steps, too coarse
+# for checks of 50 ms) and the peak RSS from /usr/bin/time.
+timed() {
+	local t0=$EPOCHREALTIME t1
+	/usr/bin/time -f "%M" -o "$K/t.rss" "$@" >/dev/null 2>&1 || true
+	t1=$EPOCHREALTIME
+	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $(tail -n 1 "$K/t.rss")" >"$K/t"
+}
 # rounds NAME CMD... per tool, separated by "--": RUNS rounds of every tool in
 # turn; prints per tool "seconds MiB" (median time, largest RSS).
 declare -A T R
@@ -114,7 +124,7 @@ rounds() {
 	cmds+=("${cur[*]}")
 	for ((i = 0; i < RUNS; i++)); do
 		for j in "${!cmds[@]}"; do
-			/usr/bin/time -f "%e %M" -o "$K/t" ${cmds[$j]} >/dev/null 2>&1 || true
+			timed ${cmds[$j]}
 			T[$name.$j]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) "
 			R[$name.$j]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
 		done
@@ -167,10 +177,10 @@ repair() {
 		cp --sparse=always "$K/tree.ddfs" "$K/dmg.img"
 		"$K/fsckdamage" "$K/dmg.img" "$DAMAGE" >/dev/null
 		sync "$K/dmg.img"
-		/usr/bin/time -f "%e %M" -o "$K/t" "$BIN/fsck.ddfs" -y "$K/dmg.img" >/dev/null 2>&1 || true
+		timed "$BIN/fsck.ddfs" -y "$K/dmg.img"
 		T[rp.0]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) " R[rp.0]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
 		"$BIN/fsck.ddfs" -q "$K/dmg.img" >/dev/null || echo "note: the image is not clean after -y" >&2
-		/usr/bin/time -f "%e %M" -o "$K/t" "$BIN/fsck.ddfs" "$K/tree.ddfs" >/dev/null 2>&1 || true
+		timed "$BIN/fsck.ddfs" "$K/tree.ddfs"
 		T[rp.1]+="$(tail -n 1 "$K/t" | cut -d' ' -f1) " R[rp.1]+="$(tail -n 1 "$K/t" | cut -d' ' -f2) "
 	done
 	row "D2 fsck.ddfs -y ($DAMAGE damaged inodes)" rp.0 rp.1

@@ -9,6 +9,7 @@
 #   PKGS="format pkg/btree" bench/mutants.sh     # only some packages
 #   OUT=/tmp/m.txt bench/mutants.sh              # table elsewhere (default bench/results/mutants.txt)
 #   KEEP_JSON=/tmp/mut bench/mutants.sh          # also keep gremlins' report of each package
+#   WORKERS=2 bench/mutants.sh                   # mutants tested at once (default 1)
 #
 # The per-mutant timeout is gremlins' own: TIMEOUT_COEF times the package's
 # coverage run. A mutant that times out is caught (the test did not pass): the
@@ -19,6 +20,7 @@ GREMLINS_VERSION=v0.6.0
 PKGS=${PKGS:-format pkg/btree pkg/alloc pkg/volume pkg/check}
 OUT=${OUT:-bench/results/mutants.txt}
 TIMEOUT_COEF=${TIMEOUT_COEF:-5}
+WORKERS=${WORKERS:-1}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-mutants.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
@@ -29,7 +31,7 @@ if [ -z "$GREMLINS" ]; then
 fi
 
 {
-	echo "# gremlins $GREMLINS_VERSION, default mutators, -tags ddfs_invariants; $(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo "# gremlins $GREMLINS_VERSION, default mutators, -tags ddfs_invariants, $WORKERS worker(s), timeout ${TIMEOUT_COEF}x the coverage run; $(date -u +%Y-%m-%d) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	printf '%-12s %7s %6s %12s %10s %9s\n' package killed lived not-covered timed-out efficacy
 } >"$WORK/table"
 
@@ -37,7 +39,7 @@ for p in $PKGS; do
 	echo "mutants: $p" >&2
 	# -count=1: a test result cached from an earlier run (a timeout among
 	# them) must never stand for a mutant's run.
-	GOFLAGS="${GOFLAGS:-} -count=1" nice "$GREMLINS" unleash --silent --workers 1 --tags ddfs_invariants \
+	GOFLAGS="${GOFLAGS:-} -count=1" nice "$GREMLINS" unleash --silent --workers "$WORKERS" --tags ddfs_invariants \
 		--timeout-coefficient "$TIMEOUT_COEF" -o "$WORK/out.json" "./$p" >"$WORK/log" 2>&1 ||
 		{ cat "$WORK/log" >&2; exit 1; }
 	[ -n "${KEEP_JSON:-}" ] && mkdir -p "$KEEP_JSON" && cp "$WORK/out.json" "$KEEP_JSON/$(echo "$p" | tr / -).json"
