@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -33,10 +35,19 @@ type statJSON struct {
 }
 
 func newStatCmd() *cobra.Command {
-	c, fl, of := newCmd("stat [--json] IMAGE:PATH...", "show inode details (--json)", "  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n")
+	c, fl, of := newCmd("stat [--json] [-L] [-c FORMAT|--printf FORMAT] IMAGE:PATH...", "show inode details (--json)",
+		"  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n"+
+			"  ddfs stat -c '%a %U:%G %s %n' disk.img:/etc/shadow   # GNU stat format directives\n"+
+			"  ddfs stat --printf '%i\\t%y\\n' disk.img:/etc/passwd\n")
 	asJSON := fl.Bool("json", false, "print JSON (an array when several paths are given)")
+	follow := fl.BoolP("dereference", "L", false, "follow a symbolic link named as an operand")
+	cfmt := fl.StringP("format", "c", "", "print FORMAT for each operand, then a newline (GNU stat directives: %a %A %b %B %f %F %g %G %h %i %n %N %s %t %T %u %U %w %W %x %X %y %Y %z %Z ...)")
+	pfmt := fl.String("printf", "", "as --format, with backslash escapes and no newline added")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
+		if n := btoi(*asJSON) + btoi(c.Flags().Changed("format")) + btoi(c.Flags().Changed("printf")); n > 1 {
+			return usageErr("--json, --format and --printf exclude each other")
+		}
 		im, paths, err := openOperands(of, args, false)
 		if err != nil {
 			return err
@@ -46,10 +57,17 @@ func newStatCmd() *cobra.Command {
 			return im.err(err)
 		}
 		var out []statJSON
+		sf := &statFormat{acc: &attrspec.Accounts{}, img: im.name}
 		for _, p := range paths {
-			in, err := im.f.Resolve(p, false)
+			in, err := im.f.Resolve(p, *follow)
 			if err != nil {
 				return im.err(err)
+			}
+			if c.Flags().Changed("format") || c.Flags().Changed("printf") {
+				if err := printStatFormat(stdout, sf, im.f, in, p, *cfmt, *pfmt, c.Flags().Changed("printf")); err != nil {
+					return im.err(err)
+				}
+				continue
 			}
 			st, err := statOf(im.f, in, p, fsys.Base(p))
 			if err != nil {
@@ -77,6 +95,31 @@ func newStatCmd() *cobra.Command {
 		return nil
 	}
 	return c
+}
+
+// printStatFormat prints one operand of stat -c/--printf.
+func printStatFormat(w io.Writer, sf *statFormat, f *fsys.FS, in *fsys.Inode, p, cfmt, pfmt string, printf bool) error {
+	var target string
+	if in.IsSymlink() {
+		t, err := f.Readlink(p)
+		if err != nil {
+			return err
+		}
+		target = t
+	}
+	if printf {
+		_, err := io.WriteString(w, sf.expand(pfmt, true, p, in, target))
+		return err
+	}
+	_, err := io.WriteString(w, sf.expand(cfmt, false, p, in, target)+"\n")
+	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // statOf is the JSON (and text) form of one inode at image path p.

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestStatFormatAgainstGNU builds an image from a folder and wants `ddfs
+// stat -c/--printf` to print what GNU stat prints for the same files, for
+// every directive whose value the image keeps (not %i, %d, %U, %z, or a
+// directory's size, which differ between filesystems by design: the
+// image's ctime is when mkfs wrote the inode).
+func TestStatFormatAgainstGNU(t *testing.T) {
+	gnu, err := exec.LookPath("stat")
+	if err != nil {
+		t.Skip("no GNU stat")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.MkdirAll(filepath.Join(src, "d"), 0o755)
+	os.WriteFile(filepath.Join(src, "f"), []byte("hello"), 0o644)
+	if err := syscall.Chmod(filepath.Join(src, "f"), 0o4751); err != nil { // os.Chmod drops a raw 04000
+		t.Fatal(err)
+	}
+	os.Symlink("f", filepath.Join(src, "l"))
+	if err := syscall.Mkfifo(filepath.Join(src, "p"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "-r", "src", "d.img"), 0)
+	const spec = "%a|%A|%06a|%-7h|%F|%f|%u|%g|%y|%Y|%X|%t|%T|%B|%.3F|%q|%%"
+	for _, p := range []string{"f", "l", "p", "d"} {
+		cmd := exec.Command(gnu, "-c", spec, p)
+		cmd.Dir, cmd.Env = src, append(os.Environ(), "TZ=UTC")
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := must(t, run(t, dir, "ddfs", "stat", "-c", spec, "d.img:/"+p), 0).stdout
+		if got != string(want) {
+			t.Errorf("stat -c of %s:\n ddfs %q\n  GNU %q", p, got, want)
+		}
+	}
+	// --printf: escapes, no newline; -L follows the operand; %N quotes.
+	if got := must(t, run(t, dir, "ddfs", "stat", "-L", "--printf", `%s\t%F\x21`, "d.img:/l"), 0).stdout; got != "5\tregular file!" {
+		t.Errorf("stat -L --printf = %q", got)
+	}
+	if got := must(t, run(t, dir, "ddfs", "stat", "-c", "%N", "d.img:/l", "d.img:/f"), 0).stdout; got != "'d.img:/l' -> 'f'\n'd.img:/f'\n" {
+		t.Errorf("stat -c %%N = %q", got)
+	}
+	if r := run(t, dir, "ddfs", "stat", "--json", "-c", "%s", "d.img:/f"); r.code != 2 || !strings.Contains(r.stderr, "exclude each other") {
+		t.Errorf("--json with -c: exit %d, %q", r.code, r.stderr)
+	}
+}
