@@ -60,6 +60,7 @@ type Server struct {
 	// opens counts open files by inode; unlinked names the hidden ones
 	// (see unlinked.go).
 	opens    map[uint64]int
+	calls    uint64 // reads and writes served (see callDone)
 	unlinked map[uint64]string
 }
 
@@ -114,10 +115,12 @@ func Mount(dir string, f *fsys.FS, opt Options) (*Server, error) {
 		RootStableAttr:  &fs.StableAttr{Ino: format.RootDirIno},
 	}
 	fo.ExtraCapabilities = capKillprivV2
+	readers := goFuseReaders()
 	srv, err := fuse.NewServer(killprivFS{fs.NewNodeFS(root, fo)}, dir, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	spareProcs(readers)
 	go srv.Serve()
 	if err := waitMount(srv.WaitMount, 10*time.Second); err != nil {
 		srv.Unmount()
@@ -242,8 +245,9 @@ func errnoOf(err error) syscall.Errno {
 // call only; the rest of the tree stays usable.
 func (s *Server) read(what string, fn func() error) syscall.Errno {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readLocked(what, fn)
+	e := s.readLocked(what, fn)
+	s.callDone()
+	return e
 }
 
 func (s *Server) readLocked(what string, fn func() error) syscall.Errno {
@@ -261,8 +265,9 @@ func (s *Server) readLocked(what string, fn func() error) syscall.Errno {
 // commit (fsys.MaybeCommit).
 func (s *Server) write(what string, fn func() error) syscall.Errno {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writeLocked(what, fn)
+	e := s.writeLocked(what, fn)
+	s.callDone()
+	return e
 }
 
 func (s *Server) writeLocked(what string, fn func() error) syscall.Errno {
