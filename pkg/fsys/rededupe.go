@@ -14,9 +14,10 @@ type RededupeOptions struct {
 	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
 	CDC   bool            // content-defined chunks
 	Hash  format.CsumType // sha256 or blake3
-	// Want, when set, picks the data extents (by logical) worth passing
-	// through; the others are left alone (a prefilter ruled them out).
-	Want func(logical uint64) bool
+	// Want, when set, picks the data extents (by logical and disk
+	// length) worth passing through; the others are left alone (a
+	// prefilter ruled them out).
+	Want func(logical, diskLen uint64) bool
 	// Window is the most file data read and rewritten at a time (0:
 	// maxExtent); a multiple of Block with fixed chunking.
 	Window uint64
@@ -97,8 +98,13 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		if done || x.Type == format.FileExtentInline {
 			continue // inline data is small and lives in the tree
 		}
-		if o.Want != nil && !o.Want(x.DiskLogical) {
-			st.Skipped += min(x.end(), end) - max(x.off, start)
+		if o.Want != nil && !o.Want(x.DiskLogical, x.DiskLen) {
+			// A block begun in a wanted extent before is read whole.
+			s := max(x.off, start)
+			if n := len(runs); n > 0 {
+				s = max(s, runs[n-1][1])
+			}
+			st.Skipped += min(x.end(), end) - min(s, min(x.end(), end))
 			continue
 		}
 		s, e := max(x.off, start), min(x.end(), end)
