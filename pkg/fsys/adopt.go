@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/ddfs/ddfs/format"
@@ -15,22 +14,17 @@ import (
 // 390 MB of first copies written and flushed a second time. Blocks that
 // do not fit go through the write path from the bytes already read.
 func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, st *RededupeStats, scratch *[]byte) error {
-	if uint64(cap(*scratch)) < pol.block {
-		*scratch = make([]byte, pol.block)
+	ss := uint64(f.st.Super().SectorSize)
+	if uint64(cap(*scratch)) < pol.block+ss {
+		*scratch = make([]byte, pol.block+ss) // a block and its padding
 	}
 	for bo := s; bo < e; {
 		n := min(pol.block-bo%pol.block, e-bo)
-		data := (*scratch)[:n]
-		if got, err := f.ReadAt(in, data, bo); err != nil && uint64(got) != n {
-			return err
-		}
-		x, ok, err := f.adoptable(in, bo, data)
-		if err != nil {
-			return err
-		}
-		if !ok {
+		f.dataBytes += n // the transaction bound, as for a rewrite
+		x, data, ok, err := f.readBlock(in, bo, n, *scratch)
+		if err == nil && !ok {
 			err = f.rewriteFrom(in, bo, data, pol)
-		} else {
+		} else if err == nil {
 			err = f.dedupeAdoptable(in, x, data, pol, st)
 		}
 		if err != nil {
@@ -39,6 +33,34 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, st *Rededupe
 		bo += n
 	}
 	return nil
+}
+
+// readBlock reads the n bytes of the file at bo into buf and reports
+// whether they can stay where they lie (adoptable); such a block is read
+// straight from its extent with its last sector's padding, one verified
+// read, others through ReadAt.
+func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte) (fileExtent, []byte, bool, error) {
+	ss := uint64(f.st.Super().SectorSize)
+	x, ok, err := f.adoptable(in, bo, n)
+	if err != nil {
+		return x, nil, false, err
+	}
+	if !ok {
+		data := buf[:n]
+		if got, err := f.ReadAt(in, data, bo); err != nil && uint64(got) != n {
+			return x, nil, false, err
+		}
+		return x, data, false, nil
+	}
+	raw := buf[:(n+ss-1)/ss*ss]
+	if err := f.readVerified(x.DiskLogical, raw); err != nil {
+		return x, nil, false, err
+	}
+	data := raw[:n]
+	// The write path leaves zero sectors as holes and pads with zeros; a
+	// block that would be stored otherwise is not adopted.
+	ok = isZero(raw[n:]) && zeroPrefix(data, bo, ss) == 0 && dataRun(data, bo, ss, maxExtent) == n
+	return x, data, ok, nil
 }
 
 // rewriteFrom punches the block at bo and writes data there again
@@ -91,13 +113,13 @@ func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, data []byte, pol dataPolic
 	return nil
 }
 
-// adoptable reports whether the block data read at bo can stay where it
-// lies: it starts a file extent x of uncompressed data at the extent's
-// first byte, ends on a sector boundary inside it or is the rest of it
-// (zero padding to the sector), and holds no zero sector the write path
-// would leave as a hole. The extent's sharing is checked by cut.
-func (f *FS) adoptable(in *Inode, bo uint64, data []byte) (fileExtent, bool, error) {
-	n, ss := uint64(len(data)), uint64(f.st.Super().SectorSize)
+// adoptable reports whether the n bytes of the file at bo may stay
+// where they lie: they start a file extent x of uncompressed data at the
+// extent's first byte and end on a sector boundary inside it, or are the
+// rest of it. Their bytes (readBlock) and the extent's sharing (cut) are
+// checked after.
+func (f *FS) adoptable(in *Inode, bo, n uint64) (fileExtent, bool, error) {
+	ss := uint64(f.st.Super().SectorSize)
 	if pol := f.policy(in); pol.compress != format.CompressNone {
 		return fileExtent{}, false, nil // the write path would compress it
 	}
@@ -110,21 +132,10 @@ func (f *FS) adoptable(in *Inode, bo uint64, data []byte) (fileExtent, bool, err
 	if !whole && x.NumBytes <= n {
 		return fileExtent{}, false, nil // sectors past the block that nothing would reference
 	}
-	if x.off != bo || x.Type != format.FileExtentRegular || x.DiskLogical == 0 || x.Compression != format.CompressNone ||
-		x.Offset != 0 || x.RAMBytes != x.DiskLen || x.NumBytes < n || (n%ss != 0 && !whole) || (whole && x.NumBytes != n) ||
-		zeroPrefix(data, bo, ss) != 0 || dataRun(data, bo, ss, maxExtent) != n || bo%ss != 0 {
-		return fileExtent{}, false, nil
-	}
-	if n%ss != 0 { // the rest of the last sector must be zero, as the write path pads
-		sec := make([]byte, ss)
-		if err := f.readVerified(x.DiskLogical+x.DiskLen-ss, sec); err != nil {
-			return fileExtent{}, false, err
-		}
-		if !bytes.Equal(sec[:n%ss], data[n/ss*ss:]) || !isZero(sec[n%ss:]) {
-			return fileExtent{}, false, nil
-		}
-	}
-	return x, true, nil
+	ok := x.off == bo && bo%ss == 0 && x.Type == format.FileExtentRegular && x.DiskLogical != 0 &&
+		x.Compression == format.CompressNone && x.Offset == 0 && x.RAMBytes == x.DiskLen &&
+		x.NumBytes >= n && (n%ss == 0 || whole) && (!whole || x.NumBytes == n)
+	return x, ok, nil
 }
 
 // cut makes block b, the head of file extent x, its own extent where it
