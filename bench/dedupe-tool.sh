@@ -52,7 +52,7 @@ freed=$(awk -F'[:,]' '/"freed_bytes"/{print $2+0}' "$root/out")
 after=$("$BIN/dedupe-tool" status --json "$img" | awk -F'[:,]' '/"physical_bytes"/{print $2+0}')
 [ "$((before - after))" = "$freed" ] || echo "  MISMATCH: status says $((before - after)) freed, run says $freed"
 row "dedupe-tool run" "$freed" "$before"; ddfs_t=$secs; ddfs_rss=$rss_kb
-echo "  (read and rewritten $(awk -F'[:,]' '/"rewritten_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB; left unread by the stored-checksum prefilter $(awk -F'[:,]' '/"prefiltered_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB)"
+echo "  (read and passed through dedupe $(awk -F'[:,]' '/"rewritten_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB, of it indexed in place $(awk -F'[:,]' '/"adopted_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB; left unread by the stored-checksum prefilter $(awk -F'[:,]' '/"prefiltered_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB)"
 "$BIN/fsck.ddfs" -q "$img" >/dev/null || echo "  fsck.ddfs after run: NOT clean"
 timed "dedupe-tool run (again)" "$BIN/dedupe-tool" run --json "$img"
 row "dedupe-tool run, second time" "$(awk -F'[:,]' '/"freed_bytes"/{print $2+0}' "$root/out")" "$before"

@@ -16,15 +16,22 @@ var maxPrints uint64 = 1 << 19
 // are one copy: reflinks and shared extents).
 type printed struct{ print, disk uint64 }
 
-// prefilter picks, from the stored sector checksums alone, the data
-// extents pass part of parts must read: those holding a block whose print
-// another copy elsewhere has, or one the sums cannot tell (compressed,
-// unaligned). The prints of the other parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (extentSet, error) {
+// prefilter picks, from the stored sector checksums alone and in one
+// walk of the files, the data extents pass part of parts must read: those
+// holding the first stored sector of a block whose print another copy
+// elsewhere has, and those of a block the sums cannot tell (compressed,
+// unaligned). A block that runs on into a next extent is read whole with
+// its first one (Rededupe widens runs to blocks). The prints of the other
+// parts are not held.
+func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, error) {
 	var ps []printed
+	w := &wantSet{}
 	err := walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
-		if bp.Known && bp.Print%parts == part {
+		switch {
+		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
+		case !bp.Known && part == 0 && !bp.Indexed:
+			w.odd = append(w.odd, bp.Extents...)
 		}
 		return nil
 	})
@@ -37,7 +44,8 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (extentSet, 
 		}
 		return cmp.Compare(a.disk, b.disk)
 	})
-	// Keep, in place, the prints found at two places or more.
+	// Keep, in place, every place of a print found at two places or more,
+	// then order them by place: no memory beyond the prints'.
 	dups := ps[:0]
 	for i := 0; i < len(ps); {
 		j, places := i+1, 1
@@ -47,38 +55,33 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (extentSet, 
 			}
 		}
 		if places > 1 {
-			dups = append(dups, ps[i])
+			dups = append(dups, ps[i:j]...)
 		}
 		i = j
 	}
-	var want extentSet
-	err = walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
-		if bp.Indexed {
-			return nil
-		}
-		mine := bp.Known && bp.Print%parts == part
-		if !mine && (bp.Known || part != 0) {
-			return nil
-		}
-		if mine {
-			if _, dup := slices.BinarySearchFunc(dups, bp.Print, func(p printed, t uint64) int { return cmp.Compare(p.print, t) }); !dup {
-				return nil
-			}
-		}
-		want = append(want, bp.Extents...)
-		return nil
-	})
-	slices.Sort(want)
-	return slices.Compact(want), err
+	slices.SortFunc(dups, func(a, b printed) int { return cmp.Compare(a.disk, b.disk) })
+	w.disks = dups
+	slices.Sort(w.odd)
+	w.odd = slices.Compact(w.odd)
+	return w, nil
 }
 
-// extentSet is a sorted set of extent logicals: 8 bytes an extent, a
-// fifth of a map's.
-type extentSet []uint64
+// wantSet is what a pass reads: the extents holding a repeated block's
+// first sector (found by disk address; the prints' own memory) and the
+// extents of blocks whose sums tell nothing (8 bytes each).
+type wantSet struct {
+	disks []printed // repeated blocks, sorted by their first sector's logical
+	odd   []uint64  // sorted extent logicals
+}
 
-func (s extentSet) has(l uint64) bool {
-	_, ok := slices.BinarySearch(s, l)
-	return ok
+// has reports whether the data extent of diskLen bytes at logical holds
+// a wanted block start or is wanted whole.
+func (w *wantSet) has(logical, diskLen uint64) bool {
+	if _, ok := slices.BinarySearch(w.odd, logical); ok {
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(w.disks, logical, func(p printed, t uint64) int { return cmp.Compare(p.disk, t) })
+	return i < len(w.disks) && w.disks[i].disk-logical < diskLen
 }
 
 // walkPrints calls fn for every block of the files Run visits.

@@ -2,6 +2,7 @@ package dedupe
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -113,5 +114,59 @@ func TestRunPrefilter(t *testing.T) {
 		if again.FreedBytes != 0 || again.RewrittenBytes != 0 {
 			t.Fatalf("second run: %+v", again)
 		}
+	}
+}
+
+// TestRunPrefilterInsideExtents: the prefilter finds a repeated block in
+// the middle of a multi-block extent (no repeat at the extent's start) and
+// one that straddles two extents (a half-block write each), reads only
+// the extents that hold them, and leaves exactly the unique file unread.
+func TestRunPrefilterInsideExtents(t *testing.T) {
+	d := newImage(t, format.Settings{})
+	f := openAt(t, d, 0, epoch)
+	rng := rand.New(rand.NewPCG(3, 3))
+	blk := func() []byte {
+		b := make([]byte, testBlock)
+		for i := range b {
+			b[i] = byte(rng.Uint32() | 1)
+		}
+		return b
+	}
+	dup, dup2, uniq := blk(), blk(), blk()
+	model := map[string][]byte{}
+	put := func(p string, pieces ...[]byte) {
+		in, err := f.Create(p, fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []byte
+		for _, b := range pieces {
+			if err := f.WriteAt(in, b, uint64(len(all))); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, b...)
+		}
+		model[p] = all
+	}
+	put("/big", slices.Concat(blk(), dup, blk())) // one write: one extent
+	put("/dup", dup)
+	put("/halves", dup2[:testBlock/2], dup2[testBlock/2:])
+	put("/dup2", dup2)
+	put("/uniq", uniq)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = openImage(t, d, 0)
+	res, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	verify(t, d, model)
+	if after, _ := physicalBytes(t, d); after != wantPhysical(model) {
+		t.Fatalf("physical %d, want %d", after, wantPhysical(model))
+	}
+	if res.PrefilteredBytes != testBlock || res.RewrittenBytes != 6*testBlock {
+		t.Fatalf("%+v: want %d bytes ruled out (/uniq), %d rewritten", res, testBlock, 6*testBlock)
 	}
 }

@@ -36,6 +36,9 @@ type RunResult struct {
 	// PrefilteredBytes: file bytes left unread because the stored sector
 	// sums of their extents' blocks match no other block.
 	PrefilteredBytes uint64 `json:"prefiltered_bytes"`
+	// AdoptedBytes: of RewrittenBytes, new blocks indexed in place (their
+	// extent cut where they lay) instead of written again.
+	AdoptedBytes uint64 `json:"adopted_bytes"`
 }
 
 // Run dedupes the data already in the image: every regular file under
@@ -88,7 +91,7 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if before.PhysicalBytes > after.PhysicalBytes {
 		res.FreedBytes = before.PhysicalBytes - after.PhysicalBytes
 	}
-	res.ExtentsShared, res.RewrittenBytes, res.PrefilteredBytes = st.Shared, st.Rewritten, st.Skipped
+	res.ExtentsShared, res.RewrittenBytes, res.PrefilteredBytes, res.AdoptedBytes = st.Shared, st.Rewritten, st.Skipped, st.Adopted
 	res.IndexEntries = after.IndexEntries
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil

@@ -83,7 +83,24 @@ func cutBlocks(p []byte, off uint64, pol dataPolicy) []block {
 
 // hashBlocks hashes blocks in parallel (bounded by GOMAXPROCS), skipping
 // those already hashed.
+// One block is hashed on the caller's goroutine: dedupe-tool run passes
+// a block at a time, and a goroutine per block cost a futex wake and
+// sleep each (61k of them over 45,916 files, ~10% of the run's CPU).
 func hashBlocks(blocks []block, pol dataPolicy) {
+	todo := 0
+	for i := range blocks {
+		if !blocks[i].hashed {
+			todo++
+		}
+	}
+	if todo <= 1 {
+		for i := range blocks {
+			if b := &blocks[i]; !b.hashed {
+				b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data))
+			}
+		}
+		return
+	}
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range blocks {

@@ -14,9 +14,10 @@ type RededupeOptions struct {
 	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
 	CDC   bool            // content-defined chunks
 	Hash  format.CsumType // sha256 or blake3
-	// Want, when set, picks the data extents (by logical) worth passing
-	// through; the others are left alone (a prefilter ruled them out).
-	Want func(logical uint64) bool
+	// Want, when set, picks the data extents (by logical and disk
+	// length) worth passing through; the others are left alone (a
+	// prefilter ruled them out).
+	Want func(logical, diskLen uint64) bool
 	// Window is the most file data read and rewritten at a time (0:
 	// maxExtent); a multiple of Block with fixed chunking.
 	Window uint64
@@ -27,16 +28,19 @@ type RededupeStats struct {
 	Rewritten uint64 // file bytes passed through the dedupe write path
 	Shared    uint64 // blocks turned into references to existing extents
 	Skipped   uint64 // file bytes left unread because Want ruled their extent out
+	Adopted   uint64 // of Rewritten: new blocks indexed where they lay, not written again
 }
 
 // Rededupe passes the file's data that is not yet held in indexed
-// single-block extents through the dedupe write path, a window of at
-// most maxExtent bytes at a time: a block seen before becomes a reference
-// to its extent, a new one gets its own indexed extent, and punching the
-// old extents frees them once nothing refers to them. Data already in
-// indexed blocks is left alone, so a second pass frees nothing twice.
-// Times are kept (nothing here sets them). Callers commit between calls of step (each window is a
-// whole change): step returns false when the file is done.
+// single-block extents through dedupe, a window of at most maxExtent
+// bytes at a time: a block seen before becomes a reference to its extent,
+// a new one gets its own indexed extent (fixed blocks: cut off in place
+// where it can, rededupeBlocks; else written again), and punching the old
+// extents frees them once nothing refers to them. Data already in indexed
+// blocks is left alone, so a second pass frees nothing twice. Times are
+// kept (nothing here sets them). Callers commit between calls of step
+// (each window is a whole change): step returns false when the file is
+// done.
 func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step func() (bool, error)) {
 	pos := uint64(0)
 	window := o.Window
@@ -97,8 +101,13 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		if done || x.Type == format.FileExtentInline {
 			continue // inline data is small and lives in the tree
 		}
-		if o.Want != nil && !o.Want(x.DiskLogical) {
-			st.Skipped += min(x.end(), end) - max(x.off, start)
+		if o.Want != nil && !o.Want(x.DiskLogical, x.DiskLen) {
+			// A block begun in a wanted extent before is read whole.
+			s := max(x.off, start)
+			if n := len(runs); n > 0 {
+				s = max(s, runs[n-1][1])
+			}
+			st.Skipped += min(x.end(), end) - min(s, min(x.end(), end))
 			continue
 		}
 		s, e := max(x.off, start), min(x.end(), end)
@@ -123,7 +132,13 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	tx.NeedIncompat(format.IncompatDedupe)
 	hits := f.dedupeHits
 	for _, r := range runs {
-		if err := f.rewriteRun(in, r[0], r[1], pol, buf); err != nil {
+		var err error
+		if o.CDC {
+			err = f.rewriteRun(in, r[0], r[1], pol, buf)
+		} else {
+			err = f.rededupeBlocks(in, r[0], r[1], pol, st, buf)
+		}
+		if err != nil {
 			return err
 		}
 		st.Rewritten += r[1] - r[0]
