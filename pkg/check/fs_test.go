@@ -498,6 +498,24 @@ func surgeryCases() []surgeryCase {
 			s.inode(root, func(in *format.InodeItem) { in.Seq = 3 })
 			return []want{{code: DirIndexRange, ino: root}}
 		}},
+		{"seq at the last index", func(s *surgeon) []want {
+			// Seq is the next free index: the last DIR_INDEX equal to it
+			// is out of range (one past is the boundary).
+			idx := s.items(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey}, format.Key{ObjectID: root, Type: format.DirIndexKey + 1})
+			last := idx[len(idx)-1].Key.Offset
+			s.inode(root, func(in *format.InodeItem) { in.Seq = last })
+			return []want{{code: DirIndexRange, ino: root}}
+		}},
+		{"symlink target starts with a NUL", func(s *surgeon) []want {
+			link := s.ino("/link")
+			s.firstExtent(link, func(x *format.FileExtentItem) { x.Inline[0] = 0 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"device number on a regular file", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.inode(small, func(in *format.InodeItem) { in.Rdev = 0x0103 })
+			return []want{{code: Rdev, ino: small}}
+		}},
 		{"orphan inode", func(s *surgeon) []want {
 			in := &format.InodeItem{Mode: syscall.S_IFREG | 0o644, Nlink: 1, Generation: 1}
 			s.put(fsT, inodeKey(50000), format.MarshalInodeItem(in))
