@@ -506,6 +506,13 @@ func surgeryCases() []surgeryCase {
 			s.inode(root, func(in *format.InodeItem) { in.Seq = last })
 			return []want{{code: DirIndexRange, ino: root}}
 		}},
+		{"seq at the first index", func(s *surgeon) []want {
+			// /la holds one name, at index 2: the fix raises the seq
+			// past it and keeps the name.
+			la := s.ino("/la")
+			s.inode(la, func(in *format.InodeItem) { in.Seq = 2 })
+			return []want{{code: DirIndexRange, ino: la}}
+		}},
 		{"symlink target starts with a NUL", func(s *surgeon) []want {
 			link := s.ino("/link")
 			s.firstExtent(link, func(x *format.FileExtentItem) { x.Inline[0] = 0 })

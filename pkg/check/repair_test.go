@@ -82,6 +82,41 @@ func contents(t *testing.T, devs []*device.MemDevice) map[uint64][32]byte {
 	return out
 }
 
+// pathsOf maps every path reachable from the root (through directory
+// entries, at most 64 deep) to its inode.
+func pathsOf(t *testing.T, devs []*device.MemDevice) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	st, err := store.OpenVolume(volumeOf(t, devs))
+	if err != nil {
+		return out
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		return out
+	}
+	seen := map[uint64]bool{}
+	var walk func(in *fsys.Inode, dir string, depth int)
+	walk = func(in *fsys.Inode, dir string, depth int) {
+		if depth > 64 || seen[in.Ino] {
+			return
+		}
+		seen[in.Ino] = true
+		_ = f.ReadDir(in, func(e fsys.DirEntry) bool {
+			p := dir + "/" + e.Name
+			out[p] = e.Ino
+			if c, err := f.Inode(e.Ino); err == nil && c.IsDir() {
+				walk(c, p, depth+1)
+			}
+			return true
+		})
+	}
+	if root, err := f.Inode(format.RootDirIno); err == nil {
+		walk(root, "", 0)
+	}
+	return out
+}
+
 // codesOf lists the codes of the problems, sorted, with fixed ones
 // marked "+".
 func codesOf(ps []Problem, onlyLeft bool) []string {
@@ -142,6 +177,7 @@ func TestRepairSurgery(t *testing.T) {
 	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
 	original := contents(t, base)
+	originalPaths := pathsOf(t, base)
 	for _, tc := range surgeryCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSurgeon(t, base)
@@ -149,6 +185,7 @@ func TestRepairSurgery(t *testing.T) {
 			must(t, s.tx.Commit())
 			before := fsckDevs(t, s.devs, Options{CheckData: true})
 			damaged := contents(t, s.devs)
+			damagedPaths := pathsOf(t, s.devs)
 			rep := repairDevs(t, s.devs, ModeRepair)
 			after := fsckDevs(t, s.devs, Options{CheckData: true})
 			// Left after -y: exactly the problems no mode fixes.
@@ -184,6 +221,14 @@ func TestRepairSurgery(t *testing.T) {
 			}
 			// A file reads as before the damage or as after it: a repair
 			// may undo damage, never make a third version.
+			// A name resolves as before the damage or as after it: a
+			// repair moves to lost+found only what the damage cut off.
+			repaired := pathsOf(t, s.devs)
+			for p, ino := range originalPaths {
+				if repaired[p] != ino && damagedPaths[p] == ino {
+					t.Errorf("%s: inode %d before and after the damage, %d after -y", p, ino, repaired[p])
+				}
+			}
 			for ino, sum := range contents(t, s.devs) {
 				if old, ok := original[ino]; ok && old != sum && damaged[ino] != sum {
 					t.Errorf("inode %d changed its contents", ino)

@@ -122,3 +122,19 @@ func TestFixableIncomplete(t *testing.T) {
 		t.Errorf("complete: %q, want %q", got, want)
 	}
 }
+
+// TestUnion: overlapping and touching spans merge, a gap keeps them
+// apart (a gap merged away would hide checksums outside every extent).
+func TestUnion(t *testing.T) {
+	var out bigList[span]
+	got := union([]span{{0, 10}, {5, 12}, {12, 20}, {30, 40}, {41, 50}}, &out)
+	want := []span{{0, 20}, {30, 40}, {41, 50}}
+	if len(got) != len(want) {
+		t.Fatalf("union %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("union %v, want %v", got, want)
+		}
+	}
+}
