@@ -816,6 +816,54 @@ func surgeryCases() []surgeryCase {
 			s.put(extT, k, format.MarshalExtentItem(e))
 			return []want{{code: ExtentRefs, logical: l}}
 		}},
+		{"data extent inside another", func(s *surgeon) []want {
+			// A second extent item over the second sector of /mid's:
+			// the two overlap, and nothing references the second.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			s.put(extT, format.Key{ObjectID: l + ss, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentOverlap, logical: l + ss},
+				{code: ExtentUnreferenced, logical: l + ss},
+				{code: BGUsed},
+			}
+		}},
+		{"data extent right after another", func(s *surgeon) []want {
+			// Touching is not overlapping: only the reference is missing.
+			var l, n uint64
+			for _, it := range s.items(extT, format.Key{}, format.Key{ObjectID: ^uint64(0)}) {
+				if it.Key.Type == format.ExtentItemKey {
+					l, n = it.Key.ObjectID, it.Key.Offset // the last data extent
+				}
+			}
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			s.put(extT, format.Key{ObjectID: l + n, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentUnreferenced, logical: l + n},
+				{code: BGUsed},
+			}
+		}},
+		{"data extent at the end of its chunk", func(s *surgeon) []want {
+			// Ending exactly where the chunk ends is inside it.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			ch, _ := s.st.Vol.Chunks.Lookup(l)
+			s.put(extT, format.Key{ObjectID: ch.End() - ss, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentUnreferenced, logical: ch.End() - ss},
+				{code: BGUsed, logical: ch.Logical},
+			}
+		}},
+		{"data extent past the end of its chunk", func(s *surgeon) []want {
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			ch, _ := s.st.Vol.Chunks.Lookup(l)
+			s.put(extT, format.Key{ObjectID: ch.End() - ss, Type: format.ExtentItemKey, Offset: 2 * ss}, b)
+			return []want{
+				{code: ExtentOutside, logical: ch.End() - ss},
+				{code: ExtentUnreferenced, logical: ch.End() - ss},
+			}
+		}},
 		{"extent item missing", func(s *surgeon) []want {
 			mid := s.ino("/mid")
 			l, n := s.diskExtent(mid)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -142,12 +143,28 @@ var repairLeaves = map[string][]string{
 	"extent beyond its decompressed bytes": {"EXTENT_UNREFERENCED", "FS_ITEM_BAD"},
 }
 
+// repairSideFixes are problems no fix is made for that go away with the
+// fix of another problem of the same case.
+var repairSideFixes = map[string][]string{
+	// Dropping the unreferenced extent ends the overlap / the part
+	// outside the chunk.
+	"data extent inside another":            {"EXTENT_OVERLAP"},
+	"data extent past the end of its chunk": {"EXTENT_OUTSIDE"},
+}
+
 // repairUncovers are problems a surgery case's first check cannot see:
 // a fix of one problem uncovers them, and a later round fixes them.
 var repairUncovers = map[string][]string{
 	// Round one makes the name "smalm" whole again at a new index and
 	// the INODE_REF then holds index 4 twice; later rounds clean up.
 	"inode ref renamed": {"ENTRY_NO_REF", "FS_ITEM_BAD", "ORPHAN"},
+	// Dropping the extent that overlaps /mid's drops the checksums of
+	// the sector they share (DeleteCsums goes by range): /mid's sector
+	// is summed again from its bytes as they read now.
+	"data extent inside another": {"CSUM_MISSING"},
+	// Dropping an extent subtracts its length from its block group,
+	// though the part past the chunk was never counted there.
+	"data extent past the end of its chunk": {"BG_USED"},
 }
 
 // markFixed sorts codes and marks "+" those not in left (each code of
@@ -198,6 +215,7 @@ func TestRepairSurgery(t *testing.T) {
 			// A sum over a sector of the single copy: no good copy to
 			// rewrite it from.
 			unfixable = append(unfixable, repairLeaves[tc.name]...)
+			unfixable = slices.DeleteFunc(unfixable, func(c string) bool { return slices.Contains(repairSideFixes[tc.name], c) })
 			sort.Strings(unfixable)
 			if got := codesOf(after.Problems, false); strings.Join(got, " ") != strings.Join(unfixable, " ") {
 				t.Errorf("after -y: %v, want the unfixable %v\nbefore: %v\nrepair: %v", got, unfixable, before.Problems, rep.Problems)
