@@ -843,6 +843,21 @@ func surgeryCases() []surgeryCase {
 				{code: BGUsed},
 			}
 		}},
+		{"data extent over a node", func(s *surgeon) []want {
+			// An extent item at the chunk tree's root node (which the
+			// surgeon's commit does not move) overlaps that node.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			sb := s.st.Super()
+			at := sb.Roots.Root(format.ChunkTree).Logical
+			s.put(extT, format.Key{ObjectID: at, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentOverlap, logical: at},
+				{code: DataExtentChunk, logical: at},
+				{code: ExtentUnreferenced, logical: at},
+				{code: BGUsed},
+			}
+		}},
 		{"data extent at the end of its chunk", func(s *surgeon) []want {
 			// Ending exactly where the chunk ends is inside it.
 			l, n := s.diskExtent(s.ino("/mid"))

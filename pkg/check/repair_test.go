@@ -150,6 +150,7 @@ var repairSideFixes = map[string][]string{
 	// outside the chunk.
 	"data extent inside another":            {"EXTENT_OVERLAP"},
 	"data extent past the end of its chunk": {"EXTENT_OUTSIDE"},
+	"data extent over a node":               {"EXTENT_OVERLAP", "DATA_EXTENT_CHUNK"},
 }
 
 // repairUncovers are problems a surgery case's first check cannot see:
