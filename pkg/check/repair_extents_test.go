@@ -81,3 +81,76 @@ func TestRepairOverlapRestoresExtents(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairManyNodeCopies: more bad node copies than repair rounds are
+// all rewritten (a round fixes every copy, not one).
+func TestRepairManyNodeCopies(t *testing.T) {
+	devs := build(t, layout{1, format.ProfileSingle, format.ProfileDup}, 150)
+	var bad []nodeCopy
+	seen := map[uint64]bool{}
+	for _, nc := range allNodeCopies(t, devs) {
+		if nc.copy == 1 && !seen[nc.logical] && len(bad) < maxRounds+3 {
+			seen[nc.logical] = true
+			bad = append(bad, nc)
+		}
+	}
+	if len(bad) < maxRounds+3 {
+		t.Fatalf("only %d nodes", len(bad))
+	}
+	for _, nc := range bad {
+		flip(devs[nc.target.DevID-1], int64(nc.target.Physical)+300)
+	}
+	rep := repairDevs(t, devs, ModePreen)
+	fixed := 0
+	for _, p := range rep.Problems {
+		if p.Code != NodeCopyBad || !p.Fixed || !p.CopyIs(1) {
+			t.Errorf("unexpected %v", p)
+			continue
+		}
+		fixed++
+	}
+	if fixed != len(bad) {
+		t.Errorf("%d copies fixed, want %d", fixed, len(bad))
+	}
+	if rep := checkDevs(t, devs); len(rep.Problems) != 0 {
+		t.Errorf("after -p: %v", rep.Problems)
+	}
+}
+
+// TestRepairNoCleanBackup: with the fs tree's root unreadable in the
+// current roots and in every backup, -y restores nothing, stops, and
+// reports the root as left.
+func TestRepairNoCleanBackup(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	sb := f.Store().Super()
+	roots := []format.RootPtr{sb.Roots.Root(format.FSTree)}
+	for _, b := range sb.Backups {
+		if b.Generation != 0 {
+			roots = append(roots, b.Root(format.FSTree))
+		}
+	}
+	done := map[uint64]bool{}
+	for _, r := range roots {
+		if r.Logical == 0 || done[r.Logical] {
+			continue
+		}
+		done[r.Logical] = true
+		targets, err := f.Store().Vol.Locate(r.Logical)
+		must(t, err)
+		for _, tg := range targets {
+			flip(devs[tg.DevID-1], int64(tg.Physical)+200)
+		}
+	}
+	rep := repairDevs(t, devs, ModeRepair)
+	if rep.RestoredFrom != 0 {
+		t.Fatalf("restored generation %d from a damaged backup", rep.RestoredFrom)
+	}
+	left := false
+	for _, p := range rep.Problems {
+		left = left || (p.Code == TreeRootBad && !p.Fixed)
+	}
+	if !left {
+		t.Fatalf("TREE_ROOT_BAD not left: %v", rep.Problems)
+	}
+}
