@@ -1,0 +1,56 @@
+package check
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// TestDataOwnerAtExtentStart: a bad data sector that is the first of its
+// extent, right after another file's extent, is named after its own
+// file, not the neighbour's.
+func TestDataOwnerAtExtentStart(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileDup, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, devs)
+	defer s.tx.Abort()
+	// Files by their extents: find one whose extent starts where another
+	// file's extent ends.
+	owner := map[uint64]string{} // data extent start → path
+	ends := map[uint64]string{}  // data extent end → path
+	for _, p := range []string{"/small", "/mid", "/big", "/sparse", "/zeros", "/trunc", "/victim"} {
+		for _, it := range s.extents(s.ino(p)) {
+			x, err := format.UnmarshalFileExtentItem(it.Data)
+			must(t, err)
+			if x.Type == format.FileExtentInline || x.DiskLogical == 0 {
+				continue
+			}
+			owner[x.DiskLogical] = p
+			ends[x.DiskLogical+x.DiskLen] = p
+		}
+	}
+	var at uint64
+	var path string
+	for _, l := range slices.Sorted(maps.Keys(owner)) { // the lowest: the same every run
+		if q, ok := ends[l]; ok && q != owner[l] {
+			p := owner[l]
+			at, path = l, p
+			break
+		}
+	}
+	if at == 0 {
+		t.Fatalf("no extent right after another file's: %v %v", owner, ends)
+	}
+	targets, err := s.st.Vol.Locate(at)
+	must(t, err)
+	flip(s.devs[targets[0].DevID-1], int64(targets[0].Physical)+10)
+	rep := fsckDevs(t, s.devs, Options{CheckData: true})
+	if len(rep.Problems) != 1 {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+	if p := rep.Problems[0]; p.Code != DataCopyBad || p.Logical != at || !p.CopyIs(0) || p.Ino != s.ino(path) || p.Path != path {
+		t.Fatalf("got %v, want DATA_COPY_BAD copy 0 at %d of %s", p, at, path)
+	}
+}
