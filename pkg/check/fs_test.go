@@ -764,6 +764,22 @@ func surgeryCases() []surgeryCase {
 			s.link(la, "me", la, format.FileTypeDir)
 			return []want{{code: DirEntrySelf, ino: la}, {code: RefSelfParent, ino: la}, {code: DirNames, ino: la}, {code: DirNlink, ino: la}}
 		}},
+		{"an inode ref naming its own inode as parent", func(s *surgeon) []want {
+			// Only the INODE_REF: no entry to drop, the ref itself goes
+			// and /la keeps its name in the root.
+			la := s.ino("/la")
+			s.put(fsT, format.Key{ObjectID: la, Type: format.InodeRefKey, Offset: la}, format.MarshalInodeRefs([]format.InodeRef{{Index: 5, Name: "me"}}))
+			return []want{{code: RefSelfParent, ino: la}, {code: DirNames, ino: la}, {code: RefNoIndex, ino: la}}
+		}},
+		{"a directory whose only name is in itself", func(s *surgeon) []want {
+			// /la loses its name in the root; its one INODE_REF names
+			// /la itself: the ref goes and /la moves to lost+found.
+			la := s.ino("/la")
+			s.unlink(root, "la")
+			s.inode(root, func(in *format.InodeItem) { in.Nlink-- })
+			s.put(fsT, format.Key{ObjectID: la, Type: format.InodeRefKey, Offset: la}, format.MarshalInodeRefs([]format.InodeRef{{Index: 5, Name: "me"}}))
+			return []want{{code: RefSelfParent, ino: la}, {code: RefNoIndex, ino: la}, {code: DirLoop, ino: la}}
+		}},
 		{"directory seq below 2", func(s *surgeon) []want {
 			la := s.ino("/la")
 			s.inode(la, func(in *format.InodeItem) { in.Seq = 0 })
