@@ -597,6 +597,24 @@ func surgeryCases() []surgeryCase {
 				{code: EntryNoRef, ino: root},
 			}
 		}},
+		{"only name under no directory", func(s *surgeon) []want {
+			// /small's one INODE_REF names a parent that does not exist:
+			// the ref goes and /small gets a name in lost+found.
+			small := s.ino("/small")
+			s.unlink(root, "small")
+			s.put(fsT, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: 77777}, format.MarshalInodeRefs([]format.InodeRef{{Index: 2, Name: "small"}}))
+			return []want{{code: RefNoDir, ino: small}}
+		}},
+		{"name at DIR_INDEX 1", func(s *surgeon) []want {
+			// Indexes start at 2: the name goes, and /small, left without
+			// one, gets a name in lost+found.
+			small := s.ino("/small")
+			idx, _ := s.entry(root, "small")
+			s.move(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: 1})
+			rk := format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root}
+			s.put(fsT, rk, format.MarshalInodeRefs([]format.InodeRef{{Index: 1, Name: "small"}}))
+			return []want{{code: DirIndexRange, ino: root}}
+		}},
 		{"dir item names another inode", func(s *surgeon) []want {
 			// The DIR_ITEM's inode alone changes (to another regular file):
 			// its fingerprint must hold the inode, or it balances the

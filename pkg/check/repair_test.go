@@ -143,6 +143,14 @@ var repairLeaves = map[string][]string{
 	"extent beyond its decompressed bytes": {"EXTENT_UNREFERENCED", "FS_ITEM_BAD"},
 }
 
+// repairMoves is the path a surgery case's repair moves to lost+found
+// though the damaged image still resolves it.
+var repairMoves = map[string]string{
+	// A DIR_INDEX below 2 is dropped with its name, not given a new
+	// index: the file keeps its data but loses its name.
+	"name at DIR_INDEX 1": "/small",
+}
+
 // repairSideFixes are problems no fix is made for that go away with the
 // fix of another problem of the same case.
 var repairSideFixes = map[string][]string{
@@ -249,7 +257,7 @@ func TestRepairSurgery(t *testing.T) {
 			// repair moves to lost+found only what the damage cut off.
 			repaired := pathsOf(t, s.devs)
 			for p, ino := range originalPaths {
-				if repaired[p] != ino && damagedPaths[p] == ino {
+				if repaired[p] != ino && damagedPaths[p] == ino && p != repairMoves[tc.name] {
 					t.Errorf("%s: inode %d before and after the damage, %d after -y", p, ino, repaired[p])
 				}
 			}
