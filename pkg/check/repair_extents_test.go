@@ -154,3 +154,31 @@ func TestRepairNoCleanBackup(t *testing.T) {
 		t.Fatalf("TREE_ROOT_BAD not left: %v", rep.Problems)
 	}
 }
+
+// TestRepairNameKeepsIndex: a name whose DIR_INDEX is gone is made whole
+// again at the index its INODE_REF records (2, the first), not at a new
+// one: /la's DIR_INDEX 2 names lb again and /la's seq stays 3.
+func TestRepairNameKeepsIndex(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	la, lb := s.ino("/la"), s.ino("/la/lb")
+	s.del(format.FSTree, dirIndexKey(la, 2))
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModeRepair)
+	if got := strings.Join(codesOf(rep.Problems, false), " "); got != "DIR_NLINK+ DIR_SIZE+ REF_NO_INDEX+" {
+		t.Fatalf("repair: %v", rep.Problems)
+	}
+	after := newSurgeon(t, s.devs)
+	defer after.tx.Abort()
+	e, err := format.UnmarshalDirEntry(after.get(format.FSTree, dirIndexKey(la, 2)))
+	must(t, err)
+	if e.Ino != lb || e.Name != "lb" || e.Type != format.FileTypeDir {
+		t.Errorf("DIR_INDEX 2 of /la: %+v, want lb → %d", e, lb)
+	}
+	in, err := format.UnmarshalInodeItem(after.get(format.FSTree, inodeKey(la)))
+	must(t, err)
+	if in.Seq != 3 || in.Size != 1 || in.Nlink != 3 {
+		t.Errorf("/la seq %d size %d nlink %d, want 3 1 3", in.Seq, in.Size, in.Nlink)
+	}
+}
