@@ -54,3 +54,25 @@ func TestDataOwnerAtExtentStart(t *testing.T) {
 		t.Fatalf("got %v, want DATA_COPY_BAD copy 0 at %d of %s", p, at, path)
 	}
 }
+
+// TestReservedObjectOnce: two fs tree items of a reserved object id are
+// one problem (about the object), not one per item.
+func TestReservedObjectOnce(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	in := &format.InodeItem{Mode: 0o100644, Nlink: 1, Generation: 1}
+	s.put(format.FSTree, inodeKey(5), format.MarshalInodeItem(in))
+	s.put(format.FSTree, format.Key{ObjectID: 5, Type: format.XattrItemKey, Offset: 1}, []byte("x"))
+	rep := s.check(Options{})
+	n := 0
+	for _, p := range rep.Problems {
+		if p.Code != InoReserved {
+			t.Errorf("unexpected %v", p)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d problems, want one INO_RESERVED: %v", n, rep.Problems)
+	}
+}
