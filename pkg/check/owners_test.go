@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -74,5 +75,30 @@ func TestReservedObjectOnce(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d problems, want one INO_RESERVED: %v", n, rep.Problems)
+	}
+}
+
+// TestProblemOrder: problems come by pass (csum before fs), and within a
+// pass in the order the walk meets them (by inode).
+func TestProblemOrder(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	small, mid := s.ino("/small"), s.ino("/mid")
+	if small > mid {
+		t.Fatalf("/small %d after /mid %d", small, mid)
+	}
+	s.inode(mid, func(in *format.InodeItem) { in.Nlink = 7 })
+	s.inode(small, func(in *format.InodeItem) { in.Nlink = 7 })
+	l, _ := s.diskExtent(mid)
+	s.del(format.CsumTree, csumKey(l))
+	rep := s.check(Options{})
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, fmt.Sprintf("%s:%d", p.Code, p.Ino))
+	}
+	want := []string{"CSUM_MISSING:0", fmt.Sprintf("NLINK:%d", small), fmt.Sprintf("NLINK:%d", mid)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }
