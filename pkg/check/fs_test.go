@@ -541,6 +541,22 @@ func surgeryCases() []surgeryCase {
 				{code: EntryDangling, ino: root},
 			}
 		}},
+		{"missing inode item of an inline file", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.del(fsT, inodeKey(small))
+			return []want{
+				{code: InodeMissing, ino: small},
+				{code: EntryDangling, ino: root},
+			}
+		}},
+		{"missing inode item of a sparse file", func(s *surgeon) []want {
+			sparse := s.ino("/sparse")
+			s.del(fsT, inodeKey(sparse))
+			return []want{
+				{code: InodeMissing, ino: sparse},
+				{code: EntryDangling, ino: root},
+			}
+		}},
 		{"missing root", func(s *surgeon) []want {
 			s.del(fsT, inodeKey(root))
 			return []want{

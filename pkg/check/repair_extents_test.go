@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -180,5 +181,40 @@ func TestRepairNameKeepsIndex(t *testing.T) {
 	must(t, err)
 	if in.Seq != 3 || in.Size != 1 || in.Nlink != 3 {
 		t.Errorf("/la seq %d size %d nlink %d, want 3 1 3", in.Seq, in.Size, in.Nlink)
+	}
+}
+
+// TestRepairRecreatedInodes: inode items rebuilt from what is left are
+// the root 0755, another directory 0700, a file 0600 with the size and
+// bytes of its extents (FORMAT.md's recreate rule, as btrfs check).
+func TestRepairRecreatedInodes(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	dir, mid := s.ino("/dir"), s.ino("/mid")
+	for _, ino := range []uint64{format.RootDirIno, dir, mid} {
+		s.del(format.FSTree, inodeKey(ino))
+	}
+	must(t, s.tx.Commit())
+	repairDevs(t, s.devs, ModeRepair)
+	if rep := fsckDevs(t, s.devs, Options{}); !rep.Clean() {
+		t.Fatalf("after -y: %v", rep.Problems)
+	}
+	after := newSurgeon(t, s.devs)
+	defer after.tx.Abort()
+	for _, tc := range []struct {
+		ino         uint64
+		mode        uint32
+		size, bytes uint64
+	}{
+		{format.RootDirIno, syscall.S_IFDIR | 0o755, 0, 0},
+		{dir, syscall.S_IFDIR | 0o700, 0, 0},
+		{mid, syscall.S_IFREG | 0o600, 8192, 8192},
+	} {
+		in, err := format.UnmarshalInodeItem(after.get(format.FSTree, inodeKey(tc.ino)))
+		must(t, err)
+		if in.Mode != tc.mode || (tc.size != 0 && (in.Size != tc.size || in.NBytes != tc.bytes)) {
+			t.Errorf("inode %d: mode %o size %d nbytes %d, want %o %d %d", tc.ino, in.Mode, in.Size, in.NBytes, tc.mode, tc.size, tc.bytes)
+		}
 	}
 }
