@@ -186,7 +186,7 @@ func TestRepairNameKeepsIndex(t *testing.T) {
 
 // TestRepairRecreatedInodes: inode items rebuilt from what is left are
 // the root 0755, another directory 0700, a file 0600 with the size and
-// bytes of its extents (FORMAT.md's recreate rule, as btrfs check).
+// bytes of its extents (recreateInode's rule, as btrfs check does).
 func TestRepairRecreatedInodes(t *testing.T) {
 	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
