@@ -174,11 +174,6 @@ var repairUncovers = map[string][]string{
 	// Dropping an extent subtracts its length from its block group,
 	// though the part past the chunk was never counted there.
 	"data extent past the end of its chunk": {"BG_USED"},
-	// The REF_NO_INDEX fix makes the name "me" whole in /la itself
-	// before the REF_SELF_PARENT fix drops the ref; the next round
-	// drops the entry again.
-	"an inode ref naming its own inode as parent": {"DIR_ENTRY_SELF"},
-	"a directory whose only name is in itself":    {"DIR_ENTRY_SELF", "DIR_NAMES"},
 }
 
 // markFixed sorts codes and marks "+" those not in left (each code of
