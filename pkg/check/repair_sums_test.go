@@ -60,3 +60,36 @@ func TestRepairSumsLongExtent(t *testing.T) {
 		t.Errorf("after -y: %v", rep.Problems)
 	}
 }
+
+// TestRepairDropsIndexedExtent: a deduped data extent no file uses any
+// more is dropped with its dedupe index entry in the same round: the
+// report holds only what the damage made and the dedupe tree is empty.
+func TestRepairDropsIndexedExtent(t *testing.T) {
+	s := newSurgeon(t, newDedupeBase(t))
+	c := s.ino("/c")
+	if n := len(s.items(format.DedupeTree, format.Key{}, format.Key{ObjectID: ^uint64(0)})); n == 0 {
+		t.Fatalf("base image has no dedupe entries")
+	}
+	for _, it := range s.extents(c) {
+		s.del(format.FSTree, it.Key)
+	}
+	s.inode(c, func(in *format.InodeItem) { in.Size, in.NBytes = 0, 0 })
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModeRepair)
+	if len(rep.Problems) == 0 {
+		t.Fatalf("nothing found")
+	}
+	for _, p := range rep.Problems {
+		if p.Code != ExtentUnreferenced || !p.Fixed {
+			t.Errorf("unexpected %v", p)
+		}
+	}
+	after := newSurgeon(t, s.devs)
+	defer after.tx.Abort()
+	if left := after.items(format.DedupeTree, format.Key{}, format.Key{ObjectID: ^uint64(0)}); len(left) != 0 {
+		t.Errorf("%d dedupe entries left", len(left))
+	}
+	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
+		t.Errorf("after -y: %v", rep.Problems)
+	}
+}
