@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -91,5 +92,35 @@ func TestRepairDropsIndexedExtent(t *testing.T) {
 	}
 	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
 		t.Errorf("after -y: %v", rep.Problems)
+	}
+}
+
+// TestRepairXattrKeepsRightCopy: with user.comment of /dir also under a
+// wrong key (another value), -y keeps the value its hash keys ("a
+// directory", as populate set it) and removes the wrong item.
+func TestRepairXattrKeepsRightCopy(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	s := newSurgeon(t, base)
+	dir := s.ino("/dir")
+	k := format.Key{ObjectID: dir, Type: format.XattrItemKey, Offset: format.NameHash([]byte("user.comment"))}
+	wrong := k
+	wrong.Offset--
+	s.put(format.FSTree, wrong, format.MarshalXattrs([]format.Xattr{{Name: "user.comment", Value: []byte("another")}}))
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModeRepair)
+	if got := strings.Join(codesOf(rep.Problems, false), " "); got != "XATTR_HASH+" {
+		t.Fatalf("repair: %v", rep.Problems)
+	}
+	after := newSurgeon(t, s.devs)
+	defer after.tx.Abort()
+	items := after.items(format.FSTree, format.Key{ObjectID: dir, Type: format.XattrItemKey}, format.Key{ObjectID: dir, Type: format.XattrItemKey + 1})
+	if len(items) != 1 || items[0].Key != k {
+		t.Fatalf("xattr items %v, want one at %v", items, k)
+	}
+	xs, err := format.UnmarshalXattrs(items[0].Data)
+	must(t, err)
+	if len(xs) != 1 || xs[0].Name != "user.comment" || string(xs[0].Value) != "a directory" {
+		t.Errorf("xattrs %+v, want user.comment = \"a directory\"", xs)
 	}
 }
