@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 // TestDataOwnerAtExtentStart: a bad data sector that is the first of its
@@ -100,5 +101,34 @@ func TestProblemOrder(t *testing.T) {
 	want := []string{"CSUM_MISSING:0", fmt.Sprintf("NLINK:%d", small), fmt.Sprintf("NLINK:%d", mid)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// TestCheckDataLongSumItem: --check-data over a file whose checksum
+// items hold more sums than one read batch finds exactly the one
+// flipped sector, in the second batch, and nothing else.
+func TestCheckDataLongSumItem(t *testing.T) {
+	const ss, sectors, bad = 4096, 2*dataBatch + 44, dataBatch + 44
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	in, err := f.Create("/long", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.WriteAt(in, pattern(sectors*ss, 21), 0))
+	must(t, f.Sync())
+	s := newSurgeon(t, base)
+	defer s.tx.Abort()
+	l, _ := s.diskExtent(s.ino("/long"))
+	long := false
+	for _, it := range s.items(format.CsumTree, csumKey(l), csumKey(l+sectors*ss)) {
+		long = long || len(it.Data)/4 > dataBatch
+	}
+	if !long {
+		t.Skip("no checksum item longer than a batch") // nothing to test
+	}
+	targets, err := s.st.Vol.Locate(l + bad*ss)
+	must(t, err)
+	flip(s.devs[targets[0].DevID-1], int64(targets[0].Physical)+7)
+	rep := fsckDevs(t, s.devs, Options{CheckData: true})
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != DataCopyBad || rep.Problems[0].Logical != l+bad*ss {
+		t.Fatalf("problems %v, want one DATA_COPY_BAD at %d", rep.Problems, l+bad*ss)
 	}
 }
