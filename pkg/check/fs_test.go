@@ -498,6 +498,31 @@ func surgeryCases() []surgeryCase {
 			s.inode(root, func(in *format.InodeItem) { in.Seq = 3 })
 			return []want{{code: DirIndexRange, ino: root}}
 		}},
+		{"seq at the last index", func(s *surgeon) []want {
+			// Seq is the next free index: the last DIR_INDEX equal to it
+			// is out of range (one past is the boundary).
+			idx := s.items(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey}, format.Key{ObjectID: root, Type: format.DirIndexKey + 1})
+			last := idx[len(idx)-1].Key.Offset
+			s.inode(root, func(in *format.InodeItem) { in.Seq = last })
+			return []want{{code: DirIndexRange, ino: root}}
+		}},
+		{"seq at the first index", func(s *surgeon) []want {
+			// /la holds one name, at index 2: the fix raises the seq
+			// past it and keeps the name.
+			la := s.ino("/la")
+			s.inode(la, func(in *format.InodeItem) { in.Seq = 2 })
+			return []want{{code: DirIndexRange, ino: la}}
+		}},
+		{"symlink target starts with a NUL", func(s *surgeon) []want {
+			link := s.ino("/link")
+			s.firstExtent(link, func(x *format.FileExtentItem) { x.Inline[0] = 0 })
+			return []want{{code: SymlinkTarget, ino: link}}
+		}},
+		{"device number on a regular file", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.inode(small, func(in *format.InodeItem) { in.Rdev = 0x0103 })
+			return []want{{code: Rdev, ino: small}}
+		}},
 		{"orphan inode", func(s *surgeon) []want {
 			in := &format.InodeItem{Mode: syscall.S_IFREG | 0o644, Nlink: 1, Generation: 1}
 			s.put(fsT, inodeKey(50000), format.MarshalInodeItem(in))
@@ -513,6 +538,22 @@ func surgeryCases() []surgeryCase {
 			s.del(fsT, inodeKey(mid))
 			return []want{
 				{code: InodeMissing, ino: mid},
+				{code: EntryDangling, ino: root},
+			}
+		}},
+		{"missing inode item of an inline file", func(s *surgeon) []want {
+			small := s.ino("/small")
+			s.del(fsT, inodeKey(small))
+			return []want{
+				{code: InodeMissing, ino: small},
+				{code: EntryDangling, ino: root},
+			}
+		}},
+		{"missing inode item of a sparse file", func(s *surgeon) []want {
+			sparse := s.ino("/sparse")
+			s.del(fsT, inodeKey(sparse))
+			return []want{
+				{code: InodeMissing, ino: sparse},
 				{code: EntryDangling, ino: root},
 			}
 		}},
@@ -571,6 +612,24 @@ func surgeryCases() []surgeryCase {
 				{code: RefNoDir, ino: small},
 				{code: EntryNoRef, ino: root},
 			}
+		}},
+		{"only name under no directory", func(s *surgeon) []want {
+			// /small's one INODE_REF names a parent that does not exist:
+			// the ref goes and /small gets a name in lost+found.
+			small := s.ino("/small")
+			s.unlink(root, "small")
+			s.put(fsT, format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: 77777}, format.MarshalInodeRefs([]format.InodeRef{{Index: 2, Name: "small"}}))
+			return []want{{code: RefNoDir, ino: small}}
+		}},
+		{"name at DIR_INDEX 1", func(s *surgeon) []want {
+			// Indexes start at 2: the name goes, and /small, left without
+			// one, gets a name in lost+found.
+			small := s.ino("/small")
+			idx, _ := s.entry(root, "small")
+			s.move(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: 1})
+			rk := format.Key{ObjectID: small, Type: format.InodeRefKey, Offset: root}
+			s.put(fsT, rk, format.MarshalInodeRefs([]format.InodeRef{{Index: 1, Name: "small"}}))
+			return []want{{code: DirIndexRange, ino: root}}
 		}},
 		{"dir item names another inode", func(s *surgeon) []want {
 			// The DIR_ITEM's inode alone changes (to another regular file):
@@ -648,6 +707,16 @@ func surgeryCases() []surgeryCase {
 			to := k
 			to.Offset--
 			s.move(fsT, k, to)
+			return []want{{code: XattrHash, ino: dir}}
+		}},
+		{"xattr also under a wrong hash", func(s *surgeon) []want {
+			// A second copy of user.comment (another value) under a wrong
+			// key: -y keeps the one its hash keys and drops the other.
+			dir := s.ino("/dir")
+			k := format.Key{ObjectID: dir, Type: format.XattrItemKey, Offset: format.NameHash([]byte("user.comment"))}
+			to := k
+			to.Offset--
+			s.put(fsT, to, format.MarshalXattrs([]format.Xattr{{Name: "user.comment", Value: []byte("another")}}))
 			return []want{{code: XattrHash, ino: dir}}
 		}},
 		{"prop item", func(s *surgeon) []want {
@@ -739,6 +808,22 @@ func surgeryCases() []surgeryCase {
 			s.link(la, "me", la, format.FileTypeDir)
 			return []want{{code: DirEntrySelf, ino: la}, {code: RefSelfParent, ino: la}, {code: DirNames, ino: la}, {code: DirNlink, ino: la}}
 		}},
+		{"an inode ref naming its own inode as parent", func(s *surgeon) []want {
+			// Only the INODE_REF: no entry to drop, the ref itself goes
+			// and /la keeps its name in the root.
+			la := s.ino("/la")
+			s.put(fsT, format.Key{ObjectID: la, Type: format.InodeRefKey, Offset: la}, format.MarshalInodeRefs([]format.InodeRef{{Index: 5, Name: "me"}}))
+			return []want{{code: RefSelfParent, ino: la}, {code: DirNames, ino: la}, {code: RefNoIndex, ino: la}}
+		}},
+		{"a directory whose only name is in itself", func(s *surgeon) []want {
+			// /la loses its name in the root; its one INODE_REF names
+			// /la itself: the ref goes and /la moves to lost+found.
+			la := s.ino("/la")
+			s.unlink(root, "la")
+			s.inode(root, func(in *format.InodeItem) { in.Nlink-- })
+			s.put(fsT, format.Key{ObjectID: la, Type: format.InodeRefKey, Offset: la}, format.MarshalInodeRefs([]format.InodeRef{{Index: 5, Name: "me"}}))
+			return []want{{code: RefSelfParent, ino: la}, {code: RefNoIndex, ino: la}, {code: DirLoop, ino: la}}
+		}},
 		{"directory seq below 2", func(s *surgeon) []want {
 			la := s.ino("/la")
 			s.inode(la, func(in *format.InodeItem) { in.Seq = 0 })
@@ -790,6 +875,69 @@ func surgeryCases() []surgeryCase {
 			e.Refs = 2
 			s.put(extT, k, format.MarshalExtentItem(e))
 			return []want{{code: ExtentRefs, logical: l}}
+		}},
+		{"data extent inside another", func(s *surgeon) []want {
+			// A second extent item over the second sector of /mid's:
+			// the two overlap, and nothing references the second.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			s.put(extT, format.Key{ObjectID: l + ss, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentOverlap, logical: l + ss},
+				{code: ExtentUnreferenced, logical: l + ss},
+				{code: BGUsed},
+			}
+		}},
+		{"data extent right after another", func(s *surgeon) []want {
+			// Touching is not overlapping: only the reference is missing.
+			var l, n uint64
+			for _, it := range s.items(extT, format.Key{}, format.Key{ObjectID: ^uint64(0)}) {
+				if it.Key.Type == format.ExtentItemKey {
+					l, n = it.Key.ObjectID, it.Key.Offset // the last data extent
+				}
+			}
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			s.put(extT, format.Key{ObjectID: l + n, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentUnreferenced, logical: l + n},
+				{code: BGUsed},
+			}
+		}},
+		{"data extent over a node", func(s *surgeon) []want {
+			// An extent item at the chunk tree's root node (which the
+			// surgeon's commit does not move) overlaps that node.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			sb := s.st.Super()
+			at := sb.Roots.Root(format.ChunkTree).Logical
+			s.put(extT, format.Key{ObjectID: at, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentOverlap, logical: at},
+				{code: DataExtentChunk, logical: at},
+				{code: ExtentUnreferenced, logical: at},
+				{code: BGUsed},
+			}
+		}},
+		{"data extent at the end of its chunk", func(s *surgeon) []want {
+			// Ending exactly where the chunk ends is inside it.
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			ch, _ := s.st.Vol.Chunks.Lookup(l)
+			s.put(extT, format.Key{ObjectID: ch.End() - ss, Type: format.ExtentItemKey, Offset: ss}, b)
+			return []want{
+				{code: ExtentUnreferenced, logical: ch.End() - ss},
+				{code: BGUsed, logical: ch.Logical},
+			}
+		}},
+		{"data extent past the end of its chunk", func(s *surgeon) []want {
+			l, n := s.diskExtent(s.ino("/mid"))
+			b := s.get(extT, format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n})
+			ch, _ := s.st.Vol.Chunks.Lookup(l)
+			s.put(extT, format.Key{ObjectID: ch.End() - ss, Type: format.ExtentItemKey, Offset: 2 * ss}, b)
+			return []want{
+				{code: ExtentOutside, logical: ch.End() - ss},
+				{code: ExtentUnreferenced, logical: ch.End() - ss},
+			}
 		}},
 		{"extent item missing", func(s *surgeon) []want {
 			mid := s.ino("/mid")

@@ -259,6 +259,11 @@ func (f *fixer) editDirItem(dir uint64, name string, change func([]format.DirEnt
 // DIR_INDEX (at idx, or a new index), the DIR_ITEM entry and the
 // INODE_REF.
 func (f *fixer) completeName(dir, idx uint64, name string, child uint64, t format.FileType) error {
+	if dir == child {
+		// A name of an inode in itself is never made whole (the
+		// REF_SELF_PARENT fix drops its INODE_REF in the same round).
+		return nil
+	}
 	d, err := f.getInode(dir)
 	if err != nil || d == nil || d.FileType() != format.FileTypeDir {
 		return err
