@@ -45,12 +45,8 @@ func repairDevs(t *testing.T, devs []*device.MemDevice, mode Mode) *Report {
 func contents(t *testing.T, devs []*device.MemDevice) map[uint64][32]byte {
 	t.Helper()
 	out := map[uint64][32]byte{}
-	st, err := store.OpenVolume(volumeOf(t, devs))
-	if err != nil {
-		return out
-	}
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
+	f := openedFS(t, devs)
+	if f == nil {
 		return out
 	}
 	seen := map[uint64]bool{}
@@ -83,17 +79,28 @@ func contents(t *testing.T, devs []*device.MemDevice) map[uint64][32]byte {
 	return out
 }
 
+// openedFS opens devs for reading, nil when they cannot be opened (the
+// walkers then see an empty tree).
+func openedFS(t *testing.T, devs []*device.MemDevice) *fsys.FS {
+	t.Helper()
+	st, err := store.OpenVolume(volumeOf(t, devs))
+	if err != nil {
+		return nil
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
 // pathsOf maps every path reachable from the root (through directory
 // entries, at most 64 deep) to its inode.
 func pathsOf(t *testing.T, devs []*device.MemDevice) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	st, err := store.OpenVolume(volumeOf(t, devs))
-	if err != nil {
-		return out
-	}
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
+	f := openedFS(t, devs)
+	if f == nil {
 		return out
 	}
 	seen := map[uint64]bool{}
