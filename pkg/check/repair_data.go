@@ -88,7 +88,31 @@ func (f *fixer) dropExtent(k format.Key) error {
 			bg.Used -= min(bg.Used, k.Offset)
 		}
 	}
-	return f.tx.DeleteCsums(k.ObjectID, k.ObjectID+k.Offset)
+	return f.dropSums(k.ObjectID, k.ObjectID+k.Offset)
+}
+
+// dropSums deletes the checksums of [start, end) except where another
+// data extent still covers the bytes: extents overlap only in a damaged
+// image, and the live extent's sums are what protects its data (deleting
+// them would have the next round sum whatever the disk holds now).
+func (f *fixer) dropSums(start, end uint64) error {
+	var cover []span
+	from := format.Key{ObjectID: start - min(start, format.MaxExtentBytes)}
+	err := f.tree(format.ExtentTree).Scan(from, format.Key{ObjectID: end}, func(it format.Item) (bool, error) {
+		if it.Key.Type == format.ExtentItemKey && it.Key.ObjectID+it.Key.Offset > start {
+			cover = append(cover, span{it.Key.ObjectID, it.Key.ObjectID + it.Key.Offset})
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	uncovered([]span{{start, end}}, cover, func(_ span, a, b uint64) {
+		if err == nil {
+			err = f.tx.DeleteCsums(a, b)
+		}
+	})
+	return err
 }
 
 // rekeyXattr moves xattr name of ino from the item at k to the item its

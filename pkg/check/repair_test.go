@@ -174,10 +174,6 @@ var repairUncovers = map[string][]string{
 	// Round one makes the name "smalm" whole again at a new index and
 	// the INODE_REF then holds index 4 twice; later rounds clean up.
 	"inode ref renamed": {"ENTRY_NO_REF", "FS_ITEM_BAD", "ORPHAN"},
-	// Dropping the extent that overlaps /mid's drops the checksums of
-	// the sector they share (DeleteCsums goes by range): /mid's sector
-	// is summed again from its bytes as they read now.
-	"data extent inside another": {"CSUM_MISSING"},
 	// Dropping an extent subtracts its length from its block group,
 	// though the part past the chunk was never counted there.
 	"data extent past the end of its chunk": {"BG_USED"},
