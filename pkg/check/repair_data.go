@@ -84,7 +84,9 @@ func (f *fixer) dropExtent(k format.Key) error {
 		return err
 	}
 	for _, bg := range f.st.BlockGroups() {
-		if bg.Chunk.Logical <= k.ObjectID && k.ObjectID < bg.Chunk.End() {
+		// An extent that passes its chunk's end was never counted in the
+		// group (as fsck counts usage: whole extents inside the chunk).
+		if bg.Chunk.Logical <= k.ObjectID && k.ObjectID+k.Offset <= bg.Chunk.End() {
 			bg.Used -= min(bg.Used, k.Offset)
 		}
 	}

@@ -174,9 +174,6 @@ var repairUncovers = map[string][]string{
 	// Round one makes the name "smalm" whole again at a new index and
 	// the INODE_REF then holds index 4 twice; later rounds clean up.
 	"inode ref renamed": {"ENTRY_NO_REF", "FS_ITEM_BAD", "ORPHAN"},
-	// Dropping an extent subtracts its length from its block group,
-	// though the part past the chunk was never counted there.
-	"data extent past the end of its chunk": {"BG_USED"},
 }
 
 // markFixed sorts codes and marks "+" those not in left (each code of
