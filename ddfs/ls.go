@@ -40,6 +40,7 @@ func newLsCmd() *cobra.Command {
 	fl.BoolVarP(&o.numeric, "numeric-uid-gid", "n", false, "like -l, with numeric owner and group")
 	fl.BoolVarP(&o.one, "one", "1", false, "one entry per line (the default when not a terminal)")
 	fl.BoolVarP(&o.cols, "C", "C", false, "list entries down columns (the default on a terminal; width: the terminal's, else $COLUMNS)")
+	fl.IntVarP(&o.width, "width", "w", -1, "line width for columns (as GNU ls -w; 0: no limit)")
 	fl.BoolVarP(&o.byTime, "time", "t", false, "sort by modification time, newest first")
 	fl.BoolVarP(&o.bySize, "size-sort", "S", false, "sort by size, largest first")
 	fl.BoolVarP(&o.reverse, "reverse", "r", false, "reverse the order of the sort")
@@ -96,6 +97,7 @@ type lsOpts struct {
 	long, all, almost, dir, rec, human, inode, numeric bool
 	byTime, bySize, reverse, classify, json, quote     bool
 	one, cols                                          bool // -1, -C (or a terminal)
+	width                                              int  // -w: line width for -C; 0 no limit, <0 unset
 }
 
 type lister struct {
@@ -277,9 +279,25 @@ func (l *lister) columns(rows [][]string, widths []int) error {
 		}
 	}
 	var b strings.Builder
-	columns(&b, cells, lineWidth(), tabSize())
+	tabs := tabSize()
+	if l.width == 0 {
+		tabs = 0 // GNU ls -w 0 pads with spaces only
+	}
+	columns(&b, cells, l.lineWidth(), tabs)
 	_, err := io.WriteString(l.w, b.String())
 	return err
+}
+
+// lineWidth is -w's width (0: no limit, as GNU ls: all on one line as far
+// as maxColumns allows), else the terminal's or $COLUMNS.
+func (l *lister) lineWidth() int {
+	switch {
+	case l.width == 0:
+		return 1 << 30
+	case l.width > 0:
+		return l.width
+	}
+	return lineWidth()
 }
 
 // cells are one entry's columns: [inode] [mode nlink owner group size date] name.

@@ -537,6 +537,15 @@ func TestLsColumns(t *testing.T) {
 			}
 		}
 	}
+	// -w overrides $COLUMNS; -w 0 is no limit (GNU: one line, no tabs).
+	for _, d := range []string{"tree", "many"} {
+		for _, w := range []string{"0", "7", "33", "120"} {
+			want := ls(gnu, 20, "-C", "-w", w, "t/"+d)
+			if got := ls(filepath.Join(binDir, "ddfs"), 20, "ls", "-C", "-w", w, "d.img:/"+d); got != want {
+				t.Fatalf("ls -C -w %s %s:\n%q\nGNU:\n%q", w, d, got, want)
+			}
+		}
+	}
 	// On a terminal: its width, quoting with alignment, -1 and -l.
 	// -l: the names after the time (owners and times differ by design).
 	names := regexp.MustCompile(`(?m)^.*\d\d:\d\d `)
