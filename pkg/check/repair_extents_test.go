@@ -165,12 +165,7 @@ func TestRepairNameKeepsIndex(t *testing.T) {
 	s := newSurgeon(t, base)
 	la, lb := s.ino("/la"), s.ino("/la/lb")
 	s.del(format.FSTree, dirIndexKey(la, 2))
-	must(t, s.tx.Commit())
-	rep := repairDevs(t, s.devs, ModeRepair)
-	if got := strings.Join(codesOf(rep.Problems, false), " "); got != "DIR_NLINK+ DIR_SIZE+ REF_NO_INDEX+" {
-		t.Fatalf("repair: %v", rep.Problems)
-	}
-	after := newSurgeon(t, s.devs)
+	after := repairWants(t, s, "DIR_NLINK+ DIR_SIZE+ REF_NO_INDEX+")
 	defer after.tx.Abort()
 	e, err := format.UnmarshalDirEntry(after.get(format.FSTree, dirIndexKey(la, 2)))
 	must(t, err)
@@ -217,4 +212,16 @@ func TestRepairRecreatedInodes(t *testing.T) {
 			t.Errorf("inode %d: mode %o size %d nbytes %d, want %o %d %d", tc.ino, in.Mode, in.Size, in.NBytes, tc.mode, tc.size, tc.bytes)
 		}
 	}
+}
+
+// repairWants commits s's damage, runs -y, fails unless the repair report
+// is exactly want (codesOf form), and opens the repaired image again.
+func repairWants(t *testing.T, s *surgeon, want string) *surgeon {
+	t.Helper()
+	must(t, s.tx.Commit())
+	rep := repairDevs(t, s.devs, ModeRepair)
+	if got := strings.Join(codesOf(rep.Problems, false), " "); got != want {
+		t.Fatalf("repair %s, want %s\n%v", got, want, rep.Problems)
+	}
+	return newSurgeon(t, s.devs)
 }

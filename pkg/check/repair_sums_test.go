@@ -3,7 +3,6 @@ package check
 import (
 	"encoding/binary"
 	"hash/crc32"
-	"strings"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -107,12 +106,7 @@ func TestRepairXattrKeepsRightCopy(t *testing.T) {
 	wrong := k
 	wrong.Offset--
 	s.put(format.FSTree, wrong, format.MarshalXattrs([]format.Xattr{{Name: "user.comment", Value: []byte("another")}}))
-	must(t, s.tx.Commit())
-	rep := repairDevs(t, s.devs, ModeRepair)
-	if got := strings.Join(codesOf(rep.Problems, false), " "); got != "XATTR_HASH+" {
-		t.Fatalf("repair: %v", rep.Problems)
-	}
-	after := newSurgeon(t, s.devs)
+	after := repairWants(t, s, "XATTR_HASH+")
 	defer after.tx.Abort()
 	items := after.items(format.FSTree, format.Key{ObjectID: dir, Type: format.XattrItemKey}, format.Key{ObjectID: dir, Type: format.XattrItemKey + 1})
 	if len(items) != 1 || items[0].Key != k {
