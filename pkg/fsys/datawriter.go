@@ -146,7 +146,10 @@ func (w *dataWriter) write(logical uint64, buf []byte) error {
 			return nil
 		}
 		w.flush()
-		b.logical, b.buf, w.batchEnd = logical, append(buffer(ioSize, nil)[:0], buf...), end
+		// rawBuffer, not buffer: only b.buf[:len] is ever written out, and
+		// zeroing a whole ioSize batch per small write cost 16% of the
+		// mount's CPU on 4K random writes (a new batch per write).
+		b.logical, b.buf, w.batchEnd = logical, append(rawBuffer(ioSize)[:0], buf...), end
 		if c, ok := w.vol.Chunks.Lookup(logical); ok {
 			w.batchEnd = c.End()
 		}

@@ -113,3 +113,42 @@ func TestReadOnlyWalkReadsAhead(t *testing.T) {
 
 // ahead is file i's data in TestReadOnlyWalkReadsAhead: too big to be inline.
 func ahead(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%7d\n", i)), 1024) }
+
+// A batch starts from a pooled buffer that is not zeroed (zeroing 1 MiB
+// per small write was 16% of the mount's CPU on 4K random writes): only
+// the bytes gathered may reach the device. Pooled buffers full of 0xEE
+// must leave no run of 0xEE anywhere on the device.
+func TestBatchWritesOnlyGatheredBytes(t *testing.T) {
+	f, devs := newTestFS(t, 64<<20, 1)
+	for range 8 {
+		b := bytes.Repeat([]byte{0xEE}, ioSize)
+		putBuffer(b)
+	}
+	for i := range 20 {
+		in, err := f.Create(fmt.Sprintf("/f%02d", i), Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, rnd(uint64(i)+1, 5000+i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	poison := bytes.Repeat([]byte{0xEE}, 256)
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < devs[0].Size(); off += int64(len(buf)) {
+		if _, err := devs[0].ReadAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(buf, poison); i >= 0 {
+			t.Fatalf("stale pool bytes on the device at %d", off+int64(i))
+		}
+	}
+	for i := range 20 {
+		if got := readAll(t, f, fmt.Sprintf("/f%02d", i)); !bytes.Equal(got, rnd(uint64(i)+1, 5000+i)) {
+			t.Fatalf("/f%02d differs", i)
+		}
+	}
+}
