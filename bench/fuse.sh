@@ -5,7 +5,8 @@
 # so noise hits all three): sequential write of SIZE_MB (dd conv=fsync)
 # and read back cold, tar -x of the Go tree (D1) and grep -r over it cold,
 # fio 4K random read and write IOPS (O_DIRECT, FIO_TIME seconds on a
-# FIO_MB file). Prints each row with the ratios ddfs/fuse2fs and
+# FIO_MB file, FIO_ROUNDS interleaved rounds, medians; unpinned, and with
+# fio and the servers on CPU 0). Prints each row with the ratios ddfs/fuse2fs and
 # ddfs/btrfs (>1: ddfs ahead), then unmounts and fscks the ddfs image.
 # Needs root (loop device, drop_caches), fuse3, fuse2fs, btrfs-progs, fio.
 # PROFILE=FILE writes a CPU profile of the ddfs mount (whole run) to FILE.
@@ -14,7 +15,8 @@ BIN=${BIN:-bin}
 SIZE_MB=${SIZE_MB:-1024}
 D1=${D1:-$(go env GOROOT 2>/dev/null || echo /usr/local/go)}
 FIO_MB=${FIO_MB:-256}
-FIO_TIME=${FIO_TIME:-20}
+FIO_TIME=${FIO_TIME:-8}
+FIO_ROUNDS=${FIO_ROUNDS:-5}
 IMG_GB=${IMG_GB:-8}
 OUT=${OUT:-}
 for t in fuse2fs mkfs.btrfs fio fusermount3; do
@@ -40,6 +42,7 @@ mkfs.btrfs -q -f "$loop" >/dev/null
 DDFS_MOUNT_CPUPROFILE=${PROFILE:-} "$BIN/ddfs" mount "$root/ddfs.img" "$root/ddfs"
 ddfspid=$(pgrep -n -f "ddfs mount $root/ddfs.img")
 fuse2fs "$root/ext4.img" "$root/fuse2fs" -o rw
+f2fspid=$(pgrep -n -f "fuse2fs $root/ext4.img")
 mount "$loop" "$root/btrfs"
 FSES="ddfs fuse2fs btrfs"
 
@@ -72,7 +75,7 @@ tar -C "$(dirname "$D1")" -cf "$root/tree.tar" "$(basename "$D1")"
 tree=$(basename "$D1")
 tarmb=$(($(stat -c %s "$root/tree.tar") >> 20))
 echo "# bench/fuse.sh $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, loadavg at start: $(cat /proc/loadavg)"
-echo "# seq rows: $SIZE_MB MiB; tree: $D1 ($tarmb MiB tar); fio: 4K O_DIRECT psync, $FIO_MB MiB file, $FIO_TIME s"
+echo "# seq rows: $SIZE_MB MiB; tree: $D1 ($tarmb MiB tar); fio: 4K O_DIRECT psync, $FIO_MB MiB file, $FIO_TIME s x $FIO_ROUNDS rounds interleaved, medians; -1cpu rows: fio and the servers on CPU 0"
 ra() { cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb" 2>/dev/null || echo "?"; }
 echo "# read_ahead_kb: ddfs $(ra "$root/ddfs") (the mount sets it as root), fuse2fs $(ra "$root/fuse2fs"), btrfs's loop device $(cat "/sys/block/$(basename "$loop")/queue/read_ahead_kb")"
 echo "# ratios: ddfs/fuse2fs and ddfs/btrfs, >1 = ddfs ahead (time rows: their time / ddfs time)"
@@ -91,18 +94,39 @@ for fs in $FSES; do cold; timed tar-x "$fs" sh -c "tar -C '$root/$fs' -xf '$root
 report tar-x s
 for fs in $FSES; do cold; timed grep-r "$fs" sh -c "grep -r -c ddfs-no-such-string '$root/$fs/$tree' >/dev/null || true"; done
 report grep-r s
-fiorun() { # fiorun FS RW: IOPS
-	fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
+fiorun() { # fiorun FS RW CPUS: IOPS
+	taskset -c "$3" fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
 		--ioengine=psync --direct=1 --time_based --runtime="$FIO_TIME" --output-format=json 2>/dev/null |
 		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])'
 }
 for fs in $FSES; do
 	dd if=/dev/urandom of="$root/$fs/fio.dat" bs=1M count="$FIO_MB" conv=fsync status=none
 done
-for fs in $FSES; do cold; val[fio-randread,$fs]=$(fiorun "$fs" randread); done
-report fio-randread IOPS
-for fs in $FSES; do cold; val[fio-randwrite,$fs]=$(fiorun "$fs" randwrite); done
-report fio-randwrite IOPS
+# median of the values on stdin
+median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# pin CPUS: every thread of the two FUSE servers on CPUS ("0,1": unpinned)
+pin() { taskset -a -c -p "$1" "$ddfspid" >/dev/null; taskset -a -c -p "$1" "$f2fspid" >/dev/null; }
+# fiorows ROW RW CPUS: FIO_ROUNDS rounds, each running fio on the three
+# filesystems one after another (load changes hit all three), medians.
+# With CPUS=0, fio and both servers share CPU 0: no cross-CPU wake-ups,
+# so the row compares the work per request. Unpinned, the rate follows
+# where the scheduler puts the server threads (same CPU as fio: 2-3x
+# the IOPS of the other one on this VM), which moves from run to run.
+fiorows() {
+	local row=$1 rw=$2 cpus=$3 fs r
+	declare -A runs=()
+	pin "$cpus"
+	for r in $(seq "$FIO_ROUNDS"); do
+		for fs in $FSES; do cold; runs[$fs]+="$(fiorun "$fs" "$rw" "$cpus") "; done
+	done
+	pin 0-$(($(nproc) - 1))
+	for fs in $FSES; do val[$row,$fs]=$(printf '%s\n' ${runs[$fs]} | median); done
+	report "$row" IOPS
+}
+fiorows fio-randread randread 0-$(($(nproc) - 1))
+fiorows fio-randwrite randwrite 0-$(($(nproc) - 1))
+fiorows fio-rr-1cpu randread 0
+fiorows fio-rw-1cpu randwrite 0
 fusermount3 -u "$root/ddfs"
 for _ in $(seq 100); do kill -0 "$ddfspid" 2>/dev/null || break; sleep 0.1; done
 "$BIN/fsck.ddfs" "$root/ddfs.img" | tail -1
