@@ -66,14 +66,12 @@ func newTarOutCmd() *cobra.Command {
 			defer bar.Done()
 			stdout = progress.Writer{W: stdout, Bar: bar}
 		}
-		w := bufio.NewWriterSize(stdout, 1<<20)
-		err = transfer.TarOut(im.f, w, dir)
-		// Flushed even after an error: the entries written before it and
-		// the end of a stream that refused one entry must go out.
-		if ferr := w.Flush(); err == nil {
-			return ferr
+		// TarOut buffers (and flushes after an error too: the entries
+		// written before it must go out).
+		if err := transfer.TarOut(im.f, stdout, dir); err != nil {
+			return im.err(err)
 		}
-		return im.err(err)
+		return nil
 	}
 	return c
 }

@@ -225,8 +225,9 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(w)
-	t := &tarWriter{f: f, w: w, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
+	ob := newOutBuffer(w, tarOutBuffer)
+	tw := tar.NewWriter(ob)
+	t := &tarWriter{f: f, w: ob, out: ob, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
 	if in.IsDir() {
 		// "./" first, as tar -C DIR . writes: the directory's own mode,
 		// owner and times, which TarIn applies to its target.
@@ -241,18 +242,28 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 	} else {
 		err = t.entry(in, dir, fsys.Base(dir))
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = tw.Close()
 	}
-	if err := tw.Close(); err != nil {
+	// Flushed even after an error: the entries written before it go out.
+	if ferr := ob.flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
 		return err
 	}
 	return t.bad.Done(nil)
 }
 
+// tarOutBuffer is TarOut's output buffer: w gets writes of this size
+// (or larger ones, of a big file's data). Files up to half of it are read
+// straight into it (tarWriter.small).
+const tarOutBuffer = 1 << 20
+
 type tarWriter struct {
 	f     *fsys.FS
 	w     io.Writer // under tw, for entries archive/tar cannot write
+	out   *outBuffer
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
@@ -378,6 +389,9 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}
+		if in.Size <= tarOutBuffer/2 {
+			return t.small(in)
+		}
 		return t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
 			_, err := t.tw.Write(p)
 			return err
@@ -429,4 +443,25 @@ func noSymlinkParents(f *fsys.FS, dir, rel string) error {
 		}
 	}
 	return nil
+}
+
+// small writes the data of a small file, read straight into the output
+// buffer (no copy from a read buffer).
+func (t *tarWriter) small(in *fsys.Inode) error {
+	p := t.out.reserve(int(in.Size))
+	if p == nil {
+		return t.out.err
+	}
+	for got := 0; got < len(p); {
+		n, err := t.f.ReadAt(in, p[got:], uint64(got))
+		got += n
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if n == 0 && got < len(p) { // EOF, or no progress: never spin
+			return fmt.Errorf("inode %d: data ends at %d of %d bytes: %w", in.Ino, got, len(p), format.ErrCorrupt)
+		}
+	}
+	_, err := t.tw.Write(p)
+	return err
 }
