@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/progress"
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
@@ -56,6 +58,8 @@ func newTarOutCmd() *cobra.Command {
 			// GNU tar's words and exit code (2): a usage error, the cure
 			// is a redirection.
 			return usageErr("Refusing to write archive contents to terminal (redirect stdout or pipe it)")
+		} else if ok {
+			widenPipe(f)
 		}
 		im, err := of.openImage(img, false)
 		if err != nil {
@@ -66,9 +70,19 @@ func newTarOutCmd() *cobra.Command {
 			defer bar.Done()
 			stdout = progress.Writer{W: stdout, Bar: bar}
 		}
+		// The file data is read from a second read-only instance of the
+		// image on other goroutines (the walk and the reads on two
+		// cores); with --stats one instance counts all the I/O.
+		var data *fsys.FS
+		if of.stats == "" {
+			if twin, err := of.openImage(img, false); err == nil {
+				defer twin.close()
+				data = twin.f
+			}
+		}
 		// TarOut buffers (and flushes after an error too: the entries
 		// written before it must go out).
-		if err := transfer.TarOut(im.f, stdout, dir); err != nil {
+		if err := transfer.TarOutWith(im.f, data, stdout, dir); err != nil {
 			return im.err(err)
 		}
 		return nil
@@ -100,4 +114,14 @@ func imageDir(args []string) (string, string, error) {
 		return "", "", usageErr("%s: no such image", args[0])
 	}
 	return o.image, abs(o.path), nil
+}
+
+// widenPipe grows stdout's pipe buffer (64 KiB by default) to the
+// archive's 1 MiB writes where stdout is a pipe, so the reader and ddfs
+// do not take turns 16 times per write. Best effort: the limit is
+// /proc/sys/fs/pipe-max-size (1 MiB by default).
+func widenPipe(f *os.File) {
+	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+		unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // best effort
+	}
 }

@@ -221,13 +221,29 @@ func tarSparse(f *fsys.FS, tap *tarTap, h *tar.Header, in *fsys.Inode, dst strin
 // xattrs, hard links, symlinks and device nodes. Names are relative to
 // dir, after a "./" entry for dir itself.
 func TarOut(f *fsys.FS, w io.Writer, dir string) error {
+	return TarOutWith(f, nil, w, dir)
+}
+
+// TarOutWith is TarOut with the file data read from data, a second
+// read-only instance of the same image, on other goroutines (tarPipe):
+// the walk and the data reads then run on two cores. data nil: TarOut.
+func TarOutWith(f, data *fsys.FS, w io.Writer, dir string) error {
 	in, err := f.Resolve(dir, true)
 	if err != nil {
 		return err
 	}
-	ob := newOutBuffer(w, tarOutBuffer)
-	tw := tar.NewWriter(ob)
-	t := &tarWriter{f: f, w: ob, out: ob, tw: tw, links: map[uint64]string{}, buf: make([]byte, bufSize)}
+	t := &tarWriter{f: f, links: map[uint64]string{}}
+	var flush func() error
+	if data != nil {
+		t.pipe = newTarPipe(data, w)
+		// buf: sparse entries still go through the walker (rare).
+		t.w, flush, t.buf = t.pipe, t.pipe.close, make([]byte, pipeChunk)
+	} else {
+		t.out = newOutBuffer(w, tarOutBuffer)
+		t.w, flush, t.buf = t.out, t.out.flush, make([]byte, bufSize)
+	}
+	tw := tar.NewWriter(t.w)
+	t.tw = tw
 	if in.IsDir() {
 		// "./" first, as tar -C DIR . writes: the directory's own mode,
 		// owner and times, which TarIn applies to its target.
@@ -246,7 +262,7 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 		err = tw.Close()
 	}
 	// Flushed even after an error: the entries written before it go out.
-	if ferr := ob.flush(); err == nil {
+	if ferr := flush(); err == nil || errors.Is(err, errPipeFailed) {
 		err = ferr
 	}
 	if err != nil {
@@ -262,8 +278,9 @@ const tarOutBuffer = 1 << 20
 
 type tarWriter struct {
 	f     *fsys.FS
-	w     io.Writer // under tw, for entries archive/tar cannot write
-	out   *outBuffer
+	w     io.Writer  // under tw, for entries archive/tar cannot write
+	out   *outBuffer // the output without a pipe
+	pipe  *tarPipe   // the output with one (TarOutWith)
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
@@ -389,13 +406,21 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if in.Size <= tarOutBuffer/2 {
-			return t.small(in)
+		if t.pipe != nil {
+			return t.pipe.file(t.tw, in, src)
 		}
-		return t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
-			_, err := t.tw.Write(p)
-			return err
+		if in.Size <= tarOutBuffer/2 {
+			return t.small(in, src)
+		}
+		var werr error // the output's failure, passed as it is
+		err = t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
+			_, werr = t.tw.Write(p)
+			return werr
 		})
+		if err != nil && err != werr {
+			err = &fs.PathError{Op: "read", Path: src, Err: err}
+		}
+		return err
 	default:
 		switch format.FileTypeOfMode(in.Mode) {
 		case format.FileTypeCharDev:
@@ -447,7 +472,7 @@ func noSymlinkParents(f *fsys.FS, dir, rel string) error {
 
 // small writes the data of a small file, read straight into the output
 // buffer (no copy from a read buffer).
-func (t *tarWriter) small(in *fsys.Inode) error {
+func (t *tarWriter) small(in *fsys.Inode, src string) error {
 	p := t.out.reserve(int(in.Size))
 	if p == nil {
 		return t.out.err
@@ -456,10 +481,10 @@ func (t *tarWriter) small(in *fsys.Inode) error {
 		n, err := t.f.ReadAt(in, p[got:], uint64(got))
 		got += n
 		if err != nil && err != io.EOF {
-			return err
+			return &fs.PathError{Op: "read", Path: src, Err: err}
 		}
 		if n == 0 && got < len(p) { // EOF, or no progress: never spin
-			return fmt.Errorf("inode %d: data ends at %d of %d bytes: %w", in.Ino, got, len(p), format.ErrCorrupt)
+			return &fs.PathError{Op: "read", Path: src, Err: fmt.Errorf("data ends at %d of %d bytes: %w", got, len(p), format.ErrCorrupt)}
 		}
 	}
 	_, err := t.tw.Write(p)

@@ -188,12 +188,16 @@ func TestArchiveRoundTrip(t *testing.T) {
 		t.Fatalf("sparse file copied out with %d bytes allocated", st.Blocks*512)
 	}
 	// Tar out of the image, into a second image, out again: same tree.
-	var tarBuf bytes.Buffer
-	if err := TarOut(f, &tarBuf, "/"); err != nil {
+	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	tb, err := tarBoth(t, f, "/") // and the same bytes with a pipe
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarBuf := bytes.NewBuffer(tb)
 	g := newFS(t, 2<<30)
-	if err := TarIn(g, &tarBuf, "/", Options{}); err != nil {
+	if err := TarIn(g, tarBuf, "/", Options{}); err != nil {
 		t.Fatal(err)
 	}
 	out2 := t.TempDir()

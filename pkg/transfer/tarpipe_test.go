@@ -1,0 +1,142 @@
+package transfer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// twinFS opens a second, read-only instance of f's committed image.
+func twinFS(t testing.TB, f *fsys.FS) *fsys.FS {
+	t.Helper()
+	var ds []device.Device
+	for _, d := range f.Store().Vol.Devices() {
+		ds = append(ds, d.Dev)
+	}
+	vol, err := volume.FromDevices(ds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenVolume(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// tarBoth runs TarOut and TarOutWith (data from a twin instance) on dir:
+// the two streams must be the same bytes and end with the same error.
+// It returns TarOut's.
+func tarBoth(t *testing.T, f *fsys.FS, dir string) ([]byte, error) {
+	t.Helper()
+	var seq, par bytes.Buffer
+	serr := TarOut(f, &seq, dir)
+	perr := TarOutWith(f, twinFS(t, f), &par, dir)
+	if fmt.Sprint(serr) != fmt.Sprint(perr) {
+		t.Errorf("tar-out of %s: %v; with a pipe: %v", dir, serr, perr)
+	}
+	if !bytes.Equal(seq.Bytes(), par.Bytes()) {
+		t.Errorf("tar-out of %s: %d bytes; with a pipe %d bytes, not the same", dir, seq.Len(), par.Len())
+	}
+	return seq.Bytes(), serr
+}
+
+// TestTarOutPipe: the piped stream is TarOut's, byte for byte, for files
+// around the block and chunk sizes (header chunks fill, blocks fill
+// mid-file, a file longer than all blocks in flight).
+func TestTarOutPipe(t *testing.T) {
+	f := newFS(t, 256<<20)
+	sizes := []int{0, 1, 511, 512, 4096, pipeChunk - 1, pipeChunk + 1, pipeBlock - 700, pipeBlock, pipeBlock + 1, pipeBlocks*pipeBlock + 12345}
+	for i, n := range sizes {
+		in, err := f.Create(fmt.Sprintf("/f%02d", i), fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, rndBytes(uint64(i), n), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 300 { // many headers: several header chunks
+		if _, err := f.Mkdir(fmt.Sprintf("/d%03d", i), fsys.Attr{Mode: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tarBoth(t, f, "/"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTarOutPipeReadError: a data sector whose every copy fails its
+// checksum ends the piped stream with that error, as TarOut does, after
+// the entries before it.
+func TestTarOutPipeReadError(t *testing.T) {
+	f := newFS(t, 256<<20)
+	for i, n := range []int{3000, 200000, 5000} {
+		in, err := f.Create(fmt.Sprintf("/f%d", i), fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, rndBytes(uint64(i)+7, n), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := f.Resolve("/f1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Store().Tree(format.FSTree).Get(format.Key{ObjectID: in.Ino, Type: format.FileExtentKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := format.UnmarshalFileExtentItem(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := f.Store().Vol.Locate(x.DiskLogical + 4096) // its second sector (single profile: one copy)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("locate: %v %v", ts, err)
+	}
+	dev, _ := f.Store().Vol.Device(ts[0].DevID)
+	if _, err := dev.Dev.WriteAt(bytes.Repeat([]byte{0x5A}, 4096), int64(ts[0].Physical)); err != nil {
+		t.Fatal(err)
+	}
+	g := twinFS(t, f) // a fresh instance: nothing cached
+	out, err := tarBoth(t, g, "/")
+	if !errors.Is(err, fsys.ErrDataChecksum) {
+		t.Fatalf("tar-out over a bad sector: %v, want ErrDataChecksum", err)
+	}
+	if !bytes.Contains(out, []byte("f0")) || bytes.Contains(out, []byte("f2")) {
+		t.Fatalf("the stream before the bad file must be out, nothing after it")
+	}
+}
+
+// rndBytes is n bytes of a simple seeded sequence (not compressible to
+// nothing, not zero: no holes).
+func rndBytes(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	x := seed*0x9E3779B97F4A7C15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
