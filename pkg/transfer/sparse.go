@@ -178,6 +178,11 @@ func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) 
 	if _, err := t.w.Write(out.Bytes()); err != nil {
 		return err
 	}
+	if t.pipe != nil { // the data from the assembler, like a whole file's
+		t.pipe.ranges(in, rs, h.Name)
+		_, err := t.w.Write(make([]byte, (blockSize-phys%blockSize)%blockSize))
+		return err
+	}
 	written := int64(len(m))
 	if err := t.f.ReadData(in, t.buf, func(p []byte, _ uint64) error {
 		written += int64(len(p))

@@ -38,9 +38,10 @@ type tarPipe struct {
 // the file, or a chunk the assembler is done with.
 type pipeItem struct {
 	hdr     []byte
-	in      *fsys.Inode // its data follows hdr; nil for none
-	src     string      // in's image path, for errors
-	release []byte      // every item of this chunk is handled: reuse it
+	in      *fsys.Inode  // its data follows hdr; nil for none
+	rs      []fsys.Range // only these ranges of it, one after the other (sparse entry); nil: all
+	src     string       // in's image path, for errors
+	release []byte       // every item of this chunk is handled: reuse it
 }
 
 const (
@@ -99,7 +100,7 @@ func (p *tarPipe) Write(b []byte) (int, error) {
 func (p *tarPipe) send(it pipeItem) {
 	p.batch = append(p.batch, it)
 	if it.in != nil {
-		p.queued += it.in.Size
+		p.queued += it.in.Size // for a sparse entry, more than it reads: fine
 	}
 	if len(p.batch) >= pipeBatch || p.queued >= pipeBlock {
 		p.sendBatch()
@@ -115,23 +116,33 @@ func (p *tarPipe) sendBatch() {
 
 // flushChunk sends what the chunk holds and hands it back for reuse.
 func (p *tarPipe) flushChunk() {
-	p.sendHdr(nil, "")
+	p.sendHdr(nil, nil, "")
 	p.send(pipeItem{release: p.chunk})
 	p.chunk, p.sent = chunkPool.Get().([]byte)[:0], 0
 }
 
-func (p *tarPipe) sendHdr(in *fsys.Inode, src string) {
+func (p *tarPipe) sendHdr(in *fsys.Inode, rs []fsys.Range, src string) {
 	if len(p.chunk) > p.sent || in != nil {
-		p.send(pipeItem{hdr: p.chunk[p.sent:len(p.chunk):len(p.chunk)], in: in, src: src})
+		p.send(pipeItem{hdr: p.chunk[p.sent:len(p.chunk):len(p.chunk)], in: in, rs: rs, src: src})
 		p.sent = len(p.chunk)
 	}
+}
+
+// ranges queues the data ranges rs of in (a sparse entry's data, after
+// its map, already written).
+func (p *tarPipe) ranges(in *fsys.Inode, rs []fsys.Range, src string) {
+	c := *in
+	if rs == nil {
+		rs = []fsys.Range{} // all holes: nothing to read (nil reads the whole file)
+	}
+	p.sendHdr(&c, rs, src)
 }
 
 // file queues in's data after the header just written, and accounts for
 // it in tw with phantom writes.
 func (p *tarPipe) file(tw *tar.Writer, in *fsys.Inode, src string) error {
 	c := *in
-	p.sendHdr(&c, src)
+	p.sendHdr(&c, nil, src)
 	for left := in.Size; left > 0; {
 		n := min(left, uint64(len(phantom)))
 		if _, err := tw.Write(phantom[:n]); err != nil {
@@ -191,7 +202,7 @@ func (a *assembly) item(it pipeItem, stopped bool) bool {
 	default:
 		a.put(it.hdr)
 		if it.in != nil {
-			if err := a.file(it.in); err != nil {
+			if err := a.data(it.in, it.rs); err != nil {
 				a.p.fail(&fs.PathError{Op: "read", Path: it.src, Err: err})
 				return true
 			}
@@ -223,18 +234,32 @@ func (a *assembly) put(b []byte) {
 	}
 }
 
-// file reads in's data into the blocks (checked like every read).
-func (a *assembly) file(in *fsys.Inode) error {
-	for off := uint64(0); off < in.Size; {
+// data reads in's data (or its ranges rs) into the blocks, checked like
+// every read.
+func (a *assembly) data(in *fsys.Inode, rs []fsys.Range) error {
+	if rs == nil {
+		return a.read(in, 0, in.Size)
+	}
+	for _, r := range rs {
+		if err := a.read(in, r.Off, r.Off+r.Len); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read reads bytes [off, end) of in into the blocks.
+func (a *assembly) read(in *fsys.Inode, off, end uint64) error {
+	for off < end {
 		r := a.room()
-		n, err := a.p.data.ReadAt(in, r[:min(uint64(len(r)), in.Size-off)], off)
+		n, err := a.p.data.ReadAt(in, r[:min(uint64(len(r)), end-off)], off)
 		a.n += n
 		off += uint64(n)
 		if err != nil && err != io.EOF {
 			return err
 		}
-		if n == 0 && off < in.Size { // EOF, or no progress: never spin
-			return fmt.Errorf("data ends at %d of %d bytes: %w", off, in.Size, format.ErrCorrupt)
+		if n == 0 && off < end { // EOF, or no progress: never spin
+			return fmt.Errorf("data ends at %d of %d bytes: %w", off, end, format.ErrCorrupt)
 		}
 	}
 	return nil

@@ -67,6 +67,17 @@ func TestTarOutPipe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Sparse entries: all holes (nothing to read), and data around a hole.
+	mixed := append(append(rndBytes(99, 10000), make([]byte, 200<<10)...), rndBytes(98, 5000)...)
+	for name, b := range map[string][]byte{"/zeros": make([]byte, 65535), "/bigzeros": make([]byte, 3<<20), "/mixed": mixed} {
+		in, err := f.Create(name, fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 300 { // many headers: several header chunks
 		if _, err := f.Mkdir(fmt.Sprintf("/d%03d", i), fsys.Attr{Mode: 0o755}); err != nil {
 			t.Fatal(err)
@@ -75,8 +86,12 @@ func TestTarOutPipe(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tarBoth(t, f, "/"); err != nil {
+	b, err := tarBoth(t, f, "/")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("GNUSparseFile.0/zeros")) || !bytes.Contains(b, []byte("GNUSparseFile.0/mixed")) {
+		t.Fatal("the zero and mixed files must go out as sparse entries")
 	}
 }
 
