@@ -179,6 +179,9 @@ func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) 
 		return err
 	}
 	if t.pipe != nil { // the data from the assembler, like a whole file's
+		if rs == nil {
+			rs = []fsys.Range{} // all holes: nothing to read (nil reads the whole file)
+		}
 		t.pipe.ranges(in, rs, h.Name)
 		_, err := t.w.Write(make([]byte, (blockSize-phys%blockSize)%blockSize))
 		return err

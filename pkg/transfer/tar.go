@@ -279,6 +279,7 @@ const tarOutBuffer = 1 << 20
 type tarWriter struct {
 	f     *fsys.FS
 	w     io.Writer  // under tw, for entries archive/tar cannot write
+	hbuf  []byte     // header blocks being made (appendPAXHeader)
 	out   *outBuffer // the output without a pipe
 	pipe  *tarPipe   // the output with one (TarOutWith)
 	tw    *tar.Writer
@@ -376,14 +377,15 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 	if !in.IsDir() && in.Nlink > 1 {
 		if first, ok := t.links[in.Ino]; ok {
 			h.Typeflag, h.Linkname = tar.TypeLink, first
-			return t.tw.WriteHeader(h)
+			_, err := t.header1(h)
+			return err
 		}
 		t.links[in.Ino] = name
 	}
 	switch format.FileTypeOfMode(in.Mode) {
 	case format.FileTypeDir:
 		h.Typeflag, h.Name = tar.TypeDir, name+"/"
-		if err := t.tw.WriteHeader(h); err != nil {
+		if _, err := t.header1(h); err != nil {
 			return err
 		}
 		return t.dir(in, src, name)
@@ -393,7 +395,8 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 			return err
 		}
 		h.Typeflag, h.Linkname = tar.TypeSymlink, target
-		return t.tw.WriteHeader(h)
+		_, err = t.header1(h)
+		return err
 	case format.FileTypeRegular:
 		h.Typeflag, h.Size = tar.TypeReg, int64(in.Size)
 		rs, err := t.f.DataRanges(in)
@@ -403,23 +406,14 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 		if holes(rs, in.Size) {
 			return t.sparseEntry(h, in, rs)
 		}
-		if err := t.tw.WriteHeader(h); err != nil {
+		raw, err := t.header1(h)
+		if err != nil {
 			return err
 		}
-		if t.pipe != nil {
-			return t.pipe.file(t.tw, in, src)
+		if err := t.fileData(in, src, raw); err != nil || !raw {
+			return err
 		}
-		if in.Size <= tarOutBuffer/2 {
-			return t.small(in, src)
-		}
-		var werr error // the output's failure, passed as it is
-		err = t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
-			_, werr = t.tw.Write(p)
-			return werr
-		})
-		if err != nil && err != werr {
-			err = &fs.PathError{Op: "read", Path: src, Err: err}
-		}
+		_, err = t.w.Write(zeroBlock[:padLen(h.Size)]) // zeros (copyout.go)
 		return err
 	default:
 		switch format.FileTypeOfMode(in.Mode) {
@@ -472,7 +466,7 @@ func noSymlinkParents(f *fsys.FS, dir, rel string) error {
 
 // small writes the data of a small file, read straight into the output
 // buffer (no copy from a read buffer).
-func (t *tarWriter) small(in *fsys.Inode, src string) error {
+func (t *tarWriter) small(in *fsys.Inode, src string, w io.Writer) error {
 	p := t.out.reserve(int(in.Size))
 	if p == nil {
 		return t.out.err
@@ -487,6 +481,48 @@ func (t *tarWriter) small(in *fsys.Inode, src string) error {
 			return &fs.PathError{Op: "read", Path: src, Err: fmt.Errorf("data ends at %d of %d bytes: %w", got, len(p), format.ErrCorrupt)}
 		}
 	}
-	_, err := t.tw.Write(p)
+	_, err := w.Write(p)
+	return err
+}
+
+// header1 writes h: its blocks made by appendPAXHeader and written
+// straight to the stream when it can (raw: the entry's data and padding
+// then go there too), else by archive/tar.
+func (t *tarWriter) header1(h *tar.Header) (raw bool, err error) {
+	var ok bool
+	if t.hbuf, ok = appendPAXHeader(t.hbuf[:0], h); !ok {
+		return false, t.tw.WriteHeader(h)
+	}
+	if err := t.tw.Flush(); err != nil { // pads archive/tar's last entry
+		return true, err
+	}
+	_, err = t.w.Write(t.hbuf)
+	return true, err
+}
+
+// fileData writes in's data after its header: to the stream (raw) or
+// through archive/tar.
+func (t *tarWriter) fileData(in *fsys.Inode, src string, raw bool) error {
+	w := io.Writer(t.tw)
+	if raw {
+		w = t.w
+	}
+	switch {
+	case t.pipe != nil && raw:
+		t.pipe.ranges(in, nil, src)
+		return nil
+	case t.pipe != nil:
+		return t.pipe.file(t.tw, in, src)
+	case in.Size <= tarOutBuffer/2:
+		return t.small(in, src, w)
+	}
+	var werr error // the output's failure, passed as it is
+	err := t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
+		_, werr = w.Write(p)
+		return werr
+	})
+	if err != nil && err != werr {
+		err = &fs.PathError{Op: "read", Path: src, Err: err}
+	}
 	return err
 }

@@ -129,12 +129,9 @@ func (p *tarPipe) sendHdr(in *fsys.Inode, rs []fsys.Range, src string) {
 }
 
 // ranges queues the data ranges rs of in (a sparse entry's data, after
-// its map, already written).
+// its map, already written), or all of it for rs nil.
 func (p *tarPipe) ranges(in *fsys.Inode, rs []fsys.Range, src string) {
 	c := *in
-	if rs == nil {
-		rs = []fsys.Range{} // all holes: nothing to read (nil reads the whole file)
-	}
 	p.sendHdr(&c, rs, src)
 }
 
