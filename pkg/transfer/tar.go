@@ -471,15 +471,8 @@ func (t *tarWriter) small(in *fsys.Inode, src string, w io.Writer) error {
 	if p == nil {
 		return t.out.err
 	}
-	for got := 0; got < len(p); {
-		n, err := t.f.ReadAt(in, p[got:], uint64(got))
-		got += n
-		if err != nil && err != io.EOF {
-			return &fs.PathError{Op: "read", Path: src, Err: err}
-		}
-		if n == 0 && got < len(p) { // EOF, or no progress: never spin
-			return &fs.PathError{Op: "read", Path: src, Err: fmt.Errorf("data ends at %d of %d bytes: %w", got, len(p), format.ErrCorrupt)}
-		}
+	if err := readFull(t.f, in, p, 0); err != nil {
+		return &fs.PathError{Op: "read", Path: src, Err: err}
 	}
 	_, err := w.Write(p)
 	return err
@@ -525,4 +518,20 @@ func (t *tarWriter) fileData(in *fsys.Inode, src string, raw bool) error {
 		err = &fs.PathError{Op: "read", Path: src, Err: err}
 	}
 	return err
+}
+
+// readFull reads len(p) bytes of in at off; a file that ends first is
+// corrupt (its size promised them).
+func readFull(f *fsys.FS, in *fsys.Inode, p []byte, off uint64) error {
+	for got := 0; got < len(p); {
+		n, err := f.ReadAt(in, p[got:], off+uint64(got))
+		got += n
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if n == 0 && got < len(p) { // EOF, or no progress: never spin
+			return fmt.Errorf("data ends at %d of %d bytes: %w", off+uint64(got), off+uint64(len(p)), format.ErrCorrupt)
+		}
+	}
+	return nil
 }

@@ -3,13 +3,11 @@ package transfer
 import (
 	"archive/tar"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"sync"
 	"sync/atomic"
 
-	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
@@ -249,15 +247,12 @@ func (a *assembly) data(in *fsys.Inode, rs []fsys.Range) error {
 func (a *assembly) read(in *fsys.Inode, off, end uint64) error {
 	for off < end {
 		r := a.room()
-		n, err := a.p.data.ReadAt(in, r[:min(uint64(len(r)), end-off)], off)
-		a.n += n
-		off += uint64(n)
-		if err != nil && err != io.EOF {
+		k := min(uint64(len(r)), end-off)
+		if err := readFull(a.p.data, in, r[:k], off); err != nil {
 			return err
 		}
-		if n == 0 && off < end { // EOF, or no progress: never spin
-			return fmt.Errorf("data ends at %d of %d bytes: %w", off, end, format.ErrCorrupt)
-		}
+		a.n += int(k)
+		off += k
 	}
 	return nil
 }
