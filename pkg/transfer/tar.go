@@ -236,8 +236,7 @@ func TarOutWith(f, data *fsys.FS, w io.Writer, dir string) error {
 	var flush func() error
 	if data != nil {
 		t.pipe = newTarPipe(data, w)
-		// buf: sparse entries still go through the walker (rare).
-		t.w, flush, t.buf = t.pipe, t.pipe.close, make([]byte, pipeChunk)
+		t.w, flush = t.pipe, t.pipe.close // all data reads go to the pipe: no buf
 	} else {
 		t.out = newOutBuffer(w, tarOutBuffer)
 		t.w, flush, t.buf = t.out, t.out.flush, make([]byte, bufSize)
