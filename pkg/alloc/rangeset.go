@@ -5,7 +5,8 @@ package alloc
 
 import (
 	"fmt"
-	"sort"
+
+	"github.com/google/btree"
 )
 
 // Range is [Start, Start+Len).
@@ -15,42 +16,69 @@ type Range struct{ Start, Len uint64 }
 func (r Range) End() uint64 { return r.Start + r.Len }
 
 // RangeSet is a set of disjoint, non-adjacent ranges in order. It is the
-// in-memory free-space map of one block group.
+// in-memory free-space map of one block group. The ranges live in a
+// B-tree ordered by start: a group cut into 100,000 one-sector holes (a
+// file rewritten by 4K random writes) made each take or free of a sorted
+// slice move ~800 KB, 55 us an operation (BenchmarkRangeSetFragmented).
 type RangeSet struct {
-	r     []Range
+	t     *btree.BTreeG[Range]
 	total uint64
+}
+
+func byStart(a, b Range) bool { return a.Start < b.Start }
+
+func (s *RangeSet) tree() *btree.BTreeG[Range] {
+	if s.t == nil {
+		s.t = btree.NewG(32, byStart)
+	}
+	return s.t
 }
 
 // Total is the number of bytes in the set.
 func (s *RangeSet) Total() uint64 { return s.total }
 
-// Ranges returns the ranges in order; the slice must not be modified.
-func (s *RangeSet) Ranges() []Range { return s.r }
+// Len is the number of ranges.
+func (s *RangeSet) Len() int { return s.tree().Len() }
+
+// Ranges returns the ranges in order (a copy).
+func (s *RangeSet) Ranges() []Range {
+	out := make([]Range, 0, s.tree().Len())
+	s.t.Ascend(func(r Range) bool { out = append(out, r); return true })
+	return out
+}
+
+// at returns the range that starts at or before x (ok false: none).
+func (s *RangeSet) at(x uint64) (r Range, ok bool) {
+	s.tree().DescendLessOrEqual(Range{Start: x}, func(v Range) bool { r, ok = v, true; return false })
+	return r, ok
+}
+
+// after returns the first range that starts after x.
+func (s *RangeSet) after(x uint64) (r Range, ok bool) {
+	s.tree().AscendGreaterOrEqual(Range{Start: x + 1}, func(v Range) bool { r, ok = v, true; return false })
+	return r, ok
+}
 
 // Add inserts [start, start+n); it must not overlap the set.
 func (s *RangeSet) Add(start, n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	i := sort.Search(len(s.r), func(i int) bool { return s.r[i].Start >= start })
-	if (i > 0 && s.r[i-1].End() > start) || (i < len(s.r) && s.r[i].Start < start+n) {
+	l, hasL := s.at(start)
+	r, hasR := s.after(start)
+	if (hasL && l.End() > start) || (hasR && r.Start < start+n) {
 		return fmt.Errorf("range [%d,+%d) already free (double free)", start, n)
 	}
-	mergeL := i > 0 && s.r[i-1].End() == start
-	mergeR := i < len(s.r) && s.r[i].Start == start+n
-	switch {
-	case mergeL && mergeR:
-		s.r[i-1].Len += n + s.r[i].Len
-		s.r = append(s.r[:i], s.r[i+1:]...)
-	case mergeL:
-		s.r[i-1].Len += n
-	case mergeR:
-		s.r[i].Start, s.r[i].Len = start, s.r[i].Len+n
-	default:
-		s.r = append(s.r, Range{})
-		copy(s.r[i+1:], s.r[i:])
-		s.r[i] = Range{start, n}
+	nr := Range{start, n}
+	if hasL && l.End() == start {
+		s.t.Delete(l)
+		nr = Range{l.Start, l.Len + n}
 	}
+	if hasR && r.Start == start+n {
+		s.t.Delete(r)
+		nr.Len += r.Len
+	}
+	s.t.ReplaceOrInsert(nr)
 	s.total += n
 	return nil
 }
@@ -60,25 +88,16 @@ func (s *RangeSet) Remove(start, n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	i := sort.Search(len(s.r), func(i int) bool { return s.r[i].End() > start })
-	if i == len(s.r) || s.r[i].Start > start || s.r[i].End() < start+n {
+	r, ok := s.at(start)
+	if !ok || r.End() < start+n || r.End() <= start {
 		return fmt.Errorf("range [%d,+%d) is not free", start, n)
 	}
-	r := s.r[i]
-	before := Range{r.Start, start - r.Start}
-	after := Range{start + n, r.End() - start - n}
-	switch {
-	case before.Len > 0 && after.Len > 0:
-		s.r[i] = before
-		s.r = append(s.r, Range{})
-		copy(s.r[i+2:], s.r[i+1:])
-		s.r[i+1] = after
-	case before.Len > 0:
-		s.r[i] = before
-	case after.Len > 0:
-		s.r[i] = after
-	default:
-		s.r = append(s.r[:i], s.r[i+1:]...)
+	s.t.Delete(r)
+	if before := (Range{r.Start, start - r.Start}); before.Len > 0 {
+		s.t.ReplaceOrInsert(before)
+	}
+	if after := (Range{start + n, r.End() - start - n}); after.Len > 0 {
+		s.t.ReplaceOrInsert(after)
 	}
 	s.total -= n
 	return nil
@@ -86,31 +105,30 @@ func (s *RangeSet) Remove(start, n uint64) error {
 
 // Contains reports whether [start, start+n) is wholly free.
 func (s *RangeSet) Contains(start, n uint64) bool {
-	i := sort.Search(len(s.r), func(i int) bool { return s.r[i].End() > start })
-	return i < len(s.r) && s.r[i].Start <= start && s.r[i].End() >= start+n
+	r, ok := s.at(start)
+	return ok && r.End() > start && r.End() >= start+n
 }
 
 // First takes the first n bytes aligned to align (a power of two) at or
 // after hint, wrapping around to the start; ok is false when nothing fits.
 func (s *RangeSet) First(n, align, hint uint64) (start uint64, ok bool) {
-	try := func(from int, lo uint64) (uint64, bool) {
-		for _, r := range s.r[from:] {
-			st := max(r.Start, lo)
-			st = (st + align - 1) &^ (align - 1)
-			if st >= r.Start && st+n <= r.End() {
-				return st, true
-			}
+	fit := func(r Range, lo uint64) bool {
+		st := (max(r.Start, lo) + align - 1) &^ (align - 1)
+		if st >= r.Start && st+n <= r.End() {
+			start, ok = st, true
 		}
-		return 0, false
+		return !ok
 	}
-	i := sort.Search(len(s.r), func(i int) bool { return s.r[i].End() > hint })
-	if st, ok := try(i, hint); ok {
-		_ = s.Remove(st, n)
-		return st, true
+	from := Range{Start: hint}
+	if r, has := s.at(hint); has && r.End() > hint {
+		from = r // the range holding hint
 	}
-	if st, ok := try(0, 0); ok {
-		_ = s.Remove(st, n)
-		return st, true
+	s.tree().AscendGreaterOrEqual(from, func(r Range) bool { return fit(r, hint) })
+	if !ok {
+		s.t.Ascend(func(r Range) bool { return fit(r, 0) })
 	}
-	return 0, false
+	if ok {
+		_ = s.Remove(start, n)
+	}
+	return start, ok
 }
