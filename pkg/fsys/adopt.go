@@ -161,6 +161,11 @@ func (f *FS) adoptable(in *Inode, bo, n uint64) (fileExtent, bool, error) {
 // item may span extents). Only an extent with one reference is cut
 // (another file pointing at its tail would lose it): false, nothing done.
 func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, index *dataPolicy) (bool, error) {
+	if ss := uint64(f.st.Super().SectorSize); index == nil && (n+ss-1)/ss*ss == x.DiskLen {
+		// Nothing to index and no rest to keep at an extent's head: the
+		// cut would put back the same items (a repeated small file).
+		return true, nil
+	}
 	tx, err := f.txn()
 	if err != nil {
 		return false, err
