@@ -33,6 +33,9 @@ being read (sum_shared_bytes; the first copy is still read, verified and
 hashed). crc32c and xxhash64 sums only detect damage, so there every
 block is read (sum_shared_bytes 0). With dedupe_verify set, every block
 is read and byte-compared.
+The blocks to read are read, verified and hashed ahead on a second core
+while the tree work of the ones before goes on (ahead_bytes; the prints'
+walk knows where they lie).
 (CDC chunks are not aligned to sectors: with --chunking cdc every block is
 read.) Transactions of at most 64 MiB of data or 64 changed metadata
 nodes: a kill leaves a consistent image, and running again continues (it
@@ -42,8 +45,9 @@ Memory is bounded: data is read and rewritten 128 KiB at a time (one
 block when bigger), 32 metadata nodes are cached, prints take 16 bytes a
 block, at most 8 MiB (images with more blocks take more passes over the
 metadata; the extents to read are found by the prints' own memory),
-blocks the sums cannot tell 8 bytes an extent, and strong sums learned
-144 bytes a distinct block, at most 4 MiB (blocks past it are read). Peak
+blocks the sums cannot tell 8 bytes an extent, strong sums learned 144
+bytes a distinct block, at most 4 MiB (blocks past it are read), and the
+read-ahead 8 blocks (1 MiB at 128 KiB) and 32 bytes a block it plans. Peak
 RSS 20 MB on 760 MB in 45,916 files.
 `
 

@@ -23,13 +23,16 @@ type printed struct{ print, disk uint64 }
 // unaligned). A block that runs on into a next extent is read whole with
 // its first one (Rededupe widens runs to blocks). The prints of the other
 // parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, error) {
+func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool) (*wantSet, error) {
 	var ps []printed
 	w := &wantSet{}
-	err := walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
+	err := walkPrints(f, o, block, func(seq int, bp *fsys.BlockPrint) error {
 		switch {
 		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
+			if parts == 1 && !bp.Indexed && len(bp.Extents) == 1 && bp.Disk != 0 {
+				w.plan = append(w.plan, planned{seq: uint32(seq), n: uint32(bp.Len), off: bp.Off, disk: bp.Disk, print: bp.Print})
+			}
 		case !bp.Known && part == 0 && !bp.Indexed:
 			w.odd = append(w.odd, bp.Extents...)
 		}
@@ -63,7 +66,44 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, e
 	w.disks = dups
 	slices.Sort(w.odd)
 	w.odd = slices.Compact(w.odd)
+	w.plan = w.readPlan(strong)
 	return w, nil
+}
+
+// planned is a block the run will likely read, for fsys.BlockAhead: the
+// file's place in the walk, the block's offset, length and first byte.
+type planned struct {
+	seq, n           uint32
+	off, disk, print uint64
+}
+
+// readPlan keeps, in walk order, the planned blocks that are wanted (a
+// repeated print); with strong sums only the first of each print, as
+// the later ones are shared unread (fsys.SumShares).
+func (w *wantSet) readPlan(strong bool) []planned {
+	keep := w.plan[:0]
+	for _, p := range w.plan {
+		if _, ok := slices.BinarySearchFunc(w.disks, p.disk, func(d printed, t uint64) int { return cmp.Compare(d.disk, t) }); ok {
+			keep = append(keep, p)
+		}
+	}
+	if strong {
+		slices.SortStableFunc(keep, func(a, b planned) int { return cmp.Compare(a.print, b.print) })
+		firsts := keep[:0]
+		for i, p := range keep {
+			if i == 0 || p.print != keep[i-1].print {
+				firsts = append(firsts, p)
+			}
+		}
+		keep = firsts
+		slices.SortFunc(keep, func(a, b planned) int {
+			return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.off, b.off))
+		})
+	}
+	if len(keep) < cap(w.plan)/2 {
+		return slices.Clone(keep) // strong sums: a quarter of the walk's list on the bench set
+	}
+	return keep
 }
 
 // wantSet is what a pass reads: the extents holding a repeated block's
@@ -72,6 +112,7 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, e
 type wantSet struct {
 	disks []printed // repeated blocks, sorted by their first sector's logical
 	odd   []uint64  // sorted extent logicals
+	plan  []planned // blocks to read ahead, in walk order (one pass only)
 }
 
 // has reports whether the data extent of diskLen bytes at logical holds
@@ -84,12 +125,15 @@ func (w *wantSet) has(logical, diskLen uint64) bool {
 	return i < len(w.disks) && w.disks[i].disk-logical < diskLen
 }
 
-// walkPrints calls fn for every block of the files Run visits.
-func walkPrints(f *fsys.FS, o RunOptions, block uint64, fn func(*fsys.BlockPrint) error) error {
+// walkPrints calls fn for every block of the files Run visits, with the
+// file's place in the walk (as rededupeAll counts).
+func walkPrints(f *fsys.FS, o RunOptions, block uint64, fn func(int, *fsys.BlockPrint) error) error {
+	seq := -1
 	return walkFiles(f, o.Dir, func(in *fsys.Inode) error {
+		seq++
 		if in.Size < o.MinSize {
 			return nil
 		}
-		return f.BlockPrints(in, block, fn)
+		return f.BlockPrints(in, block, func(bp *fsys.BlockPrint) error { return fn(seq, bp) })
 	})
 }

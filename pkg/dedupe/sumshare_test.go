@@ -127,3 +127,32 @@ func crcTwin(p []byte) {
 	w := binary.LittleEndian.Uint32(p[len(p)-4:]) ^ bits
 	binary.LittleEndian.PutUint32(p[len(p)-4:], w)
 }
+
+// TestRunAhead: blocks read ahead on the other goroutine end the same as
+// blocks read in turn (Serial).
+func TestRunAhead(t *testing.T) {
+	for _, c := range []format.CsumType{format.CsumCRC32C, format.CsumBLAKE3} {
+		var phys [2]uint64
+		for i, serial := range []bool{false, true} {
+			d := newImageCsum(t, format.Settings{}, c)
+			model := writeSet(t, d)
+			f := openImage(t, d, 0)
+			res, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3, Serial: serial})
+			if err == nil {
+				err = f.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify(t, d, model)
+			phys[i], _ = physicalBytes(t, d)
+			// How much the reader gets to first depends on scheduling.
+			if serial && res.AheadBytes != 0 {
+				t.Fatalf("%v serial: %d bytes read ahead", c, res.AheadBytes)
+			}
+		}
+		if phys[0] != phys[1] {
+			t.Fatalf("%v: physical %d ahead, %d serial", c, phys[0], phys[1])
+		}
+	}
+}

@@ -13,9 +13,9 @@ import (
 // extent (cut) instead of being written again. On the bench set that was
 // the 390 MB of first copies written and flushed a second time. Blocks
 // that do not fit go through the write path from the bytes already read.
-// With strong sector sums and sums set, a block whose sums match one read
+// With strong sector sums and o.Sums, a block whose sums match one read
 // before is shared unread (shareBySums): the bench's repeats, 3/4 of it.
-func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, sums *SumShares, st *RededupeStats, scratch *[]byte) error {
+func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, o *RededupeOptions, st *RededupeStats, scratch *[]byte) error {
 	ss := uint64(f.st.Super().SectorSize)
 	if uint64(cap(*scratch)) < pol.block+ss {
 		*scratch = make([]byte, pol.block+ss) // a block and its padding
@@ -23,7 +23,7 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, sums *SumSha
 	for bo := s; bo < e; {
 		n := min(pol.block-bo%pol.block, e-bo)
 		f.dataBytes += n // the transaction bound, as for a rewrite
-		d, known, shared, err := f.shareBySums(in, bo, n, pol, sums)
+		d, known, shared, err := f.shareBySums(in, bo, n, pol, o.Sums)
 		if err != nil {
 			return err
 		}
@@ -32,17 +32,19 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, sums *SumSha
 			bo += n
 			continue
 		}
-		x, data, ok, err := f.readBlock(in, bo, n, *scratch)
+		x, b, ok, err := f.readBlock(in, bo, n, *scratch, o.Ahead)
+		if b.hashed {
+			st.Ahead += n
+		}
 		if err == nil && !ok {
-			err = f.rewriteFrom(in, bo, data, pol)
+			err = f.rewriteFrom(in, bo, b.data, pol)
 		} else if err == nil {
-			bs := []block{{off: x.off, data: data}}
+			bs := []block{b}
 			hashBlocks(bs, pol)
-			b := bs[0]
 			if known {
-				sums.learn(d, b.hash) // the bytes read were verified against these sums
+				o.Sums.learn(d, bs[0].hash) // the bytes read were verified against these sums
 			}
-			err = f.dedupeAdoptable(in, x, b, pol, st)
+			err = f.dedupeAdoptable(in, x, bs[0], pol, st)
 		}
 		if err != nil {
 			return err
@@ -55,29 +57,37 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, sums *SumSha
 // readBlock reads the n bytes of the file at bo into buf and reports
 // whether they can stay where they lie (adoptable); such a block is read
 // straight from its extent with its last sector's padding, one verified
-// read, others through ReadAt.
-func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte) (fileExtent, []byte, bool, error) {
+// read (or taken from ahead, read, summed and hashed there), others
+// through ReadAt.
+func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte, ahead *BlockAhead) (fileExtent, block, bool, error) {
 	ss := uint64(f.st.Super().SectorSize)
 	x, ok, err := f.adoptable(in, bo, n)
 	if err != nil {
-		return x, nil, false, err
+		return x, block{}, false, err
 	}
 	if !ok {
 		data := buf[:n]
 		if got, err := f.ReadAt(in, data, bo); err != nil && uint64(got) != n {
-			return x, nil, false, err
+			return x, block{}, false, err
 		}
-		return x, data, false, nil
+		return x, block{off: bo, data: data}, false, nil
 	}
-	raw := buf[:(n+ss-1)/ss*ss]
-	if err := f.readVerified(x.DiskLogical, raw); err != nil {
-		return x, nil, false, err
+	raw, hash, err := ahead.take(bo, x.DiskLogical, n)
+	if err != nil {
+		return x, block{}, false, err
 	}
-	data := raw[:n]
+	b := block{off: bo, hash: hash, hashed: raw != nil}
+	if raw == nil {
+		raw = buf[:(n+ss-1)/ss*ss]
+		if err := f.readVerified(x.DiskLogical, raw); err != nil {
+			return x, block{}, false, err
+		}
+	}
+	b.data = raw[:n]
 	// The write path leaves zero sectors as holes and pads with zeros; a
 	// block that would be stored otherwise is not adopted.
-	ok = isZero(raw[n:]) && zeroPrefix(data, bo, ss) == 0 && dataRun(data, bo, ss, maxExtent) == n
-	return x, data, ok, nil
+	ok = isZero(raw[n:]) && zeroPrefix(b.data, bo, ss) == 0 && dataRun(b.data, bo, ss, maxExtent) == n
+	return x, b, ok, nil
 }
 
 // rewriteFrom punches the block at bo and writes data there again
