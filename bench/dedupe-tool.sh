@@ -62,7 +62,7 @@ ddfs_case() { # LABEL MKFS_ARGS...
 	[ "$((before - after))" = "$freed" ] || echo "  MISMATCH: status says $((before - after)) freed, run says $freed"
 	row "$label" "$freed" "$before"
 	field() { awk -F'[:,]' '/"'"$1"'"/{printf "%.1f", $2/1000000}' "$root/out"; }
-	echo "  (mkfs -r $(echo "$t1 - $t0" | bc | xargs printf '%.2f') s; passed through dedupe $(field rewritten_bytes) MB: read $(echo "$(field rewritten_bytes) - $(field sum_shared_bytes)" | bc) MB, of it indexed in place $(field adopted_bytes) MB, shared unread on stored strong sums $(field sum_shared_bytes) MB; left unread by the stored-checksum prefilter $(field prefiltered_bytes) MB)"
+	echo "  (mkfs -r $(echo "$t1 - $t0" | bc | xargs printf '%.2f') s; passed through dedupe $(field rewritten_bytes) MB: read $(echo "$(field rewritten_bytes) - $(field sum_shared_bytes)" | bc) MB ($(field ahead_bytes) MB of it ahead on the second core), indexed in place $(field adopted_bytes) MB, shared unread on stored strong sums $(field sum_shared_bytes) MB; left unread by the stored-checksum prefilter $(field prefiltered_bytes) MB)"
 	"$BIN/fsck.ddfs" -q "$img" >/dev/null || echo "  fsck.ddfs after run: NOT clean"
 }
 ddfs_case "dedupe-tool run (mkfs default, crc32c sums)"
