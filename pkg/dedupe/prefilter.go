@@ -25,13 +25,17 @@ type printed struct{ print, disk uint64 }
 // parts are not held.
 func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool) (*wantSet, error) {
 	var ps []printed
+	var prints []uint32 // of w.plan, with strong sums
 	w := &wantSet{}
 	err := walkPrints(f, o, block, func(seq int, bp *fsys.BlockPrint) error {
 		switch {
 		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
 			if parts == 1 && !bp.Indexed && len(bp.Extents) == 1 && bp.Disk != 0 {
-				w.plan = append(w.plan, planned{seq: uint32(seq), n: uint32(bp.Len), off: bp.Off, disk: bp.Disk, print: bp.Print})
+				w.plan = append(w.plan, planned{seq: uint32(seq), n: uint32(bp.Len), off: bp.Off, disk: bp.Disk})
+				if strong {
+					prints = append(prints, uint32(bp.Print))
+				}
 			}
 		case !bp.Known && part == 0 && !bp.Indexed:
 			w.odd = append(w.odd, bp.Extents...)
@@ -66,44 +70,54 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool)
 	w.disks = dups
 	slices.Sort(w.odd)
 	w.odd = slices.Compact(w.odd)
-	w.plan = w.readPlan(strong)
+	w.plan = w.readPlan(prints)
 	return w, nil
 }
 
 // planned is a block the run will likely read, for fsys.BlockAhead: the
-// file's place in the walk, the block's offset, length and first byte.
+// file's place in the walk, the block's offset, length and first byte
+// (24 bytes).
 type planned struct {
-	seq, n           uint32
-	off, disk, print uint64
+	seq, n    uint32
+	off, disk uint64
 }
 
 // readPlan keeps, in walk order, the planned blocks that are wanted (a
-// repeated print); with strong sums only the first of each print, as
-// the later ones are shared unread (fsys.SumShares).
-func (w *wantSet) readPlan(strong bool) []planned {
+// repeated print); given their prints (strong sums), only the first of
+// each print, as the later ones are shared unread (fsys.SumShares). 32
+// bits of the print are enough here: a collision only leaves a block to
+// be read in turn.
+func (w *wantSet) readPlan(prints []uint32) []planned {
+	wanted := func(p planned) bool {
+		_, ok := slices.BinarySearchFunc(w.disks, p.disk, func(d printed, t uint64) int { return cmp.Compare(d.disk, t) })
+		return ok
+	}
 	keep := w.plan[:0]
-	for _, p := range w.plan {
-		if _, ok := slices.BinarySearchFunc(w.disks, p.disk, func(d printed, t uint64) int { return cmp.Compare(d.disk, t) }); ok {
+	if prints == nil {
+		for _, p := range w.plan {
+			if wanted(p) {
+				keep = append(keep, p)
+			}
+		}
+		return keep
+	}
+	// The first of each print in walk order: sort indexes by print (stable
+	// keeps walk order within a print), mark, keep the marked in order.
+	idx := make([]int32, len(w.plan))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prints[a], prints[b]) })
+	first := make([]bool, len(w.plan))
+	for k, i := range idx {
+		first[i] = k == 0 || prints[i] != prints[idx[k-1]]
+	}
+	for i, p := range w.plan {
+		if first[i] && wanted(p) {
 			keep = append(keep, p)
 		}
 	}
-	if strong {
-		slices.SortStableFunc(keep, func(a, b planned) int { return cmp.Compare(a.print, b.print) })
-		firsts := keep[:0]
-		for i, p := range keep {
-			if i == 0 || p.print != keep[i-1].print {
-				firsts = append(firsts, p)
-			}
-		}
-		keep = firsts
-		slices.SortFunc(keep, func(a, b planned) int {
-			return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.off, b.off))
-		})
-	}
-	if len(keep) < cap(w.plan)/2 {
-		return slices.Clone(keep) // strong sums: a quarter of the walk's list on the bench set
-	}
-	return keep
+	return slices.Clone(keep) // a quarter of the walk's list on the bench set
 }
 
 // wantSet is what a pass reads: the extents holding a repeated block's

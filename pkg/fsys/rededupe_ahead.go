@@ -63,13 +63,13 @@ const (
 	aheadCancelled
 )
 
-// aheadBuffers is how many blocks may be planned and held at once (1
-// MiB of 128 KiB blocks); the FS goroutine plans only when half of them
+// aheadBuffers is how many blocks may be planned and held at once (768
+// KiB of 128 KiB blocks); the FS goroutine plans only when half of them
 // are free, so the reader wakes once for several blocks (a wake per
 // block cost more than the reads it moved). No read-ahead for dedupe
 // blocks bigger than aheadMaxBlock.
 const (
-	aheadBuffers  = 8
+	aheadBuffers  = 6
 	aheadMaxBlock = 1 << 20
 )
 
