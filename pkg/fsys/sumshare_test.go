@@ -9,7 +9,7 @@ func TestSumSharesBound(t *testing.T) {
 	for i := range 3 {
 		s.learn([32]byte{byte(i)}, [32]byte{byte(i + 1)})
 	}
-	if s.Len() != 2 || s.m[[32]byte{1}] != [32]byte{2} {
+	if s.Len() != 2 || s.m[[32]byte{1}] != [20]byte{2} {
 		t.Fatalf("learned %d: %v", s.Len(), s.m)
 	}
 }
