@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -30,8 +31,9 @@ type BlockAhead struct {
 	work  chan []*aheadBlock
 	free  []*aheadBuf // the FS goroutine's; a planned block carries its own
 	exit  chan struct{}
-	inUse *aheadBlock // taken; its buffer is back in free at the next take
-	seq   int         // the file being deduped (Begin)
+	inUse *aheadBlock   // taken; its buffer is back in free at the next take
+	late  []*aheadBlock // dropped while the reader read them: their buffers come back when done
+	seq   int           // the file being deduped (Begin)
 	ss    uint64
 	csum  format.CsumType
 }
@@ -53,9 +55,9 @@ type aheadBlock struct {
 
 // A planned block is claimed once, by the reader (reading, then done) or
 // by the FS goroutine (cancelled: it reads the block in turn itself). So
-// neither waits for the other except for a block being read: it spins
-// for that one, as a wait that sleeps and wakes a block at a time cost
-// more than the reads it moved.
+// neither waits for the other except for a block being read: the FS
+// goroutine spins for that one (a wait that sleeps and wakes a block at
+// a time cost more than the reads it moved), at most aheadWait.
 const (
 	aheadPlanned int32 = iota
 	aheadReading
@@ -179,25 +181,57 @@ func (r *BlockAhead) release() {
 	r.inUse = nil
 }
 
-// drop takes a planned block's buffer back, after the reader if it is
-// reading it.
+// drop takes a planned block's buffer back, or once the reader is done
+// with it (late) if it is reading it: dropping never waits.
 func (r *BlockAhead) drop(b *aheadBlock) {
-	r.claim(b)
-	r.free = append(r.free, b.buf)
+	if b.state.CompareAndSwap(aheadPlanned, aheadCancelled) || b.state.Load() == aheadDone {
+		r.free = append(r.free, b.buf)
+	} else {
+		r.late = append(r.late, b)
+	}
 }
 
-// claim cancels b unless the reader has claimed it; then it waits till
-// the reader is done with it. True: cancelled.
-func (r *BlockAhead) claim(b *aheadBlock) bool {
-	if b.state.CompareAndSwap(aheadPlanned, aheadCancelled) {
-		return true
-	}
-	for b.state.Load() == aheadReading {
-		if !r.help() {
-			runtime.Gosched()
+// reclaim takes back the buffers of late blocks the reader is done with.
+func (r *BlockAhead) reclaim() {
+	keep := r.late[:0]
+	for _, b := range r.late {
+		if b.state.Load() == aheadDone {
+			r.free = append(r.free, b.buf)
+		} else {
+			keep = append(keep, b)
 		}
 	}
-	return false
+	r.late = keep
+}
+
+// aheadWait is how long take waits for a block the reader is reading
+// (helping meanwhile) before reading it in turn itself: about a block's
+// read and hash. On a machine whose other core is busy the reader may not
+// run for milliseconds; waiting on it then made runs slower than without.
+const aheadWait = 100 * time.Microsecond
+
+// claim cancels b unless the reader has claimed it, or waits up to
+// aheadWait for the reader to be done with it. True: done, use it;
+// false: read it in turn (b is dropped).
+func (r *BlockAhead) claim(b *aheadBlock) bool {
+	if b.state.CompareAndSwap(aheadPlanned, aheadCancelled) {
+		r.free = append(r.free, b.buf) // the reader is behind
+		return false
+	}
+	var deadline time.Time
+	for b.state.Load() == aheadReading {
+		if r.help() {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(aheadWait)
+		} else if time.Now().After(deadline) {
+			r.drop(b)
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
 }
 
 // take returns the sector-rounded bytes of the block of n bytes at file
@@ -211,6 +245,7 @@ func (r *BlockAhead) take(off, addr, n uint64) ([]byte, [format.CsumSize]byte, e
 	}
 	r.Flush() // the block may still be in the batch being planned
 	r.release()
+	r.reclaim()
 	for len(r.q) > 0 && (r.q[0].seq < r.seq || (r.q[0].seq == r.seq && r.q[0].off < off)) {
 		r.drop(r.q[0])
 		r.q = r.q[1:]
@@ -224,8 +259,7 @@ func (r *BlockAhead) take(off, addr, n uint64) ([]byte, [format.CsumSize]byte, e
 		r.drop(b) // the block moved, or its extent changed: read it
 		return nil, none, nil
 	}
-	if r.claim(b) {
-		r.free = append(r.free, b.buf) // the reader is behind: read it in turn
+	if !r.claim(b) {
 		return nil, none, nil
 	}
 	r.inUse = b

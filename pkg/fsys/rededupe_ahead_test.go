@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -57,5 +58,31 @@ func TestBlockAheadTake(t *testing.T) {
 	}
 	if len(r.free) != aheadBuffers-1 || len(r.q) != 0 {
 		t.Fatalf("%d buffers free, %d planned", len(r.free), len(r.q))
+	}
+}
+
+// TestBlockAheadLate: a block the reader holds longer than aheadWait (a
+// busy machine can leave the reader unscheduled) is read in turn instead,
+// and its buffer comes back once the reader is done with it.
+func TestBlockAheadLate(t *testing.T) {
+	const bs = 16 << 10
+	f, _ := newTestFS(t, 64<<20, 1)
+	r := f.NewBlockAhead(bs, format.CsumBLAKE3)
+	defer r.Close()
+	r.Plan(0, 0, 1<<20, bs)
+	b := r.q[0]
+	b.state.Store(aheadReading) // as if the reader had claimed it and stalled
+	r.Begin(0)
+	t0 := time.Now()
+	if raw, _, err := r.take(0, 1<<20, bs); raw != nil || err != nil {
+		t.Fatalf("stalled block taken: %d bytes, %v", len(raw), err)
+	}
+	if time.Since(t0) < aheadWait || len(r.late) != 1 || len(r.free) != aheadBuffers-1 {
+		t.Fatalf("after %v: %d late, %d free", time.Since(t0), len(r.late), len(r.free))
+	}
+	b.state.Store(aheadDone)
+	r.take(bs, 0, bs)
+	if len(r.late) != 0 || len(r.free) != aheadBuffers {
+		t.Fatalf("done: %d late, %d free", len(r.late), len(r.free))
 	}
 }
