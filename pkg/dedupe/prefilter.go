@@ -12,6 +12,10 @@ import (
 // prints of one share of the print space. A variable for tests.
 var maxPrints uint64 = 1 << 19
 
+// maxPlan bounds the blocks planned for reading ahead (24 bytes each: 3
+// MiB); blocks past it are read in turn. A variable for tests.
+var maxPlan = 1 << 17
+
 // printed is a block print and where its data lies (prints at one place
 // are one copy: reflinks and shared extents).
 type printed struct{ print, disk uint64 }
@@ -31,7 +35,7 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool)
 		switch {
 		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
-			if parts == 1 && !bp.Indexed && len(bp.Extents) == 1 && bp.Disk != 0 {
+			if parts == 1 && len(w.plan) < maxPlan && !bp.Indexed && len(bp.Extents) == 1 && bp.Disk != 0 {
 				w.plan = append(w.plan, planned{seq: uint32(seq), n: uint32(bp.Len), off: bp.Off, disk: bp.Disk})
 				if strong {
 					prints = append(prints, uint32(bp.Print))

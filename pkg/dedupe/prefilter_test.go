@@ -213,3 +213,25 @@ func TestReadPlan(t *testing.T) {
 		t.Fatalf("planned %d blocks, %d with strong sums", lens[0], lens[1])
 	}
 }
+
+// TestReadPlanBound: the read-ahead plan holds at most maxPlan blocks,
+// and a run past it (the rest read in turn) ends the same.
+func TestReadPlanBound(t *testing.T) {
+	defer func(n int) { maxPlan = n }(maxPlan)
+	maxPlan = 5
+	d := newImage(t, format.Settings{})
+	model := writeSet(t, d)
+	f := openImage(t, d, 0)
+	w, err := prefilter(f, RunOptions{Block: testBlock}, testBlock, 0, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if len(w.plan) == 0 || len(w.plan) > 5 {
+		t.Fatalf("planned %d blocks, bound 5", len(w.plan))
+	}
+	runVerified(t, d, model)
+	if after, _ := physicalBytes(t, d); after != wantPhysical(model) {
+		t.Fatalf("physical %d, want %d", after, wantPhysical(model))
+	}
+}
