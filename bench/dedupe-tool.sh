@@ -4,7 +4,8 @@
 # VM_SIZE whose 128 KiB blocks repeat 75%) is written without dedupe into a
 # ddfs image and into a loop-mounted btrfs; then `dedupe-tool run` vs
 # `duperemove -dr` and `duperemove -dr --dedupe-options=partial -b 128K`
-# (each on a fresh copy): wall time, peak RSS, bytes freed. Then
+# (each on a fresh copy): wall time, peak RSS, bytes freed; dedupe-tool
+# run on mkfs's default crc32c sums and on --csum blake3 sums. Then
 # `dedupe-tool estimate` vs `duperemove -r` (no -d) on the host folder, and
 # default `--dedupe` vs none on DUP_SIZE of 75%-dup and of unique data.
 # Needs root (loop mount) and apt-get for duperemove.
@@ -42,20 +43,35 @@ row() { # LABEL FREED BEFORE
 	printf '%-46s %7.2f s  peak RSS %6d MB  freed %7.1f MB = %5.1f%% of the data\n' "$1" "$secs" "$((rss_kb / 1024))" "$(echo "$2 / 1000000" | bc -l)" "$(echo "100 * $2 / $3" | bc -l)"
 }
 
-# ddfs: written without dedupe, then dedupe-tool run.
-img=$root/d.img
-"$BIN/mkfs.ddfs" -q -b 8G -r "$set_dir" "$img"
-before=$("$BIN/dedupe-tool" status --json "$img" | awk -F'[:,]' '/"physical_bytes"/{print $2+0}')
-sync
-timed "dedupe-tool run" "$BIN/dedupe-tool" run --json "$img"
-freed=$(awk -F'[:,]' '/"freed_bytes"/{print $2+0}' "$root/out")
-after=$("$BIN/dedupe-tool" status --json "$img" | awk -F'[:,]' '/"physical_bytes"/{print $2+0}')
-[ "$((before - after))" = "$freed" ] || echo "  MISMATCH: status says $((before - after)) freed, run says $freed"
-row "dedupe-tool run" "$freed" "$before"; ddfs_t=$secs; ddfs_rss=$rss_kb
-echo "  (read and passed through dedupe $(awk -F'[:,]' '/"rewritten_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB, of it indexed in place $(awk -F'[:,]' '/"adopted_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB; left unread by the stored-checksum prefilter $(awk -F'[:,]' '/"prefiltered_bytes"/{printf "%.1f", $2/1000000}' "$root/out") MB)"
-"$BIN/fsck.ddfs" -q "$img" >/dev/null || echo "  fsck.ddfs after run: NOT clean"
+# ddfs: written without dedupe, then dedupe-tool run; once on mkfs's
+# default sums (crc32c: every candidate block is read) and once on an
+# image made with --csum blake3, whose strong sums let run share repeats
+# without reading them (and make every write and read sum with blake3:
+# the mkfs time is shown).
+ddfs_case() { # LABEL MKFS_ARGS...
+	local label=$1; shift
+	img=$root/d.img
+	local t0 t1; t0=$(date +%s.%N)
+	"$BIN/mkfs.ddfs" -q -b 8G "$@" -r "$set_dir" "$img"
+	t1=$(date +%s.%N)
+	before=$("$BIN/dedupe-tool" status --json "$img" | awk -F'[:,]' '/"physical_bytes"/{print $2+0}')
+	sync
+	timed "$label" "$BIN/dedupe-tool" run --json "$img"
+	freed=$(awk -F'[:,]' '/"freed_bytes"/{print $2+0}' "$root/out")
+	after=$("$BIN/dedupe-tool" status --json "$img" | awk -F'[:,]' '/"physical_bytes"/{print $2+0}')
+	[ "$((before - after))" = "$freed" ] || echo "  MISMATCH: status says $((before - after)) freed, run says $freed"
+	row "$label" "$freed" "$before"
+	field() { awk -F'[:,]' '/"'"$1"'"/{printf "%.1f", $2/1000000}' "$root/out"; }
+	echo "  (mkfs -r $(echo "$t1 - $t0" | bc | xargs printf '%.2f') s; passed through dedupe $(field rewritten_bytes) MB: read $(echo "$(field rewritten_bytes) - $(field sum_shared_bytes)" | bc) MB ($(field ahead_bytes) MB of it ahead on the second core), indexed in place $(field adopted_bytes) MB, shared unread on stored strong sums $(field sum_shared_bytes) MB; left unread by the stored-checksum prefilter $(field prefiltered_bytes) MB)"
+	"$BIN/fsck.ddfs" -q "$img" >/dev/null || echo "  fsck.ddfs after run: NOT clean"
+}
+ddfs_case "dedupe-tool run (mkfs default, crc32c sums)"
+ddfs_t=$secs; ddfs_rss=$rss_kb
 timed "dedupe-tool run (again)" "$BIN/dedupe-tool" run --json "$img"
 row "dedupe-tool run, second time" "$(awk -F'[:,]' '/"freed_bytes"/{print $2+0}' "$root/out")" "$before"
+rm -f "$img"
+ddfs_case "dedupe-tool run (mkfs --csum blake3)" --csum blake3
+b3_t=$secs; b3_rss=$rss_kb
 rm -f "$img"
 
 # btrfs: a fresh loop-mounted copy per duperemove mode.
@@ -75,7 +91,7 @@ duperemove_case() { # LABEL ARGS...
 }
 duperemove_case "duperemove -dr" -d
 duperemove_case "duperemove -dr --dedupe-options=partial -b 128K" -d --dedupe-options=partial -b 128K; part_t=$secs; part_rss=$rss_kb
-echo "  -> dedupe-tool run took $(echo "scale=2; $ddfs_t / $part_t" | bc)x the time of duperemove partial (target < 1), $(echo "scale=2; $ddfs_rss / $part_rss" | bc)x its peak RSS (target <= 1)"
+echo "  -> dedupe-tool run took $(echo "scale=2; $ddfs_t / $part_t" | bc)x the time of duperemove partial (target < 1), $(echo "scale=2; $ddfs_rss / $part_rss" | bc)x its peak RSS (target <= 1); on the blake3-summed image $(echo "scale=2; $b3_t / $part_t" | bc)x and $(echo "scale=2; $b3_rss / $part_rss" | bc)x"
 
 # estimate vs duperemove -r (no -d) on the host folder.
 timed "dedupe-tool estimate" "$BIN/dedupe-tool" estimate --json --block 128K --chunking fixed "$set_dir"
@@ -90,24 +106,29 @@ dup=$(numfmt --from=iec "$DUP_SIZE")
 "$root/dedupegen" "$root/dup75" "$dup" 75
 "$root/dedupegen" "$root/uniq" "$dup" 0
 cat "$root/dup75" "$root/uniq" >/dev/null
-# cp_pair FILE: off and --dedupe (defaults) interleaved, 5 rounds, so load
-# changes hit both; sets off and on to the medians (seconds).
+# cp_pair FILE: off and --dedupe (defaults) interleaved, ROUNDS rounds,
+# so load changes hit both; sets off and on to the medians (seconds) and
+# offr and onr to min-max.
+ROUNDS=${ROUNDS:-7}
 cp_once() { # FILE MKFS_ARGS...: seconds of one ddfs cp
 	local file=$1; shift
-	rm -f "$root/c.img"; "$BIN/mkfs.ddfs" -q -b $((dup * 2)) "$@" "$root/c.img"; sync
+	rm -f "$root/c.img"; sync; "$BIN/mkfs.ddfs" -q -b $((dup * 2)) "$@" "$root/c.img"; sync
 	local t0 t1; t0=$(date +%s.%N); "$BIN/ddfs" cp "$file" "$root/c.img:/x"; t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc
 }
 cp_pair() {
 	local offs=() ons=()
-	for _ in 1 2 3 4 5; do
+	for _ in $(seq "$ROUNDS"); do
 		offs+=("$(cp_once "$1")"); ons+=("$(cp_once "$1" --dedupe)")
 	done
-	off=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n 3p)
-	on=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n 3p)
+	local mid=$(((ROUNDS + 1) / 2))
+	off=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n "${mid}p")
+	on=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n "${mid}p")
+	offr=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n '1p;$p' | xargs printf '%.3f-%.3f\n' | tr -d '\n')
+	onr=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n '1p;$p' | xargs printf '%.3f-%.3f\n' | tr -d '\n')
 }
 cp_pair "$root/dup75"
-echo "75% dup, $DUP_SIZE: off $off s, --dedupe (defaults) $on s -> $(echo "scale=2; $off / $on" | bc)x (target >= 1.35; medians of 5 interleaved)"
+echo "75% dup, $DUP_SIZE: off $off s ($offr), --dedupe (defaults) $on s ($onr) -> $(echo "scale=2; $off / $on" | bc)x (target >= 1.35; medians of $ROUNDS interleaved)"
 cp_pair "$root/uniq"
-echo "unique, $DUP_SIZE: off $off s, --dedupe (defaults) $on s -> $(echo "scale=1; 100 * ($on - $off) / $off" | bc)% slower (target <= 10%; medians of 5 interleaved)"
+echo "unique, $DUP_SIZE: off $off s ($offr), --dedupe (defaults) $on s ($onr) -> $(echo "scale=1; 100 * ($on - $off) / $off" | bc)% slower (target <= 10%; medians of $ROUNDS interleaved)"
 rm -f "$root/c.img"

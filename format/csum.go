@@ -53,6 +53,12 @@ func (c CsumType) Len() int {
 	}
 }
 
+// Strong reports whether c is collision resistant (sha256, blake3): equal
+// sums of two sectors then mean equal bytes, so a stored sum may stand in
+// for the sector's data (FORMAT.md §3.5). crc32c and xxhash64 only detect
+// damage; equal sums of theirs say nothing.
+func (c CsumType) Strong() bool { return c == CsumSHA256 || c == CsumBLAKE3 }
+
 // ParseCsumType maps a name (as printed by String) to its type.
 func ParseCsumType(name string) (CsumType, error) {
 	for t, n := range csumNames {

@@ -167,12 +167,13 @@ func TestKeyOrderAndEncoding(t *testing.T) {
 func TestChecksumEncoding(t *testing.T) {
 	data := []byte("ddfs")
 	cases := []struct {
-		c   CsumType
-		len int
-	}{{CsumCRC32C, 4}, {CsumXXHash64, 8}, {CsumSHA256, 32}, {CsumBLAKE3, 32}}
+		c      CsumType
+		len    int
+		strong bool
+	}{{CsumCRC32C, 4, false}, {CsumXXHash64, 8, false}, {CsumSHA256, 32, true}, {CsumBLAKE3, 32, true}}
 	for _, tc := range cases {
-		if tc.c.Len() != tc.len || !tc.c.Valid() {
-			t.Errorf("%v: Len %d", tc.c, tc.c.Len())
+		if tc.c.Len() != tc.len || !tc.c.Valid() || tc.c.Strong() != tc.strong {
+			t.Errorf("%v: Len %d, Strong %v", tc.c, tc.c.Len(), tc.c.Strong())
 		}
 		sum := Checksum(tc.c, data)
 		if !bytes.Equal(sum[tc.len:], make([]byte, CsumSize-tc.len)) {

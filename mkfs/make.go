@@ -46,7 +46,7 @@ func newRoot() *cobra.Command {
 	meta := fl.StringP("metadata", "m", "", "metadata profile (default dup on one device, raid1 on more)")
 	sector := fl.StringP("sectorsize", "s", "4K", "sector size")
 	node := fl.StringP("nodesize", "n", "16K", "B-tree node size")
-	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3")
+	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3 (sha256, blake3: strong, so dedupe-tool run shares repeats without reading them, for a sha256/blake3 per sector on every write and read)")
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
 	smallData := fl.String("small-data-max", "0", "data extents up to SIZE go to the metadata tier while it has room (ssd-metadata, tiered; 0 off)")
 	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")

@@ -12,6 +12,10 @@ import (
 // prints of one share of the print space. A variable for tests.
 var maxPrints uint64 = 1 << 19
 
+// maxPlan bounds the blocks planned for reading ahead (24 bytes each: 3
+// MiB); blocks past it are read in turn. A variable for tests.
+var maxPlan = 1 << 17
+
 // printed is a block print and where its data lies (prints at one place
 // are one copy: reflinks and shared extents).
 type printed struct{ print, disk uint64 }
@@ -23,13 +27,20 @@ type printed struct{ print, disk uint64 }
 // unaligned). A block that runs on into a next extent is read whole with
 // its first one (Rededupe widens runs to blocks). The prints of the other
 // parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, error) {
+func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool) (*wantSet, error) {
 	var ps []printed
+	var prints []uint32 // of w.plan, with strong sums
 	w := &wantSet{}
-	err := walkPrints(f, o, block, func(bp *fsys.BlockPrint) error {
+	err := walkPrints(f, o, block, func(seq int, bp *fsys.BlockPrint) error {
 		switch {
 		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
+			if parts == 1 && len(w.plan) < maxPlan && !bp.Indexed && len(bp.Extents) == 1 && bp.Disk != 0 {
+				w.plan = append(w.plan, planned{seq: uint32(seq), n: uint32(bp.Len), off: bp.Off, disk: bp.Disk})
+				if strong {
+					prints = append(prints, uint32(bp.Print))
+				}
+			}
 		case !bp.Known && part == 0 && !bp.Indexed:
 			w.odd = append(w.odd, bp.Extents...)
 		}
@@ -63,7 +74,54 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, e
 	w.disks = dups
 	slices.Sort(w.odd)
 	w.odd = slices.Compact(w.odd)
+	w.plan = w.readPlan(prints)
 	return w, nil
+}
+
+// planned is a block the run will likely read, for fsys.BlockAhead: the
+// file's place in the walk, the block's offset, length and first byte
+// (24 bytes).
+type planned struct {
+	seq, n    uint32
+	off, disk uint64
+}
+
+// readPlan keeps, in walk order, the planned blocks that are wanted (a
+// repeated print); given their prints (strong sums), only the first of
+// each print, as the later ones are shared unread (fsys.SumShares). 32
+// bits of the print are enough here: a collision only leaves a block to
+// be read in turn.
+func (w *wantSet) readPlan(prints []uint32) []planned {
+	wanted := func(p planned) bool {
+		_, ok := slices.BinarySearchFunc(w.disks, p.disk, func(d printed, t uint64) int { return cmp.Compare(d.disk, t) })
+		return ok
+	}
+	keep := w.plan[:0]
+	if prints == nil {
+		for _, p := range w.plan {
+			if wanted(p) {
+				keep = append(keep, p)
+			}
+		}
+		return keep
+	}
+	// The first of each print in walk order: sort indexes by print (stable
+	// keeps walk order within a print), mark, keep the marked in order.
+	idx := make([]int32, len(w.plan))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prints[a], prints[b]) })
+	first := make([]bool, len(w.plan))
+	for k, i := range idx {
+		first[i] = k == 0 || prints[i] != prints[idx[k-1]]
+	}
+	for i, p := range w.plan {
+		if first[i] && wanted(p) {
+			keep = append(keep, p)
+		}
+	}
+	return slices.Clone(keep) // a quarter of the walk's list on the bench set
 }
 
 // wantSet is what a pass reads: the extents holding a repeated block's
@@ -72,6 +130,7 @@ func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64) (*wantSet, e
 type wantSet struct {
 	disks []printed // repeated blocks, sorted by their first sector's logical
 	odd   []uint64  // sorted extent logicals
+	plan  []planned // blocks to read ahead, in walk order (one pass only)
 }
 
 // has reports whether the data extent of diskLen bytes at logical holds
@@ -84,12 +143,15 @@ func (w *wantSet) has(logical, diskLen uint64) bool {
 	return i < len(w.disks) && w.disks[i].disk-logical < diskLen
 }
 
-// walkPrints calls fn for every block of the files Run visits.
-func walkPrints(f *fsys.FS, o RunOptions, block uint64, fn func(*fsys.BlockPrint) error) error {
+// walkPrints calls fn for every block of the files Run visits, with the
+// file's place in the walk (as rededupeAll counts).
+func walkPrints(f *fsys.FS, o RunOptions, block uint64, fn func(int, *fsys.BlockPrint) error) error {
+	seq := -1
 	return walkFiles(f, o.Dir, func(in *fsys.Inode) error {
+		seq++
 		if in.Size < o.MinSize {
 			return nil
 		}
-		return f.BlockPrints(in, block, fn)
+		return f.BlockPrints(in, block, func(bp *fsys.BlockPrint) error { return fn(seq, bp) })
 	})
 }

@@ -1,6 +1,7 @@
 package dedupe
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -168,5 +169,69 @@ func TestRunPrefilterInsideExtents(t *testing.T) {
 	}
 	if res.PrefilteredBytes != testBlock || res.RewrittenBytes != 6*testBlock {
 		t.Fatalf("%+v: want %d bytes ruled out (/uniq), %d rewritten", res, testBlock, 6*testBlock)
+	}
+}
+
+// TestReadPlan: every block the prefilter plans for reading ahead is, at
+// its file's place in the run's walk and its offset, the bytes at its
+// planned logical (read from the device), in walk order; with strong sums
+// fewer are planned (the repeats are shared unread).
+func TestReadPlan(t *testing.T) {
+	var lens []int
+	for _, strong := range []bool{false, true} {
+		d := newImage(t, format.Settings{})
+		writeSet(t, d)
+		f := openImage(t, d, 0)
+		w, err := prefilter(f, RunOptions{Block: testBlock}, testBlock, 0, 1, strong)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []*fsys.Inode
+		if err := walkFiles(f, "/", func(in *fsys.Inode) error { files = append(files, in); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range w.plan {
+			if i > 0 && (p.seq < w.plan[i-1].seq || (p.seq == w.plan[i-1].seq && p.off <= w.plan[i-1].off)) {
+				t.Fatalf("plan out of walk order at %d: %+v after %+v", i, p, w.plan[i-1])
+			}
+			want := make([]byte, p.n)
+			if n, err := f.ReadAt(files[p.seq], want, p.off); n != len(want) && err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, (p.n+4095)/4096*4096)
+			if err := f.Store().Vol.ReadCopy(p.disk, got, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[:p.n], want) {
+				t.Fatalf("planned block %+v is not the file's bytes there", p)
+			}
+		}
+		lens = append(lens, len(w.plan))
+		f.Close()
+	}
+	if lens[0] == 0 || lens[1] == 0 || lens[1] >= lens[0] {
+		t.Fatalf("planned %d blocks, %d with strong sums", lens[0], lens[1])
+	}
+}
+
+// TestReadPlanBound: the read-ahead plan holds at most maxPlan blocks,
+// and a run past it (the rest read in turn) ends the same.
+func TestReadPlanBound(t *testing.T) {
+	defer func(n int) { maxPlan = n }(maxPlan)
+	maxPlan = 5
+	d := newImage(t, format.Settings{})
+	model := writeSet(t, d)
+	f := openImage(t, d, 0)
+	w, err := prefilter(f, RunOptions{Block: testBlock}, testBlock, 0, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if len(w.plan) == 0 || len(w.plan) > 5 {
+		t.Fatalf("planned %d blocks, bound 5", len(w.plan))
+	}
+	runVerified(t, d, model)
+	if after, _ := physicalBytes(t, d); after != wantPhysical(model) {
+		t.Fatalf("physical %d, want %d", after, wantPhysical(model))
 	}
 }

@@ -21,8 +21,13 @@ type RunOptions struct {
 	// NoPrefilter reads and hashes every block not yet indexed, without
 	// first ruling out by stored sector sums those that cannot repeat.
 	NoPrefilter bool
-	Window      uint64 // most file data read and rewritten at a time (0: 8 MiB)
-	Progress    func(n int64)
+	// ReadAll reads every block even where the image's strong sector sums
+	// could tell it equals one read before (fsys.SumShares).
+	ReadAll bool
+	// Serial reads on the FS's goroutine only (no fsys.BlockAhead).
+	Serial   bool
+	Window   uint64 // most file data read and rewritten at a time (0: 8 MiB)
+	Progress func(n int64)
 }
 
 // RunResult is what a run did; the JSON keys are dedupe-tool run's.
@@ -39,6 +44,13 @@ type RunResult struct {
 	// AdoptedBytes: of RewrittenBytes, new blocks indexed in place (their
 	// extent cut where they lay) instead of written again.
 	AdoptedBytes uint64 `json:"adopted_bytes"`
+	// SumSharedBytes: of RewrittenBytes, blocks shared unread because
+	// their stored strong (sha256, blake3) sector sums equal those of a
+	// block read before; 0 on images with crc32c or xxhash64 sums.
+	SumSharedBytes uint64 `json:"sum_shared_bytes"`
+	// AheadBytes: of RewrittenBytes, blocks read, verified and hashed
+	// on another core ahead of their turn (the rest was read in turn).
+	AheadBytes uint64 `json:"ahead_bytes"`
 }
 
 // Run dedupes the data already in the image: every regular file under
@@ -52,6 +64,9 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	ro := fsys.RededupeOptions{Block: o.Block, CDC: o.CDC, Hash: o.Hash, Window: o.Window}
+	if !o.ReadAll && f.Store().Super().CsumType.Strong() {
+		ro.Sums = fsys.NewSumShares(maxSumShares)
+	}
 	if ro.Block == 0 {
 		ro.Block = f.Store().Super().Settings.DedupeBlockSize()
 	}
@@ -69,15 +84,16 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if !ro.CDC && !o.NoPrefilter {
 		parts += before.LogicalBytes / ro.Block / maxPrints
 	}
+	var plan []planned
 	for part := uint64(0); part < parts; part++ {
 		if !ro.CDC && !o.NoPrefilter {
-			want, err := prefilter(f, o, ro.Block, part, parts)
+			want, err := prefilter(f, o, ro.Block, part, parts, ro.Sums != nil)
 			if err != nil {
 				return nil, err
 			}
-			ro.Want = want.has
+			ro.Want, plan = want.has, want.plan
 		}
-		if err := rededupeAll(f, o, ro, &st, res, part == 0); err != nil {
+		if err := rededupeAll(f, o, ro, plan, &st, res, part == 0); err != nil {
 			return nil, err
 		}
 	}
@@ -92,23 +108,41 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 		res.FreedBytes = before.PhysicalBytes - after.PhysicalBytes
 	}
 	res.ExtentsShared, res.RewrittenBytes, res.PrefilteredBytes, res.AdoptedBytes = st.Shared, st.Rewritten, st.Skipped, st.Adopted
+	res.SumSharedBytes, res.AheadBytes = st.SumShared, st.Ahead
 	res.IndexEntries = after.IndexEntries
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil
 }
 
+// maxSumShares bounds the memory of the blocks a run learns for sharing
+// on strong sums (120 bytes each: 35k blocks, 4.3 GiB of distinct 128 KiB
+// blocks); past it, blocks are read.
+const maxSumShares = 4 << 20
+
 // rededupeAll passes every file Run visits through fsys.Rededupe,
-// committing at the FS's safe points between windows.
-func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, st *fsys.RededupeStats, res *RunResult, count bool) error {
-	return walkFiles(f, o.Dir, func(in *fsys.Inode) error {
+// committing at the FS's safe points between windows. A BlockAhead reads
+// the blocks of plan (the prefilter's) meanwhile on another core.
+func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, plan []planned, st *fsys.RededupeStats, res *RunResult, count bool) error {
+	if len(plan) > 0 && !o.Serial {
+		ro.Ahead = f.NewBlockAhead(ro.Block, ro.Hash)
+		defer ro.Ahead.Close()
+	}
+	files := newFileIter(f, o.Dir)
+	for seq := 0; ; seq++ {
+		in, err := files.next()
+		if err != nil || in == nil {
+			return err
+		}
 		if in.Size < o.MinSize {
-			return nil
+			continue
 		}
 		if count {
 			res.Files++
 		}
+		ro.Ahead.Begin(seq)
 		step := f.Rededupe(in, ro, st)
 		for {
+			plan = feed(ro.Ahead, plan, seq)
 			was := st.Rewritten
 			more, err := step()
 			if err != nil {
@@ -118,57 +152,99 @@ func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, st *fsys.Red
 				o.Progress(int64(st.Rewritten - was))
 			}
 			if !more {
-				return nil
+				break
 			}
 			if err := f.MaybeCommit(); err != nil {
 				return err
 			}
 		}
-	})
+	}
 }
 
-// walkFiles calls fn for every regular file under dir once (hard links
-// are visited once), depth first with an explicit stack.
-func walkFiles(f *fsys.FS, dir string, fn func(*fsys.Inode) error) error {
+// feed plans the next blocks of plan, from file seq on, while the
+// BlockAhead has room; it returns the rest.
+func feed(ra *fsys.BlockAhead, plan []planned, seq int) []planned {
+	if ra.Room() == 0 {
+		return plan
+	}
+	for len(plan) > 0 && int(plan[0].seq) < seq {
+		plan = plan[1:]
+	}
+	for n := ra.Room(); n > 0 && len(plan) > 0; n-- {
+		p := plan[0]
+		ra.Plan(int(p.seq), p.off, p.disk, uint64(p.n))
+		plan = plan[1:]
+	}
+	ra.Flush()
+	return plan
+}
+
+// fileIter yields every regular file under a folder once (hard links
+// once), depth first with an explicit stack.
+type fileIter struct {
+	f     *fsys.FS
+	seen  map[uint64]bool
+	stack []*fsys.Inode
+	err   error
+}
+
+func newFileIter(f *fsys.FS, dir string) *fileIter {
+	it := &fileIter{f: f, seen: map[uint64]bool{}}
 	root, err := f.Resolve(path.Clean("/"+dir), true)
 	if err != nil {
-		return err
+		it.err = err
+	} else {
+		it.stack = []*fsys.Inode{root}
 	}
-	seen := map[uint64]bool{}
-	stack := []*fsys.Inode{root}
-	for len(stack) > 0 {
-		in := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	return it
+}
+
+// next returns the next file, nil at the end.
+func (it *fileIter) next() (*fsys.Inode, error) {
+	for it.err == nil && len(it.stack) > 0 {
+		in := it.stack[len(it.stack)-1]
+		it.stack = it.stack[:len(it.stack)-1]
 		if in.IsRegular() {
 			if in.Nlink > 1 {
-				if seen[in.Ino] {
+				if it.seen[in.Ino] {
 					continue
 				}
-				seen[in.Ino] = true
+				it.seen[in.Ino] = true
 			}
-			if err := fn(in); err != nil {
-				return err
-			}
-			continue
+			return in, nil
 		}
 		if !in.IsDir() {
 			continue
 		}
-		ents, err := f.List(in)
+		ents, err := it.f.List(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, e := range ents {
-			c, err := f.Inode(e.Ino)
+			c, err := it.f.Inode(e.Ino)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if c.IsDir() || c.IsRegular() {
-				stack = append(stack, c)
+				it.stack = append(it.stack, c)
 			}
 		}
 	}
-	return nil
+	return nil, it.err
+}
+
+// walkFiles calls fn for every regular file under dir once.
+func walkFiles(f *fsys.FS, dir string, fn func(*fsys.Inode) error) error {
+	it := newFileIter(f, dir)
+	for {
+		in, err := it.next()
+		if err != nil || in == nil {
+			return err
+		}
+		if err := fn(in); err != nil {
+			return err
+		}
+	}
 }
 
 // DryRun changes nothing: it estimates what Run would free from the

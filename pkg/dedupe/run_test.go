@@ -21,11 +21,16 @@ const testBlock = 16 << 10
 
 var epoch = time.Unix(1700000000, 0)
 
-// newImage makes an empty image with settings s.
+// newImage makes an empty image with settings s and crc32c sums.
 func newImage(t testing.TB, s format.Settings) *device.MemDevice {
+	return newImageCsum(t, s, format.CsumCRC32C)
+}
+
+// newImageCsum makes an empty image with settings s and sums of type c.
+func newImageCsum(t testing.TB, s format.Settings, c format.CsumType) *device.MemDevice {
 	t.Helper()
 	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{14}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{14}, Csum: c, NodeSize: 16384, SectorSize: 4096,
 		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}}, Settings: s})
 	if err != nil {
 		t.Fatal(err)
@@ -228,8 +233,15 @@ func runVerified(t *testing.T, d *device.MemDevice, model map[string][]byte) *Ru
 // TestRunKilled: the durable state at random moments of a run (small
 // transactions) is consistent and holds the model; a rerun from it ends
 // at the same physical size as an uninterrupted run.
+// With blake3 sums, most repeats are shared unread (SumShares).
 func TestRunKilled(t *testing.T) {
-	d := newImage(t, format.Settings{})
+	for _, c := range []format.CsumType{format.CsumCRC32C, format.CsumBLAKE3} {
+		t.Run(c.String(), func(t *testing.T) { runKilled(t, c) })
+	}
+}
+
+func runKilled(t *testing.T, c format.CsumType) {
+	d := newImageCsum(t, format.Settings{}, c)
 	model := writeSet(t, d)
 	want := wantPhysical(model)
 	var kills []*device.MemDevice

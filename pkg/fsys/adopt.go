@@ -7,13 +7,15 @@ import (
 )
 
 // rededupeBlocks passes [s, e) through dedupe a block at a time, reading
-// each once: a block seen before becomes a reference (as the write path
-// makes), and a new block that already lies at the head of an extent
-// only this file uses is cut off in place as its own indexed extent
-// (cut) instead of being written again. On the bench set that was the
-// 390 MB of first copies written and flushed a second time. Blocks that
-// do not fit go through the write path from the bytes already read.
-func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, st *RededupeStats, scratch *[]byte) error {
+// each once at most: a block seen before becomes a reference (as the
+// write path makes), and a new block that already lies at the head of an
+// extent only this file uses is cut off in place as its own indexed
+// extent (cut) instead of being written again. On the bench set that was
+// the 390 MB of first copies written and flushed a second time. Blocks
+// that do not fit go through the write path from the bytes already read.
+// With strong sector sums and o.Sums, a block whose sums match one read
+// before is shared unread (shareBySums): the bench's repeats, 3/4 of it.
+func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, o *RededupeOptions, st *RededupeStats, scratch *[]byte) error {
 	ss := uint64(f.st.Super().SectorSize)
 	if uint64(cap(*scratch)) < pol.block+ss {
 		*scratch = make([]byte, pol.block+ss) // a block and its padding
@@ -21,11 +23,28 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, st *Rededupe
 	for bo := s; bo < e; {
 		n := min(pol.block-bo%pol.block, e-bo)
 		f.dataBytes += n // the transaction bound, as for a rewrite
-		x, data, ok, err := f.readBlock(in, bo, n, *scratch)
+		d, known, shared, err := f.shareBySums(in, bo, n, pol, o.Sums)
+		if err != nil {
+			return err
+		}
+		if shared {
+			st.SumShared += n
+			bo += n
+			continue
+		}
+		x, b, ok, err := f.readBlock(in, bo, n, *scratch, o.Ahead)
+		if b.hashed {
+			st.Ahead += n
+		}
 		if err == nil && !ok {
-			err = f.rewriteFrom(in, bo, data, pol)
+			err = f.rewriteFrom(in, bo, b.data, pol)
 		} else if err == nil {
-			err = f.dedupeAdoptable(in, x, data, pol, st)
+			bs := []block{b}
+			hashBlocks(bs, pol)
+			if known {
+				o.Sums.learn(d, bs[0].hash) // the bytes read were verified against these sums
+			}
+			err = f.dedupeAdoptable(in, x, bs[0], pol, st)
 		}
 		if err != nil {
 			return err
@@ -38,29 +57,37 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, st *Rededupe
 // readBlock reads the n bytes of the file at bo into buf and reports
 // whether they can stay where they lie (adoptable); such a block is read
 // straight from its extent with its last sector's padding, one verified
-// read, others through ReadAt.
-func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte) (fileExtent, []byte, bool, error) {
+// read (or taken from ahead, read, summed and hashed there), others
+// through ReadAt.
+func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte, ahead *BlockAhead) (fileExtent, block, bool, error) {
 	ss := uint64(f.st.Super().SectorSize)
 	x, ok, err := f.adoptable(in, bo, n)
 	if err != nil {
-		return x, nil, false, err
+		return x, block{}, false, err
 	}
 	if !ok {
 		data := buf[:n]
 		if got, err := f.ReadAt(in, data, bo); err != nil && uint64(got) != n {
-			return x, nil, false, err
+			return x, block{}, false, err
 		}
-		return x, data, false, nil
+		return x, block{off: bo, data: data}, false, nil
 	}
-	raw := buf[:(n+ss-1)/ss*ss]
-	if err := f.readVerified(x.DiskLogical, raw); err != nil {
-		return x, nil, false, err
+	raw, hash, err := ahead.take(bo, x.DiskLogical, n)
+	if err != nil {
+		return x, block{}, false, err
 	}
-	data := raw[:n]
+	b := block{off: bo, hash: hash, hashed: raw != nil}
+	if raw == nil {
+		raw = buf[:(n+ss-1)/ss*ss]
+		if err := f.readVerified(x.DiskLogical, raw); err != nil {
+			return x, block{}, false, err
+		}
+	}
+	b.data = raw[:n]
 	// The write path leaves zero sectors as holes and pads with zeros; a
 	// block that would be stored otherwise is not adopted.
-	ok = isZero(raw[n:]) && zeroPrefix(data, bo, ss) == 0 && dataRun(data, bo, ss, maxExtent) == n
-	return x, data, ok, nil
+	ok = isZero(raw[n:]) && zeroPrefix(b.data, bo, ss) == 0 && dataRun(b.data, bo, ss, maxExtent) == n
+	return x, b, ok, nil
 }
 
 // rewriteFrom punches the block at bo and writes data there again
@@ -74,10 +101,8 @@ func (f *FS) rewriteFrom(in *Inode, bo uint64, data []byte, pol dataPolicy) erro
 
 // dedupeAdoptable references the block's earlier copy, or else indexes
 // the block where it lies (cut).
-func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, data []byte, pol dataPolicy, st *RededupeStats) error {
-	bs := []block{{off: x.off, data: data}}
-	hashBlocks(bs, pol)
-	b := bs[0]
+func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, b block, pol dataPolicy, st *RededupeStats) error {
+	data := b.data
 	h, err := f.lookupBlock(b.hash, uint64(len(data)))
 	if err != nil {
 		return err
@@ -94,15 +119,15 @@ func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, data []byte, pol dataPolic
 	if h != nil {
 		// Cut first, so the rest of x stays at its extent's first byte
 		// and its next block can be adopted too; the punch frees the cut.
-		if _, err := f.cut(in, x, b, nil); err != nil {
+		if _, err := f.cut(in, x, uint64(len(data)), b.hash, nil); err != nil {
 			return err
 		}
 		if err := f.punch(in, x.off, x.off+uint64(len(data))); err != nil {
 			return err
 		}
-		return f.referenceBlock(in, b, h)
+		return f.referenceBlock(in, b.off, uint64(len(b.data)), h)
 	}
-	ok, err := f.cut(in, x, b, &pol)
+	ok, err := f.cut(in, x, uint64(len(data)), b.hash, &pol)
 	if err != nil {
 		return err
 	}
@@ -138,13 +163,19 @@ func (f *FS) adoptable(in *Inode, bo, n uint64) (fileExtent, bool, error) {
 	return x, ok, nil
 }
 
-// cut makes block b, the head of file extent x, its own extent where it
-// lies: the extent item is cut in two (the block; the rest, referenced by
-// the rest of x) in one transaction, and with index set (a new block) the
-// block's extent is flagged and gets its DEDUPE_ITEM. Sector sums stay (an
+// cut makes the block of n bytes at the head of file extent x its own
+// extent where it lies: the extent item is cut in two (the block; the
+// rest, referenced by the rest of x) in one transaction, and with index
+// set (a new block, of this hash) the block's extent is flagged and gets
+// its DEDUPE_ITEM. Sector sums stay (an
 // item may span extents). Only an extent with one reference is cut
 // (another file pointing at its tail would lose it): false, nothing done.
-func (f *FS) cut(in *Inode, x fileExtent, b block, index *dataPolicy) (bool, error) {
+func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, index *dataPolicy) (bool, error) {
+	if ss := uint64(f.st.Super().SectorSize); index == nil && (n+ss-1)/ss*ss == x.DiskLen {
+		// Nothing to index and no rest to keep at an extent's head: the
+		// cut would put back the same items (a repeated small file).
+		return true, nil
+	}
 	tx, err := f.txn()
 	if err != nil {
 		return false, err
@@ -166,13 +197,13 @@ func (f *FS) cut(in *Inode, x fileExtent, b block, index *dataPolicy) (bool, err
 	if e.Refs != 1 || e.Flags != 0 || e.Compression != format.CompressNone || e.RAMBytes != dl {
 		return false, nil
 	}
-	n, ss := uint64(len(b.data)), uint64(f.st.Super().SectorSize)
+	ss := uint64(f.st.Super().SectorSize)
 	nd := (n + ss - 1) / ss * ss
 	head := *e
 	head.RAMBytes = nd
 	if index != nil {
-		head.Flags, head.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(b.hash)
-		d := &format.DedupeItem{Hash: b.hash, Length: n, HashAlgo: index.hash}
+		head.Flags, head.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(hash)
+		d := &format.DedupeItem{Hash: hash, Length: n, HashAlgo: index.hash}
 		if err := tx.Tree(format.DedupeTree).Insert(format.Key{ObjectID: head.HashPrefix, Type: format.DedupeItemKey, Offset: l}, format.MarshalDedupeItem(d)); err != nil {
 			return false, err
 		}

@@ -200,23 +200,24 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 	return &dedupeHit{logical: found, diskLen: it.Key().Offset, ram: e.RAMBytes, compression: e.Compression}, nil
 }
 
-// referenceBlock maps a block of the file onto an existing extent.
-func (f *FS) referenceBlock(in *Inode, b block, h *dedupeHit) error {
+// referenceBlock maps the block of n bytes at off of the file onto an
+// existing extent.
+func (f *FS) referenceBlock(in *Inode, off, n uint64, h *dedupeHit) error {
 	tx, err := f.txn()
 	if err != nil {
 		return err
 	}
 	x := &format.FileExtentItem{
 		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: h.compression,
-		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(b.data)), RAMBytes: h.ram,
+		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: n, RAMBytes: h.ram,
 	}
-	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, b.off), format.MarshalFileExtentItem(x)); err != nil {
+	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, off), format.MarshalFileExtentItem(x)); err != nil {
 		return err
 	}
 	if err := f.addRefs(h.logical, h.diskLen, 1); err != nil {
 		return err
 	}
-	in.NBytes += uint64(len(b.data))
+	in.NBytes += n
 	f.dedupeHits++
 	return nil
 }

@@ -111,18 +111,12 @@ func (p *printer) block(xs []fileExtent, bo uint64) (*BlockPrint, error) {
 		if !bp.Known {
 			continue
 		}
-		d := x.DiskLogical + x.Offset + (s - x.off)
-		if x.Type != format.FileExtentRegular || x.Compression != format.CompressNone ||
-			(x.off-x.Offset)%ss != 0 || (x.end()%ss != 0 && x.end() < in.Size) {
-			bp.Known = false
-			continue
-		}
-		sum, err := p.sums.get(d)
+		sum, d, err := p.sums.sector(x, s, in.Size)
 		if err != nil {
 			return nil, err
 		}
 		if sum == nil {
-			bp.Known = false // no stored sum: let the data tell
+			bp.Known = false // only the data can tell
 			continue
 		}
 		if bp.Disk == 0 {
@@ -169,6 +163,20 @@ type sumCache struct {
 	f     *FS
 	start uint64
 	data  []byte
+}
+
+// sector returns the stored sum of the file sector at s in x and its
+// logical, nil when the sum does not cover the file's bytes there as they
+// are (compressed, inline, not sector aligned) or none is stored.
+func (c *sumCache) sector(x *fileExtent, s, size uint64) ([]byte, uint64, error) {
+	ss := uint64(c.f.st.Super().SectorSize)
+	if x.Type != format.FileExtentRegular || x.Compression != format.CompressNone ||
+		(x.off-x.Offset)%ss != 0 || (x.end()%ss != 0 && x.end() < size) {
+		return nil, 0, nil
+	}
+	d := x.DiskLogical + x.Offset + (s - x.off)
+	sum, err := c.get(d)
+	return sum, d, err
 }
 
 // get returns the stored sum of the data sector at logical, nil if none.

@@ -46,7 +46,7 @@ func (f *FS) storeBlocks(in *Inode, p []byte, off uint64, blocks []block, hits [
 			if err := flush(); err != nil {
 				return shrunk, err
 			}
-			if err := f.referenceBlock(in, *b, h); err != nil {
+			if err := f.referenceBlock(in, b.off, uint64(len(b.data)), h); err != nil {
 				return shrunk, err
 			}
 			continue

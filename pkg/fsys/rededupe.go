@@ -21,6 +21,12 @@ type RededupeOptions struct {
 	// Window is the most file data read and rewritten at a time (0:
 	// maxExtent); a multiple of Block with fixed chunking.
 	Window uint64
+	// Sums, when set and the image's sector sums are strong, shares a
+	// fixed block whose stored sums equal those of a block read before
+	// without reading it (SumShares); nil: every block is read.
+	Sums *SumShares
+	// Ahead, when set, has read the blocks planned for it (BlockAhead).
+	Ahead *BlockAhead
 }
 
 // RededupeStats counts what Rededupe did.
@@ -29,6 +35,8 @@ type RededupeStats struct {
 	Shared    uint64 // blocks turned into references to existing extents
 	Skipped   uint64 // file bytes left unread because Want ruled their extent out
 	Adopted   uint64 // of Rewritten: new blocks indexed where they lay, not written again
+	SumShared uint64 // of Rewritten: blocks shared on their stored strong sums, unread
+	Ahead     uint64 // of Rewritten: blocks read, summed and hashed by BlockAhead
 }
 
 // Rededupe passes the file's data that is not yet held in indexed
@@ -136,7 +144,7 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		if o.CDC {
 			err = f.rewriteRun(in, r[0], r[1], pol, buf)
 		} else {
-			err = f.rededupeBlocks(in, r[0], r[1], pol, st, buf)
+			err = f.rededupeBlocks(in, r[0], r[1], pol, &o, st, buf)
 		}
 		if err != nil {
 			return err
