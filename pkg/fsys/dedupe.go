@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"golang.org/x/sync/errgroup"
 
@@ -71,7 +70,7 @@ type block struct {
 // and written.
 func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error {
 	blocks := cutBlocks(p, off, pol)
-	workers := runtime.GOMAXPROCS(0)
+	workers := cpus()
 	if pol.dedupe {
 		if f.prehash != nil {
 			for i := range blocks {

@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"runtime"
 
 	"golang.org/x/sync/errgroup"
 
@@ -102,7 +101,7 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 		return
 	}
 	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(cpus())
 	for i := range blocks {
 		b := &blocks[i]
 		if b.hashed {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"runtime"
 
 	"golang.org/x/sync/errgroup"
 	"syscall"
@@ -155,7 +154,7 @@ func (f *FS) predecompress(xs []fileExtent) error {
 	}
 	out := make([][]byte, len(todo))
 	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(cpus())
 	for i := range todo {
 		g.Go(func() error {
 			var err error
