@@ -1,7 +1,6 @@
 package fsys
 
 import (
-
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ddfs/ddfs/format"
