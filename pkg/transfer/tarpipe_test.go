@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -154,4 +156,61 @@ func rndBytes(seed uint64, n int) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// failAfter accepts n bytes, then fails every write (the first failure
+// after a pause: the pipe's queues fill up meanwhile).
+type failAfter struct {
+	n      int
+	err    error
+	pause  time.Duration
+	paused bool
+}
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		if !w.paused {
+			time.Sleep(w.pause)
+			w.paused = true
+		}
+		k := w.n
+		w.n = 0
+		return k, w.err
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestTarOutPipeWriteFails: a stream whose writes fail (a reader that went
+// away) ends TarOutWith with that error, before the walk is done, and
+// leaves no goroutine behind, wherever the failure comes.
+func TestTarOutPipeWriteFails(t *testing.T) {
+	f := newFS(t, 256<<20)
+	for i := range 200 {
+		in, err := f.Create(fmt.Sprintf("/f%03d", i), fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteAt(in, rndBytes(uint64(i), 40000+i*1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	g := twinFS(t, f)
+	before := runtime.NumGoroutine()
+	for _, n := range []int{0, 1, pipeBlock - 1, pipeBlock, 3*pipeBlock + 17} {
+		w := &failAfter{n: n, err: errors.New("broken pipe"), pause: 30 * time.Millisecond}
+		if err := TarOutWith(f, g, w, "/"); !errors.Is(err, w.err) {
+			t.Fatalf("writes failing after %d bytes: %v, want the write's error", n, err)
+		}
+	}
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines left (were %d)", runtime.NumGoroutine(), before)
 }
