@@ -21,7 +21,7 @@ type tarPipe struct {
 	data   *fsys.FS
 	items  chan []pipeItem // walker -> assembler, in stream order, in batches
 	batch  []pipeItem      // the walker's items not sent yet
-	queued uint64          // file bytes in batch
+	queued uint64          // header and file bytes in batch
 	blocks chan []byte     // assembler -> writer
 	free   chan []byte     // writer -> assembler
 	chunk  []byte          // the walker's stream bytes since the last item
@@ -97,6 +97,9 @@ func (p *tarPipe) Write(b []byte) (int, error) {
 // reading the file).
 func (p *tarPipe) send(it pipeItem) {
 	p.batch = append(p.batch, it)
+	// Header bytes count too: a crafted image's files with 1 MiB of
+	// xattrs each would otherwise queue 256 MiB a batch.
+	p.queued += uint64(len(it.hdr))
 	if it.in != nil {
 		p.queued += it.in.Size // for a sparse entry, more than it reads: fine
 	}

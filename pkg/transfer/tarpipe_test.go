@@ -214,3 +214,27 @@ func TestTarOutPipeWriteFails(t *testing.T) {
 	}
 	t.Fatalf("%d goroutines left (were %d)", runtime.NumGoroutine(), before)
 }
+
+// TestTarPipeBatchBytes: header bytes count toward a batch's size, so a
+// batch of files with big xattrs goes out after about a block's worth,
+// not after pipeBatch of them (a crafted image: 1 MiB of xattrs each).
+func TestTarPipeBatchBytes(t *testing.T) {
+	p := &tarPipe{items: make(chan []pipeItem, 16)}
+	hdr := make([]byte, 300<<10)
+	for range 4 {
+		p.send(pipeItem{hdr: hdr})
+	}
+	if len(p.items) != 1 || len(p.batch) != 0 {
+		t.Fatalf("after 1.2 MiB of headers: %d batches sent, %d items held", len(p.items), len(p.batch))
+	}
+	for range pipeBatch - 1 {
+		p.send(pipeItem{hdr: hdr[:10]})
+	}
+	if len(p.items) != 1 {
+		t.Fatalf("%d small items sent a batch early", pipeBatch-1)
+	}
+	p.send(pipeItem{hdr: hdr[:10]})
+	if len(p.items) != 2 {
+		t.Fatalf("%d items: no batch sent", pipeBatch)
+	}
+}
