@@ -88,40 +88,19 @@ func sparseMap(rs []fsys.Range, size uint64) []byte {
 func pad(b []byte) []byte { return append(b, make([]byte, (blockSize-len(b)%blockSize)%blockSize)...) }
 
 // paxRecord formats one "len key=value\n" record (len counts itself).
-func paxRecord(k, v string) string {
-	n := len(k) + len(v) + 3
-	n += len(strconv.Itoa(n))
-	r := fmt.Sprintf("%d %s=%s\n", n, k, v)
-	if len(r) != n { // the length gained a digit
-		r = fmt.Sprintf("%d %s=%s\n", len(r), k, v)
-	}
-	return r
-}
+func paxRecord(k, v string) string { return string(appendRecord(nil, k, v)) }
 
 // ustarHeader formats a ustar header block. Values too large for their
 // octal field are written as 0; the caller puts them in PAX records.
 func ustarHeader(name string, typ byte, mode, uid, gid, size, mtime int64) []byte {
-	b := make([]byte, blockSize)
-	octal := func(field []byte, v int64, max int64) {
+	fit := func(v, max int64) int64 {
 		if v < 0 || v > max {
-			v = 0
+			return 0
 		}
-		copy(field, fmt.Sprintf("%0*o", len(field)-1, v))
+		return v
 	}
-	copy(b[0:100], name)
-	octal(b[100:108], mode, maxOctal7)
-	octal(b[108:116], uid, maxOctal7)
-	octal(b[116:124], gid, maxOctal7)
-	octal(b[124:136], size, maxOctal11)
-	octal(b[136:148], mtime, maxOctal11)
-	b[156] = typ
-	copy(b[257:265], "ustar\x0000")
-	copy(b[148:156], "        ")
-	var sum int64
-	for _, c := range b {
-		sum += int64(c)
-	}
-	copy(b[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	b := make([]byte, blockSize)
+	fillBlock(b, name, "", typ, fit(mode, maxOctal7), fit(uid, maxOctal7), fit(gid, maxOctal7), fit(size, maxOctal11), fit(mtime, maxOctal11), false)
 	return b
 }
 
