@@ -6,10 +6,26 @@ import (
 	"strconv"
 )
 
-// Profile starts a CPU profile into $DDFS_CPUPROFILE when it is set (for
-// performance work on the real binaries); the returned stop writes it.
+// Profile starts a CPU profile into $DDFS_CPUPROFILE when it is set, and
+// writes the allocation profile into $DDFS_MEMPROFILE at the end when
+// that is set (for performance work on the real binaries); the returned
+// stop writes them.
 func Profile() (stop func()) {
-	path := os.Getenv("DDFS_CPUPROFILE")
+	stopCPU := startCPUProfile(os.Getenv("DDFS_CPUPROFILE"))
+	mem := os.Getenv("DDFS_MEMPROFILE")
+	return func() {
+		stopCPU()
+		if mem == "" {
+			return
+		}
+		if f, err := os.Create(mem); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+}
+
+func startCPUProfile(path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}

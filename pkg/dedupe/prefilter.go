@@ -27,11 +27,11 @@ type printed struct{ print, disk uint64 }
 // unaligned). A block that runs on into a next extent is read whole with
 // its first one (Rededupe widens runs to blocks). The prints of the other
 // parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, block, part, parts uint64, strong bool) (*wantSet, error) {
+func prefilter(f *fsys.FS, o RunOptions, files []uint64, block, part, parts uint64, strong bool) (*wantSet, error) {
 	var ps []printed
 	var prints []uint32 // of w.plan, with strong sums
 	w := &wantSet{}
-	err := walkPrints(f, o, block, func(seq int, bp *fsys.BlockPrint) error {
+	err := walkPrints(f, files, o.MinSize, block, func(seq int, bp *fsys.BlockPrint) error {
 		switch {
 		case bp.Known && bp.Print%parts == part:
 			ps = append(ps, printed{bp.Print, bp.Disk})
@@ -143,15 +143,10 @@ func (w *wantSet) has(logical, diskLen uint64) bool {
 	return i < len(w.disks) && w.disks[i].disk-logical < diskLen
 }
 
-// walkPrints calls fn for every block of the files Run visits, with the
-// file's place in the walk (as rededupeAll counts).
-func walkPrints(f *fsys.FS, o RunOptions, block uint64, fn func(int, *fsys.BlockPrint) error) error {
-	seq := -1
-	return walkFiles(f, o.Dir, func(in *fsys.Inode) error {
-		seq++
-		if in.Size < o.MinSize {
-			return nil
-		}
+// walkPrints calls fn for every block of files (of at least minSize
+// bytes), with the file's place in files.
+func walkPrints(f *fsys.FS, files []uint64, minSize, block uint64, fn func(int, *fsys.BlockPrint) error) error {
+	return eachFile(f, files, minSize, func(seq int, in *fsys.Inode) error {
 		return f.BlockPrints(in, block, func(bp *fsys.BlockPrint) error { return fn(seq, bp) })
 	})
 }

@@ -182,13 +182,21 @@ func TestReadPlan(t *testing.T) {
 		d := newImage(t, format.Settings{})
 		writeSet(t, d)
 		f := openImage(t, d, 0)
-		w, err := prefilter(f, RunOptions{Block: testBlock}, testBlock, 0, 1, strong)
+		inos, err := listFiles(f, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := prefilter(f, RunOptions{Block: testBlock}, inos, testBlock, 0, 1, strong)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var files []*fsys.Inode
-		if err := walkFiles(f, "/", func(in *fsys.Inode) error { files = append(files, in); return nil }); err != nil {
-			t.Fatal(err)
+		for _, ino := range inos {
+			in, err := f.Inode(ino)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, in)
 		}
 		for i, p := range w.plan {
 			if i > 0 && (p.seq < w.plan[i-1].seq || (p.seq == w.plan[i-1].seq && p.off <= w.plan[i-1].off)) {
@@ -222,7 +230,11 @@ func TestReadPlanBound(t *testing.T) {
 	d := newImage(t, format.Settings{})
 	model := writeSet(t, d)
 	f := openImage(t, d, 0)
-	w, err := prefilter(f, RunOptions{Block: testBlock}, testBlock, 0, 1, false)
+	inos, err := listFiles(f, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := prefilter(f, RunOptions{Block: testBlock}, inos, testBlock, 0, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,16 +84,20 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if !ro.CDC && !o.NoPrefilter {
 		parts += before.LogicalBytes / ro.Block / maxPrints
 	}
+	files, err := listFiles(f, o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	var plan []planned
 	for part := uint64(0); part < parts; part++ {
 		if !ro.CDC && !o.NoPrefilter {
-			want, err := prefilter(f, o, ro.Block, part, parts, ro.Sums != nil)
+			want, err := prefilter(f, o, files, ro.Block, part, parts, ro.Sums != nil)
 			if err != nil {
 				return nil, err
 			}
 			ro.Want, plan = want.has, want.plan
 		}
-		if err := rededupeAll(f, o, ro, plan, &st, res, part == 0); err != nil {
+		if err := rededupeAll(f, o, files, ro, plan, &st, res, part == 0); err != nil {
 			return nil, err
 		}
 	}
@@ -119,23 +123,15 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 // blocks); past it, blocks are read.
 const maxSumShares = 4 << 20
 
-// rededupeAll passes every file Run visits through fsys.Rededupe,
+// rededupeAll passes every file of files through fsys.Rededupe,
 // committing at the FS's safe points between windows. A BlockAhead reads
 // the blocks of plan (the prefilter's) meanwhile on another core.
-func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, plan []planned, st *fsys.RededupeStats, res *RunResult, count bool) error {
+func rededupeAll(f *fsys.FS, o RunOptions, files []uint64, ro fsys.RededupeOptions, plan []planned, st *fsys.RededupeStats, res *RunResult, count bool) error {
 	if len(plan) > 0 && !o.Serial {
 		ro.Ahead = f.NewBlockAhead(ro.Block, ro.Hash)
 		defer ro.Ahead.Close()
 	}
-	files := newFileIter(f, o.Dir)
-	for seq := 0; ; seq++ {
-		in, err := files.next()
-		if err != nil || in == nil {
-			return err
-		}
-		if in.Size < o.MinSize {
-			continue
-		}
+	return eachFile(f, files, o.MinSize, func(seq int, in *fsys.Inode) error {
 		if count {
 			res.Files++
 		}
@@ -152,13 +148,13 @@ func rededupeAll(f *fsys.FS, o RunOptions, ro fsys.RededupeOptions, plan []plann
 				o.Progress(int64(st.Rewritten - was))
 			}
 			if !more {
-				break
+				return nil
 			}
 			if err := f.MaybeCommit(); err != nil {
 				return err
 			}
 		}
-	}
+	})
 }
 
 // feed plans the next blocks of plan, from file seq on, while the
@@ -177,74 +173,6 @@ func feed(ra *fsys.BlockAhead, plan []planned, seq int) []planned {
 	}
 	ra.Flush()
 	return plan
-}
-
-// fileIter yields every regular file under a folder once (hard links
-// once), depth first with an explicit stack.
-type fileIter struct {
-	f     *fsys.FS
-	seen  map[uint64]bool
-	stack []*fsys.Inode
-	err   error
-}
-
-func newFileIter(f *fsys.FS, dir string) *fileIter {
-	it := &fileIter{f: f, seen: map[uint64]bool{}}
-	root, err := f.Resolve(path.Clean("/"+dir), true)
-	if err != nil {
-		it.err = err
-	} else {
-		it.stack = []*fsys.Inode{root}
-	}
-	return it
-}
-
-// next returns the next file, nil at the end.
-func (it *fileIter) next() (*fsys.Inode, error) {
-	for it.err == nil && len(it.stack) > 0 {
-		in := it.stack[len(it.stack)-1]
-		it.stack = it.stack[:len(it.stack)-1]
-		if in.IsRegular() {
-			if in.Nlink > 1 {
-				if it.seen[in.Ino] {
-					continue
-				}
-				it.seen[in.Ino] = true
-			}
-			return in, nil
-		}
-		if !in.IsDir() {
-			continue
-		}
-		ents, err := it.f.List(in)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			c, err := it.f.Inode(e.Ino)
-			if err != nil {
-				return nil, err
-			}
-			if c.IsDir() || c.IsRegular() {
-				it.stack = append(it.stack, c)
-			}
-		}
-	}
-	return nil, it.err
-}
-
-// walkFiles calls fn for every regular file under dir once.
-func walkFiles(f *fsys.FS, dir string, fn func(*fsys.Inode) error) error {
-	it := newFileIter(f, dir)
-	for {
-		in, err := it.next()
-		if err != nil || in == nil {
-			return err
-		}
-		if err := fn(in); err != nil {
-			return err
-		}
-	}
 }
 
 // DryRun changes nothing: it estimates what Run would free from the
