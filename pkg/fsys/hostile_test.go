@@ -353,3 +353,50 @@ func TestReadlinkRefusesNUL(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveRefusesTypeMismatch: an entry whose DIR_ITEM and DIR_INDEX
+// say regular file but which names a directory (checksums valid; fsck
+// flags it) is refused by unlink and rename as corruption, where unlink
+// used to drop the name and the directory's parent link count with it.
+func TestRemoveRefusesTypeMismatch(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	a, err := f.Mkdir("/a", Attr{Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "/a/f", []byte("kept"))
+	b, err := f.Mkdir("/b", Attr{Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := format.MarshalDirEntry(format.DirEntry{Ino: a.Ino, Type: format.FileTypeRegular, Name: "x"})
+	g := craft(t, f, devs, func(tr *btree.Tree) {
+		for _, k := range []format.Key{
+			{ObjectID: b.Ino, Type: format.DirItemKey, Offset: format.NameHash([]byte("x"))},
+			{ObjectID: b.Ino, Type: format.DirIndexKey, Offset: 1000},
+		} {
+			if err := tr.Insert(k, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	root, err := g.Inode(format.RootDirIno)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove("/b/x"); !errors.Is(err, format.ErrCorrupt) {
+		t.Errorf("unlink: %v, want corruption", err)
+	}
+	if err := g.UnlinkAt(b.Ino, "x", false); !errors.Is(err, format.ErrCorrupt) {
+		t.Errorf("unlinkat: %v, want corruption", err)
+	}
+	if err := g.Rename("/b/x", "/y"); !errors.Is(err, format.ErrCorrupt) {
+		t.Errorf("rename: %v, want corruption", err)
+	}
+	if r, err := g.Inode(format.RootDirIno); err != nil || r.Nlink != root.Nlink {
+		t.Errorf("root links %d -> %v, %v", root.Nlink, r, err)
+	}
+	if _, err := g.Resolve("/a/f", false); err != nil {
+		t.Errorf("/a/f: %v", err)
+	}
+}

@@ -187,7 +187,7 @@ func (f *FS) removeIn(dir *Inode, name string) error {
 	if err != nil {
 		return err
 	}
-	in, err := f.Inode(e.Ino)
+	in, err := f.entryInode(dir.Ino, e)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (f *FS) renameIn(odir *Inode, oname string, ndir *Inode, nname string) erro
 	if err != nil {
 		return err
 	}
-	in, err := f.Inode(e.Ino)
+	in, err := f.entryInode(odir.Ino, e)
 	if err != nil {
 		return err
 	}
