@@ -168,7 +168,9 @@ func feed(ra *fsys.BlockAhead, plan []planned, seq int) []planned {
 	}
 	for n := ra.Room(); n > 0 && len(plan) > 0; n-- {
 		p := plan[0]
-		ra.Plan(int(p.seq), p.off, p.disk, uint64(p.n))
+		if !ra.Plan(int(p.seq), p.off, p.disk, uint64(p.n)) {
+			break // no room for it yet
+		}
 		plan = plan[1:]
 	}
 	ra.Flush()

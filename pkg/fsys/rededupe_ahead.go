@@ -29,7 +29,7 @@ type BlockAhead struct {
 	q     []*aheadBlock // planned, not yet taken or dropped, in order
 	batch []*aheadBlock // planned, not yet sent to the reader
 	work  chan []*aheadBlock
-	free  []*aheadBuf // the FS goroutine's; a planned block carries its own
+	ring  *aheadRing // the FS goroutine's; a planned block holds a piece
 	exit  chan struct{}
 	inUse *aheadBlock   // taken; its buffer is back in free at the next take
 	late  []*aheadBlock // dropped while the reader read them: their buffers come back when done
@@ -38,16 +38,15 @@ type BlockAhead struct {
 	csum  format.CsumType
 }
 
-// aheadBuf is one block's room: its sector-rounded data and their sums.
-type aheadBuf struct{ data, sums []byte }
-
 // aheadBlock is one planned block and, once done is closed, what the
 // reader got.
 type aheadBlock struct {
 	seq     int    // the file's place in the run's order
 	off     uint64 // file offset
 	addr, n uint64 // logical of its first byte; its bytes in the file
-	buf     *aheadBuf
+	piece   *ringPiece
+	data    []byte // its piece: the sector-rounded data, then room for their sums
+	sums    []byte // the sums the reader computed (when ok)
 	state   atomic.Int32 // aheadPlanned, then reading and done, or cancelled
 	ok      bool         // read (when done): buf holds the data and their sums
 	hash    [format.CsumSize]byte
@@ -65,13 +64,17 @@ const (
 	aheadCancelled
 )
 
-// aheadBuffers is how many blocks may be planned and held at once (768
-// KiB of 128 KiB blocks); the FS goroutine plans only when half of them
-// are free, so the reader wakes once for several blocks (a wake per
-// block cost more than the reads it moved). No read-ahead for dedupe
-// blocks bigger than aheadMaxBlock.
+// The read-ahead holds aheadBuffers whole blocks' data and sums (768 KiB
+// of 128 KiB blocks), and at most aheadSlots blocks: as many small ones
+// as fit (a run of small files has the reader far ahead, where six
+// block-sized buffers let the FS goroutine catch up and read in turn).
+// The FS goroutine plans only when half the memory is free, so the
+// reader wakes once for several blocks (a wake per block cost more than
+// the reads it moved). No read-ahead for dedupe blocks bigger than
+// aheadMaxBlock.
 const (
 	aheadBuffers  = 6
+	aheadSlots    = 512
 	aheadMaxBlock = 1 << 20
 )
 
@@ -83,11 +86,10 @@ func (f *FS) NewBlockAhead(bs uint64, h format.CsumType) *BlockAhead {
 	}
 	sb := f.st.Super()
 	ss := uint64(sb.SectorSize)
+	// A batch holds at least one block: the channel never fills.
 	r := &BlockAhead{f: f, pol: dataPolicy{dedupe: true, block: bs, hash: h}, ss: ss, csum: sb.CsumType,
-		work: make(chan []*aheadBlock, aheadBuffers), exit: make(chan struct{})}
-	for range aheadBuffers {
-		r.free = append(r.free, &aheadBuf{data: make([]byte, bs+ss), sums: make([]byte, (bs+ss)/ss*uint64(sb.CsumType.Len()))})
-	}
+		work: make(chan []*aheadBlock, aheadSlots), exit: make(chan struct{})}
+	r.ring = newAheadRing(aheadBuffers * r.pieceSize(bs))
 	go r.read()
 	return r
 }
@@ -109,12 +111,12 @@ func (r *BlockAhead) read() {
 // its sector sums and its dedupe hash. Pure but for b: any goroutine.
 func (r *BlockAhead) fill(b *aheadBlock) {
 	ss, c := r.ss, r.csum
-	raw := b.buf.data[:(b.n+ss-1)/ss*ss]
+	raw := b.data[:(b.n+ss-1)/ss*ss]
 	if r.f.st.Vol.ReadCopy(b.addr, raw, 0) == nil {
-		b.buf.sums = b.buf.sums[:0]
+		b.sums = b.data[len(raw):len(raw)]
 		for s := uint64(0); s < uint64(len(raw)); s += ss {
 			sum := format.Checksum(c, raw[s:s+ss])
-			b.buf.sums = append(b.buf.sums, sum[:c.Len()]...)
+			b.sums = append(b.sums, sum[:c.Len()]...)
 		}
 		b.hash = format.DedupeHash(format.Checksum(r.pol.hash, raw[:b.n]))
 		b.ok = true
@@ -141,13 +143,21 @@ func (r *BlockAhead) Begin(seq int) {
 	}
 }
 
-// Room is how many more blocks Plan may queue now: 0 until half of the
-// buffers are free.
+// Room is how many more blocks Plan may queue now, at most: 0 until half
+// of the memory and of the slots are free (Plan may still refuse a block
+// that does not fit).
 func (r *BlockAhead) Room() int {
-	if r == nil || len(r.free) < aheadBuffers/2 {
+	if r == nil || r.ring.free() < len(r.ring.mem)/2 || len(r.q)+len(r.late) > aheadSlots/2 {
 		return 0
 	}
-	return len(r.free)
+	return aheadSlots - len(r.q) - len(r.late)
+}
+
+// pieceSize is the ring memory a block of n bytes takes: its sectors and
+// their sums.
+func (r *BlockAhead) pieceSize(n uint64) int {
+	sectors := (n + r.ss - 1) / r.ss
+	return int(sectors * (r.ss + uint64(r.csum.Len())))
 }
 
 // Flush sends the blocks planned so far to the reader.
@@ -173,10 +183,10 @@ func (r *BlockAhead) Close() {
 	<-r.exit
 }
 
-// release gives the taken block's buffer back.
+// release gives the taken block's memory back.
 func (r *BlockAhead) release() {
 	if r.inUse != nil {
-		r.free = append(r.free, r.inUse.buf)
+		r.ring.put(r.inUse.piece)
 	}
 	r.inUse = nil
 }
@@ -185,7 +195,7 @@ func (r *BlockAhead) release() {
 // with it (late) if it is reading it: dropping never waits.
 func (r *BlockAhead) drop(b *aheadBlock) {
 	if b.state.CompareAndSwap(aheadPlanned, aheadCancelled) || b.state.Load() == aheadDone {
-		r.free = append(r.free, b.buf)
+		r.ring.put(b.piece)
 	} else {
 		r.late = append(r.late, b)
 	}
@@ -196,7 +206,7 @@ func (r *BlockAhead) reclaim() {
 	keep := r.late[:0]
 	for _, b := range r.late {
 		if b.state.Load() == aheadDone {
-			r.free = append(r.free, b.buf)
+			r.ring.put(b.piece)
 		} else {
 			keep = append(keep, b)
 		}
@@ -215,7 +225,7 @@ const aheadWait = 100 * time.Microsecond
 // false: read it in turn (b is dropped).
 func (r *BlockAhead) claim(b *aheadBlock) bool {
 	if b.state.CompareAndSwap(aheadPlanned, aheadCancelled) {
-		r.free = append(r.free, b.buf) // the reader is behind
+		r.ring.put(b.piece) // the reader is behind
 		return false
 	}
 	var deadline time.Time
@@ -266,12 +276,11 @@ func (r *BlockAhead) take(off, addr, n uint64) ([]byte, [format.CsumSize]byte, e
 	if !b.ok {
 		return nil, none, nil
 	}
-	ok, err := r.f.storedSumsEqual(addr, b.buf.sums)
+	ok, err := r.f.storedSumsEqual(addr, b.sums)
 	if err != nil || !ok {
 		return nil, none, err // readVerified reads it again, with its fallbacks
 	}
-	sb := r.f.st.Super()
-	return b.buf.data[:len(b.buf.sums)/sb.CsumType.Len()*int(sb.SectorSize)], b.hash, nil
+	return b.data[:(n+r.ss-1)/r.ss*r.ss], b.hash, nil
 }
 
 // storedSumsEqual reports whether sums are the stored sums of the
@@ -290,15 +299,25 @@ func (f *FS) storedSumsEqual(logical uint64, sums []byte) (bool, error) {
 }
 
 // Plan queues the block of n bytes at file offset off of file seq (the
-// run's order), whose first byte lies at logical addr, when there is
-// Room; the caller's plan (dedupe's prefilter knows the addresses from
-// its walk) costs no tree work here.
-func (r *BlockAhead) Plan(seq int, off, addr, n uint64) {
-	if r == nil || len(r.free) == 0 || n > r.pol.block || n == 0 {
-		return
+// run's order), whose first byte lies at logical addr, and reports
+// whether it did: false when its memory is not free now (plan it again
+// later). A block it cannot read ahead (bigger than the dedupe block, or
+// empty) counts as planned: it is read in turn. The caller's plan
+// (dedupe's prefilter knows the addresses from its walk) costs no tree
+// work here.
+func (r *BlockAhead) Plan(seq int, off, addr, n uint64) bool {
+	if r == nil || n > r.pol.block || n == 0 {
+		return true
 	}
-	b := &aheadBlock{seq: seq, off: off, addr: addr, n: n, buf: r.free[len(r.free)-1]}
-	r.free = r.free[:len(r.free)-1]
+	if len(r.q)+len(r.late) >= aheadSlots {
+		return false
+	}
+	piece, mem := r.ring.get(r.pieceSize(n))
+	if piece == nil {
+		return false
+	}
+	b := &aheadBlock{seq: seq, off: off, addr: addr, n: n, piece: piece, data: mem}
 	r.q = append(r.q, b)
 	r.batch = append(r.batch, b)
+	return true
 }

@@ -56,8 +56,8 @@ func TestBlockAheadTake(t *testing.T) {
 	if raw, _, err := r.take(2*bs, addr+2*bs, bs); raw != nil || err != nil {
 		t.Fatalf("damaged block 2: got %d bytes, err %v", len(raw), err)
 	}
-	if len(r.free) != aheadBuffers-1 || len(r.q) != 0 {
-		t.Fatalf("%d buffers free, %d planned", len(r.free), len(r.q))
+	if len(r.ring.out) != 1 || len(r.q) != 0 {
+		t.Fatalf("%d pieces out, %d planned", len(r.ring.out), len(r.q))
 	}
 }
 
@@ -77,12 +77,12 @@ func TestBlockAheadLate(t *testing.T) {
 	if raw, _, err := r.take(0, 1<<20, bs); raw != nil || err != nil {
 		t.Fatalf("stalled block taken: %d bytes, %v", len(raw), err)
 	}
-	if time.Since(t0) < aheadWait || len(r.late) != 1 || len(r.free) != aheadBuffers-1 {
-		t.Fatalf("after %v: %d late, %d free", time.Since(t0), len(r.late), len(r.free))
+	if time.Since(t0) < aheadWait || len(r.late) != 1 || len(r.ring.out) != 1 {
+		t.Fatalf("after %v: %d late, %d pieces out", time.Since(t0), len(r.late), len(r.ring.out))
 	}
 	b.state.Store(aheadDone)
 	r.take(bs, 0, bs)
-	if len(r.late) != 0 || len(r.free) != aheadBuffers {
-		t.Fatalf("done: %d late, %d free", len(r.late), len(r.free))
+	if len(r.late) != 0 || len(r.ring.out) != 0 {
+		t.Fatalf("done: %d late, %d pieces out", len(r.late), len(r.ring.out))
 	}
 }
