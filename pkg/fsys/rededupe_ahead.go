@@ -45,8 +45,8 @@ type aheadBlock struct {
 	off     uint64 // file offset
 	addr, n uint64 // logical of its first byte; its bytes in the file
 	piece   *ringPiece
-	data    []byte // its piece: the sector-rounded data, then room for their sums
-	sums    []byte // the sums the reader computed (when ok)
+	data    []byte       // its piece: the sector-rounded data, then room for their sums
+	sums    []byte       // the sums the reader computed (when ok)
 	state   atomic.Int32 // aheadPlanned, then reading and done, or cancelled
 	ok      bool         // read (when done): buf holds the data and their sums
 	hash    [format.CsumSize]byte
