@@ -215,7 +215,7 @@ func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, 
 	if err := ext.Insert(format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: nd}, format.MarshalExtentItem(&head)); err != nil {
 		return false, err
 	}
-	hx := *x.FileExtentItem
+	hx := x.FileExtentItem
 	hx.DiskLen, hx.NumBytes, hx.RAMBytes = nd, n, nd
 	if err := fst.Put(extentKey(in.Ino, x.off), format.MarshalFileExtentItem(&hx)); err != nil {
 		return false, err
@@ -231,7 +231,7 @@ func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, 
 	if err := ext.Insert(format.Key{ObjectID: l + nd, Type: format.ExtentItemKey, Offset: dl - nd}, format.MarshalExtentItem(&rest)); err != nil {
 		return false, err
 	}
-	rx := *x.FileExtentItem
+	rx := x.FileExtentItem
 	rx.DiskLogical, rx.DiskLen, rx.NumBytes, rx.RAMBytes = l+nd, dl-nd, x.NumBytes-n, dl-nd
 	return true, fst.Insert(extentKey(in.Ino, x.off+n), format.MarshalFileExtentItem(&rx))
 }

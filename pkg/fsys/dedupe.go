@@ -335,7 +335,7 @@ func (x *dedupeIndex) Len() int { return len(x.m) }
 
 // sameData compares a block with the start of the extent it matched.
 func (f *FS) sameData(h *dedupeHit, p []byte) (bool, error) {
-	x := fileExtent{FileExtentItem: &format.FileExtentItem{Type: format.FileExtentRegular, Compression: h.compression,
+	x := fileExtent{FileExtentItem: format.FileExtentItem{Type: format.FileExtentRegular, Compression: h.compression,
 		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(p)), RAMBytes: h.ram}}
 	var data []byte
 	if h.compression != format.CompressNone {

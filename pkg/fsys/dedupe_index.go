@@ -78,7 +78,7 @@ func (f *FS) extentData(k format.Key, e *format.ExtentItem) ([]byte, error) {
 		return nil, fmt.Errorf("data extent %d+%d (%d decompressed): too big for a dedupe block: %w", k.ObjectID, k.Offset, e.RAMBytes, format.ErrCorrupt)
 	}
 	if e.Compression != format.CompressNone {
-		x := fileExtent{FileExtentItem: &format.FileExtentItem{Type: format.FileExtentRegular, Compression: e.Compression,
+		x := fileExtent{FileExtentItem: format.FileExtentItem{Type: format.FileExtentRegular, Compression: e.Compression,
 			DiskLogical: k.ObjectID, DiskLen: k.Offset, NumBytes: e.RAMBytes, RAMBytes: e.RAMBytes}}
 		return f.decompressed(x)
 	}

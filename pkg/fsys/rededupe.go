@@ -56,8 +56,8 @@ func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step fun
 		window = maxExtent
 	}
 	return func() (bool, error) {
-		if !in.IsRegular() {
-			return false, nil
+		if !in.IsRegular() || pos >= in.Size {
+			return false, nil // no extent starts past the end (a step per small file)
 		}
 		start, ok, err := f.nextExtent(in.Ino, pos)
 		if err != nil || !ok || start >= in.Size {

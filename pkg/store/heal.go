@@ -136,6 +136,9 @@ func (fs *FS) RewriteCopy(logical uint64, good []byte, mirror int) error {
 	return fs.Vol.Flush()
 }
 
+// nodeBufs holds readNodeHealing's read buffers.
+var nodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // readNodeHealing reads a node from the first copy that validates and
 // heals the copies tried before it.
 func (fs *FS) readNodeHealing(want format.NodeExpect) (*format.Node, error) {
@@ -149,7 +152,15 @@ func (fs *FS) readNodeHealing(want format.NodeExpect) (*format.Node, error) {
 		}
 		fs.ahead.buf = nil // read it again below, healing as usual
 	}
-	buf := make([]byte, fs.sb.NodeSize)
+	// The node decodes into its own memory (UnmarshalNode copies what
+	// it keeps), so the read buffer goes back for the next read: a run
+	// over a large tree read 150 MB of node buffers into garbage.
+	bp := nodeBufs.Get().(*[]byte)
+	defer nodeBufs.Put(bp)
+	if len(*bp) != int(fs.sb.NodeSize) {
+		*bp = make([]byte, fs.sb.NodeSize)
+	}
+	buf := *bp
 	var errs error
 	var bad []int
 	var causes []error
