@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # dedupe-tool against duperemove (issue 14), side by side in one run.
-# The backup-like set (COPIES x the Go tree + COPIES VM-like files of
-# VM_SIZE whose 128 KiB blocks repeat 75%) is written without dedupe into a
+# The backup-like set D2 of ../shared/BENCH.md (COPIES x the Go tree D1,
+# all of GOROOT: 15,036 files with the toolchain's binaries, + COPIES
+# VM-like files of VM_SIZE whose 128 KiB blocks repeat 75%; GO_TREE
+# picks another tree, e.g. GOROOT/src as runs before 2026-12-03 used) is
+# written without dedupe into a
 # ddfs image and into a loop-mounted btrfs; then `dedupe-tool run` vs
 # `duperemove -dr` and `duperemove -dr --dedupe-options=partial -b 128K`
 # (each on a fresh copy): wall time, peak RSS, bytes freed; dedupe-tool
@@ -12,7 +15,7 @@
 set -euo pipefail
 BIN=${BIN:-bin}
 COPIES=${COPIES:-4}
-GO_TREE=${GO_TREE:-$(go env GOROOT)/src}
+GO_TREE=${GO_TREE:-$(go env GOROOT)}
 VM_SIZE=${VM_SIZE:-256M}
 DUP_SIZE=${DUP_SIZE:-1G}
 root=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-dtool.XXXXXX")
@@ -31,7 +34,7 @@ for i in $(seq "$COPIES"); do "$root/dedupegen" "$set_dir/vm$i.img" "$vm" 75 "$i
 in_bytes=$(du -sb --apparent-size "$set_dir" | cut -f1)
 cat "$set_dir"/vm* >/dev/null
 echo "# dedupe-tool benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(duperemove --version 2>&1 | head -1), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "## set: $((in_bytes / 1000000)) MB ($COPIES x $(basename "$GO_TREE") tree + $COPIES x $VM_SIZE VM-like, 75% dup 128 KiB blocks)"
+echo "## set: $((in_bytes / 1000000)) MB in $(find "$set_dir" -type f | wc -l) files ($COPIES x $GO_TREE + $COPIES x $VM_SIZE VM-like, 75% dup 128 KiB blocks)"
 
 # timed LABEL CMD...: runs CMD under /usr/bin/time; sets secs and rss_kb.
 timed() {
