@@ -131,6 +131,7 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	if len(runs) == 0 {
 		return nil
 	}
+	before := in.InodeItem
 	pol := f.policy(in)
 	pol.dedupe, pol.cdc, pol.block, pol.hash = true, o.CDC, o.Block, o.Hash
 	tx, err := f.txn()
@@ -152,6 +153,9 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 		st.Rewritten += r[1] - r[0]
 	}
 	st.Shared += f.dedupeHits - hits
+	if in.InodeItem == before {
+		return nil // a block shared for one it held: nbytes as it was
+	}
 	return f.putInode(in)
 }
 
