@@ -110,7 +110,14 @@ func MaxItemData(nodesize uint32) int { return int(nodesize) - NodeHeaderSize - 
 // MarshalNode encodes n into a nodesize buffer and sets its checksum. The
 // caller guarantees the contents fit (UsedBytes <= nodesize-header).
 func MarshalNode(n *Node, nodesize uint32, csum CsumType) []byte {
-	b := make([]byte, nodesize)
+	return MarshalNodeTo(make([]byte, nodesize), n, csum)
+}
+
+// MarshalNodeTo is MarshalNode into b (len(b) is the node size), which
+// it clears first: a commit encodes every dirty node through one buffer.
+func MarshalNodeTo(b []byte, n *Node, csum CsumType) []byte {
+	clear(b)
+	nodesize := len(b)
 	le := binary.LittleEndian
 	copy(b[32:48], n.FSID[:])
 	le.PutUint64(b[48:], n.Logical)
@@ -119,7 +126,7 @@ func MarshalNode(n *Node, nodesize uint32, csum CsumType) []byte {
 	le.PutUint32(b[72:], uint32(n.NumItems()))
 	b[76] = n.Level
 	if n.IsLeaf() {
-		end := int(nodesize)
+		end := nodesize
 		for i, it := range n.Items {
 			o := NodeHeaderSize + i*LeafItemSize
 			end -= len(it.Data)

@@ -277,3 +277,17 @@ func TestUnmarshalNodeItemsDoNotAlias(t *testing.T) {
 		t.Fatalf("items after appends: %q %q", got.Items[0].Data, got.Items[1].Data)
 	}
 }
+
+// TestMarshalNodeToReusedBuffer: encoding into a buffer that held another
+// node (or any bytes) gives exactly the bytes of a fresh encoding.
+func TestMarshalNodeToReusedBuffer(t *testing.T) {
+	for _, c := range allCsums {
+		buf := bytes.Repeat([]byte{0xa5}, 16384)
+		for _, n := range []*Node{testLeaf(), testInternal(), testLeaf()} {
+			want := MarshalNode(n, 16384, c)
+			if got := MarshalNodeTo(buf, n, c); !bytes.Equal(got, want) {
+				t.Fatalf("%v level %d: reused buffer encodes differently", c, n.Level)
+			}
+		}
+	}
+}

@@ -208,12 +208,13 @@ func (tx *Txn) writeNodes() error {
 		logicals = append(logicals, l)
 	}
 	sort.Slice(logicals, func(i, j int) bool { return logicals[i] < logicals[j] })
+	buf := make([]byte, fs.sb.NodeSize) // devices do not keep what they write
 	for _, l := range logicals {
 		n := tx.dirty[l]
 		if n.UsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
 			return fmt.Errorf("node %d overfull at commit: %w", l, ErrCorrupt)
 		}
-		if err := fs.Vol.Write(l, format.MarshalNode(n, fs.sb.NodeSize, fs.sb.CsumType)); err != nil {
+		if err := fs.Vol.Write(l, format.MarshalNodeTo(buf, n, fs.sb.CsumType)); err != nil {
 			return fmt.Errorf("write %v tree node %d: %w", n.Owner, l, err)
 		}
 	}
