@@ -170,7 +170,9 @@ func (t *Tree) cow(n *format.Node) (*format.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Items = append([]format.Item(nil), n.Items...)
+	if n.IsLeaf() {
+		c.SetItems(append([]format.Item(nil), n.Items...))
+	}
 	c.Ptrs = append([]format.KeyPtr(nil), n.Ptrs...)
 	if err := t.s.FreeNode(n); err != nil {
 		return nil, err

@@ -210,7 +210,7 @@ func (tx *Txn) writeNodes() error {
 	sort.Slice(logicals, func(i, j int) bool { return logicals[i] < logicals[j] })
 	for _, l := range logicals {
 		n := tx.dirty[l]
-		if n.UsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
+		if n.SumUsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
 			return fmt.Errorf("node %d overfull at commit: %w", l, ErrCorrupt)
 		}
 		if err := fs.Vol.Write(l, format.MarshalNode(n, fs.sb.NodeSize, fs.sb.CsumType)); err != nil {
