@@ -41,9 +41,9 @@ func (s *hintSlot) holds(key format.Key) bool {
 	return s.leaf != nil && !key.Less(s.lo) && (s.open || key.Less(s.hi))
 }
 
-// UseHints makes t's lookups (Get, SeekLE, Seek and Scan) use and fill h. Only for a
-// tree whose nodes never change in place (a committed tree): a tree that
-// is then changed drops its hints.
+// UseHints makes t's lookups (Get, SeekLE, Seek and Scan) use and fill
+// h. Only for a tree whose nodes never change in place (a committed
+// tree): a handle that then changes its tree stops using them.
 func (t *Tree) UseHints(h *Hints) { t.hints = h }
 
 // find returns the slot whose range holds key under root, or nil.
@@ -111,7 +111,9 @@ func (t *Tree) descend(key format.Key, path *[]frame) (*format.Node, error) {
 
 // narrow intersects s's range with the keys childIndex sends to child i
 // of n: from its pointer key on (all below it for child 0), up to the
-// next pointer's key (no end for the last child).
+// next pointer's key (no end for the last child). checkChild already
+// keeps a child's keys inside its parent's range; the max and min keep
+// the slot exact without relying on it.
 func (s *hintSlot) narrow(n *format.Node, i int) {
 	if i > 0 && s.lo.Less(n.Ptrs[i].Key) {
 		s.lo = n.Ptrs[i].Key
