@@ -48,13 +48,21 @@ func TestChildChecks(t *testing.T) {
 			tc.craft(s, root, child)
 			s.disk[child.Logical] = format.MarshalNode(child, s.nodesize, format.CsumCRC32C)
 			s.disk[root.Logical] = format.MarshalNode(root, s.nodesize, format.CsumCRC32C)
-			tr = New(s, format.FSTree, tr.Root())
-			_, getErr := tr.Get(probe)
-			_, leErr := tr.SeekLE(probe)
-			scanErr := tr.Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { return true, nil })
-			for name, err := range map[string]error{"Get": getErr, "SeekLE": leErr, "Scan": scanErr, "Verify": tr.Verify()} {
-				if !errors.Is(err, format.ErrCorrupt) {
-					t.Errorf("%s: %v, want ErrCorrupt", name, err)
+			for _, hinted := range []bool{false, true} {
+				tr := New(s, format.FSTree, tr.Root())
+				if hinted { // the leaves either side answered first (if they can)
+					tr.UseHints(&Hints{})
+					tr.Get(root.Ptrs[0].Key)
+					tr.Get(root.Ptrs[len(root.Ptrs)-1].Key)
+				}
+				_, getErr := tr.Get(probe)
+				_, leErr := tr.SeekLE(probe)
+				seekErr := tr.Seek(probe).Err()
+				scanErr := tr.Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { return true, nil })
+				for name, err := range map[string]error{"Get": getErr, "SeekLE": leErr, "Seek": seekErr, "Scan": scanErr, "Verify": tr.Verify()} {
+					if !errors.Is(err, format.ErrCorrupt) {
+						t.Errorf("hinted %v: %s: %v, want ErrCorrupt", hinted, name, err)
+					}
 				}
 			}
 		})

@@ -46,8 +46,8 @@ func (t *Tree) deleteIn(n *format.Node, key format.Key) error {
 			return fmt.Errorf("%v tree item %v vanished: %w", t.id, key, format.ErrCorrupt)
 		}
 		t.observe(key, n.Items[i].Data, false)
-		n.Items = append(n.Items[:i], n.Items[i+1:]...)
-		return nil
+		n.DeleteItem(i)
+		return t.checkCount(n)
 	}
 	i := childIndex(n, key)
 	c, err := t.cowChild(n, i)
@@ -97,11 +97,12 @@ func (t *Tree) rebalance(n *format.Node, i int, c *format.Node) error {
 	if left.IsLeaf() {
 		all := append(append([]format.Item(nil), left.Items...), right.Items...)
 		if used(all) <= t.capacity() {
-			left.Items = all
-			right.Items = nil
+			left.SetItems(all)
+			right.SetItems(nil)
 		} else {
 			k := splitPoints(all, t.capacity())[1]
-			left.Items, right.Items = all[:k:k], all[k:]
+			left.SetItems(all[:k:k])
+			right.SetItems(all[k:])
 		}
 	} else {
 		all := append(append([]format.KeyPtr(nil), left.Ptrs...), right.Ptrs...)

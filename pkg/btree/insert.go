@@ -66,14 +66,12 @@ func (t *Tree) putIn(n *format.Node, key format.Key, data []byte) ([]*format.Nod
 		i, found := itemIndex(n, key)
 		if found {
 			t.observe(key, n.Items[i].Data, false)
-			n.Items[i].Data = data
+			n.SetItemData(i, data)
 		} else {
-			n.Items = append(n.Items, format.Item{})
-			copy(n.Items[i+1:], n.Items[i:])
-			n.Items[i] = format.Item{Key: key, Data: data}
+			n.InsertItem(i, format.Item{Key: key, Data: data})
 		}
 		t.observe(key, data, true)
-		return nil, nil
+		return nil, t.checkCount(n)
 	}
 	i := childIndex(n, key)
 	c, err := t.cowChild(n, i)
@@ -144,11 +142,16 @@ func (t *Tree) shift(n *format.Node, li, ri int, c *format.Node, toLeft bool) (b
 		return false, err
 	}
 	capacity := t.capacity()
-	if !nb.IsLeaf() || nb.UsedBytes()+c.UsedBytes() > 2*capacity {
+	if !nb.IsLeaf() {
+		return false, nil
+	}
+	// nb may be clean (summed, not counted): take its size once.
+	cu, nu := c.UsedBytes(), nb.UsedBytes()
+	if nu+cu > 2*capacity {
 		return false, nil
 	}
 	// Move items from c's near end until c fits and the two are even.
-	excess, goal := c.UsedBytes()-capacity, (c.UsedBytes()-nb.UsedBytes())/2
+	excess, goal := cu-capacity, (cu-nu)/2
 	k, moved := 0, 0
 	for k < len(c.Items)-1 {
 		it := c.Items[k]
@@ -159,7 +162,7 @@ func (t *Tree) shift(n *format.Node, li, ri int, c *format.Node, toLeft bool) (b
 		if moved >= excess && moved+b > goal {
 			break
 		}
-		if nb.UsedBytes()+moved+b > capacity {
+		if nu+moved+b > capacity {
 			break
 		}
 		moved += b
@@ -172,12 +175,12 @@ func (t *Tree) shift(n *format.Node, li, ri int, c *format.Node, toLeft bool) (b
 		return false, err
 	}
 	if toLeft {
-		nb.Items = append(nb.Items, c.Items[:k]...)
-		c.Items = c.Items[k:]
+		nb.SetItems(append(nb.Items, c.Items[:k]...))
+		c.SetItems(c.Items[k:])
 	} else {
 		cut := len(c.Items) - k
-		nb.Items = append(append(make([]format.Item, 0, len(nb.Items)+k), c.Items[cut:]...), nb.Items...)
-		c.Items = c.Items[:cut:cut]
+		nb.SetItems(append(append(make([]format.Item, 0, len(nb.Items)+k), c.Items[cut:]...), nb.Items...))
+		c.SetItems(c.Items[:cut:cut])
 	}
 	if toLeft {
 		n.Ptrs[li].Key = nb.FirstKey()
@@ -199,8 +202,8 @@ func (t *Tree) splitLeaf(n *format.Node) ([]*format.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Items = append([]format.Item(nil), n.Items[groups[g]:]...)
-		n.Items = n.Items[:groups[g]:groups[g]]
+		s.SetItems(append([]format.Item(nil), n.Items[groups[g]:]...))
+		n.SetItems(n.Items[:groups[g]:groups[g]])
 		sibs = append([]*format.Node{s}, sibs...)
 	}
 	return sibs, nil

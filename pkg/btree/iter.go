@@ -15,6 +15,10 @@ type Iter struct {
 	t    *Tree
 	path []frame
 	err  error
+	// more: the iterator started in a hinted leaf, the only node on its
+	// path; the keys after that leaf start at next (its range's end).
+	next format.Key
+	more bool
 	// room holds the path of trees up to its depth without a second
 	// allocation (a seek per tree lookup; 57 MB of path slices in a
 	// dedupe run).
@@ -25,19 +29,17 @@ type Iter struct {
 func (t *Tree) Seek(key format.Key) *Iter {
 	it := &Iter{t: t}
 	it.path = it.room[:0]
-	n, err := t.readRoot()
-	if err != nil || n == nil {
-		it.err = err
+	if s := t.hints.find(t.root, key); s != nil {
+		i, _ := itemIndex(s.leaf, key)
+		it.path = append(it.path, frame{s.leaf, i})
+		it.next, it.more = s.hi, !s.open
+		it.settle()
 		return it
 	}
-	for !n.IsLeaf() {
-		i := childIndex(n, key)
-		it.path = append(it.path, frame{n, i})
-		if n, err = t.readChild(n, i); err != nil {
-			it.err = err
-			it.path = nil
-			return it
-		}
+	n, err := t.descend(key, &it.path)
+	if err != nil || n == nil {
+		it.err, it.path = err, nil
+		return it
 	}
 	i, _ := itemIndex(n, key)
 	it.path = append(it.path, frame{n, i})
@@ -68,6 +70,11 @@ func (it *Iter) settle() {
 		if len(it.path) > 0 {
 			it.path[len(it.path)-1].idx++
 		}
+	}
+	if it.more {
+		// Past the hinted leaf: every key from next on is in the leaves
+		// after it, which a descent finds (or fails to read: it.err).
+		*it = *it.t.Seek(it.next)
 	}
 }
 
@@ -110,14 +117,9 @@ func (t *Tree) Scan(start, end format.Key, fn func(format.Item) (bool, error)) e
 
 // SeekLE returns the item with the largest key <= key (ErrNotFound if none).
 func (t *Tree) SeekLE(key format.Key) (format.Item, error) {
-	n, err := t.readRoot()
+	n, err := t.leafFor(key)
 	if err != nil || n == nil {
 		return format.Item{}, joinNotFound(err)
-	}
-	for !n.IsLeaf() {
-		if n, err = t.readChild(n, childIndex(n, key)); err != nil {
-			return format.Item{}, err
-		}
 	}
 	i, found := itemIndex(n, key)
 	if found {

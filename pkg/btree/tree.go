@@ -49,10 +49,11 @@ var (
 
 // Tree is one B+tree. It is not safe for concurrent use.
 type Tree struct {
-	s    Store
-	obs  ItemObserver // nil when s does not observe items
-	id   format.TreeID
-	root format.RootPtr
+	s     Store
+	obs   ItemObserver // nil when s does not observe items
+	id    format.TreeID
+	root  format.RootPtr
+	hints *Hints // nil: none (UseHints)
 }
 
 // New returns a handle on tree id rooted at root (Logical 0 = empty).
@@ -144,15 +145,10 @@ func itemIndex(n *format.Node, key format.Key) (int, bool) {
 // callers copy before changing it (Put sees the old value to keep the
 // counters, and a clean node is the committed state).
 func (t *Tree) Get(key format.Key) ([]byte, error) {
-	n, err := t.readRoot()
+	n, err := t.leafFor(key)
 	if err != nil || n == nil {
-		// An unreadable root is not an empty tree: the error alone.
+		// An unreadable node is not an absent key: the error alone.
 		return nil, joinNotFound(err)
-	}
-	for !n.IsLeaf() {
-		if n, err = t.readChild(n, childIndex(n, key)); err != nil {
-			return nil, err
-		}
 	}
 	if i, ok := itemIndex(n, key); ok {
 		return n.Items[i].Data, nil
@@ -170,7 +166,9 @@ func (t *Tree) cow(n *format.Node) (*format.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Items = append([]format.Item(nil), n.Items...)
+	if n.IsLeaf() {
+		c.SetItems(append([]format.Item(nil), n.Items...))
+	}
 	c.Ptrs = append([]format.KeyPtr(nil), n.Ptrs...)
 	if err := t.s.FreeNode(n); err != nil {
 		return nil, err
@@ -188,6 +186,7 @@ func (t *Tree) setRoot(n *format.Node) {
 
 // cowRoot makes the root writable, creating an empty leaf for an empty tree.
 func (t *Tree) cowRoot() (*format.Node, error) {
+	t.hints = nil // leaves change in place from now on
 	n, err := t.readRoot()
 	if err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func (s *memStore) commit() {
 		delete(s.disk, l)
 	}
 	for l, n := range s.dirty {
-		if n.UsedBytes() > int(s.nodesize)-format.NodeHeaderSize {
+		if n.SumUsedBytes() > int(s.nodesize)-format.NodeHeaderSize {
 			s.t.Fatalf("dirty node %d overfull", l)
 		}
 		s.disk[l] = format.MarshalNode(n, s.nodesize, format.CsumCRC32C)

@@ -7,8 +7,9 @@ import (
 )
 
 // Verify walks the whole tree and checks the B+tree invariants: key order
-// across nodes, parent keys equal to child first keys, levels, fill, and
-// that only the root may be empty. Tests and fsck use it.
+// across nodes, parent keys equal to child first keys, levels, fill, that
+// only the root may be empty, and that a changed leaf's kept byte count
+// matches its items (errCountDrift). Tests and fsck use it.
 func (t *Tree) Verify() error {
 	n, err := t.readRoot()
 	if err != nil || n == nil {
@@ -23,8 +24,11 @@ func (t *Tree) verifyNode(n *format.Node, isRoot bool, last **format.Key) error 
 		return fmt.Errorf("%v tree node %d: empty non-root node: %w", t.id, n.Logical, format.ErrCorrupt)
 	}
 	if n.IsLeaf() {
-		if n.UsedBytes() > t.capacity() {
+		if n.SumUsedBytes() > t.capacity() {
 			return fmt.Errorf("%v tree node %d: overfull: %w", t.id, n.Logical, format.ErrCorrupt)
+		}
+		if err := t.checkCountAlways(n); err != nil {
+			return err
 		}
 		for i := range n.Items {
 			k := n.Items[i].Key

@@ -98,7 +98,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 	if firstKey != nil && node.NumItems() > 0 && node.FirstKey() != *firstKey {
 		problem(NodeFirstKey, "first key %v, parent pointer says %v", node.FirstKey(), *firstKey)
 	}
-	if node.UsedBytes() > int(c.sb.NodeSize)-format.NodeHeaderSize {
+	if node.SumUsedBytes() > int(c.sb.NodeSize)-format.NodeHeaderSize {
 		problem(NodeOverflow, "contents overflow the node")
 	}
 	if node.IsLeaf() {

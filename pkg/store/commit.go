@@ -211,7 +211,7 @@ func (tx *Txn) writeNodes() error {
 	buf := make([]byte, fs.sb.NodeSize) // devices do not keep what they write
 	for _, l := range logicals {
 		n := tx.dirty[l]
-		if n.UsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
+		if n.SumUsedBytes() > int(fs.sb.NodeSize)-format.NodeHeaderSize {
 			return fmt.Errorf("node %d overfull at commit: %w", l, ErrCorrupt)
 		}
 		if err := fs.Vol.Write(l, format.MarshalNodeTo(buf, n, fs.sb.CsumType)); err != nil {

@@ -32,7 +32,8 @@ type FS struct {
 	Vol      *volume.Volume
 	sb       format.Superblock // the committed state
 	cache    *nodeCache
-	bgs      []*BlockGroup // sorted by logical
+	hints    [format.NumTrees]btree.Hints // leaves of each committed tree that lookups reached last
+	bgs      []*BlockGroup                // sorted by logical
 	devItems map[uint64]*format.DevItem
 	tx       *Txn
 	// broken is set when a transaction failed half-way: the in-memory
@@ -129,9 +130,13 @@ func (fs *FS) DevItems() []*format.DevItem {
 // BlockGroups returns the block groups in logical order.
 func (fs *FS) BlockGroups() []*BlockGroup { return fs.bgs }
 
-// Tree returns a read-only handle on the committed state of tree id.
+// Tree returns a read-only handle on the committed state of tree id. Its
+// lookups share the FS's hints for the tree, so the handles a walk asks
+// for one by one still find the leaves the previous ones reached.
 func (fs *FS) Tree(id format.TreeID) *btree.Tree {
-	return btree.New(readOnly{fs}, id, fs.sb.Roots.Root(id))
+	t := btree.New(readOnly{fs}, id, fs.sb.Roots.Root(id))
+	t.UseHints(&fs.hints[id-1])
+	return t
 }
 
 func (fs *FS) loadChunkTree() error {

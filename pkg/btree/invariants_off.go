@@ -1,0 +1,5 @@
+//go:build !ddfs_invariants
+
+package btree
+
+const checkInvariants = false
