@@ -51,7 +51,7 @@ func (f *fixer) fixLayout(p Problem) error {
 		if x.index >= 2 {
 			return f.raiseSeq(x.dir)
 		}
-		return f.dropIndexedName(x.dir, x.index)
+		return f.reindexName(x.dir, x.index)
 	case DirSeq:
 		return f.raiseSeq(p.Ino)
 	case InodeKeyOffset:
@@ -198,6 +198,26 @@ func (f *fixer) dropIndexedName(dir, idx uint64) error {
 		return err
 	}
 	return f.reconnect(e.Ino)
+}
+
+// reindexName moves the name at DIR_INDEX idx of dir, an index below 2
+// where none may be, to a new index, as e2fsck re-indexes a directory:
+// the name stays (a file whose one name it is would otherwise go to
+// lost+found), its DIR_ITEM entry and INODE_REF follow. An entry that
+// does not decode has no name to keep: it goes.
+func (f *fixer) reindexName(dir, idx uint64) error {
+	b, err := f.tree(format.FSTree).Get(dirIndexKey(dir, idx))
+	if err != nil {
+		return ignoreNotFound(err)
+	}
+	e, err := format.UnmarshalDirEntry(b)
+	if err != nil {
+		return f.del(format.FSTree, dirIndexKey(dir, idx))
+	}
+	if err := f.dropWholeName(e.Ino, nameOf{dir, idx, e.Name}); err != nil {
+		return err
+	}
+	return f.completeName(dir, noIndex, e.Name, e.Ino, e.Type)
 }
 
 // raiseSeq sets a directory's seq past every index it holds (at least 2).

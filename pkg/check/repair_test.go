@@ -152,11 +152,7 @@ var repairLeaves = map[string][]string{
 
 // repairMoves is the path a surgery case's repair moves to lost+found
 // though the damaged image still resolves it.
-var repairMoves = map[string]string{
-	// A DIR_INDEX below 2 is dropped with its name, not given a new
-	// index: the file keeps its data but loses its name.
-	"name at DIR_INDEX 1": "/small",
-}
+var repairMoves = map[string]string{}
 
 // repairSideFixes are problems no fix is made for that go away with the
 // fix of another problem of the same case.

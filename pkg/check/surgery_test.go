@@ -227,8 +227,8 @@ func surgeryCases() []surgeryCase {
 			return []want{{code: RefNoDir, ino: small}}
 		}},
 		{"name at DIR_INDEX 1", func(s *surgeon) []want {
-			// Indexes start at 2: the name goes, and /small, left without
-			// one, gets a name in lost+found.
+			// Indexes start at 2: -y moves the name to a new index, and
+			// /small keeps its path (TestRepairSurgery).
 			small := s.ino("/small")
 			idx, _ := s.entry(root, "small")
 			s.move(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: 1})
