@@ -236,6 +236,16 @@ func surgeryCases() []surgeryCase {
 			s.put(fsT, rk, format.MarshalInodeRefs([]format.InodeRef{{Index: 1, Name: "small"}}))
 			return []want{{code: DirIndexRange, ino: root}}
 		}},
+		{"directory name at DIR_INDEX 1", func(s *surgeon) []want {
+			// As above for a directory: its one INODE_REF, which names
+			// the index, moves with the name.
+			dir := s.ino("/dir")
+			idx, _ := s.entry(root, "dir")
+			s.move(fsT, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: 1})
+			rk := format.Key{ObjectID: dir, Type: format.InodeRefKey, Offset: root}
+			s.put(fsT, rk, format.MarshalInodeRefs([]format.InodeRef{{Index: 1, Name: "dir"}}))
+			return []want{{code: DirIndexRange, ino: root}}
+		}},
 		{"dir item names another inode", func(s *surgeon) []want {
 			// The DIR_ITEM's inode alone changes (to another regular file):
 			// its fingerprint must hold the inode, or it balances the
