@@ -183,29 +183,28 @@ func (f *fixer) trimExtent(k format.Key, prevEnd uint64) error {
 // DIR_ITEM entry and INODE_REF); a child left without a name gets one in
 // /lost+found.
 func (f *fixer) dropIndexedName(dir, idx uint64) error {
-	b, err := f.tree(format.FSTree).Get(dirIndexKey(dir, idx))
-	if err != nil {
-		return ignoreNotFound(err)
-	}
-	e, err := format.UnmarshalDirEntry(b)
-	if err != nil {
-		return f.del(format.FSTree, dirIndexKey(dir, idx))
-	}
-	if err := f.dropWholeName(e.Ino, nameOf{dir, idx, e.Name}); err != nil {
-		return err
-	}
-	if n, err := f.names(e.Ino); err != nil || n > 0 {
-		return err
-	}
-	return f.reconnect(e.Ino)
+	return f.takeIndexedName(dir, idx, func(e format.DirEntry) error {
+		if n, err := f.names(e.Ino); err != nil || n > 0 {
+			return err
+		}
+		return f.reconnect(e.Ino)
+	})
 }
 
 // reindexName moves the name at DIR_INDEX idx of dir, an index below 2
 // where none may be, to a new index, as e2fsck re-indexes a directory:
 // the name stays (a file whose one name it is would otherwise go to
-// lost+found), its DIR_ITEM entry and INODE_REF follow. An entry that
-// does not decode has no name to keep: it goes.
+// lost+found), its DIR_ITEM entry and INODE_REF follow.
 func (f *fixer) reindexName(dir, idx uint64) error {
+	return f.takeIndexedName(dir, idx, func(e format.DirEntry) error {
+		return f.completeName(dir, noIndex, e.Name, e.Ino, e.Type)
+	})
+}
+
+// takeIndexedName removes the name at DIR_INDEX idx of dir with its
+// DIR_ITEM entry and INODE_REF, then calls then with it. An entry that
+// does not decode has no name to keep: it goes alone.
+func (f *fixer) takeIndexedName(dir, idx uint64, then func(format.DirEntry) error) error {
 	b, err := f.tree(format.FSTree).Get(dirIndexKey(dir, idx))
 	if err != nil {
 		return ignoreNotFound(err)
@@ -217,7 +216,7 @@ func (f *fixer) reindexName(dir, idx uint64) error {
 	if err := f.dropWholeName(e.Ino, nameOf{dir, idx, e.Name}); err != nil {
 		return err
 	}
-	return f.completeName(dir, noIndex, e.Name, e.Ino, e.Type)
+	return then(e)
 }
 
 // raiseSeq sets a directory's seq past every index it holds (at least 2).
