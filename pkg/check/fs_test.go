@@ -361,3 +361,31 @@ func TestFSLinkOntoExistingName(t *testing.T) {
 		t.Fatalf("problems: %v", rep.Problems)
 	}
 }
+
+// TestNodesProgressTotal: the node pass's progress counts up to a total
+// known from the start (the superblock's metadata bytes in nodes), which
+// is exactly the number of nodes it visits.
+func TestNodesProgressTotal(t *testing.T) {
+	for _, l := range []layout{{1, format.ProfileSingle, format.ProfileDup}, {4, format.ProfileRaid10, format.ProfileRaid1C3}} {
+		f, devs := newFS(t, l)
+		populate(t, f)
+		var calls, last, total uint64
+		opt := Options{Progress: func(pass string, done, tot uint64, _ bool) {
+			if pass != "nodes" {
+				return
+			}
+			if calls > 0 && tot != total {
+				t.Fatalf("%v: total %d, then %d", l, total, tot)
+			}
+			calls, last, total = calls+1, done, tot
+		}}
+		rep := fsckDevs(t, devs, opt)
+		nodes := uint64(0)
+		for _, n := range rep.TreeNodes {
+			nodes += uint64(n)
+		}
+		if !rep.Clean() || calls == 0 || total != last || total != nodes {
+			t.Fatalf("%v: %d calls, last %d of %d; %d nodes in the trees; %v", l, calls, last, total, nodes, rep.Problems)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		return
 	}
 	c.seen[logical] = id
-	c.opt.progress("nodes", uint64(len(c.seen)), 0, false)
+	c.opt.progress("nodes", uint64(len(c.seen)), c.nodesTotal(), false)
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok {
 		c.add(Problem{Code: NodeNoChunk, Tree: tree, Logical: logical, Message: "node address is in no chunk"})
@@ -513,4 +513,17 @@ func (c *checker) copyPlace(targets []volume.Target, m int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (devid %d at offset %d)", targets[m].DevID, targets[m].Physical)
+}
+
+// nodesTotal is what the progress of the node pass counts up to: the
+// metadata bytes the superblock counts (bytes_used less the data
+// extents' counter) in nodes, at least the nodes seen; 0 (no total)
+// without exact counters. Display only: the superblock is not trusted
+// for anything else here.
+func (c *checker) nodesTotal() uint64 {
+	sb := c.sb
+	if sb.RoCompat&format.RoCompatCounters == 0 || sb.NodeSize == 0 || sb.BytesUsed < sb.Counters.PhysicalBytes {
+		return 0
+	}
+	return max((sb.BytesUsed-sb.Counters.PhysicalBytes)/uint64(sb.NodeSize), uint64(len(c.seen)))
 }
