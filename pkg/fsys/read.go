@@ -23,7 +23,6 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 	}
 	n := min(uint64(len(p)), in.Size-off)
 	buf := p[:n]
-	clear(buf)
 	xs, err := f.extents(in.Ino, off, off+n)
 	if err != nil {
 		return 0, err
@@ -32,17 +31,25 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 	if err := f.predecompress(xs); err != nil {
 		return 0, err
 	}
+	// Only what no extent fills is zeroed (holes, before and after the
+	// extents): clearing all of p first was 15% of tar-out's CPU.
+	done := uint64(0) // buf[:done] is filled
 	for _, x := range xs {
 		s, e := max(x.off, off), min(x.end(), off+n)
 		if s >= e {
 			continue
 		}
+		if s-off > done {
+			clear(buf[done : s-off])
+		}
+		filled := done // a hole never zeroes bytes an extent before it filled
+		done = max(done, e-off)
 		dst := buf[s-off : e-off]
 		switch {
 		case x.Type == format.FileExtentInline:
-			copy(dst, x.Inline[s-x.off:])
+			copy(dst, x.Inline[s-x.off:]) // dst ends where the inline bytes do
 		case x.Type == format.FileExtentPrealloc || x.DiskLogical == 0:
-			// reads as zeros
+			clear(buf[max(s-off, filled):done]) // reads as zeros
 		case x.Compression != format.CompressNone:
 			data, err := f.decompressed(x)
 			if err != nil {
@@ -73,6 +80,7 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 			}
 		}
 	}
+	clear(buf[done:])
 	if n < uint64(len(p)) {
 		return int(n), io.EOF
 	}
