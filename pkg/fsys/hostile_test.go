@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"io/fs"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 
