@@ -2,6 +2,8 @@ package dedupe
 
 import (
 	"errors"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,4 +73,50 @@ func TestRunRefusesTypeLoop(t *testing.T) {
 		}
 		f.Close()
 	}
+}
+
+// TestListFiles: the files under a folder (or the one file named), each
+// once however many names it has, in inode order; symlinks and folders
+// are not listed.
+func TestListFiles(t *testing.T) {
+	d := newImage(t, format.Settings{})
+	f := openAt(t, d, 0, epoch)
+	ino := map[string]uint64{}
+	for _, p := range []string{"/b", "/b/sub", "/a"} {
+		in, err := f.Mkdir(p, fsys.Attr{Mode: 0o755})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino[p] = in.Ino
+	}
+	for _, p := range []string{"/b/sub/w", "/a/y", "/a/x"} { // created out of name order
+		in, err := f.Create(p, fsys.Attr{Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino[p] = in.Ino
+	}
+	if err := f.Link("/a/x", "/b/z"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Symlink("/a/x", "/b/l", fsys.Attr{}); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string][]uint64{
+		"/":        {ino["/b/sub/w"], ino["/a/y"], ino["/a/x"]},
+		"/a":       {ino["/a/y"], ino["/a/x"]},
+		"/b":       {ino["/b/sub/w"], ino["/a/x"]},
+		"/b/sub/w": {ino["/b/sub/w"]},
+		"b/":       {ino["/b/sub/w"], ino["/a/x"]},
+	} {
+		got, err := listFiles(f, dir)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("listFiles(%q) = %v, %v; want %v", dir, got, err, want)
+		}
+	}
+	if _, err := listFiles(f, "/nowhere"); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("listFiles of a missing folder: %v", err)
+	}
+	f.Close()
 }
