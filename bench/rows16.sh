@@ -4,7 +4,13 @@
 # bin/), so before/after and ddfs/peer ratios come from the same noise:
 #   build   100k small files (bench/gen, 0-8 KiB): mkfs.ddfs -r | mkfs.erofs | mke2fs -d (+ sync -f)
 #   du -s   of the 100k image | host du -s of the source
-#   cp -a   the Go tree out of an image | host cp -a (warm)
+#   cp -a   the Go tree out of an image | host cp -a (warm), into a folder of
+#           the work disk emptied by rm -rf before each run (cp-a-go), into a
+#           fresh ext4 made (loop image, untimed) before each run (cp-a-fresh),
+#           and into /dev/shm (cp-a-shm): right after an rm -rf of 15,000
+#           files, ext4's inode allocator skips the recently deleted ones
+#           (kernel time 0.3 -> 5 s for either tool), so cp-a-go measures
+#           that more than the tools; the other two do not have it
 #   tar     ddfs tar-out | cat | tar -cf - | cat (warm)
 # Environment: BIN (bin), BASE (a second ddfs build, optional), RUNS (3), GO, D1
 # (the tree, default `go env GOROOT`). Output: bench/results/rows16-latest.txt.
@@ -17,7 +23,7 @@ RUNS=${RUNS:-3} GO=${GO:-go} BIN=$(cd "${BIN:-$ROOT/bin}" && pwd) BASE=${BASE:-}
 D1=${D1:-$("$GO" env GOROOT)}
 LOAD=$(cat /proc/loadavg)
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-rows16.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+trap 'mountpoint -q "$W/m" && umount "$W/m"; rm -rf "$W" /dev/shm/ddfs-rows16-out' EXIT
 OUT=$ROOT/bench/results/rows16-latest.txt
 "$GO" build -o "$W/gen" "$ROOT/bench/gen"
 "$W/gen" small -dirs 100 -files 1000 -max 8192 -nest 100 "$W/src"
@@ -71,6 +77,22 @@ TOOLS=(ddfs) SETUPS=('rm -rf $W/out') CMDS=("$BIN/ddfs cp -a \$W/go.img:/ \$W/ou
 base "ddfs BASE" 'rm -rf $W/out' "$BIN/ddfs cp -a \$W/go.img:/ \$W/out"
 TOOLS+=("cp -a") SETUPS+=('rm -rf $W/out') CMDS+=('cp -a $W/go $W/out')
 row cp-a-go
+mkdir -p "$W/m"
+# freshext: an empty ext4 at $W/m, made anew (not timed).
+freshext() {
+	mountpoint -q "$W/m" && umount "$W/m"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$W/ext.img" 2G && mount -o loop "$W/ext.img" "$W/m"
+}
+export -f freshext
+TOOLS=(ddfs) SETUPS=('freshext') CMDS=("$BIN/ddfs cp -a \$W/go.img:/ \$W/m/out")
+base "ddfs BASE" 'freshext' "$BIN/ddfs cp -a \$W/go.img:/ \$W/m/out"
+TOOLS+=("cp -a") SETUPS+=('freshext') CMDS+=('cp -a $W/go $W/m/out')
+row cp-a-fresh
+S=/dev/shm/ddfs-rows16-out
+TOOLS=(ddfs) SETUPS=("rm -rf $S") CMDS=("$BIN/ddfs cp -a \$W/go.img:/ $S")
+base "ddfs BASE" "rm -rf $S" "$BIN/ddfs cp -a \$W/go.img:/ $S"
+TOOLS+=("cp -a") SETUPS+=("rm -rf $S") CMDS+=("cp -a \$W/go $S")
+row cp-a-shm
 TOOLS=(ddfs) SETUPS=(:) CMDS=("$BIN/ddfs tar-out \$W/go.img | cat >/dev/null")
 base "ddfs BASE" : "$BIN/ddfs tar-out \$W/go.img | cat >/dev/null"
 TOOLS+=("tar -c") SETUPS+=(:) CMDS+=('tar -cf - -C $W/go . | cat >/dev/null')
