@@ -11,6 +11,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -72,6 +73,15 @@ func (f *fixer) fixNames(p Problem) error {
 		if other, err := f.indexOwner(x.dir, x.name); err != nil || other != 0 && other != child {
 			return err
 		}
+		// A DIR_ITEM entry alone (no DIR_INDEX of the name for the
+		// inode) of an inode named elsewhere is not made a new name:
+		// it goes. Only an inode it would leave nameless keeps it.
+		if lone, err := f.loneItem(x.dir, x.name, child); err != nil || lone {
+			if err != nil {
+				return err
+			}
+			return f.dropName(x.dir, noIndex, x.name, child)
+		}
 		f.touched[child] = true
 		return f.completeName(x.dir, x.index, x.name, child, x.ftype)
 	case IndexNoItem, RefNoIndex:
@@ -95,6 +105,9 @@ func (f *fixer) fixNames(p Problem) error {
 			return err
 		}
 		if err := f.dropRef(child, x.dir, x.name); err != nil {
+			return err
+		}
+		if odd, err := f.refNameOdd(x.dir, x.index, x.name, child); err != nil || odd {
 			return err
 		}
 		return f.completeName(x.dir, noIndex, x.name, child, in.FileType())
@@ -149,6 +162,35 @@ func (f *fixer) getInode(ino uint64) (*format.InodeItem, error) {
 		return nil, nil
 	}
 	return in, nil
+}
+
+// refNameOdd reports whether an INODE_REF's name is the odd one out: the
+// DIR_INDEX at its index names the same inode under another name, and
+// no entry of the directory has the ref's name for it. The directory's
+// entry then holds (ENTRY_NO_REF's fix gives it its ref) and the ref's
+// name is not made up as a new entry, as e2fsck takes names from the
+// directories alone.
+func (f *fixer) refNameOdd(dir, idx uint64, name string, child uint64) (bool, error) {
+	b, err := f.tree(format.FSTree).Get(dirIndexKey(dir, idx))
+	if err != nil {
+		return false, ignoreNotFound(err)
+	}
+	e, err := format.UnmarshalDirEntry(b)
+	if err != nil || e.Ino != child || e.Name == name {
+		return false, nil
+	}
+	own, err := f.findIndex(dir, name, child)
+	return own == noIndex, err
+}
+
+// loneItem reports whether name → child in dir is a DIR_ITEM entry with
+// no DIR_INDEX while child has a name (an INODE_REF) somewhere.
+func (f *fixer) loneItem(dir uint64, name string, child uint64) (bool, error) {
+	if idx, err := f.findIndex(dir, name, child); err != nil || idx != noIndex {
+		return false, err
+	}
+	n, err := f.names(child)
+	return n > 0, err
 }
 
 // findIndex finds the DIR_INDEX of name → child in dir (noIndex if none).
@@ -323,6 +365,9 @@ func (f *fixer) addRef(child, dir, idx uint64, name string) error {
 			return nil
 		}
 	}
+	// A name at the same index is another's claim on the DIR_INDEX this
+	// name has: one index holds one name, so it gives way (REF_INDEX_OTHER).
+	refs = slices.DeleteFunc(refs, func(r format.InodeRef) bool { return r.Index == idx })
 	return tr.Put(inodeRefKey(child, dir), format.MarshalInodeRefs(append(refs, format.InodeRef{Index: idx, Name: name})))
 }
 

@@ -154,6 +154,14 @@ var repairLeaves = map[string][]string{
 // though the damaged image still resolves it.
 var repairMoves = map[string]string{}
 
+// repairKeeps is a name a surgery case's damage made that walkers of the
+// damaged image refuse to follow, and -y keeps.
+var repairKeeps = map[string]string{
+	// A directory with two names keeps the first by its INODE_REF keys:
+	// the link the damage made in / comes before /dir's.
+	"directory with two names": "/sub2",
+}
+
 // repairSideFixes are problems no fix is made for that go away with the
 // fix of another problem of the same case.
 var repairSideFixes = map[string][]string{
@@ -166,11 +174,7 @@ var repairSideFixes = map[string][]string{
 
 // repairUncovers are problems a surgery case's first check cannot see:
 // a fix of one problem uncovers them, and a later round fixes them.
-var repairUncovers = map[string][]string{
-	// Round one makes the name "smalm" whole again at a new index and
-	// the INODE_REF then holds index 4 twice; later rounds clean up.
-	"inode ref renamed": {"ENTRY_NO_REF", "FS_ITEM_BAD", "ORPHAN"},
-}
+var repairUncovers = map[string][]string{}
 
 // markFixed sorts codes and marks "+" those not in left (each code of
 // left consumes one occurrence), as codesOf marks a report.
@@ -250,6 +254,15 @@ func TestRepairSurgery(t *testing.T) {
 			for p, ino := range originalPaths {
 				if repaired[p] != ino && damagedPaths[p] == ino && p != repairMoves[tc.name] {
 					t.Errorf("%s: inode %d before and after the damage, %d after -y", p, ino, repaired[p])
+				}
+			}
+			// Nor does it make up a name: every path after -y was there
+			// before or after the damage, or is in /lost+found.
+			for p, ino := range repaired {
+				_, before := originalPaths[p]
+				_, damagedToo := damagedPaths[p]
+				if !before && !damagedToo && !strings.HasPrefix(p, "/lost+found") && p != repairKeeps[tc.name] {
+					t.Errorf("%s (inode %d): a name -y made up", p, ino)
 				}
 			}
 			for ino, sum := range contents(t, s.devs) {
