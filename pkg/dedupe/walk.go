@@ -1,9 +1,11 @@
 package dedupe
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"syscall"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -62,6 +64,9 @@ func listFiles(f *fsys.FS, dir string) ([]uint64, error) {
 func eachFile(f *fsys.FS, files []uint64, minSize uint64, fn func(int, *fsys.Inode) error) error {
 	for seq, ino := range files {
 		in, err := f.Inode(ino)
+		if errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("inode %d: named by a directory entry, missing: %w", ino, format.ErrCorrupt)
+		}
 		if err != nil {
 			return err
 		}

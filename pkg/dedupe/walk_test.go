@@ -120,3 +120,26 @@ func TestListFiles(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestRunMissingInode: a file entry naming an inode that is not there
+// is corruption (fsck's ENTRY_DANGLING), not "no such file".
+func TestRunMissingInode(t *testing.T) {
+	d := newImage(t, format.Settings{})
+	e := format.MarshalDirEntry(format.DirEntry{Ino: 9999, Type: format.FileTypeRegular, Name: "ghost"})
+	inTx(t, d, func(tx *store.Txn) {
+		ft := tx.Tree(format.FSTree)
+		for _, k := range []format.Key{
+			{ObjectID: format.RootDirIno, Type: format.DirItemKey, Offset: format.NameHash([]byte("ghost"))},
+			{ObjectID: format.RootDirIno, Type: format.DirIndexKey, Offset: 1000},
+		} {
+			if err := ft.Insert(k, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	f := openImage(t, d, 0)
+	defer f.Close()
+	if _, err := Run(f, RunOptions{Block: testBlock}); !errors.Is(err, format.ErrCorrupt) {
+		t.Fatalf("run: %v, want corruption", err)
+	}
+}
