@@ -33,6 +33,10 @@ type FS struct {
 	sb       format.Superblock // the committed state
 	cache    *nodeCache
 	hints    [format.NumTrees]btree.Hints // leaves of each committed tree that lookups reached last
+	// roTrees are the handles Tree gave out, each valid while its tree's
+	// root is the committed one (a handle is read-only: sharing it is
+	// safe; a new one per lookup was an allocation per 4K read on a mount).
+	roTrees [format.NumTrees]*btree.Tree
 	bgs      []*BlockGroup                // sorted by logical
 	devItems map[uint64]*format.DevItem
 	tx       *Txn
@@ -134,8 +138,13 @@ func (fs *FS) BlockGroups() []*BlockGroup { return fs.bgs }
 // lookups share the FS's hints for the tree, so the handles a walk asks
 // for one by one still find the leaves the previous ones reached.
 func (fs *FS) Tree(id format.TreeID) *btree.Tree {
-	t := btree.New(readOnly{fs}, id, fs.sb.Roots.Root(id))
+	root := fs.sb.Roots.Root(id)
+	if t := fs.roTrees[id-1]; t != nil && t.Root() == root {
+		return t
+	}
+	t := btree.New(readOnly{fs}, id, root)
 	t.UseHints(&fs.hints[id-1])
+	fs.roTrees[id-1] = t
 	return t
 }
 
