@@ -29,15 +29,15 @@ var (
 
 // FS is an opened filesystem. It is not safe for concurrent use.
 type FS struct {
-	Vol      *volume.Volume
-	sb       format.Superblock // the committed state
-	cache    *nodeCache
-	hints    [format.NumTrees]btree.Hints // leaves of each committed tree that lookups reached last
+	Vol   *volume.Volume
+	sb    format.Superblock // the committed state
+	cache *nodeCache
+	hints [format.NumTrees]btree.Hints // leaves of each committed tree that lookups reached last
 	// roTrees are the handles Tree gave out, each valid while its tree's
 	// root is the committed one (a handle is read-only: sharing it is
 	// safe; a new one per lookup was an allocation per 4K read on a mount).
-	roTrees [format.NumTrees]*btree.Tree
-	bgs      []*BlockGroup                // sorted by logical
+	roTrees  [format.NumTrees]*btree.Tree
+	bgs      []*BlockGroup // sorted by logical
 	devItems map[uint64]*format.DevItem
 	tx       *Txn
 	// broken is set when a transaction failed half-way: the in-memory
