@@ -28,7 +28,9 @@ type outCopier struct {
 	buf   []byte
 	links map[uint64]linkRef // image inode -> first copy, for -a
 	dups  []*os.File         // directory handles the links refer to
-	bad   fsys.Refused
+	bad   refusal            // the first entry not copied, by walk order
+	seq   int                // entries met so far in the walk
+	w     *outWriter         // makes small files beside the walk (trees)
 	uid   int // our euid: the owner a new file gets
 	egid  int
 	umask uint32 // what open takes from a new file's mode
@@ -105,17 +107,27 @@ func CopyOut(f *fsys.FS, src, dst string, o Options) error {
 	}
 	defer hd.close()
 	c := &outCopier{f: f, o: o, buf: make([]byte, bufSize), links: map[uint64]linkRef{}, uid: os.Geteuid(), egid: os.Getegid(), umask: processUmask()}
-	defer func() {
-		for _, d := range c.dups {
-			d.Close()
-		}
-	}()
-	return c.bad.Done(c.copy(in, src, hd, name, false))
+	if in.IsDir() {
+		c.w = newOutWriter(c)
+	}
+	err = c.copy(in, src, hd, name, false)
+	if c.w != nil {
+		c.w.close() // before the folders and link handles it uses close
+	}
+	for _, d := range c.dups {
+		d.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return c.bad.err
 }
 
 // copy writes inode in (image path src) as name inside d. fresh says d
 // was just made by us, so nothing can be in the way.
 func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fresh bool) error {
+	c.seq++
+	seq := c.seq
 	if name != "." && !format.ValidName(name) {
 		return fmt.Errorf("%s: invalid name %q in image", src, name)
 	}
@@ -129,6 +141,10 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 	}
 	if c.o.Archive && !in.IsDir() && in.Nlink > 1 {
 		if first, ok := c.links[in.Ino]; ok {
+			if c.w != nil {
+				c.w.link(seq, first, src, d, name) // after the first copy's file
+				return nil
+			}
 			return unix.Linkat(int(first.dir.Fd()), first.name, d.dfd, name, 0)
 		}
 		if d.dup == nil {
@@ -143,7 +159,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 	}
 	switch {
 	case in.IsDir():
-		return c.copyDir(in, src, d, name)
+		return c.copyDir(seq, in, src, d, name)
 	case in.IsSymlink():
 		target, err := c.f.Readlink(src)
 		if err != nil {
@@ -157,6 +173,8 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 			return c.utimes(d, name, in, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		return nil
+	case in.IsRegular() && c.w != nil && in.Size <= outJobMax:
+		return c.w.file(seq, in, src, d, name)
 	case in.IsRegular():
 		return c.copyFile(in, src, d, name)
 	default:
@@ -165,7 +183,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 		}
 		if err := unix.Mknodat(d.dfd, name, in.Mode, int(in.Rdev)); err != nil {
 			if errors.Is(err, syscall.EPERM) { // a device node, not root: name it, go on
-				c.bad.Add(&fs.PathError{Op: "mknod", Path: src, Err: err})
+				c.bad.add(seq, &fs.PathError{Op: "mknod", Path: src, Err: err})
 				return nil
 			}
 			return &fs.PathError{Op: "mknod", Path: src, Err: err}
@@ -179,7 +197,7 @@ func (c *outCopier) copy(in *fsys.Inode, src string, d *hostDir, name string, fr
 	}
 }
 
-func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string) error {
+func (c *outCopier) copyDir(seq int, in *fsys.Inode, src string, d *hostDir, name string) error {
 	made := false
 	if name != "." {
 		err := d.root.Mkdir(name, 0o700)
@@ -197,9 +215,9 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		sub.Close()
 		return err
 	}
-	defer sd.close()
 	kids, err := c.f.Children(in)
-	if err := c.bad.Note(src, err); err != nil {
+	if err := c.note(seq, src, err); err != nil {
+		sd.close()
 		return err
 	}
 	for _, k := range kids {
@@ -207,10 +225,27 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 		// that leads out of the destination, a read error) is reported
 		// and the others are still copied; the exit status says so.
 		ksrc := path.Join(src, k.Entry.Name)
+		kseq := c.seq + 1
 		if err := c.copy(k.Inode, ksrc, sd, k.Entry.Name, made); err != nil {
-			c.bad.Add(entryError(ksrc, filepath.Join(sd.path, k.Entry.Name), err))
+			c.bad.add(kseq, entryError(ksrc, filepath.Join(sd.path, k.Entry.Name), err))
 		}
 	}
+	var xs []format.Xattr
+	if c.o.Archive {
+		xs, _ = c.f.ListXattrs(in) // none when they cannot be read, as for files
+	}
+	if c.w != nil {
+		c.w.dir(seq, in, xs, src, d, name, sd) // after all that goes in it
+		return nil
+	}
+	err = c.dirAttrs(in, xs, d, name, sd)
+	sd.close()
+	return err
+}
+
+// dirAttrs gives folder name in d, open as sd, its owner, mode, xattrs
+// and times once everything in it is written.
+func (c *outCopier) dirAttrs(in *fsys.Inode, xs []format.Xattr, d *hostDir, name string, sd *hostDir) error {
 	if name == "." && !c.o.keepAttrs() {
 		return nil
 	}
@@ -224,10 +259,20 @@ func (c *outCopier) copyDir(in *fsys.Inode, src string, d *hostDir, name string)
 	if !c.o.keepAttrs() {
 		return nil
 	}
-	if c.o.Archive {
-		c.setXattrs(in, sd.dfd)
-	}
+	setXattrs(xs, sd.dfd)
 	return c.utimes(d, name, in, 0)
+}
+
+// note takes the error of listing directory dir (an image path) as
+// fsys.Refused.Note does: an EntryError is remembered and the walk goes
+// on; any other error stops it.
+func (c *outCopier) note(seq int, dir string, err error) error {
+	var ee *fsys.EntryError
+	if err == nil || !errors.As(err, &ee) {
+		return err
+	}
+	c.bad.add(seq, &fs.PathError{Op: "read", Path: path.Join(dir, ee.Name), Err: ee})
+	return nil
 }
 
 // copyFile writes a regular file with raw calls on the directory's fd:
@@ -262,7 +307,11 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 		err = unix.Ftruncate(fd, int64(in.Size))
 	}
 	if err == nil && c.o.keepAttrs() {
-		err = c.fileAttrs(fd, in, d, name)
+		var xs []format.Xattr
+		if c.o.Archive {
+			xs, _ = c.f.ListXattrs(in)
+		}
+		err = c.fileAttrs(fd, in, xs, d, name)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
@@ -278,7 +327,7 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 // Calls that would change nothing are left out: a new file's owner is
 // our euid and the directory's group value (hostDir.gid), and its mode
 // only differs from the one open asked for when umask or special bits do.
-func (c *outCopier) fileAttrs(fd int, in *fsys.Inode, d *hostDir, name string) error {
+func (c *outCopier) fileAttrs(fd int, in *fsys.Inode, xs []format.Xattr, d *hostDir, name string) error {
 	if int(in.UID) != c.uid || int(in.GID) != d.gid {
 		_ = unix.Fchown(fd, int(in.UID), int(in.GID)) // as cp -p: not an error for a user
 	}
@@ -288,10 +337,37 @@ func (c *outCopier) fileAttrs(fd int, in *fsys.Inode, d *hostDir, name string) e
 			return err
 		}
 	}
-	if c.o.Archive {
-		c.setXattrs(in, fd)
-	}
+	setXattrs(xs, fd)
 	return c.utimes(d, name, in, 0)
+}
+
+// makeFile writes a regular file whose bytes were read already (the
+// writer's files): as copyFile, holes where data has zero blocks.
+func (c *outCopier) makeFile(in *fsys.Inode, data []byte, xs []format.Xattr, d *hostDir, name string) error {
+	fd, err := unix.Openat(d.dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, in.Mode&0o777)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
+	}
+	w := fdWriter{fd: fd}
+	err = writeNonZero(&w, data, 0)
+	if err == nil && w.end != int64(in.Size) {
+		err = unix.Ftruncate(fd, int64(in.Size))
+	}
+	if err == nil && c.o.keepAttrs() {
+		err = c.fileAttrs(fd, in, xs, d, name)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		unix.Unlinkat(d.dfd, name, 0) // a partial file would look complete
+	}
+	return err
+}
+
+// readError names a file whose bytes could not be read.
+func readError(src string, err error) error {
+	return &fs.PathError{Op: "read", Path: src, Err: cmp.Or(err, io.ErrUnexpectedEOF)}
 }
 
 // fdWriter writes at offsets of a raw fd and remembers the end of the
@@ -351,11 +427,7 @@ func modeBits(m uint32) fs.FileMode {
 }
 
 // setXattrs copies xattrs; namespaces the user may not write are skipped.
-func (c *outCopier) setXattrs(in *fsys.Inode, fd int) {
-	xs, err := c.f.ListXattrs(in)
-	if err != nil {
-		return
-	}
+func setXattrs(xs []format.Xattr, fd int) {
 	for _, x := range xs {
 		_ = unix.Fsetxattr(fd, x.Name, x.Value, 0)
 	}
