@@ -31,7 +31,7 @@ type outCopier struct {
 	bad   refusal            // the first entry not copied, by walk order
 	seq   int                // entries met so far in the walk
 	w     *outWriter         // makes small files beside the walk (trees)
-	uid   int // our euid: the owner a new file gets
+	uid   int                // our euid: the owner a new file gets
 	egid  int
 	umask uint32 // what open takes from a new file's mode
 }
