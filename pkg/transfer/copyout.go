@@ -28,8 +28,8 @@ type outCopier struct {
 	buf   []byte
 	links map[uint64]linkRef // image inode -> first copy, for -a
 	dups  []*os.File         // directory handles the links refer to
-	bad   refusal            // the first entry not copied, by walk order
-	seq   int                // entries met so far in the walk
+	bad   refusal            // the first entry not copied, in the walk's order
+	seq   int                // entries met so far: a refusal's place in the walk
 	w     *outWriter         // makes small files beside the walk (trees)
 	uid   int                // our euid: the owner a new file gets
 	egid  int
@@ -225,9 +225,8 @@ func (c *outCopier) copyDir(seq int, in *fsys.Inode, src string, d *hostDir, nam
 		// that leads out of the destination, a read error) is reported
 		// and the others are still copied; the exit status says so.
 		ksrc := path.Join(src, k.Entry.Name)
-		kseq := c.seq + 1
 		if err := c.copy(k.Inode, ksrc, sd, k.Entry.Name, made); err != nil {
-			c.bad.add(kseq, entryError(ksrc, filepath.Join(sd.path, k.Entry.Name), err))
+			c.bad.add(c.seq, entryError(ksrc, filepath.Join(sd.path, k.Entry.Name), err))
 		}
 	}
 	var xs []format.Xattr
@@ -235,7 +234,7 @@ func (c *outCopier) copyDir(seq int, in *fsys.Inode, src string, d *hostDir, nam
 		xs, _ = c.f.ListXattrs(in) // none when they cannot be read, as for files
 	}
 	if c.w != nil {
-		c.w.dir(seq, in, xs, src, d, name, sd) // after all that goes in it
+		c.w.dir(c.seq, in, xs, src, d, name, sd) // after all that goes in it
 		return nil
 	}
 	err = c.dirAttrs(in, xs, d, name, sd)

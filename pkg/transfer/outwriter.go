@@ -47,7 +47,10 @@ type outBatch struct {
 // outJob is one host change: a file (data set), a hard link (first
 // set), or a folder's attributes (sub set, closed after).
 type outJob struct {
-	seq    int // the entry's place in the walk: the first refusal is the walk's
+	// seq is where the walk was when it queued the job (a folder's
+	// attributes: after its last entry), so the first refusal is the one
+	// a sequential copy meets first; on a tie the walk's own came first.
+	seq    int
 	d      *hostDir
 	name   string
 	src    string
