@@ -15,7 +15,7 @@ BIN=${BIN:-$ROOT/bin} GIB_POINTS=${GIB_POINTS:-1 4 16} RUNS=${RUNS:-2} NAME=${NA
 OUT=$ROOT/bench/results/datacpu-$NAME.txt
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-datacpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$GO" build -o "$W/gen" "$ROOT/bench/gen"
+(cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
 LOAD=$(cat /proc/loadavg)
 max=0
 for g in $GIB_POINTS; do ((g > max)) && max=$g; done

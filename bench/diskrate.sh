@@ -13,7 +13,7 @@ GIB_POINTS=${GIB_POINTS:-1 4 16} RUNS=${RUNS:-1} NAME=${NAME:-latest} GO=${GO:-g
 OUT=$ROOT/bench/results/diskrate-$NAME.txt
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-diskrate.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$GO" build -o "$W/gen" "$ROOT/bench/gen"
+(cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
 max=0
 for g in $GIB_POINTS; do ((g > max)) && max=$g; done
 LOAD=$(cat /proc/loadavg)

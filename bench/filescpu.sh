@@ -12,7 +12,7 @@ BIN=${BIN:-$ROOT/bin} FILE_POINTS=${FILE_POINTS:-100000 1000000} NAME=${NAME:-la
 OUT=$ROOT/bench/results/filescpu-$NAME.txt
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-filescpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$GO" build -o "$W/gen" "$ROOT/bench/gen"
+(cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
 LOAD=$(cat /proc/loadavg)
 LINES=() PROFS=()
 for n in $FILE_POINTS; do

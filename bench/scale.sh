@@ -82,7 +82,7 @@ EROFS=0 EXT4=0 BTRFS=0 PEERS=${PEERS:-erofs ext4 btrfs}
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-scale.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$GO" build -o "$W/gen" "$ROOT/bench/gen"
+(cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
 
 echo "scale,kind,point,items,row,tool,seconds,per_item,peak_rss_kib,runs,cpu_s" >"$OUT_CSV"
 TABLE=()
