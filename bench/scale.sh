@@ -27,8 +27,10 @@
 #   fsck      fsck.ddfs | e2fsck -fn | btrfs check --readonly | fsck.erofs
 #   df        ddfs df, dedupe-tool status | dumpe2fs -h | btrfs inspect-internal dump-super
 # Each cell: median wall seconds, time per file (µs) or per GiB (s), the largest peak
-# RSS of the runs (a memory bound must hold for every run). Nothing is estimated: a
-# tool that is missing or fails leaves "-" and a note.
+# RSS of the runs (a memory bound must hold for every run), the median CPU seconds
+# (user + sys of the command and its children: CPU well below wall is I/O wait).
+# Every timed command starts after an untimed sync -f of the scratch filesystem.
+# Nothing is estimated: a tool that is missing or fails leaves "-" and a note.
 #
 # Environment: BIN (default bin), RUNS (3), SLOW (a first run longer than this many
 # seconds is not repeated; 20), TIMEOUT (per command, 3600), TMPDIR, GO (go), NICE
@@ -80,22 +82,27 @@ EROFS=0 EXT4=0 BTRFS=0 PEERS=${PEERS:-erofs ext4 btrfs}
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-scale.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-"$GO" build -o "$W/gen" "$ROOT/bench/gen"
+(cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
 
-echo "scale,kind,point,items,row,tool,seconds,per_item,peak_rss_kib,runs" >"$OUT_CSV"
+echo "scale,kind,point,items,row,tool,seconds,per_item,peak_rss_kib,runs,cpu_s" >"$OUT_CSV"
 TABLE=()
 
 # one SETUP CMD: runs SETUP untimed, then CMD (a sh -c script) timed; sets T, R, OK.
 one() {
 	local t0 t1
 	eval "$1" >/dev/null 2>&1 || true
+	# Untimed: write back what is dirty (the data set just generated, the setup's
+	# copies), or the next writer's own sync -f would pay for it.
+	sync -f "$W"
 	t0=$(date +%s.%N)
 	OK=1
-	timeout "$TIMEOUT" /usr/bin/time -f '%M' -o "$W/rss" $NICE sh -c "$2" >/dev/null 2>"$W/err" </dev/null || OK=0
+	timeout "$TIMEOUT" /usr/bin/time -f '%U %S %M' -o "$W/rss" $NICE sh -c "$2" >/dev/null 2>"$W/err" </dev/null || OK=0
 	t1=$(date +%s.%N)
 	T=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
-	R=$(tail -n 1 "$W/rss" 2>/dev/null || echo -)
-	[[ $R =~ ^[0-9]+$ ]] || R=-
+	local last
+	last=$(tail -n 1 "$W/rss" 2>/dev/null || echo -)
+	R=$(awk '{ print $3 }' <<<"$last") C=$(awk '{ printf "%.2f", $1 + $2 }' <<<"$last")
+	[[ $R =~ ^[0-9]+$ ]] || R=- C=-
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -106,7 +113,7 @@ largest() { printf '%s\n' "$@" | grep -v '^-$' | sort -g | tail -n 1; }
 row() {
 	local name=$1 i r n=${#TOOLS[@]} runs=$RUNS line ddfs_t=""
 	[[ -z $ROWS || $name == build || " $ROWS " == *" $name "* ]] || return 0
-	declare -A ts rs fail
+	declare -A ts rs cs fail
 	for ((r = 0; r < runs; r++)); do
 		for ((i = 0; i < n; i++)); do
 			[[ -n ${fail[$i]:-} ]] && continue
@@ -115,16 +122,18 @@ row() {
 				fail[$i]=1 && note "$KIND $POINT $name ${TOOLS[$i]}: $(head -c 200 "$W/err" | tr '\n' ' ')"
 				continue
 			fi
-			ts[$i]+="$T " rs[$i]+="$R "
+			ts[$i]+="$T " rs[$i]+="$R " cs[$i]+="$C "
 			# A slow command is run once: the curves need every point more than a median.
 			[[ $r -eq 0 ]] && awk -v t="$T" -v s="$SLOW" 'BEGIN { exit !(t > s) }' && runs=1
 		done
 	done
 	line=$(printf '%-10s %-5s %-8s' "$KIND" "$POINT" "$name")
 	for ((i = 0; i < n; i++)); do
-		local tool=${TOOLS[$i]} med=- per=- rss=- k
+		local tool=${TOOLS[$i]} med=- per=- rss=- cpu=- k
 		if [[ -z ${fail[$i]:-} ]]; then
 			med=$(median ${ts[$i]}) rss=$(largest ${rs[$i]})
+			cpu=$(median $(tr ' ' '\n' <<<"${cs[$i]}" | grep -v '^-$' || true))
+			[[ -n $cpu ]] || cpu=-
 			[[ -n $rss ]] || rss=-
 			if [[ $KIND == files ]]; then
 				per=$(awk -v t="$med" -v n="$ITEMS" 'BEGIN { printf "%.2f", t / n * 1e6 }')
@@ -133,9 +142,9 @@ row() {
 			fi
 			[[ $i -eq 0 ]] && ddfs_t=$med
 		fi
-		echo "$SCALE,$KIND,$POINT,$ITEMS,$name,$tool,$med,$per,$rss,$(wc -w <<<"${ts[$i]:-}")" >>"$OUT_CSV"
+		echo "$SCALE,$KIND,$POINT,$ITEMS,$name,$tool,$med,$per,$rss,$(wc -w <<<"${ts[$i]:-}"),$cpu" >>"$OUT_CSV"
 		k=$([[ $rss == - ]] && echo - || echo $((rss / 1024)))
-		line+=$(printf ' | %s %ss %s%s %sMiB' "$tool" "$med" "$per" "$([[ $KIND == files ]] && echo µs/file || echo s/GiB)" "$k")
+		line+=$(printf ' | %s %ss %s%s %sMiB cpu %ss' "$tool" "$med" "$per" "$([[ $KIND == files ]] && echo µs/file || echo s/GiB)" "$k" "$cpu")
 		if [[ $i -gt 0 && -n $ddfs_t && $med != - ]]; then
 			line+=$(awk -v a="$ddfs_t" -v b="$med" 'BEGIN { printf " (ddfs/peer %.2f)", (b > 0) ? a / b : 0 }')
 		fi
@@ -211,7 +220,7 @@ rm -rf "$W/src"
 
 {
 	echo "# bench/scale.sh SCALE=$SCALE NAME=$NAME FILE_POINTS=\"$FILE_POINTS\" GIB_POINTS=\"$GIB_POINTS\" ROWS=\"${ROWS:-all}\" PEERS=\"$PEERS\", $(date -u +%Y-%m-%d), $(nproc) cores, RUNS=$RUNS (a first run over ${SLOW}s is not repeated); loadavg at start: $LOAD"
-	echo "# per row and tool: median seconds, time per file (µs) or per GiB (s), largest peak RSS of the runs"
+	echo "# per row and tool: median seconds, time per file (µs) or per GiB (s), largest peak RSS of the runs, median CPU seconds (user+sys); each timed command starts after an untimed sync -f"
 	printf '%s\n' "${TABLE[@]}"
 	for n in "${NOTES[@]}"; do echo "note: $n"; done
 } >"$OUT_TXT"
