@@ -74,7 +74,13 @@ type FS struct {
 // New wraps an opened store.
 func New(st *store.FS, opt Options) (*FS, error) {
 	if opt.BatchNodes == 0 {
-		opt.BatchNodes = 4096 // 64 MiB of 16 KiB nodes
+		// 16 MiB of 16 KiB nodes, more than twice that in memory with
+		// their items. At 4096, a tree of small files held enough dirty
+		// nodes to reach the tools' 160 MiB soft memory limit, and the
+		// collector ran back to back: mkfs -r of 200k files 4.0 -> 3.3 s,
+		// user CPU 3.9 -> 2.5 s, RSS 169 -> 144 MB; 100k files 1.67 ->
+		// 1.58 s (3 interleaved runs each).
+		opt.BatchNodes = 1024
 	}
 	if opt.BatchBytes == 0 {
 		opt.BatchBytes = 1 << 30
