@@ -39,19 +39,26 @@ func loopImage(t *testing.T) *device.MemDevice {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e := format.MarshalDirEntry(format.DirEntry{Ino: a.Ino, Type: format.FileTypeRegular, Name: "up"})
+	addEntry(t, d, b.Ino, format.DirEntry{Ino: a.Ino, Type: format.FileTypeRegular, Name: "up"})
+	return d
+}
+
+// addEntry gives directory dir of d a name (DIR_ITEM and DIR_INDEX 1000,
+// checksums valid) for e, and nothing else: no INODE_REF, no link count.
+func addEntry(t *testing.T, d *device.MemDevice, dir uint64, e format.DirEntry) {
+	t.Helper()
+	b := format.MarshalDirEntry(e)
 	inTx(t, d, func(tx *store.Txn) {
 		ft := tx.Tree(format.FSTree)
 		for _, k := range []format.Key{
-			{ObjectID: b.Ino, Type: format.DirItemKey, Offset: format.NameHash([]byte("up"))},
-			{ObjectID: b.Ino, Type: format.DirIndexKey, Offset: 1000},
+			{ObjectID: dir, Type: format.DirItemKey, Offset: format.NameHash([]byte(e.Name))},
+			{ObjectID: dir, Type: format.DirIndexKey, Offset: 1000},
 		} {
-			if err := ft.Insert(k, e); err != nil {
+			if err := ft.Insert(k, b); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
-	return d
 }
 
 // TestRunRefusesTypeLoop: run and its dry run end with corruption on an
@@ -125,18 +132,7 @@ func TestListFiles(t *testing.T) {
 // is corruption (fsck's ENTRY_DANGLING), not "no such file".
 func TestRunMissingInode(t *testing.T) {
 	d := newImage(t, format.Settings{})
-	e := format.MarshalDirEntry(format.DirEntry{Ino: 9999, Type: format.FileTypeRegular, Name: "ghost"})
-	inTx(t, d, func(tx *store.Txn) {
-		ft := tx.Tree(format.FSTree)
-		for _, k := range []format.Key{
-			{ObjectID: format.RootDirIno, Type: format.DirItemKey, Offset: format.NameHash([]byte("ghost"))},
-			{ObjectID: format.RootDirIno, Type: format.DirIndexKey, Offset: 1000},
-		} {
-			if err := ft.Insert(k, e); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	addEntry(t, d, format.RootDirIno, format.DirEntry{Ino: 9999, Type: format.FileTypeRegular, Name: "ghost"})
 	f := openImage(t, d, 0)
 	defer f.Close()
 	if _, err := Run(f, RunOptions{Block: testBlock}); !errors.Is(err, format.ErrCorrupt) {
