@@ -112,7 +112,7 @@ cat "$root/dup75" "$root/uniq" >/dev/null
 # cp_pair FILE: off and --dedupe (defaults) interleaved, ROUNDS rounds,
 # so load changes hit both; sets off and on to the medians (seconds) and
 # offr and onr to min-max.
-ROUNDS=${ROUNDS:-7}
+ROUNDS=${ROUNDS:-11}
 cp_once() { # FILE MKFS_ARGS...: seconds of one ddfs cp
 	local file=$1; shift
 	rm -f "$root/c.img"; sync; "$BIN/mkfs.ddfs" -q -b $((dup * 2)) "$@" "$root/c.img"; sync
