@@ -13,12 +13,11 @@ OUT=$ROOT/bench/results/filescpu-$NAME.txt
 W=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-filescpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 (cd "$ROOT" && "$GO" build -o "$W/gen" ./bench/gen)
+. "$ROOT/bench/smallset.sh"
 LOAD=$(cat /proc/loadavg)
 LINES=() PROFS=()
 for n in $FILE_POINTS; do
-	dirs=$(((n + 999) / 1000))
-	rm -rf "$W/src" && "$W/gen" small -dirs "$dirs" -files $((n / dirs)) -max 8192 -nest 100 "$W/src"
-	size=$(($(du -sk --apparent-size "$W/src" | cut -f1) * 3 / 1024 + 1024))M
+	size=$(smallset "$W/gen" "$n" "$W/src")
 	rm -f "$W/img" && sync -f "$W"
 	t0=$(date +%s.%N)
 	/usr/bin/time -f '%U %S %M' -o "$W/t" env DDFS_CPUPROFILE="$W/prof" sh -c "$BIN/mkfs.ddfs -q -b $size -r $W/src $W/img && sync -f $W/img"

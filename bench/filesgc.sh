@@ -4,8 +4,8 @@ set -euo pipefail
 B=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/bin} W=$(mktemp -d /tmp/ddfs-gcexp.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 cd "$(dirname "$0")/.." && go build -o $W/gen ./bench/gen
-$W/gen small -dirs 1000 -files 1000 -max 8192 -nest 100 $W/src
-size=$(($(du -sk --apparent-size "$W/src" | cut -f1) * 3 / 1024 + 1024))M
+. bench/smallset.sh
+size=$(smallset $W/gen 1000000 $W/src)
 for mode in default GOMEMLIMIT=2GiB; do
 	rm -f $W/img && sync -f $W
 	envs="GODEBUG=gctrace=1"; [[ $mode != default ]] && envs="$envs $mode"

@@ -5,9 +5,9 @@ cd "$(dirname "$0")/.."
 B=${BIN:-$PWD/bin} W=$(mktemp -d /tmp/ddfs-wchar.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 go build -o $W/gen ./bench/gen
+. bench/smallset.sh
 for n in ${FILE_POINTS:-100000 1000000}; do
-	rm -rf $W/src && $W/gen small -dirs $((n / 1000)) -files 1000 -max 8192 -nest 100 $W/src
-	size=$(($(du -sk --apparent-size "$W/src" | cut -f1) * 3 / 1024 + 1024))M
+	size=$(smallset $W/gen $n $W/src)
 	app=$(du -sk --apparent-size $W/src | cut -f1)
 	rm -f $W/img && sync -f $W
 	$B/mkfs.ddfs -q -b $size -r $W/src $W/img &

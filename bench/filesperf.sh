@@ -5,9 +5,9 @@ cd "$(dirname "$0")/.."
 B=${BIN:-$PWD/bin} W=$(mktemp -d /tmp/ddfs-perfexp.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 go build -o $W/gen ./bench/gen
+. bench/smallset.sh
 for n in ${FILE_POINTS:-100000 1000000}; do
-	rm -rf $W/src && $W/gen small -dirs $((n / 1000)) -files 1000 -max 8192 -nest 100 $W/src
-	size=$(($(du -sk --apparent-size "$W/src" | cut -f1) * 3 / 1024 + 1024))M
+	size=$(smallset $W/gen $n $W/src)
 	rm -f $W/img && sync -f $W
 	echo "== $n files: perf record -F 499 -g -o P mkfs.ddfs -q -b $size -r SRC IMG (then sync -f, untimed)"
 	/usr/bin/time -f 'wall %e s user %U s sys %S s peak RSS %M KiB' perf record -q -F 499 -g -o $W/perf.data $B/mkfs.ddfs -q -b $size -r $W/src $W/img 2>&1 | tail -n 1
