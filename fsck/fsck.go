@@ -47,10 +47,11 @@ image. With a broken chunk mapping or device item nothing is repaired. Each prob
 pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 
-Memory is proportional to the number of data extents (about 130 bytes
-each), csum items (16 bytes), tree nodes (about 100 bytes) and dedupe index
-entries (about 100 bytes), plus the names whose halves lie apart in key
-order; not to the data size. The nodes read ahead are bounded (16 per tree
+Memory is proportional to the number of data extents (about 50 bytes
+each, 80 where their keys are out of order), csum items (16 bytes), tree
+nodes (about 100 bytes) and dedupe index entries (about 100 bytes), plus
+the names whose halves lie apart in key order; not to the data size: peak
+RSS 30 MB for 100k small files, 81 MB for 1M. The nodes read ahead are bounded (16 per tree
 level). The lists per extent and csum item live in huge pages outside the Go
 heap, so peak RSS moves in 2 MiB steps.
 

@@ -209,10 +209,10 @@ func (c *checker) lostData() {
 	}
 	for _, e := range c.fs.extents.list {
 		ch, ok := c.vol.Chunks.Lookup(e.logical)
-		if !ok || ch.Type != format.ChunkData || e.length > ch.End()-e.logical || !c.vol.ChunkDegraded(ch) {
+		if !ok || ch.Type != format.ChunkData || uint64(e.length) > ch.End()-e.logical || !c.vol.ChunkDegraded(ch) {
 			continue // other checks report an extent outside its chunk
 		}
-		segs, err := ch.Map(e.logical-ch.Logical, e.length)
+		segs, err := ch.Map(e.logical-ch.Logical, uint64(e.length))
 		if err != nil {
 			continue
 		}

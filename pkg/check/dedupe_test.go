@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,45 +95,64 @@ func TestDedupeClean(t *testing.T) {
 // TestFileExtentDisagrees: a file extent that reads an s2 extent as zstd
 // is reported (it would read garbage).
 func TestFileExtentDisagrees(t *testing.T) {
-	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
-		Settings: format.Settings{Compression: format.CompressS2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _ := fsys.New(st, fsys.Options{})
-	f.Adopt(tx)
-	f.InitRoot(fsys.Attr{Mode: 0o755})
-	in, _ := f.Create("/t", fsys.Attr{Mode: 0o644})
-	if err := f.WriteAt(in, bytes.Repeat([]byte("squeeze "), 40000), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	tx2, _ := st.Begin()
-	k := format.Key{ObjectID: in.Ino, Type: format.FileExtentKey, Offset: 0}
-	b, err := tx2.Tree(format.FSTree).Get(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, _ := format.UnmarshalFileExtentItem(b)
-	if x.Compression != format.CompressS2 {
-		t.Fatalf("extent not compressed: %+v", x)
-	}
-	x.Compression = format.CompressZstd // still valid on its own; wrong for this extent
-	tx2.Tree(format.FSTree).Put(k, format.MarshalFileExtentItem(x))
-	if err := tx2.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	vol, _ := volume.FromDevices([]device.Device{d}, false)
-	rep, _ := CheckVolume(vol)
-	found := false
-	for _, p := range rep.Problems {
-		found = found || (p.Code == ExtentReadAs && p.Logical == x.DiskLogical)
-	}
-	if !found {
-		t.Fatalf("not reported: %v", rep.Problems)
+	// Two files share the extent; the item of one of them is damaged.
+	// Whichever comes first in the walk, the report names the one that
+	// reads the extent otherwise (the check compares every item with the
+	// extent item, not with the first item seen).
+	for _, bad := range []string{"/a", "/b"} {
+		d := device.NewMemDevice("m", 256<<20)
+		st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+			Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
+			Settings: format.Settings{Compression: format.CompressS2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := fsys.New(st, fsys.Options{})
+		f.Adopt(tx)
+		f.InitRoot(fsys.Attr{Mode: 0o755})
+		a, _ := f.Create("/a", fsys.Attr{Mode: 0o644})
+		if err := f.WriteAt(a, bytes.Repeat([]byte("squeeze "), 40000), 0); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := f.Create("/b", fsys.Attr{Mode: 0o644})
+		if err := f.CloneData(a, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		ino := map[string]uint64{"/a": a.Ino, "/b": b.Ino}[bad]
+		tx2, _ := st.Begin()
+		k := format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: 0}
+		raw, err := tx2.Tree(format.FSTree).Get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := format.UnmarshalFileExtentItem(raw)
+		if x.Compression != format.CompressS2 {
+			t.Fatalf("extent not compressed: %+v", x)
+		}
+		x.Compression = format.CompressZstd // still valid on its own; wrong for this extent
+		tx2.Tree(format.FSTree).Put(k, format.MarshalFileExtentItem(x))
+		if err := tx2.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		vol, _ := volume.FromDevices([]device.Device{d}, false)
+		rep, _ := CheckVolume(vol)
+		var got []Problem
+		for _, p := range rep.Problems {
+			if p.Code == ExtentReadAs && p.Logical == x.DiskLogical {
+				got = append(got, p)
+			}
+		}
+		want := fmt.Sprintf("but inode %d extent at 0 reads it differently", ino)
+		if len(got) != 1 || !strings.Contains(got[0].Message, want) {
+			t.Fatalf("damaged %s: want one EXTENT_READ_AS naming %q, got %v (all: %v)", bad, want, got, rep.Problems)
+		}
+		for _, p := range rep.Problems {
+			if p.Code == ExtentRefs || p.Code == ExtentUnreferenced {
+				t.Fatalf("damaged %s: refs wrongly reported: %v", bad, p)
+			}
+		}
 	}
 }

@@ -45,7 +45,7 @@ func (c *checker) checkExtents() {
 		account(l, ns, "metadata extent")
 	}
 	for _, e := range c.fs.extents.list {
-		account(e.logical, e.length, "data extent")
+		account(e.logical, uint64(e.length), "data extent")
 	}
 	for _, ch := range c.vol.Chunks.All() {
 		g, ok := c.bgItems[ch.Logical]
@@ -78,7 +78,7 @@ func (c *checker) checkExtents() {
 			x = span{metas[i], metas[i] + ns}
 			i++
 		} else {
-			x = span{ext[j].logical, ext[j].logical + ext[j].length}
+			x = span{ext[j].logical, ext[j].end()}
 			j++
 		}
 		if n > 0 && x.start < prev.end {

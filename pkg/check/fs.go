@@ -28,6 +28,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 
@@ -48,14 +49,14 @@ type fsState struct {
 	// uses[i] counts the file extent items pointing at extents[i]
 	// (refs.go); missing those pointing at no extent item.
 	uses     bigList[extentUse]
-	missing  map[extentID]*extentUse
+	missing  map[extentID]*missingUse
 	mismatch map[extentID]string // the file extent that reads an extent differently
 	unsorted bool                // extents is not strictly increasing: find by index
 	index    map[extentID]int    // extents by id, when unsorted
 	cursor   int                 // the extent found last
 	csums    bigList[span]       // logical ranges of the csum items
-	need     bigList[span]       // data extents that need checksums (checkRefs)
-	all      bigList[span]       // every data extent (checkCsums)
+	need     bigList[span]       // data extents that need checksums, when unsorted
+	all      bigList[span]       // every data extent, when unsorted
 	union    bigList[span]       // checkCsums' scratch
 	lastCsum uint64              // end of the previous csum item
 	// extentLost: a file extent item did not decode, so the reference
@@ -99,27 +100,34 @@ type span struct{ start, end uint64 }
 
 type extentID struct{ logical, length uint64 }
 
+// dataExtent is a data EXTENT_ITEM as the check keeps it, 32 bytes a data
+// extent (the decoder bounds length and ram by format.MaxExtentBytes).
 type dataExtent struct {
-	extentID
+	logical     uint64
 	refs        uint64
-	ram         uint64
+	length, ram uint32
 	compression format.Compression
 }
 
-// extentUse counts the file extent items pointing at one data extent and
-// remembers the first of them for messages.
+func (e *dataExtent) id() extentID { return extentID{e.logical, uint64(e.length)} }
+func (e *dataExtent) end() uint64  { return e.logical + uint64(e.length) }
+
+// extentUse counts the file extent items pointing at one data extent
+// (16 bytes: with the extent's own 40, what fsck holds per data extent;
+// 4M small files fit in 256 MiB). Each item is compared with the extent
+// item when it arrives, so no item's view is kept: the first that reads
+// the extent otherwise is named in fsState.mismatch. No pointers: the
+// list is in big memory (bigmem.go).
 type extentUse struct {
-	n   uint64
-	ino uint64
-	off uint64
-	// The first file extent's view of the extent; mismatch: another
-	// disagrees with it (fsState.mismatch names it). No pointers: the
-	// list of these is in big memory (bigmem.go). 40 bytes.
-	ram         uint64
-	compression format.Compression
-	mismatch    bool
-	regular     bool // at least one regular (not prealloc) item: needs checksums
+	ino      uint64 // the first item's inode, for the paths of problems
+	n        uint32 // items (saturates: more cannot fit in an fs tree fsck walks)
+	mismatch bool   // an item reads the extent otherwise than its extent item
+	regular  bool   // at least one regular (not prealloc) item: needs checksums
 }
+
+// missingUse counts the file extent items pointing at an extent that has
+// no extent item, and the first of them for the message.
+type missingUse struct{ n, ino, off uint64 }
 
 func (s *fsState) init() {
 	if s.dirFlag == nil {
@@ -372,16 +380,7 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
 		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
-	id := extentID{x.DiskLogical, x.DiskLen}
-	u := s.use(id)
-	if u.n == 0 {
-		u.ino, u.off, u.compression, u.ram = cur.ino, off, x.Compression, x.RAMBytes
-	} else if !u.mismatch && (u.compression != x.Compression || u.ram != x.RAMBytes) {
-		u.mismatch = true
-		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", cur.ino, off))
-	}
-	u.n++
-	u.regular = u.regular || x.Type == format.FileExtentRegular
+	s.use(extentID{x.DiskLogical, x.DiskLen}, cur.ino, off, x)
 }
 
 // symlinkExtent notes what extent [off, end) adds to a symlink's target:
@@ -511,7 +510,8 @@ func (c *checker) checkFS() {
 	}
 	c.lostData()
 	c.dataOwners()
-	c.checkCsums(c.checkRefs())
+	c.checkRefs()
+	c.checkCsums()
 }
 
 // checkLoops reports directories whose parent chain loops instead of
@@ -573,14 +573,13 @@ func (s *fsState) refFix(f *fixData) *fixData {
 }
 
 // checkRefs compares every data extent's reference count with the file
-// extent items that point at it, and returns the extents that regular
-// file extents use (they need checksums).
-func (c *checker) checkRefs() (need []span) {
+// extent items that point at it.
+func (c *checker) checkRefs() {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
 	for i, e := range s.extents.list {
 		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
-		if e.logical%ss != 0 || e.length%ss != 0 {
+		if e.logical%ss != 0 || uint64(e.length)%ss != 0 {
 			p.Code, p.Message = DataExtentAlign, fmt.Sprintf("data extent of %d bytes is not whole sectors of %d bytes", e.length, ss)
 			c.add(p)
 		}
@@ -591,25 +590,18 @@ func (c *checker) checkRefs() (need []span) {
 		u := s.usedBy(i)
 		switch {
 		case u.n == 0:
-			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
+			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: uint64(e.length)}})
 			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
 			c.add(p)
-		case u.n != e.refs:
+		case uint64(u.n) != e.refs:
 			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
-			p.fix = s.refFix(&fixData{want: u.n, key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: e.length}})
+			p.fix = s.refFix(&fixData{want: uint64(u.n), key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: uint64(e.length)}})
 			c.add(p)
-		case u.compression != e.compression || u.ram != e.ram || u.mismatch:
+		case u.mismatch:
 			// A file extent that reads the extent as something else
 			// (compressed or not, another size) would read garbage.
-			where := s.mismatch[e.extentID]
-			if !u.mismatch {
-				where = fmt.Sprintf("inode %d extent at %d", u.ino, u.off)
-			}
-			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, where)
+			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, s.mismatch[e.id()])
 			c.add(p)
-		}
-		if u.regular {
-			s.need.push(span{e.logical, e.logical + e.length})
 		}
 	}
 	for _, id := range s.missingRefs() {
@@ -617,29 +609,57 @@ func (c *checker) checkRefs() (need []span) {
 		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
 			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
 	}
-	return s.need.list
 }
 
 // checkCsums requires exactly one checksum for every sector of the data
-// extents in need, and none outside data extents. Extents that are only
-// preallocated (or not referenced at all) may have sums.
-func (c *checker) checkCsums(need []span) {
+// extents that regular file extents use, and none outside data extents.
+// Extents that are only preallocated (or not referenced at all) may have
+// sums. The extents come sorted from the walk: their spans are read off
+// the list in place (a copy each, 32 bytes an extent, was half of what a
+// check of 4M files held); only keys out of order take copies to sort.
+func (c *checker) checkCsums() {
 	s := &c.fs
-	for _, e := range s.extents.list {
-		s.all.push(span{e.logical, e.logical + e.length})
-	}
-	all, csums := s.all.list, s.csums.list
-	sortSpans(all)
-	sortSpans(need)
+	csums := s.csums.list
 	sortSpans(csums)
+	all, need := s.extentSpans, s.needSpans
+	if s.unsorted {
+		for i, e := range s.extents.list {
+			s.all.push(span{e.logical, e.end()})
+			if s.usedBy(i).regular {
+				s.need.push(span{e.logical, e.end()})
+			}
+		}
+		sortSpans(s.all.list)
+		sortSpans(s.need.list)
+		all, need = slices.Values(s.all.list), slices.Values(s.need.list)
+	}
 	tree := format.CsumTree.String()
-	uncovered(csums, union(all, &s.union), func(x span, a, b uint64) {
+	uncovered(slices.Values(csums), union(all, &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
 	})
 	s.union.list = s.union.list[:0]
-	uncovered(need, union(csums, &s.union), func(x span, a, b uint64) {
+	uncovered(need, union(slices.Values(csums), &s.union), func(x span, a, b uint64) {
 		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
 	})
+}
+
+// extentSpans yields the spans of the data extents, in list order.
+func (s *fsState) extentSpans(yield func(span) bool) {
+	for _, e := range s.extents.list {
+		if !yield(span{e.logical, e.end()}) {
+			return
+		}
+	}
+}
+
+// needSpans yields the spans of the data extents a regular file extent
+// uses, in list order.
+func (s *fsState) needSpans(yield func(span) bool) {
+	for i, e := range s.extents.list {
+		if s.usedBy(i).regular && !yield(span{e.logical, e.end()}) {
+			return
+		}
+	}
 }
 
 // sortSpans sorts by start (the lists come sorted from the walk, unless
@@ -652,8 +672,8 @@ func sortSpans(s []span) {
 }
 
 // union merges sorted spans into disjoint ones, into out (empty).
-func union(s []span, out *bigList[span]) []span {
-	for _, x := range s {
+func union(s iter.Seq[span], out *bigList[span]) []span {
+	for x := range s {
 		if n := len(out.list); n > 0 && x.start <= out.list[n-1].end {
 			out.list[n-1].end = max(out.list[n-1].end, x.end)
 			continue
@@ -665,9 +685,9 @@ func union(s []span, out *bigList[span]) []span {
 
 // uncovered calls fn for every piece [a, b) of a span of s (sorted) that no
 // span of cover (sorted, disjoint) covers.
-func uncovered(s, cover []span, fn func(x span, a, b uint64)) {
+func uncovered(s iter.Seq[span], cover []span, fn func(x span, a, b uint64)) {
 	j := 0
-	for _, x := range s {
+	for x := range s {
 		for j < len(cover) && cover[j].end <= x.start {
 			j++
 		}

@@ -30,7 +30,7 @@ func (c *checker) dataOwners() {
 		if p.Pass != PassData || p.Ino != 0 {
 			continue
 		}
-		j := sort.Search(len(ext), func(j int) bool { return ext[j].logical+ext[j].length > p.Logical })
+		j := sort.Search(len(ext), func(j int) bool { return ext[j].end() > p.Logical })
 		if j < len(ext) && ext[j].logical <= p.Logical {
 			if u := s.usedBy(j); u.n > 0 {
 				p.Ino = u.ino

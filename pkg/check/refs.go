@@ -1,6 +1,8 @@
 package check
 
 import (
+	"fmt"
+	"math"
 	"sort"
 
 	"github.com/ddfs/ddfs/format"
@@ -12,37 +14,53 @@ import (
 // finds its extent's counter by position (usually the one after the last:
 // files are written in inode order), not through a map of every extent.
 
-// dataExtent records a data EXTENT_ITEM (called by item()).
+// dataExtent records a data EXTENT_ITEM (called by item() once the item
+// and its key passed format's checks: length and ram are at most
+// format.MaxExtentBytes).
 func (s *fsState) dataExtent(k format.Key, e *format.ExtentItem) {
 	id := extentID{k.ObjectID, k.Offset}
-	if n := len(s.extents.list); n > 0 && !s.extents.list[n-1].extentID.less(id) {
+	if n := len(s.extents.list); n > 0 && !s.extents.list[n-1].id().less(id) {
 		s.unsorted = true // keys out of order across nodes (reported): look up by map
 	}
-	s.extents.push(dataExtent{id, e.Refs, e.RAMBytes, e.Compression})
+	s.extents.push(dataExtent{logical: k.ObjectID, refs: e.Refs, length: uint32(k.Offset), ram: uint32(e.RAMBytes), compression: e.Compression})
 }
 
 func (a extentID) less(b extentID) bool {
 	return a.logical < b.logical || a.logical == b.logical && a.length < b.length
 }
 
-// use is the counter of the file extent items pointing at id: the one of
-// its extent item, or (no such item) one in s.missing.
-func (s *fsState) use(id extentID) *extentUse {
-	for len(s.uses.list) < len(s.extents.list) {
+// use counts file extent item x of inode ino at file offset off, which
+// points at id: on its extent item's counter, comparing x's view of the
+// extent with the item's, or (no such item) on one in s.missing.
+func (s *fsState) use(id extentID, ino, off uint64, x *format.FileExtentItem) {
+	i, ok := s.find(id)
+	if !ok {
+		if s.missing == nil {
+			s.missing = map[extentID]*missingUse{}
+		}
+		u := s.missing[id]
+		if u == nil {
+			u = &missingUse{ino: ino, off: off}
+			s.missing[id] = u
+		}
+		u.n++
+		return
+	}
+	for len(s.uses.list) <= i {
 		s.uses.push(extentUse{})
 	}
-	if i, ok := s.find(id); ok {
-		return &s.uses.list[i]
+	u, e := &s.uses.list[i], &s.extents.list[i]
+	if u.n == 0 {
+		u.ino = ino
 	}
-	if s.missing == nil {
-		s.missing = map[extentID]*extentUse{}
+	if !u.mismatch && (e.compression != x.Compression || uint64(e.ram) != x.RAMBytes) {
+		u.mismatch = true
+		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", ino, off))
 	}
-	u := s.missing[id]
-	if u == nil {
-		u = &extentUse{}
-		s.missing[id] = u
+	if u.n < math.MaxUint32 {
+		u.n++
 	}
-	return u
+	u.regular = u.regular || x.Type == format.FileExtentRegular
 }
 
 // find returns the index of the extent item id.
@@ -52,20 +70,20 @@ func (s *fsState) find(id extentID) (int, bool) {
 		if s.index == nil {
 			s.index = make(map[extentID]int, len(ext))
 			for i := len(ext) - 1; i >= 0; i-- { // the first of duplicates wins
-				s.index[ext[i].extentID] = i
+				s.index[ext[i].id()] = i
 			}
 		}
 		i, ok := s.index[id]
 		return i, ok
 	}
 	for _, i := range [2]int{s.cursor, s.cursor + 1} {
-		if i < len(ext) && ext[i].extentID == id {
+		if i < len(ext) && ext[i].id() == id {
 			s.cursor = i
 			return i, true
 		}
 	}
-	i := sort.Search(len(ext), func(i int) bool { return !ext[i].extentID.less(id) })
-	if i < len(ext) && ext[i].extentID == id {
+	i := sort.Search(len(ext), func(i int) bool { return !ext[i].id().less(id) })
+	if i < len(ext) && ext[i].id() == id {
 		s.cursor = i
 		return i, true
 	}
@@ -92,7 +110,7 @@ func (s *fsState) missingRefs() []extentID {
 }
 
 // mismatchAt names the first file extent that reads extent id otherwise
-// than the first one did.
+// than its extent item says.
 func (s *fsState) mismatchAt(id extentID, where string) {
 	if s.mismatch == nil {
 		s.mismatch = map[extentID]string{}

@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
@@ -109,7 +110,7 @@ func (f *fixer) dropSums(start, end uint64) error {
 	if err != nil {
 		return err
 	}
-	uncovered([]span{{start, end}}, cover, func(_ span, a, b uint64) {
+	uncovered(slices.Values([]span{{start, end}}), cover, func(_ span, a, b uint64) {
 		if err == nil {
 			err = f.tx.DeleteCsums(a, b)
 		}

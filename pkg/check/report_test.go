@@ -1,8 +1,10 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -127,7 +129,7 @@ func TestFixableIncomplete(t *testing.T) {
 // apart (a gap merged away would hide checksums outside every extent).
 func TestUnion(t *testing.T) {
 	var out bigList[span]
-	got := union([]span{{0, 10}, {5, 12}, {12, 20}, {30, 40}, {41, 50}}, &out)
+	got := union(slices.Values([]span{{0, 10}, {5, 12}, {12, 20}, {30, 40}, {41, 50}}), &out)
 	want := []span{{0, 20}, {30, 40}, {41, 50}}
 	if len(got) != len(want) {
 		t.Fatalf("union %v, want %v", got, want)
@@ -136,5 +138,13 @@ func TestUnion(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("union %v, want %v", got, want)
 		}
+	}
+}
+
+// TestExtentListSizes pins what fsck holds per data extent (the bound
+// fsck --help states): 32 bytes of extent item and 16 of its use.
+func TestExtentListSizes(t *testing.T) {
+	if e, u := unsafe.Sizeof(dataExtent{}), unsafe.Sizeof(extentUse{}); e != 32 || u != 16 {
+		t.Fatalf("dataExtent %d bytes, extentUse %d: want 32 and 16", e, u)
 	}
 }
