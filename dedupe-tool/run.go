@@ -62,6 +62,7 @@ func newRunCmd() *cobra.Command {
 	dry := fl.Bool("dry-run", false, "change nothing: estimate the bytes a run would free")
 	asJSON := fl.Bool("json", false, "print JSON")
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
+	verbose := fl.BoolP("verbose", "v", false, "also print where the time went and what was read")
 	degraded := degradedFlag(fl)
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
@@ -134,6 +135,11 @@ func newRunCmd() *cobra.Command {
 		}
 		fmt.Fprintf(stdout, "%s %s in %.2fs: %d files, %d blocks shared, %s rewritten, %d index entries\n",
 			verb, units.Human(res.FreedBytes), res.Seconds, res.Files, res.ExtentsShared, units.Human(res.RewrittenBytes), res.IndexEntries)
+		if *verbose && !*dry {
+			fmt.Fprintf(stdout, "  listing %.2fs, prefilter %.2fs, dedupe %.2fs; read %s (%s ahead on a second core), indexed in place %s, shared unread on stored strong sums %s, left unread by the prefilter %s\n",
+				res.ListSeconds, res.PrefilterSeconds, res.DedupeSeconds, units.Human(res.RewrittenBytes-res.SumSharedBytes), units.Human(res.AheadBytes),
+				units.Human(res.AdoptedBytes), units.Human(res.SumSharedBytes), units.Human(res.PrefilteredBytes))
+		}
 		return nil
 	}
 	return c

@@ -27,24 +27,30 @@ type Iter struct {
 
 // Seek returns an iterator positioned at the first item >= key.
 func (t *Tree) Seek(key format.Key) *Iter {
-	it := &Iter{t: t}
+	it := &Iter{}
+	t.seek(it, key)
+	return it
+}
+
+// seek positions it at the first item >= key.
+func (t *Tree) seek(it *Iter, key format.Key) {
+	*it = Iter{t: t}
 	it.path = it.room[:0]
 	if s := t.hints.find(t.root, key); s != nil {
 		i, _ := itemIndex(s.leaf, key)
 		it.path = append(it.path, frame{s.leaf, i})
 		it.next, it.more = s.hi, !s.open
 		it.settle()
-		return it
+		return
 	}
 	n, err := t.descend(key, &it.path)
 	if err != nil || n == nil {
 		it.err, it.path = err, nil
-		return it
+		return
 	}
 	i, _ := itemIndex(n, key)
 	it.path = append(it.path, frame{n, i})
 	it.settle()
-	return it
 }
 
 // First returns an iterator at the smallest key.
@@ -74,7 +80,7 @@ func (it *Iter) settle() {
 	if it.more {
 		// Past the hinted leaf: every key from next on is in the leaves
 		// after it, which a descent finds (or fails to read: it.err).
-		*it = *it.t.Seek(it.next)
+		it.t.seek(it, it.next)
 	}
 }
 
@@ -105,7 +111,21 @@ func (it *Iter) Next() {
 // Scan calls fn for every item with start <= key < end, in order, until fn
 // returns false or an error.
 func (t *Tree) Scan(start, end format.Key, fn func(format.Item) (bool, error)) error {
-	it := t.Seek(start)
+	// One iterator per tree handle is reused (a new one per Scan was 64
+	// MB of a dedupe run's garbage); a Scan inside fn takes a new one.
+	it := t.spare
+	if it == nil {
+		it = &Iter{}
+	}
+	t.spare = nil
+	t.seek(it, start)
+	err := t.scan(it, end, fn)
+	*it = Iter{} // holds no nodes while spare
+	t.spare = it
+	return err
+}
+
+func (t *Tree) scan(it *Iter, end format.Key, fn func(format.Item) (bool, error)) error {
 	for ; it.Valid() && it.Key().Less(end); it.Next() {
 		more, err := fn(it.Item())
 		if err != nil || !more {

@@ -54,6 +54,7 @@ type Tree struct {
 	id    format.TreeID
 	root  format.RootPtr
 	hints *Hints // nil: none (UseHints)
+	spare *Iter  // Scan's, when no Scan is running
 }
 
 // New returns a handle on tree id rooted at root (Logical 0 = empty).

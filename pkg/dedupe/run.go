@@ -51,6 +51,11 @@ type RunResult struct {
 	// AheadBytes: of RewrittenBytes, blocks read, verified and hashed
 	// on another core ahead of their turn (the rest was read in turn).
 	AheadBytes uint64 `json:"ahead_bytes"`
+	// Where Seconds went: listing the files, the stored-sum prefilter
+	// (every pass's), and passing the files through Rededupe.
+	ListSeconds      float64 `json:"list_seconds"`
+	PrefilterSeconds float64 `json:"prefilter_seconds"`
+	DedupeSeconds    float64 `json:"dedupe_seconds"`
 }
 
 // Run dedupes the data already in the image: every regular file under
@@ -88,6 +93,8 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
+	res.ListSeconds = t1.Sub(t0).Seconds()
 	var plan []planned
 	for part := uint64(0); part < parts; part++ {
 		if !ro.CDC && !o.NoPrefilter {
@@ -97,9 +104,13 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 			}
 			ro.Want, plan = want.has, want.plan
 		}
+		t2 := time.Now()
+		res.PrefilterSeconds += t2.Sub(t1).Seconds()
 		if err := rededupeAll(f, o, files, ro, plan, &st, res, part == 0); err != nil {
 			return nil, err
 		}
+		t1 = time.Now()
+		res.DedupeSeconds += t1.Sub(t2).Seconds()
 	}
 	if err := f.Sync(); err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ type printer struct {
 // window prints the blocks of the window of maxExtent bytes at w.
 func (p *printer) window(w uint64) error {
 	we := min(w+maxExtent, p.in.Size)
-	xs, err := p.f.extents(p.in.Ino, w, we)
+	xs, err := p.f.extentMap(p.in.Ino, w, we)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (f *FS) Rededupe(in *Inode, o RededupeOptions, st *RededupeStats) (step fun
 // explicit hole at pos counts as absent, so the next step starts at the
 // next extent: a hole of 2^60 bytes must not cost a step per window.
 func (f *FS) nextExtent(ino, pos uint64) (uint64, bool, error) {
-	xs, err := f.extents(ino, pos, pos+1)
+	xs, err := f.extentMap(ino, pos, pos+1)
 	if err != nil || (len(xs) > 0 && !xs[0].IsHole()) {
 		return pos, len(xs) > 0, err
 	}
@@ -96,7 +96,7 @@ func (f *FS) nextExtent(ino, pos uint64) (uint64, bool, error) {
 // rededupeRange rewrites the runs of [start, end) whose extents are not
 // indexed blocks, widened to block boundaries for fixed chunking.
 func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *RededupeStats, buf *[]byte) error {
-	xs, err := f.extents(in.Ino, start, end)
+	xs, err := f.extentMap(in.Ino, start, end)
 	if err != nil {
 		return err
 	}
