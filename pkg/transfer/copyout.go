@@ -286,19 +286,7 @@ func (c *outCopier) copyFile(in *fsys.Inode, src string, d *hostDir, name string
 		return &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
 	}
 	w := fdWriter{fd: fd}
-	var werr error
-	// Only the data ranges are read (a sparse file costs O(extents)), and
-	// within them only runs of non-zero blocks are written; then the size
-	// is set, leaving holes that SEEK_HOLE finds.
-	err = c.f.ReadData(in, c.buf, func(p []byte, off uint64) error {
-		if werr = writeNonZero(&w, p, int64(off)); werr != nil {
-			return werr
-		}
-		if c.o.Progress != nil {
-			c.o.Progress(int64(len(p)))
-		}
-		return nil
-	})
+	werr, err := c.writeData(in, &w)
 	if err != nil {
 		err = &fs.PathError{Op: "read", Path: src, Err: err}
 	}
