@@ -47,13 +47,14 @@ image. With a broken chunk mapping or device item nothing is repaired. Each prob
 pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 
-Memory is proportional to the number of data extents (about 50 bytes
-each, 80 where their keys are out of order), csum items (16 bytes), tree
-nodes (about 100 bytes) and dedupe index entries (about 100 bytes), plus
-the names whose halves lie apart in key order; not to the data size: peak
-RSS 30 MB for 100k small files, 81 MB for 1M. The nodes read ahead are bounded (16 per tree
-level). The lists per extent and csum item live in huge pages outside the Go
-heap, so peak RSS moves in 2 MiB steps.
+Memory is proportional to the number of data extents (about 40 bytes
+each, 72 where their keys are out of order), runs of adjacent csum items
+(16 bytes), tree nodes (about 100 bytes) and dedupe index entries (about
+100 bytes), plus the names whose halves lie apart in key order; not to
+the data size: peak RSS 29 MB for 100k small files, 62 MB for 1M (4M
+took 251 MB when 1M took 81 MB: bench/results/scale-4Mb.txt). The nodes read
+ahead are bounded (16 per tree level). The lists per extent and csum run
+live in huge pages outside the Go heap, so peak RSS moves in 2 MiB steps.
 
 ` + batch.MemoryHelp
 

@@ -113,13 +113,12 @@ func (e *dataExtent) id() extentID { return extentID{e.logical, uint64(e.length)
 func (e *dataExtent) end() uint64  { return e.logical + uint64(e.length) }
 
 // extentUse counts the file extent items pointing at one data extent
-// (16 bytes: with the extent's own 40, what fsck holds per data extent;
+// (8 bytes: with the extent's own 32, what fsck holds per data extent;
 // 4M small files fit in 256 MiB). Each item is compared with the extent
 // item when it arrives, so no item's view is kept: the first that reads
 // the extent otherwise is named in fsState.mismatch. No pointers: the
 // list is in big memory (bigmem.go).
 type extentUse struct {
-	ino      uint64 // the first item's inode, for the paths of problems
 	n        uint32 // items (saturates: more cannot fit in an fs tree fsck walks)
 	mismatch bool   // an item reads the extent otherwise than its extent item
 	regular  bool   // at least one regular (not prealloc) item: needs checksums
@@ -487,7 +486,13 @@ func (c *checker) csumItem(it format.Item) {
 		at(CsumOverlap)
 	}
 	s.lastCsum = max(s.lastCsum, end)
-	s.csums.push(span{k.Offset, end})
+	// An item that starts where the previous one ends extends its span:
+	// writers put one item per extent written (16 bytes a small file).
+	if n := len(s.csums.list); n > 0 && s.csums.list[n-1].end == k.Offset {
+		s.csums.list[n-1].end = end
+	} else {
+		s.csums.push(span{k.Offset, end})
+	}
 	if c.opt.CheckData {
 		c.data.verify(c, k.Offset, it.Data)
 	}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -130,5 +131,35 @@ func TestCheckDataLongSumItem(t *testing.T) {
 	rep := fsckDevs(t, s.devs, Options{CheckData: true})
 	if len(rep.Problems) != 1 || rep.Problems[0].Code != DataCopyBad || rep.Problems[0].Logical != l+bad*ss {
 		t.Fatalf("problems %v, want one DATA_COPY_BAD at %d", rep.Problems, l+bad*ss)
+	}
+}
+
+// TestDataOwnerShared: a bad sector of an extent two files share is
+// named after the first of them in key order (the lower inode), as the
+// walk met them, whichever file the second scan meets last.
+func TestDataOwnerShared(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	a, err := f.Create("/a", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.WriteAt(a, bytes.Repeat([]byte("shared. "), 4096), 0))
+	for _, p := range []string{"/b", "/c"} {
+		in, err := f.Create(p, fsys.Attr{Mode: 0o644})
+		must(t, err)
+		must(t, f.CloneData(a, in))
+	}
+	must(t, f.Sync())
+	s := newSurgeon(t, devs)
+	defer s.tx.Abort()
+	x, err := format.UnmarshalFileExtentItem(s.extents(s.ino("/c"))[0].Data)
+	must(t, err)
+	targets, err := s.st.Vol.Locate(x.DiskLogical + 4096)
+	must(t, err)
+	flip(s.devs[targets[0].DevID-1], int64(targets[0].Physical)+10)
+	rep := fsckDevs(t, s.devs, Options{CheckData: true})
+	if len(rep.Problems) != 1 {
+		t.Fatalf("problems: %v", rep.Problems)
+	}
+	if p := rep.Problems[0]; p.Code != DataCopyBad || p.Ino != s.ino("/a") || p.Path != "/a" {
+		t.Fatalf("got %v, want DATA_COPY_BAD of /a", p)
 	}
 }

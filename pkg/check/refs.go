@@ -50,9 +50,6 @@ func (s *fsState) use(id extentID, ino, off uint64, x *format.FileExtentItem) {
 		s.uses.push(extentUse{})
 	}
 	u, e := &s.uses.list[i], &s.extents.list[i]
-	if u.n == 0 {
-		u.ino = ino
-	}
 	if !u.mismatch && (e.compression != x.Compression || uint64(e.ram) != x.RAMBytes) {
 		u.mismatch = true
 		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", ino, off))

@@ -142,9 +142,9 @@ func TestUnion(t *testing.T) {
 }
 
 // TestExtentListSizes pins what fsck holds per data extent (the bound
-// fsck --help states): 32 bytes of extent item and 16 of its use.
+// fsck --help states): 32 bytes of extent item and 8 of its use.
 func TestExtentListSizes(t *testing.T) {
-	if e, u := unsafe.Sizeof(dataExtent{}), unsafe.Sizeof(extentUse{}); e != 32 || u != 16 {
-		t.Fatalf("dataExtent %d bytes, extentUse %d: want 32 and 16", e, u)
+	if e, u := unsafe.Sizeof(dataExtent{}), unsafe.Sizeof(extentUse{}); e != 32 || u != 8 {
+		t.Fatalf("dataExtent %d bytes, extentUse %d: want 32 and 8", e, u)
 	}
 }
