@@ -1,9 +1,11 @@
 package transfer
 
 import (
+	"fmt"
 	"io"
 	"sync/atomic"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
@@ -84,6 +86,9 @@ func (c *outCopier) readPieces(in *fsys.Inode, size int, free chan []byte, faile
 			}
 			if err != nil {
 				return err
+			}
+			if n == 0 { // never spin on a read that makes no progress
+				return fmt.Errorf("data ends at %d of %d bytes: %w", off, end, format.ErrCorrupt)
 			}
 		}
 	}
