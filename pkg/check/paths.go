@@ -45,14 +45,8 @@ func (c *checker) dataOwners() {
 	}
 	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
 	// A node that cannot be read (the node pass reports it) leaves the
-	// owners after it unset. The walk met each node once; a tree whose
-	// pointers share subtrees (reported) would make a scan meet them
-	// again and again: it stops after as many items as the walk counted.
-	budget := c.rep.Items
+	// owners after it unset.
 	_ = t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		if budget--; budget < 0 {
-			return false, nil
-		}
 		var x format.FileExtentItem
 		if it.Key.Type != format.FileExtentKey || format.DecodeFileExtentItem(it.Data, &x) != nil || x.Type == format.FileExtentInline {
 			return true, nil
