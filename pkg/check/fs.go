@@ -626,7 +626,7 @@ func (c *checker) checkCsums() {
 	s := &c.fs
 	csums := s.csums.list
 	sortSpans(csums)
-	all, need := s.extentSpans, s.needSpans
+	all, need := s.spans(false), s.spans(true)
 	if s.unsorted {
 		for i, e := range s.extents.list {
 			s.all.push(span{e.logical, e.end()})
@@ -648,21 +648,14 @@ func (c *checker) checkCsums() {
 	})
 }
 
-// extentSpans yields the spans of the data extents, in list order.
-func (s *fsState) extentSpans(yield func(span) bool) {
-	for _, e := range s.extents.list {
-		if !yield(span{e.logical, e.end()}) {
-			return
-		}
-	}
-}
-
-// needSpans yields the spans of the data extents a regular file extent
-// uses, in list order.
-func (s *fsState) needSpans(yield func(span) bool) {
-	for i, e := range s.extents.list {
-		if s.usedBy(i).regular && !yield(span{e.logical, e.end()}) {
-			return
+// spans yields the spans of the data extents in list order: all of
+// them, or only those a regular file extent uses (they need sums).
+func (s *fsState) spans(needed bool) iter.Seq[span] {
+	return func(yield func(span) bool) {
+		for i, e := range s.extents.list {
+			if (!needed || s.usedBy(i).regular) && !yield(span{e.logical, e.end()}) {
+				return
+			}
 		}
 	}
 }
