@@ -87,6 +87,7 @@ bench: build
 	BIN=$(BIN) bench/fsck.sh
 	BIN=$(BIN) bench/batch.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/scale.sh
+	SCALE=$(SCALE) BIN=$(BIN) bench/buildtar.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

@@ -5,7 +5,8 @@
 //	gen small [-seed N] [-dirs 100] [-files 1000] [-max 4096] [-nest 0] DIR
 //	                                                  dirs x files files of 0..max bytes
 //	                                                  (-nest N: the dirs in groups of N,
-//	                                                  one level deeper)
+//	                                                  one level deeper; DIR - writes
+//	                                                  the set as a tar to stdout)
 //	gen mixed [-seed N] [-size 8G] [-run 64M] FILE    one file: runs of random bytes
 //	                                                  and of written zeros, alternating
 //
@@ -15,6 +16,8 @@
 package main
 
 import (
+	"archive/tar"
+	"bufio"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -151,34 +154,33 @@ func cmdSmall(args []string) error {
 		usage()
 	}
 	root := fl.Arg(0)
-	r := rand.New(newRand(*seed))     // sizes
-	content := newRand(*seed + 1<<32) // bytes
-	buf := make([]byte, *maxSize)
+	if root == "-" {
+		return smallTar(*seed, *dirs, *files, *maxSize, *nest)
+	}
+	err := eachSmall(*seed, *dirs, *files, *maxSize, *nest, func(dir string, i int, data []byte) error {
+		if i == 0 {
+			if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+				return err
+			}
+		}
+		// No per-file fsync (100,000 of them would take minutes): one sync at the end.
+		p := filepath.Join(root, dir, fmt.Sprintf("f%04d", i))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(p, fixed, fixed)
+	})
+	if err != nil {
+		return err
+	}
+	// Folder times last: making their files changed them.
 	for d := 0; d < *dirs; d++ {
-		dir := filepath.Join(root, fmt.Sprintf("d%03d", d))
-		if *nest > 0 {
-			dir = filepath.Join(root, fmt.Sprintf("g%03d", d / *nest), fmt.Sprintf("d%03d", d))
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		for i := 0; i < *files; i++ {
-			n := r.IntN(*maxSize + 1)
-			content.Read(buf[:n])
-			// No per-file fsync (100,000 of them would take minutes): one sync at the end.
-			p := filepath.Join(dir, fmt.Sprintf("f%04d", i))
-			if err := os.WriteFile(p, buf[:n], 0o644); err != nil {
-				return err
-			}
-			if err := os.Chtimes(p, fixed, fixed); err != nil {
-				return err
-			}
-		}
-		if err := os.Chtimes(dir, fixed, fixed); err != nil {
+		dir := smallDir(d, *nest)
+		if err := os.Chtimes(filepath.Join(root, dir), fixed, fixed); err != nil {
 			return err
 		}
 		if *nest > 0 {
-			if err := os.Chtimes(filepath.Dir(dir), fixed, fixed); err != nil {
+			if err := os.Chtimes(filepath.Join(root, filepath.Dir(dir)), fixed, fixed); err != nil {
 				return err
 			}
 		}
@@ -187,6 +189,67 @@ func cmdSmall(args []string) error {
 		return err
 	}
 	return syncFS(root)
+}
+
+// smallDir is the relative folder of the small set's folder d.
+func smallDir(d, nest int) string {
+	if nest > 0 {
+		return filepath.Join(fmt.Sprintf("g%03d", d/nest), fmt.Sprintf("d%03d", d))
+	}
+	return fmt.Sprintf("d%03d", d)
+}
+
+// eachSmall makes the small set's files in order, calling fn with each
+// one's folder, number and bytes (valid until fn returns).
+func eachSmall(seed uint64, dirs, files, maxSize, nest int, fn func(dir string, i int, data []byte) error) error {
+	r := rand.New(newRand(seed))     // sizes
+	content := newRand(seed + 1<<32) // bytes
+	buf := make([]byte, maxSize)
+	for d := 0; d < dirs; d++ {
+		dir := smallDir(d, nest)
+		for i := 0; i < files; i++ {
+			n := r.IntN(maxSize + 1)
+			content.Read(buf[:n])
+			if err := fn(dir, i, buf[:n]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// smallTar writes the small set as a tar archive to stdout (DEST "-"):
+// the same names, bytes and times, and no copy of it on any disk, so a
+// build from it measures the builder and not the host's page cache.
+func smallTar(seed uint64, dirs, files, maxSize, nest int) error {
+	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	tw := tar.NewWriter(out)
+	hdr := func(name string, typ byte, mode, size int64) error {
+		return tw.WriteHeader(&tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: size, ModTime: fixed, AccessTime: fixed, Format: tar.FormatPAX})
+	}
+	made := map[string]bool{}
+	err := eachSmall(seed, dirs, files, maxSize, nest, func(dir string, i int, data []byte) error {
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if d != "." && !made[d] {
+				made[d] = true
+				if err := hdr(d+"/", tar.TypeDir, 0o755, 0); err != nil {
+					return err
+				}
+			}
+		}
+		if err := hdr(fmt.Sprintf("%s/f%04d", dir, i), tar.TypeReg, 0o644, int64(len(data))); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	return err
 }
 
 func cmdMixed(args []string) error {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# bench/buildtar.sh: scale.sh's small-file build curve (issue 16) with no
+# source on any disk: bench/gen writes the set as a tar to a pipe and
+# `mkfs.ddfs --tar -` builds from it, the image on $TMPDIR's disk (+ sync
+# -f). At 4M files the source folder (22 GB) and the image no longer fit
+# the page cache together, so scale.sh's 4M point times the host's disk
+# as much as the builder; here the only files are the image's. The
+# generator alone (gen | cat >/dev/null) is timed too: it shares the two
+# cores with mkfs. No peer row: Debian 12's mkfs.erofs (1.5) and mke2fs
+# (1.47.0) build from folders only (buildwarm.sh has them, source in RAM).
+# Usage: SCALE=small|full (10k 100k | 100k 1M 4M), or FILE_POINTS="...".
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BIN:-$ROOT/bin}
+case ${SCALE:-small} in
+full) FILE_POINTS=${FILE_POINTS:-100000 1000000 4000000} ;;
+*) FILE_POINTS=${FILE_POINTS:-10000 100000} ;;
+esac
+RUNS=${RUNS:-3}
+OUT=${OUT:-$ROOT/bench/results/buildtar-${SCALE:-small}.txt}
+W=$(mktemp -d "${TMPDIR:-/tmp}/buildtar.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+go build -o "$W/gen" "$ROOT/bench/gen"
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+{
+echo "# bench/buildtar.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, image on $W ($(stat -f -c %T "$W")), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# gen small -max 8192 -nest 100 (1000 files a folder) as a tar on a pipe | mkfs.ddfs --tar - (+ sync -f): wall, µs/file, mkfs CPU, peak RSS; gen alone into /dev/null"
+first=""
+for n in $FILE_POINTS; do
+	dirs=$(((n + 999) / 1000))
+	g=("$W/gen" small -dirs "$dirs" -files $((n / dirs)) -max 8192 -nest 100 -)
+	runs=$RUNS && [ "$n" -gt 200000 ] && runs=1
+	ts="" gs="" cpu="" rss=0
+	for ((r = 0; r < runs; r++)); do
+		t0=$(date +%s.%N)
+		"${g[@]}" >/dev/null
+		t1=$(date +%s.%N)
+		gs+="$(echo "$t1 - $t0" | bc) "
+		rm -f "$W/img"
+		sync -f "$W"
+		# 3x the set's bytes (4 KiB a file on average) + 1 GiB: room, never filled.
+		size=$((n * 4096 * 3 / 1048576 + 1024))M
+		t0=$(date +%s.%N)
+		"${g[@]}" | /usr/bin/time -f '%U %S %M' -o "$W/time" "$BIN/mkfs.ddfs" -q -b "$size" --tar - "$W/img"
+		sync -f "$W"
+		t1=$(date +%s.%N)
+		ts+="$(echo "$t1 - $t0" | bc) "
+		read -r u s m <"$W/time"
+		cpu+="$(echo "$u + $s" | bc) " rss=$((m > rss ? m : rss))
+	done
+	t=$(printf '%s\n' $ts | median) gt=$(printf '%s\n' $gs | median) c=$(printf '%s\n' $cpu | median)
+	per=$(echo "$t * 1000000 / $n" | bc -l)
+	[ -z "$first" ] && first=$per
+	printf '%8d files  build %8.2f s %6.2f µs/file (%.2fx the first point)  mkfs CPU %8.2f s  peak RSS %4d MiB | gen alone %7.2f s %5.2f µs/file (median of %d)\n' \
+		"$n" "$t" "$per" "$(echo "$per / $first" | bc -l)" "$c" "$((rss / 1024))" "$gt" "$(echo "$gt * 1000000 / $n" | bc -l)" "$runs"
+	rm -f "$W/img"
+done
+} | tee "$OUT"
