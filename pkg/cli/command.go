@@ -233,6 +233,11 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	return Report(stderr, Prog(cmd), err)
 }
 
+// ManDirEnv names the folder `make man` has each tool write its man pages
+// to (one page per command, from the same text as --help); the tool then
+// does nothing else. Only tools built with -tags ddfs_man can (man.go).
+const ManDirEnv = "DDFS_GEN_MAN"
+
 // Run runs root with args and returns the command that ran (or failed to
 // parse) and its error, for tools with their own exit codes (fsck.ddfs).
 func Run(root *cobra.Command, args []string, stdout, stderr io.Writer) (*cobra.Command, error) {

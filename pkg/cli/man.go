@@ -1,3 +1,5 @@
+//go:build ddfs_man
+
 package cli
 
 import (
@@ -12,11 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
-
-// ManDirEnv names the folder `make man` has each tool write its man pages
-// to (one page per command, from the same text as --help); the tool then
-// does nothing else.
-const ManDirEnv = "DDFS_GEN_MAN"
 
 // genMan writes root's man pages (section 8, as mkfs(8) and fsck(8)).
 func genMan(root *cobra.Command, dir string) error {
