@@ -27,7 +27,7 @@ type printed struct{ print, disk uint64 }
 // unaligned). A block that runs on into a next extent is read whole with
 // its first one (Rededupe widens runs to blocks). The prints of the other
 // parts are not held.
-func prefilter(f *fsys.FS, o RunOptions, files []uint64, block, part, parts uint64, strong bool) (*wantSet, error) {
+func prefilter(f *fsys.FS, o RunOptions, files *fileList, block, part, parts uint64, strong bool) (*wantSet, error) {
 	var ps []printed
 	var prints []uint32 // of w.plan, with strong sums
 	w := &wantSet{}
@@ -145,8 +145,8 @@ func (w *wantSet) has(logical, diskLen uint64) bool {
 
 // walkPrints calls fn for every block of files (of at least minSize
 // bytes), with the file's place in files.
-func walkPrints(f *fsys.FS, files []uint64, minSize, block uint64, fn func(int, *fsys.BlockPrint) error) error {
-	return eachFile(f, files, minSize, func(seq int, in *fsys.Inode) error {
+func walkPrints(f *fsys.FS, files *fileList, minSize, block uint64, fn func(int, *fsys.BlockPrint) error) error {
+	return files.each(f, minSize, func(seq int, in *fsys.Inode) error {
 		return f.BlockPrints(in, block, func(bp *fsys.BlockPrint) error { return fn(seq, bp) })
 	})
 }

@@ -186,7 +186,7 @@ func TestReadPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := prefilter(f, RunOptions{Block: testBlock}, inos, testBlock, 0, 1, strong)
+		w, err := prefilter(f, RunOptions{Block: testBlock}, &fileList{inos: inos}, testBlock, 0, 1, strong)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestReadPlanBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := prefilter(f, RunOptions{Block: testBlock}, inos, testBlock, 0, 1, false)
+	w, err := prefilter(f, RunOptions{Block: testBlock}, &fileList{inos: inos}, testBlock, 0, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if !ro.CDC && !o.NoPrefilter {
 		parts += before.LogicalBytes / ro.Block / maxPrints
 	}
-	files, err := listFiles(f, o.Dir)
+	files, err := newFileList(f, o.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -103,10 +103,14 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 				return nil, err
 			}
 			ro.Want, plan = want.has, want.plan
+		} else if files.pending {
+			if err := files.each(f, 0, func(int, *fsys.Inode) error { return nil }); err != nil {
+				return nil, err
+			}
 		}
 		t2 := time.Now()
 		res.PrefilterSeconds += t2.Sub(t1).Seconds()
-		if err := rededupeAll(f, o, files, ro, plan, &st, res, part == 0); err != nil {
+		if err := rededupeAll(f, o, files.inos, ro, plan, &st, res, part == 0); err != nil {
 			return nil, err
 		}
 		t1 = time.Now()
