@@ -61,9 +61,15 @@ func TestRegularFiles(t *testing.T) {
 // ErrCorrupt, as a walk of the folders would.
 func TestRegularFilesEntries(t *testing.T) {
 	for name, bad := range map[string]func(d, file uint64) format.DirEntry{
-		"file names a folder": func(d, file uint64) format.DirEntry { return format.DirEntry{Name: "x", Ino: d, Type: format.FileTypeRegular} },
-		"file names nothing":  func(d, file uint64) format.DirEntry { return format.DirEntry{Name: "x", Ino: 99999, Type: format.FileTypeRegular} },
-		"folder names a file": func(d, file uint64) format.DirEntry { return format.DirEntry{Name: "x", Ino: file, Type: format.FileTypeDir} },
+		"file names a folder": func(d, file uint64) format.DirEntry {
+			return format.DirEntry{Name: "x", Ino: d, Type: format.FileTypeRegular}
+		},
+		"file names nothing": func(d, file uint64) format.DirEntry {
+			return format.DirEntry{Name: "x", Ino: 99999, Type: format.FileTypeRegular}
+		},
+		"folder names a file": func(d, file uint64) format.DirEntry {
+			return format.DirEntry{Name: "x", Ino: file, Type: format.FileTypeDir}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, _ := newTestFS(t, 256<<20, 1)
