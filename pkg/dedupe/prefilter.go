@@ -71,7 +71,9 @@ func prefilter(f *fsys.FS, o RunOptions, files *fileList, block, part, parts uin
 		i = j
 	}
 	slices.SortFunc(dups, func(a, b printed) int { return cmp.Compare(a.disk, b.disk) })
-	w.disks = dups
+	// A copy of its own: the walk's array, grown by appending, is up to
+	// twice the prints, and the pass holds w for its whole run.
+	w.disks = slices.Clone(dups)
 	slices.Sort(w.odd)
 	w.odd = slices.Compact(w.odd)
 	w.plan = w.readPlan(prints)
