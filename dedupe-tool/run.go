@@ -43,13 +43,14 @@ frees nothing twice).
 
 Memory is bounded: data is read and rewritten 128 KiB at a time (one
 block when bigger), 32 metadata nodes are cached, the files to visit take
-8 bytes a file (the folders are walked once, the files visited in inode
-order), prints take 16 bytes a
+8 bytes a file (a whole image's found in the prints' walk of the fs
+tree, a folder's by walking it; the files visited in inode order),
+prints take 16 bytes a
 block, at most 8 MiB (images with more blocks take more passes over the
 metadata; the extents to read are found by the prints' own memory),
 blocks the sums cannot tell 8 bytes an extent, strong sums learned 120
 bytes a distinct block, at most 4 MiB (blocks past it are read), and the
-read-ahead 6 blocks' worth (768 KiB at 128 KiB; up to 512 smaller blocks)
+read-ahead 12 blocks' worth (1.5 MiB at 128 KiB; up to 512 smaller blocks)
 and 24 bytes a block it plans, at most 3 MiB (blocks past it are read in
 turn). Peak RSS 23 MB on the 2.0 GB bench set D2 in 60,148 files.
 `
