@@ -8,6 +8,10 @@
 # generator alone (gen | cat >/dev/null) is timed too: it shares the two
 # cores with mkfs. No peer row: Debian 12's mkfs.erofs (1.5) and mke2fs
 # (1.47.0) build from folders only (buildwarm.sh has them, source in RAM).
+# After the build, the rows that need no source (scale.sh's, on the image
+# just built, each after a sync -f): ls -lR, du -s, tar-out into
+# /dev/null, fsck.ddfs, df, and last rm -r of every folder (+ sync -f):
+# their time per file from point to point, without a host folder's cost.
 # Usage: SCALE=small|full (10k 100k | 100k 1M 4M), or FILE_POINTS="...".
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,6 +57,27 @@ for n in $FILE_POINTS; do
 	[ -z "$first" ] && first=$per
 	printf '%8d files  build %8.2f s %6.2f µs/file (%.2fx the first point)  mkfs CPU %8.2f s  peak RSS %4d MiB | gen alone %7.2f s %5.2f µs/file (median of %d)\n' \
 		"$n" "$t" "$per" "$(echo "$per / $first" | bc -l)" "$c" "$((rss / 1024))" "$gt" "$(echo "$gt * 1000000 / $n" | bc -l)" "$runs"
+	# The image of the last build: the rows that read it, then rm -r.
+	groups=$(((dirs + 99) / 100))
+	rmargs=$(for ((k = 0; k < groups; k++)); do printf '%s:/g%03d ' "$W/img" "$k"; done)
+	line=$(printf '%8d files  rows' "$n")
+	for row in ls-lR du-s tar-out fsck df rm-r; do
+		case $row in
+		ls-lR) c="$BIN/ddfs ls -lR $W/img:/ >/dev/null" ;;
+		du-s) c="$BIN/ddfs du -s $W/img:/ >/dev/null" ;;
+		tar-out) c="$BIN/ddfs tar-out $W/img | cat >/dev/null" ;;
+		fsck) c="$BIN/fsck.ddfs $W/img >/dev/null" ;;
+		df) c="$BIN/ddfs df $W/img >/dev/null" ;;
+		rm-r) c="$BIN/ddfs rm -r $rmargs && sync -f $W" ;;
+		esac
+		sync -f "$W"
+		t0=$(date +%s.%N)
+		/usr/bin/time -f '%M' -o "$W/time" sh -c "$c"
+		t1=$(date +%s.%N)
+		t=$(echo "$t1 - $t0" | bc)
+		line+=$(printf ' | %s %.2f s %.2f µs/file %d MiB' "$row" "$t" "$(echo "$t * 1000000 / $n" | bc -l)" "$(($(tail -n 1 "$W/time") / 1024))")
+	done
+	echo "$line"
 	rm -f "$W/img"
 done
 } | tee "$OUT"
