@@ -88,6 +88,9 @@ bench: build
 	BIN=$(BIN) bench/batch.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/scale.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/buildtar.sh
+	BIN=$(BIN) bench/nbd.sh
+	BIN=$(BIN) bench/dedupe-tool.sh
+	BIN=$(BIN) bench/fuse.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

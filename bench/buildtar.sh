@@ -22,6 +22,12 @@ full) FILE_POINTS=${FILE_POINTS:-100000 1000000 4000000} ;;
 esac
 RUNS=${RUNS:-3}
 OUT=${OUT:-$ROOT/bench/results/buildtar-${SCALE:-small}.txt}
+# The cells in scale.sh's CSV columns, for bench/plot (the build as its own
+# series, "ddfs --tar"): scale-tar-$SCALE.csv sorts after the other
+# scale-*.csv, so its cells are the ones the plots draw.
+CSV=${CSV:-$ROOT/bench/results/scale-tar-${SCALE:-small}.csv}
+echo "scale,kind,point,items,row,tool,seconds,per_item,peak_rss_kib,runs,cpu_s" >"$CSV"
+label() { awk -v n="$1" 'BEGIN { if (n >= 1e6) printf "%gM", n / 1e6; else printf "%gk", n / 1e3 }'; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/buildtar.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 go build -o "$W/gen" "$ROOT/bench/gen"
@@ -57,6 +63,7 @@ for n in $FILE_POINTS; do
 	[ -z "$first" ] && first=$per
 	printf '%8d files  build %8.2f s %6.2f µs/file (%.2fx the first point)  mkfs CPU %8.2f s  peak RSS %4d MiB | gen alone %7.2f s %5.2f µs/file (median of %d)\n' \
 		"$n" "$t" "$per" "$(echo "$per / $first" | bc -l)" "$c" "$((rss / 1024))" "$gt" "$(echo "$gt * 1000000 / $n" | bc -l)" "$runs"
+	printf '%s,files,%s,%d,build,ddfs --tar,%.4f,%.2f,%d,%d,%.2f\n' "${SCALE:-small}" "$(label "$n")" "$n" "$t" "$per" "$rss" "$runs" "$c" >>"$CSV"
 	# The image of the last build: the rows that read it, then rm -r.
 	groups=$(((dirs + 99) / 100))
 	rmargs=$(for ((k = 0; k < groups; k++)); do printf '%s:/g%03d ' "$W/img" "$k"; done)
@@ -75,6 +82,7 @@ for n in $FILE_POINTS; do
 		/usr/bin/time -f '%M' -o "$W/time" sh -c "$c"
 		t1=$(date +%s.%N)
 		t=$(echo "$t1 - $t0" | bc)
+		printf '%s,files,%s,%d,%s,ddfs,%.4f,%.2f,%d,1,-\n' "${SCALE:-small}" "$(label "$n")" "$n" "$row" "$t" "$(echo "$t * 1000000 / $n" | bc -l)" "$(tail -n 1 "$W/time")" >>"$CSV"
 		line+=$(printf ' | %s %.2f s %.2f µs/file %d MiB' "$row" "$t" "$(echo "$t * 1000000 / $n" | bc -l)" "$(($(tail -n 1 "$W/time") / 1024))")
 	done
 	echo "$line"
