@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,8 @@ func newRunCmd() *cobra.Command {
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(runGCPercent)
 		}
+		floor := make([]byte, runHeapFloor) // first, so fresh pages: never touched
+		defer runtime.KeepAlive(floor)
 		img, dir := splitImage(args[0])
 		if img == "" {
 			img, dir = args[0], "/"
@@ -152,9 +155,16 @@ func newRunCmd() *cobra.Command {
 // windows of 8 MiB, 4096 dirty and 2048 cached nodes; a soft memory
 // limit instead (16-24 MiB) made the collector thrash: 20-180 s.
 const (
-	runGCPercent  = 20       // live heap is ~5 MiB: collect at 6
+	runGCPercent  = 20       // of the live heap (~6 MiB) and the floor: collect every ~3 MiB
 	runBatchBytes = 64 << 20 // data per transaction
 	runBatchNodes = 64       // dirty metadata nodes per transaction (1 MiB)
 	runCacheNodes = 32       // clean metadata nodes kept
 	runWindow     = 128 << 10
 )
+
+// runHeapFloor is heap the collector counts and nothing touches (no
+// RSS): GOGC 20 of a ~6 MiB live heap alone would collect every ~1
+// MiB of garbage, 2.5x as often; a run took 20% longer that way, for
+// 1.8 MB less peak RSS. (Until 2026-12-04 an 8 MiB buffer of the
+// estimate, made at start, played this part unnoticed.)
+const runHeapFloor = 8 << 20

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -20,8 +21,8 @@ type sparseFile interface {
 	DataRanges() ([]fsys.Range, error)
 }
 
-// zeroChunk feeds holes to the cdc rows.
-var zeroChunk = make([]byte, chunkSize)
+// zeroChunk feeds holes to the cdc rows; made on first use (8 MiB).
+var zeroChunk = sync.OnceValue(func() []byte { return make([]byte, chunkSize) })
 
 // addSparse adds f when some whole chunk of it is a hole; false: read it
 // as any file.
@@ -108,12 +109,12 @@ func (e *Estimator) hole(n uint64) error {
 // holds zeros only and gives no entry: whole ones are passed over.
 func (e *Estimator) cdcZeros(r *row, z uint64) []entry {
 	par := cdc.ForAverage(int(r.block))
-	zeroLen := uint64(cdc.Cut(zeroChunk[:par.Max+1], par))
+	zeroLen := uint64(cdc.Cut(zeroChunk()[:par.Max+1], par))
 	var out []entry
 	feed := func(n uint64) {
 		for n > 0 {
 			k := min(n, chunkSize)
-			out = append(out, e.cutCDC(r, zeroChunk[:k], false)...)
+			out = append(out, e.cutCDC(r, zeroChunk()[:k], false)...)
 			n -= k
 		}
 	}
