@@ -15,7 +15,11 @@
 # read the image, as at 4M its 16 GB push the image out of the page
 # cache), and last rm -r of every folder (+ sync -f): their time per file
 # from point to point.
-# Usage: SCALE=small|full (10k 100k | 100k 1M 4M), or FILE_POINTS="...".
+# Last, tar-in: the set from the pipe into a fresh empty image with `ddfs
+# tar-in IMG:/` (+ sync -f), scale.sh's cp -r into an existing image
+# without a source folder.
+# Usage: SCALE=small|full (10k 100k | 100k 1M 4M), or FILE_POINTS="...";
+# ROWS picks rows (default all); NO_BUILD=1 with ROWS=tar-in skips the build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/bin}
@@ -43,7 +47,10 @@ for n in $FILE_POINTS; do
 	dirs=$(((n + 999) / 1000))
 	g=("$W/gen" small -dirs "$dirs" -files $((n / dirs)) -max 8192 -nest 100 -)
 	runs=$RUNS && [ "$n" -gt 200000 ] && runs=1
+	# 3x the set's bytes (4 KiB a file on average) + 1 GiB: room, never filled.
+	size=$((n * 4096 * 3 / 1048576 + 1024))M
 	ts="" gs="" cpu="" rss=0
+	[ -n "${NO_BUILD:-}" ] && runs=0
 	for ((r = 0; r < runs; r++)); do
 		t0=$(date +%s.%N)
 		"${g[@]}" >/dev/null
@@ -51,8 +58,6 @@ for n in $FILE_POINTS; do
 		gs+="$(echo "$t1 - $t0" | bc) "
 		rm -f "$W/img"
 		sync -f "$W"
-		# 3x the set's bytes (4 KiB a file on average) + 1 GiB: room, never filled.
-		size=$((n * 4096 * 3 / 1048576 + 1024))M
 		t0=$(date +%s.%N)
 		"${g[@]}" | /usr/bin/time -f '%U %S %M' -o "$W/time" "$BIN/mkfs.ddfs" -q -b "$size" --tar - "$W/img"
 		sync -f "$W"
@@ -61,17 +66,19 @@ for n in $FILE_POINTS; do
 		read -r u s m <"$W/time"
 		cpu+="$(echo "$u + $s" | bc) " rss=$((m > rss ? m : rss))
 	done
-	t=$(printf '%s\n' $ts | median) gt=$(printf '%s\n' $gs | median) c=$(printf '%s\n' $cpu | median)
-	per=$(echo "$t * 1000000 / $n" | bc -l)
-	[ -z "$first" ] && first=$per
-	printf '%8d files  build %8.2f s %6.2f µs/file (%.2fx the first point)  mkfs CPU %8.2f s  peak RSS %4d MiB | gen alone %7.2f s %5.2f µs/file (median of %d)\n' \
-		"$n" "$t" "$per" "$(echo "$per / $first" | bc -l)" "$c" "$((rss / 1024))" "$gt" "$(echo "$gt * 1000000 / $n" | bc -l)" "$runs"
-	printf '%s,files,%s,%d,build,ddfs --tar,%.4f,%.2f,%d,%d,%.2f\n' "${SCALE:-small}" "$(label "$n")" "$n" "$t" "$per" "$rss" "$runs" "$c" >>"$CSV"
+	if [ -z "${NO_BUILD:-}" ]; then
+		t=$(printf '%s\n' $ts | median) gt=$(printf '%s\n' $gs | median) c=$(printf '%s\n' $cpu | median)
+		per=$(echo "$t * 1000000 / $n" | bc -l)
+		[ -z "$first" ] && first=$per
+		printf '%8d files  build %8.2f s %6.2f µs/file (%.2fx the first point)  mkfs CPU %8.2f s  peak RSS %4d MiB | gen alone %7.2f s %5.2f µs/file (median of %d)\n' \
+			"$n" "$t" "$per" "$(echo "$per / $first" | bc -l)" "$c" "$((rss / 1024))" "$gt" "$(echo "$gt * 1000000 / $n" | bc -l)" "$runs"
+		printf '%s,files,%s,%d,build,ddfs --tar,%.4f,%.2f,%d,%d,%.2f\n' "${SCALE:-small}" "$(label "$n")" "$n" "$t" "$per" "$rss" "$runs" "$c" >>"$CSV"
+	fi
 	# The image of the last build: the rows that read it, then rm -r.
 	groups=$(((dirs + 99) / 100))
 	rmargs=$(for ((k = 0; k < groups; k++)); do printf '%s:/g%03d ' "$W/img" "$k"; done)
 	line=$(printf '%8d files  rows' "$n")
-	for row in ls-lR du-s tar-out fsck df cp-a-out rm-r; do
+	for row in ${ROWS:-ls-lR du-s tar-out fsck df cp-a-out rm-r tar-in}; do
 		case $row in
 		ls-lR) c="$BIN/ddfs ls -lR $W/img:/ >/dev/null" ;;
 		du-s) c="$BIN/ddfs du -s $W/img:/ >/dev/null" ;;
@@ -80,6 +87,7 @@ for n in $FILE_POINTS; do
 		fsck) c="$BIN/fsck.ddfs $W/img >/dev/null" ;;
 		df) c="$BIN/ddfs df $W/img >/dev/null" ;;
 		rm-r) c="$BIN/ddfs rm -r $rmargs && sync -f $W" ;;
+		tar-in) rm -f "$W/img" && "$BIN/mkfs.ddfs" -q -b "$size" "$W/img" && c="${g[*]} | $BIN/ddfs tar-in $W/img:/ && sync -f $W" ;;
 		esac
 		sync -f "$W"
 		t0=$(date +%s.%N)
