@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 // RegularFiles calls fn with every regular file, in inode order, from one
@@ -22,7 +23,7 @@ import (
 // names (fsck's UNREACHABLE) is listed: its data is as sound as any.
 func (f *FS) RegularFiles(fn func(*Inode) error) ([]uint64, error) {
 	if f.tx != nil {
-		return nil, fmt.Errorf("file walk: a transaction is running")
+		return nil, fmt.Errorf("file walk: a transaction is running: %w", store.ErrBusy)
 	}
 	var files, dirs, fileRefs, dirRefs []uint64
 	err := f.rtree(format.FSTree).Scan(inodeKey(format.RootDirIno), format.Key{ObjectID: format.CsumObjectID}, func(it format.Item) (bool, error) {
