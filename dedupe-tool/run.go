@@ -32,8 +32,9 @@ the stored sums stand for the data: a block whose sums equal those of a
 block read earlier in the run holds the same bytes and is shared without
 being read (sum_shared_bytes; the first copy is still read, verified and
 hashed). crc32c and xxhash64 sums only detect damage, so there every
-block is read (sum_shared_bytes 0). With dedupe_verify set, every block
-is read and byte-compared.
+block is read (sum_shared_bytes 0). With dedupe_verify set or the xxh3
+dedupe hash (the default), every block is read and every match
+byte-compared.
 The blocks to read are read, verified and hashed ahead on a second core
 while the tree work of the ones before goes on (ahead_bytes; the prints'
 walk knows where they lie).
@@ -117,8 +118,8 @@ func newRunCmd() *cobra.Command {
 		if *chunking != "" {
 			o.CDC = *chunking == "cdc"
 		}
-		if o.Hash != format.CsumBLAKE3 {
-			o.Hash = format.CsumSHA256
+		if !o.Hash.ValidDedupeHash() {
+			o.Hash = format.CsumSHA256 // 0 is sha256 (FORMAT.md §3.2)
 		}
 		var res *dedupe.RunResult
 		if *dry {

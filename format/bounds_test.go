@@ -26,7 +26,8 @@ func TestSuperblockSettingsBounds(t *testing.T) {
 		{sbDedupeLog2, 23, 24},
 		{sbCompress, byte(CompressS2), byte(CompressS2) + 1},
 		{sbCompLevel, 19, 20},
-		{sbDedupeHash, byte(CsumBLAKE3), byte(CsumBLAKE3) + 1},
+		{sbDedupeHash, byte(CsumBLAKE3), byte(CsumXXH3) + 1},
+		{sbDedupeHash, byte(CsumXXH3), byte(CsumCRC32C) + 1},
 		{sbDedupeHash, byte(CsumSHA256), byte(CsumSHA256) - 1},
 		{sbDedupeHash, 0, 0xff},
 	} {

@@ -9,16 +9,18 @@ const maxPaddingTries = 64
 // §6.8, rebuilding an entry). data is the decompressed data of a
 // compressed extent (exactly the block), or the whole sector-padded data
 // of an uncompressed one (padded): the block is then data or a prefix of
-// it whose cut tail is zero. The hash is sha256 or blake3, prefer first;
+// it whose cut tail is zero. The hash is sha256, blake3 or xxh3, prefer first;
 // false when no length and hash give the prefix (the data changed or was
 // damaged).
 func RebuildDedupeItem(data []byte, prefix uint64, padded bool, prefer CsumType) (*DedupeItem, bool) {
 	if len(data) == 0 || len(data) > maxDedupeBlock {
 		return nil, false
 	}
-	algos := []CsumType{CsumSHA256, CsumBLAKE3}
-	if prefer == CsumBLAKE3 {
-		algos[0], algos[1] = algos[1], algos[0]
+	algos := []CsumType{CsumSHA256, CsumBLAKE3, CsumXXH3}
+	for i, a := range algos {
+		if a == prefer {
+			algos[0], algos[i] = algos[i], algos[0]
+		}
 	}
 	try := func(n int) (*DedupeItem, bool) {
 		for _, a := range algos {

@@ -11,7 +11,7 @@ import (
 func TestRebuildDedupeItem(t *testing.T) {
 	block := bytes.Repeat([]byte("ddfs block "), 1000) // 11000 bytes
 	block = append(block, 0, 0, 0)                     // a block ending in zeros
-	for _, algo := range []CsumType{CsumSHA256, CsumBLAKE3} {
+	for _, algo := range []CsumType{CsumSHA256, CsumBLAKE3, CsumXXH3} {
 		want := DedupeItem{Hash: DedupeHash(Checksum(algo, block)), Length: uint64(len(block)), HashAlgo: algo}
 		prefix := DedupeHashPrefix(want.Hash)
 		padded := append(bytes.Clone(block), make([]byte, 12288-len(block))...)

@@ -872,7 +872,7 @@ func UnmarshalExtentDataRef(b []byte) (*ExtentDataRef, error) {
 //	off size field
 //	  0   12 hash_rest  hash bytes 8..19
 //	 12    4 length     bytes of the block the hash covers (≤ 8 MiB)
-//	 16    1 hash_algo  CsumType (sha256 or blake3)
+//	 16    1 hash_algo  CsumType (sha256, blake3 or xxh3)
 type DedupeItem struct {
 	Hash     [CsumSize]byte // DedupeHashLen bytes, the rest zero
 	Length   uint64
@@ -915,8 +915,12 @@ func UnmarshalDedupeItem(prefix uint64, b []byte) (*DedupeItem, error) {
 	d := &DedupeItem{Length: uint64(binary.LittleEndian.Uint32(b[12:])), HashAlgo: CsumType(b[16])}
 	binary.LittleEndian.PutUint64(d.Hash[:8], prefix)
 	copy(d.Hash[8:DedupeHashLen], b[0:12])
-	if (d.HashAlgo != CsumSHA256 && d.HashAlgo != CsumBLAKE3) || d.Length == 0 || d.Length > maxDedupeBlock {
+	if !d.HashAlgo.ValidDedupeHash() || d.Length == 0 || d.Length > maxDedupeBlock {
 		return nil, corruptf(nil, "dedupe item: hash %d length %d", b[16], d.Length)
+	}
+	// An xxh3 hash has 16 bytes: the entry's last 4 hash bytes are zero.
+	if d.HashAlgo == CsumXXH3 && [4]byte(d.Hash[16:DedupeHashLen]) != [4]byte{} {
+		return nil, corruptf(nil, "dedupe item: xxh3 hash with bytes past its 16")
 	}
 	return d, nil
 }

@@ -385,13 +385,19 @@ func TestDedupeItem(t *testing.T) {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 	for name, bad := range map[string]*DedupeItem{
-		"zero length": {Hash: h, Length: 0, HashAlgo: CsumSHA256},
-		"huge block":  {Hash: h, Length: 16 << 20, HashAlgo: CsumSHA256},
-		"crc algo":    {Hash: h, Length: 4096, HashAlgo: CsumCRC32C},
+		"zero length":        {Hash: h, Length: 0, HashAlgo: CsumSHA256},
+		"huge block":         {Hash: h, Length: 16 << 20, HashAlgo: CsumSHA256},
+		"crc algo":           {Hash: h, Length: 4096, HashAlgo: CsumCRC32C},
+		"algo 5":             {Hash: h, Length: 4096, HashAlgo: CsumXXH3 + 1},
+		"xxh3 past 16 bytes": {Hash: h, Length: 4096, HashAlgo: CsumXXH3}, // a 20-byte hash
 	} {
 		if _, err := UnmarshalDedupeItem(1, MarshalDedupeItem(bad)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	x := &DedupeItem{Hash: DedupeHash(Checksum(CsumXXH3, []byte("block"))), Length: 4096, HashAlgo: CsumXXH3}
+	if got, err := UnmarshalDedupeItem(DedupeHashPrefix(x.Hash), MarshalDedupeItem(x)); err != nil || !reflect.DeepEqual(got, x) {
+		t.Fatalf("xxh3 round trip: %+v %v", got, err)
 	}
 	if _, err := UnmarshalDedupeItem(1, b[:16]); !errors.Is(err, ErrShort) {
 		t.Errorf("short: %v", err)

@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -190,8 +191,23 @@ func TestChecksumEncoding(t *testing.T) {
 	if got := Checksum(CsumXXHash64, nil); !bytes.Equal(got[:8], []byte{0x99, 0xe9, 0xd8, 0x51, 0x37, 0xdb, 0x46, 0xef}) {
 		t.Errorf("xxhash64 of empty input: % x", got[:8])
 	}
-	if CsumType(4).Valid() {
-		t.Error("csum type 4 valid")
+	if CsumType(4).Valid() || CsumType(5).ValidDedupeHash() || CsumCRC32C.ValidDedupeHash() {
+		t.Error("csum type 4 valid, or a dedupe hash 5 or crc32c")
+	}
+	// XXH3-128 vectors from the reference xxhsum -H2 (xxHash 0.8.1), in
+	// its canonical byte order; the long one takes the SIMD path.
+	long := make([]byte, 128<<10)
+	for i := range long {
+		long[i] = byte((i*31 + 7) % 251)
+	}
+	for _, v := range []struct {
+		in   []byte
+		want string
+	}{{nil, "99aa06d3014798d86001c324468d497f"}, {[]byte("123456789"), "33119477ede5dcd5e9716427681d5860"}, {long, "223a02c129e350a6008ba20f61fc739b"}} {
+		got := Checksum(CsumXXH3, v.in)
+		if hex.EncodeToString(got[:16]) != v.want || !bytes.Equal(got[16:], make([]byte, 16)) || CsumXXH3.Len() != 16 {
+			t.Errorf("xxh3 of %d bytes: % x, want %s", len(v.in), got, v.want)
+		}
 	}
 	if _, err := ParseCsumType("md5"); err == nil {
 		t.Error("md5 parsed")

@@ -66,7 +66,8 @@ type Settings struct {
 	Dedupe bool
 	// DedupeBlockLog2 is log2 of the dedupe block size, 12..23 (0: 17, 128 KiB).
 	DedupeBlockLog2 uint8
-	// DedupeHash is the hash of dedupe blocks: CsumSHA256 or CsumBLAKE3.
+	// DedupeHash is the hash of dedupe blocks: CsumSHA256 (also for 0),
+	// CsumBLAKE3 or CsumXXH3 (a writer then byte-compares every match).
 	DedupeHash CsumType
 	// Compression of new data extents (IncompatCompression) and its level.
 	Compression      Compression
@@ -413,8 +414,8 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	if sb.Settings.Discard > DiscardAsync {
 		return nil, corruptf(nil, "superblock: discard policy %d", b[sbDiscard])
 	}
-	if h := sb.Settings.DedupeHash; h != 0 && h != CsumSHA256 && h != CsumBLAKE3 {
-		return nil, corruptf(nil, "superblock: dedupe hash %d", b[sbDedupeHash]) // §3.2: 0, 2 or 3
+	if h := sb.Settings.DedupeHash; h != 0 && !h.ValidDedupeHash() {
+		return nil, corruptf(nil, "superblock: dedupe hash %d", b[sbDedupeHash]) // §3.2: 0, 2, 3 or 4
 	}
 	if b[sbChunking] > 1 || b[sbVerify] > 1 {
 		return nil, corruptf(nil, "superblock: dedupe chunking %d", b[sbChunking])

@@ -4,7 +4,7 @@
 // test data), or zeros.
 //
 //	dedupegen FILE SIZE DUP_PERCENT [SEED]     DUP_PERCENT -1: all zeros
-//	dedupegen hashspeed                        one core's sha256 and blake3
+//	dedupegen hashspeed                        one core's sha256, blake3, xxh3
 //	                                           speed on 128 KiB blocks, MB/s
 package main
 
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+	"github.com/zeebo/xxh3"
 )
 
 func main() {
@@ -89,6 +90,7 @@ func hashSpeed() {
 	}{
 		{"sha256", func(b []byte) { sha256.Sum256(b) }},
 		{"blake3", func(b []byte) { blake3.Sum256(b) }},
+		{"xxh3", func(b []byte) { xxh3.Hash128(b) }},
 	} {
 		n, start := 0, time.Now()
 		for time.Since(start) < time.Second {

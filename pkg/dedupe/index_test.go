@@ -17,8 +17,8 @@ import (
 // zstd (text compresses, random data is stored raw and padded), tails
 // shorter than a sector, one ending in zero bytes. counts[i] is how many
 // times block i was written.
-func dedupeImage(t *testing.T) (*device.MemDevice, [][]byte, []int) {
-	d := newImage(t, format.Settings{Dedupe: true, DedupeBlockLog2: 14, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 1})
+func dedupeImage(t *testing.T, hash format.CsumType) (*device.MemDevice, [][]byte, []int) {
+	d := newImage(t, format.Settings{Dedupe: true, DedupeBlockLog2: 14, DedupeHash: hash, Compression: format.CompressZstd, CompressionLevel: 1})
 	f := openAt(t, d, 0, epoch)
 	rng := rand.New(rand.NewPCG(3, 3))
 	var blocks [][]byte
@@ -116,9 +116,15 @@ func inTx(t *testing.T, d *device.MemDevice, change func(tx *store.Txn)) {
 
 // TestIndexRebuildSameAsInband: the rebuilt index equals, item for item
 // and byte for byte, the one the inband write path made, whatever was
-// lost, changed or added.
+// lost, changed or added, with either dedupe hash.
 func TestIndexRebuildSameAsInband(t *testing.T) {
-	d, _, _ := dedupeImage(t)
+	for _, h := range []format.CsumType{format.CsumBLAKE3, format.CsumXXH3} {
+		t.Run(h.String(), func(t *testing.T) { testIndexRebuild(t, h) })
+	}
+}
+
+func testIndexRebuild(t *testing.T, hash format.CsumType) {
+	d, _, _ := dedupeImage(t, hash)
 	want := dedupeItems(t, d)
 	if len(want) < 10 {
 		t.Fatalf("only %d entries written", len(want))
@@ -147,7 +153,7 @@ func TestIndexRebuildSameAsInband(t *testing.T) {
 // TestIndexPrune keeps the entries of the most repeated blocks: they still
 // dedupe new writes, a pruned block does not.
 func TestIndexPrune(t *testing.T) {
-	d, blocks, counts := dedupeImage(t)
+	d, blocks, counts := dedupeImage(t, format.CsumXXH3)
 	keep := 3
 	f := openImage(t, d, 0)
 	st, err := f.PruneIndex(uint64(keep))

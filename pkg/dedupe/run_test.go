@@ -190,10 +190,16 @@ func physicalBytes(t *testing.T, d *device.MemDevice) (uint64, uint64) {
 }
 
 func TestRunFreesDuplicates(t *testing.T) {
+	for _, h := range []format.CsumType{format.CsumBLAKE3, format.CsumXXH3} {
+		t.Run(h.String(), func(t *testing.T) { testRunFrees(t, h) })
+	}
+}
+
+func testRunFrees(t *testing.T, hash format.CsumType) {
 	d := newImage(t, format.Settings{})
 	model := writeSet(t, d)
 	before, _ := physicalBytes(t, d)
-	res := runVerified(t, d, model)
+	res := runVerifiedHash(t, d, model, hash)
 	after, entries := physicalBytes(t, d)
 	want := wantPhysical(model)
 	if after != want || res.FreedBytes != before-after || res.IndexEntries != entries {
@@ -203,7 +209,7 @@ func TestRunFreesDuplicates(t *testing.T) {
 		t.Fatalf("nothing shared: %+v", res)
 	}
 	f := openImage(t, d, 0)
-	again, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
+	again, err := Run(f, RunOptions{Block: testBlock, Hash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +224,13 @@ func TestRunFreesDuplicates(t *testing.T) {
 // against model afterwards.
 func runVerified(t *testing.T, d *device.MemDevice, model map[string][]byte) *RunResult {
 	t.Helper()
+	return runVerifiedHash(t, d, model, format.CsumBLAKE3)
+}
+
+func runVerifiedHash(t *testing.T, d *device.MemDevice, model map[string][]byte, hash format.CsumType) *RunResult {
+	t.Helper()
 	f := openImage(t, d, 0)
-	res, err := Run(f, RunOptions{Block: testBlock, Hash: format.CsumBLAKE3})
+	res, err := Run(f, RunOptions{Block: testBlock, Hash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func (f *FS) rewriteFrom(in *Inode, bo uint64, data []byte, pol dataPolicy) erro
 // the block where it lies (cut).
 func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, b block, pol dataPolicy, st *RededupeStats) error {
 	data := b.data
-	h, err := f.lookupBlock(b.hash, uint64(len(data)))
+	h, err := f.lookupBlock(b.hash, pol.hash, uint64(len(data)))
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -46,9 +45,11 @@ func (f *FS) policy(in *Inode) dataPolicy {
 	if in.Flags&format.InodeNoCompress != 0 {
 		p.compress = format.CompressNone
 	}
-	if p.hash != format.CsumBLAKE3 {
+	if p.hash != format.CsumBLAKE3 && p.hash != format.CsumXXH3 {
 		p.hash = format.CsumSHA256
 	}
+	// xxh3 is not collision resistant: its matches are byte-compared.
+	p.verify = p.verify || p.hash == format.CsumXXH3
 	if !p.dedupe {
 		p.block = compressUnit
 	}
@@ -84,20 +85,16 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 	hits := make([]*dedupeHit, len(blocks))
 	if pol.dedupe {
 		for i := range blocks {
-			h, err := f.lookupBlock(blocks[i].hash, uint64(len(blocks[i].data)))
+			h, err := f.lookupBlock(blocks[i].hash, pol.hash, uint64(len(blocks[i].data)))
 			if err != nil {
 				return err
 			}
-			if h != nil && pol.verify {
-				same, err := f.sameData(h, blocks[i].data)
-				if err != nil {
-					return err
-				}
-				if !same {
-					h = nil // a hash collision: store the block on its own
-				}
-			}
 			hits[i] = h
+		}
+		if pol.verify {
+			if err := f.verifyHits(blocks, hits); err != nil {
+				return err
+			}
 		}
 	}
 	if pol.compress != format.CompressNone {
@@ -147,9 +144,10 @@ type dedupeHit struct {
 	compression           format.Compression
 }
 
-// lookupBlock finds an extent whose block has this hash and length: the
-// in-memory cache first, then the dedupe tree (prefix, DEDUPE_ITEM, *).
-func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, error) {
+// lookupBlock finds an extent whose block has this hash (of algo) and
+// length: the in-memory cache first, then the dedupe tree (prefix,
+// DEDUPE_ITEM, *). Entries of another algorithm never match (§6.8).
+func (f *FS) lookupBlock(hash [format.CsumSize]byte, algo format.CsumType, n uint64) (*dedupeHit, error) {
 	prefix := format.DedupeHashPrefix(hash)
 	t := f.rtree(format.DedupeTree)
 	var found uint64
@@ -158,7 +156,7 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, n uint64) (*dedupeHit, erro
 		if err != nil {
 			return false, err
 		}
-		if d.Hash == hash && d.Length == n {
+		if d.Hash == hash && d.Length == n && d.HashAlgo == algo {
 			found = it.Key.Offset
 			return false, nil
 		}
@@ -332,25 +330,5 @@ func (x *dedupeIndex) del(prefix, logical uint64) {
 
 // Len is the number of cached entries.
 func (x *dedupeIndex) Len() int { return len(x.m) }
-
-// sameData compares a block with the start of the extent it matched.
-func (f *FS) sameData(h *dedupeHit, p []byte) (bool, error) {
-	x := fileExtent{FileExtentItem: format.FileExtentItem{Type: format.FileExtentRegular, Compression: h.compression,
-		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(p)), RAMBytes: h.ram}}
-	var data []byte
-	if h.compression != format.CompressNone {
-		d, err := f.decompressed(x)
-		if err != nil {
-			return false, err
-		}
-		data = d
-	} else {
-		data = make([]byte, h.diskLen)
-		if err := f.readVerified(h.logical, data); err != nil {
-			return false, err
-		}
-	}
-	return uint64(len(data)) >= uint64(len(p)) && bytes.Equal(data[:len(p)], p), nil
-}
 
 func cdcCut(p []byte, avg uint64) int { return cdc.Cut(p, cdc.ForAverage(int(avg))) }

@@ -15,9 +15,17 @@ import (
 
 func newDedupeFS(t testing.TB, s format.Settings) (*FS, *device.MemDevice) {
 	t.Helper()
+	return newFSWith(t, store.CreateParams{FSID: [16]byte{6}, Csum: format.CsumCRC32C, Data: format.ProfileSingle, Settings: s})
+}
+
+// newFSWith makes a 1 GiB one-device FS with p's FSID, sums, data
+// profile and settings (16 KiB nodes, 4 KiB sectors, dup metadata).
+func newFSWith(t testing.TB, p store.CreateParams) (*FS, *device.MemDevice) {
+	t.Helper()
 	d := device.NewMemDevice("m", 1<<30)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{6}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}}, Settings: s})
+	p.NodeSize, p.SectorSize, p.Metadata = 16384, 4096, format.ProfileDup
+	p.Devices = []store.NewDevice{{Dev: d, Path: "m"}}
+	st, tx, err := store.CreateTx(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 	if todo <= 1 {
 		for i := range blocks {
 			if b := &blocks[i]; !b.hashed {
-				b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data))
+				b.hash = blockHash(pol.hash, b.data)
 			}
 		}
 		return
@@ -106,7 +106,7 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 		if b.hashed {
 			continue
 		}
-		g.Go(func() error { b.hash = format.DedupeHash(format.Checksum(pol.hash, b.data)); return nil })
+		g.Go(func() error { b.hash = blockHash(pol.hash, b.data); return nil })
 	}
 	g.Wait()
 }

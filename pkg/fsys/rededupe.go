@@ -13,7 +13,7 @@ import (
 type RededupeOptions struct {
 	Block uint64          // dedupe block (average with CDC), a power of two 4K..8M
 	CDC   bool            // content-defined chunks
-	Hash  format.CsumType // sha256 or blake3
+	Hash  format.CsumType // sha256, blake3 or xxh3 (matches then byte-compared)
 	// Want, when set, picks the data extents (by logical and disk
 	// length) worth passing through; the others are left alone (a
 	// prefilter ruled them out).
@@ -134,6 +134,7 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	before := in.InodeItem
 	pol := f.policy(in)
 	pol.dedupe, pol.cdc, pol.block, pol.hash = true, o.CDC, o.Block, o.Hash
+	pol.verify = pol.verify || pol.hash == format.CsumXXH3 // as policy
 	tx, err := f.txn()
 	if err != nil {
 		return err

@@ -122,7 +122,7 @@ func (r *BlockAhead) fill(b *aheadBlock) {
 			sum := format.Checksum(c, raw[s:s+ss])
 			b.sums = append(b.sums, sum[:c.Len()]...)
 		}
-		b.hash = format.DedupeHash(format.Checksum(r.pol.hash, raw[:b.n]))
+		b.hash = blockHash(r.pol.hash, raw[:b.n])
 		b.ok = true
 	}
 	b.state.Store(aheadDone)

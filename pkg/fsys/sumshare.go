@@ -78,7 +78,8 @@ func (f *FS) sumDigest(in *Inode, bo, n uint64, s *SumShares) ([32]byte, bool, e
 // read), when a copy was learned. It returns the block's digest (known:
 // its sums tell) for learning after a read, and whether it shared.
 func (f *FS) shareBySums(in *Inode, bo, n uint64, pol dataPolicy, s *SumShares) (d [32]byte, known, shared bool, err error) {
-	if s == nil || pol.verify || !f.st.Super().CsumType.Strong() {
+	sb := f.st.Super()
+	if s == nil || sb.Settings.DedupeVerify || !sb.CsumType.Strong() {
 		return d, false, false, nil // verify byte-compares: it reads anyway
 	}
 	d, known, err = f.sumDigest(in, bo, n, s)
@@ -91,9 +92,16 @@ func (f *FS) shareBySums(in *Inode, bo, n uint64, pol dataPolicy, s *SumShares) 
 	}
 	var hash [format.CsumSize]byte // as format.DedupeHash makes it
 	copy(hash[:], h20[:])
-	h, err := f.lookupBlock(hash, n)
+	h, err := f.lookupBlock(hash, pol.hash, n)
 	if err != nil || h == nil {
 		return d, true, false, err // no longer indexed: read it
+	}
+	if !pol.hash.Strong() {
+		// An xxh3 match proves nothing: the extent found must hold the
+		// same stored sums (so the same bytes) as the block.
+		if same, err := f.sameSums(h, n, d, s); err != nil || !same {
+			return d, true, false, err
+		}
 	}
 	// As dedupeAdoptable: cut first, so the rest of the extent stays at
 	// its first byte and its next block can be adopted; the punch frees
@@ -109,4 +117,28 @@ func (f *FS) shareBySums(in *Inode, bo, n uint64, pol dataPolicy, s *SumShares) 
 		err = f.referenceBlock(in, bo, n, h)
 	}
 	return d, true, err == nil, err
+}
+
+// sameSums reports whether the first n bytes of h's extent have, sector
+// by sector, the stored sums digest d was made of (as sumDigest makes
+// it): with strong sums, the same bytes. A compressed extent's sums are
+// of its stored bytes: false.
+func (f *FS) sameSums(h *dedupeHit, n uint64, d [32]byte, s *SumShares) (bool, error) {
+	sb := f.st.Super()
+	ss := uint64(sb.SectorSize)
+	if h.compression != format.CompressNone || n > h.diskLen {
+		return false, nil
+	}
+	c := &sumCache{f: f}
+	b := binary.LittleEndian.AppendUint16(s.buf[:0], uint16(sb.CsumType))
+	b = binary.LittleEndian.AppendUint64(b, n)
+	for off := uint64(0); off < n; off += ss {
+		sum, err := c.get(h.logical + off)
+		if err != nil || sum == nil {
+			return false, err
+		}
+		b = append(b, sum...)
+	}
+	s.buf = b
+	return blake3.Sum256(b) == d, nil
 }

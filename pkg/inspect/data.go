@@ -41,8 +41,8 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	if s.DedupeCDC {
 		st.Chunking = "cdc"
 	}
-	if s.DedupeHash == format.CsumBLAKE3 {
-		st.Hash = "blake3"
+	if s.DedupeHash.ValidDedupeHash() {
+		st.Hash = s.DedupeHash.String() // else 0: sha256
 	}
 	if s.Compression == format.CompressZstd {
 		st.Compression = "zstd:" + strconv.Itoa(max(int(s.CompressionLevel), 1))

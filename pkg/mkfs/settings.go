@@ -42,13 +42,21 @@ func DedupeBlockLog2(size uint64) (uint8, error) {
 	return uint8(bits.TrailingZeros64(size)), nil
 }
 
-// ParseDedupeHash accepts sha256 and blake3.
+// ParseDedupeHash accepts xxh3, blake3 and sha256.
 func ParseDedupeHash(v string) (format.CsumType, error) {
 	switch v {
 	case "sha256":
 		return format.CsumSHA256, nil
 	case "blake3":
 		return format.CsumBLAKE3, nil
+	case "xxh3":
+		return format.CsumXXH3, nil
 	}
-	return 0, fmt.Errorf("dedupe hash %q: want sha256 or blake3", v)
+	return 0, fmt.Errorf("dedupe hash %q: want xxh3, blake3 or sha256", v)
 }
+
+// DefaultDedupeHash is the dedupe hash of new images and of dedupe-tool
+// enable on an image that never had one: xxh3 with every match
+// byte-compared costs <= 10% on unique data on 2 cores, where blake3
+// cost 20-45% (README, "Which hash").
+const DefaultDedupeHash = format.CsumXXH3

@@ -1,0 +1,119 @@
+package fsys
+
+import (
+	"bytes"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// blockHash is the dedupe hash of a block as the index keeps it. A
+// variable so tests can make two different blocks collide.
+var blockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
+	return format.DedupeHash(format.Checksum(algo, p))
+}
+
+// verifyHits byte-compares every block with the extent its hash matched
+// and drops the hits that differ (a collision: the block is then stored
+// on its own). With xxh3, the default dedupe hash, this is what makes a
+// match safe; it costs about what blake3 would have (reads and compares
+// of the duplicates instead of hashing every block), but only on
+// duplicate data, and the compares run in parallel.
+func (f *FS) verifyHits(blocks []block, hits []*dedupeHit) error {
+	n := 0
+	for _, h := range hits {
+		if h != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	// A match may be data still queued for writing (one drain per write
+	// call, not per hit).
+	if err := f.data.drain(); err != nil {
+		return err
+	}
+	same := make([]bool, len(hits))
+	if n == 1 {
+		for i, h := range hits {
+			if h != nil {
+				same[i] = f.sameRaw(h, blocks[i].data)
+			}
+		}
+	} else {
+		var g errgroup.Group
+		g.SetLimit(cpus())
+		for i, h := range hits {
+			if h != nil {
+				g.Go(func() error { same[i] = f.sameRaw(h, blocks[i].data); return nil })
+			}
+		}
+		g.Wait()
+	}
+	for i, h := range hits {
+		if h == nil || same[i] {
+			continue
+		}
+		ok, err := f.sameChecked(h, blocks[i].data)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			hits[i] = nil
+		}
+	}
+	return nil
+}
+
+// sameRaw reports whether the first copy of an uncompressed extent starts
+// with p, read without its checksums: equal bytes are the proof sought
+// (they are the block's own bytes), so the sums add nothing. A failed
+// read or a difference is false, and the caller asks sameChecked, whose
+// checked read tries every copy: damage to one copy costs a share, never
+// a wrong one. Safe from any goroutine (nothing of the FS but the
+// volume); the caller has drained the queued writes (stale bytes on the
+// device could equal p while the extent's queued data does not).
+func (f *FS) sameRaw(h *dedupeHit, p []byte) bool {
+	ss := uint64(f.st.Super().SectorSize)
+	n := (uint64(len(p)) + ss - 1) / ss * ss
+	if h.compression != format.CompressNone || n > h.diskLen {
+		return false
+	}
+	buf := rawBuffer(int(n))
+	defer putBuffer(buf)
+	return f.st.Vol.ReadCopy(h.logical, buf, 0) == nil && bytes.Equal(buf[:len(p)], p)
+}
+
+// sameData compares a block with the start of the extent it matched.
+func (f *FS) sameData(h *dedupeHit, p []byte) (bool, error) {
+	if err := f.data.drain(); err != nil {
+		return false, err
+	}
+	if f.sameRaw(h, p) {
+		return true, nil
+	}
+	return f.sameChecked(h, p)
+}
+
+// sameChecked compares through the checked read (every copy, repair) or
+// the decompression.
+func (f *FS) sameChecked(h *dedupeHit, p []byte) (bool, error) {
+	x := fileExtent{FileExtentItem: format.FileExtentItem{Type: format.FileExtentRegular, Compression: h.compression,
+		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: uint64(len(p)), RAMBytes: h.ram}}
+	var data []byte
+	if h.compression != format.CompressNone {
+		d, err := f.decompressed(x)
+		if err != nil {
+			return false, err
+		}
+		data = d
+	} else {
+		data = make([]byte, h.diskLen)
+		if err := f.readVerified(h.logical, data); err != nil {
+			return false, err
+		}
+	}
+	return uint64(len(data)) >= uint64(len(p)) && bytes.Equal(data[:len(p)], p), nil
+}
