@@ -32,9 +32,10 @@ the stored sums stand for the data: a block whose sums equal those of a
 block read earlier in the run holds the same bytes and is shared without
 being read (sum_shared_bytes; the first copy is still read, verified and
 hashed). crc32c and xxhash64 sums only detect damage, so there every
-block is read (sum_shared_bytes 0). With dedupe_verify set or the xxh3
-dedupe hash (the default), every block is read and every match
-byte-compared.
+block is read (sum_shared_bytes 0). With dedupe_verify set, every block
+is read and every match byte-compared. With the xxh3 dedupe hash every
+match of a block read is byte-compared (strong sums still share unread:
+the matched extent's own stored sums must equal the block's).
 The blocks to read are read, verified and hashed ahead on a second core
 while the tree work of the ones before goes on (ahead_bytes; the prints'
 walk knows where they lie).

@@ -40,7 +40,9 @@ func (f *FS) rededupeBlocks(in *Inode, s, e uint64, pol dataPolicy, o *RededupeO
 			err = f.rewriteFrom(in, bo, b.data, pol)
 		} else if err == nil {
 			bs := []block{b}
-			hashBlocks(bs, pol)
+			hp := pol
+			hp.ss = 0 // an adopted block keeps its sums: none to make
+			hashBlocks(bs, hp)
 			if known {
 				o.Sums.learn(d, bs[0].hash) // the bytes read were verified against these sums
 			}

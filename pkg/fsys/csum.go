@@ -20,6 +20,12 @@ func csumKey(logical uint64) format.Key {
 // putCsums records the checksum of every sector of buf, which was written
 // at logical.
 func (f *FS) putCsums(logical uint64, buf []byte) error {
+	return f.putSums(logical, buf, nil)
+}
+
+// putSums is putCsums with the sums of buf's sectors given (nil: they
+// are computed here).
+func (f *FS) putSums(logical uint64, buf, sums []byte) error {
 	sb := f.st.Super()
 	ss, cl := int(sb.SectorSize), sb.CsumType.Len()
 	t := f.tx.Tree(format.CsumTree)
@@ -27,10 +33,15 @@ func (f *FS) putCsums(logical uint64, buf []byte) error {
 	perItem := min(maxSumsPerItem, format.MaxItemData(sb.NodeSize)/cl)
 	for len(buf) > 0 {
 		n := min(len(buf)/ss, perItem)
-		item := make([]byte, 0, n*cl)
-		for i := 0; i < n; i++ {
-			sum := format.Checksum(sb.CsumType, buf[i*ss:(i+1)*ss])
-			item = append(item, sum[:cl]...)
+		var item []byte
+		if sums != nil {
+			item, sums = sums[:n*cl:n*cl], sums[n*cl:]
+		} else {
+			item = make([]byte, 0, n*cl)
+			for i := 0; i < n; i++ {
+				sum := format.Checksum(sb.CsumType, buf[i*ss:(i+1)*ss])
+				item = append(item, sum[:cl]...)
+			}
 		}
 		if err := t.Insert(csumKey(logical), item); err != nil {
 			return err

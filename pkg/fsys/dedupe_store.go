@@ -104,7 +104,7 @@ func (f *FS) writeRun(in *Inode, p []byte, off uint64, blocks []block, run []int
 		// buffer. On unique data that copy was as costly as the hash.
 		start := blocks[run[0]].off - off
 		data := p[start : start+total]
-		if err := f.putCsums(logical, data); err != nil {
+		if err := f.putSums(logical, data, runSums(blocks, run, total/ss*uint64(f.st.Super().CsumType.Len()))); err != nil {
 			return err
 		}
 		if err := f.data.writeNow(logical, data); err != nil {
@@ -146,4 +146,24 @@ func (b *block) payload() []byte {
 		return b.framed
 	}
 	return b.data
+}
+
+// runSums joins the sector sums hashBlock made for the blocks of a run
+// (want bytes in all), or nil when a block has none.
+func runSums(blocks []block, run []int, want uint64) []byte {
+	var n uint64
+	for _, i := range run {
+		if blocks[i].sums == nil {
+			return nil
+		}
+		n += uint64(len(blocks[i].sums))
+	}
+	if n != want {
+		return nil
+	}
+	sums := make([]byte, 0, n)
+	for _, i := range run {
+		sums = append(sums, blocks[i].sums...)
+	}
+	return sums
 }

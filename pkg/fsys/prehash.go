@@ -29,9 +29,14 @@ type hashKey struct {
 	at  *byte // the block's first byte: the hash is for this very data
 }
 
-// Hashes are dedupe hashes computed ahead of a write.
+// Hashes are dedupe hashes (and sector sums) computed ahead of a write.
 type Hashes struct {
-	m map[hashKey][format.CsumSize]byte
+	m map[hashKey]hashed
+}
+
+type hashed struct {
+	hash [format.CsumSize]byte
+	sums []byte
 }
 
 // Hashes cuts data (to be written at off) the way a write will and hashes
@@ -51,9 +56,9 @@ func (dp DataPolicy) Hashes(data []byte, off uint64) *Hashes {
 		p, o = p[n:], o+n
 	}
 	hashBlocks(blocks, dp.p)
-	h := &Hashes{m: make(map[hashKey][format.CsumSize]byte, len(blocks))}
+	h := &Hashes{m: make(map[hashKey]hashed, len(blocks))}
 	for _, b := range blocks {
-		h.m[hashKey{b.off, len(b.data), &b.data[0]}] = b.hash
+		h.m[hashKey{b.off, len(b.data), &b.data[0]}] = hashed{b.hash, b.sums}
 	}
 	return h
 }
@@ -94,7 +99,7 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 	if todo <= 1 {
 		for i := range blocks {
 			if b := &blocks[i]; !b.hashed {
-				b.hash = blockHash(pol.hash, b.data)
+				hashBlock(b, pol)
 			}
 		}
 		return
@@ -106,7 +111,22 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 		if b.hashed {
 			continue
 		}
-		g.Go(func() error { b.hash = blockHash(pol.hash, b.data); return nil })
+		g.Go(func() error { hashBlock(b, pol); return nil })
 	}
 	g.Wait()
+}
+
+// hashBlock hashes b and, under a policy that asks (ss set) and for a
+// block of whole sectors, sums its sectors right after, in cache.
+func hashBlock(b *block, pol dataPolicy) {
+	b.hash = blockHash(pol.hash, b.data)
+	if pol.ss == 0 || uint64(len(b.data))%pol.ss != 0 {
+		return
+	}
+	cl := pol.csum.Len()
+	b.sums = make([]byte, 0, uint64(len(b.data))/pol.ss*uint64(cl))
+	for s := uint64(0); s < uint64(len(b.data)); s += pol.ss {
+		sum := format.Checksum(pol.csum, b.data[s:s+pol.ss])
+		b.sums = append(b.sums, sum[:cl]...)
+	}
 }

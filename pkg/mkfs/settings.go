@@ -56,7 +56,9 @@ func ParseDedupeHash(v string) (format.CsumType, error) {
 }
 
 // DefaultDedupeHash is the dedupe hash of new images and of dedupe-tool
-// enable on an image that never had one: xxh3 with every match
-// byte-compared costs <= 10% on unique data on 2 cores, where blake3
-// cost 20-45% (README, "Which hash").
-const DefaultDedupeHash = format.CsumXXH3
+// enable on an image that never had one. blake3 shares a match unread;
+// xxh3 costs less CPU on unique data but reads every match back, and a
+// duplicate no longer in the page cache (a backup of last week's data)
+// then cost 7x blake3's time, more than not deduping (README, "Which
+// hash").
+const DefaultDedupeHash = format.CsumBLAKE3
