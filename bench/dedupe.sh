@@ -50,26 +50,41 @@ run() {
 
 echo "# dedupe benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $SIZE per data set, $(nproc) cores, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# Default settings (xxh3 with matches byte-compared, 128 KiB fixed blocks)
-# against no dedupe, off and
-# on interleaved for 5 rounds so load changes hit both: medians.
+# Default settings (blake3, 128 KiB fixed blocks), and xxh3, against no
+# dedupe: PAIR_ROUNDS rounds with the order turned every round (a copy
+# right after another was slower), medians.
 once() { # FILE MKFS_ARGS...: seconds of one ddfs cp into a fresh image
 	local file=$1; shift
-	rm -f "$root/img"; "$BIN/mkfs.ddfs" -q -b "$((bytes * 3))" "$@" "$root/img"; sync
+	# sync after the rm too: the root is mounted with discard, and the
+	# freeing of the last image's 1 GiB landed in the next copy (off runs
+	# after an off run took 2.4-2.9 s instead of 0.5 s, 2026-12-04).
+	rm -f "$root/img"; sync; "$BIN/mkfs.ddfs" -q -b "$((bytes * 3))" "$@" "$root/img"; sync
 	local t0 t1; t0=$(date +%s.%N); "$BIN/ddfs" cp "$file" "$root/img:/x"; t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc
 }
-pair() { # LABEL FILE: prints the medians and sets poff, pon
-	local offs=() ons=()
-	for _ in 1 2 3 4 5; do offs+=("$(once "$2")"); ons+=("$(once "$2" --dedupe)"); done
-	poff=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n 3p)
-	pon=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n 3p)
-	printf '%-34s off %7.3f s  --dedupe %7.3f s  (5 rounds interleaved: off %s / on %s)\n' "$1" "$poff" "$pon" "$(printf '%.2f ' "${offs[@]}")" "$(printf '%.2f ' "${ons[@]}")"
+PAIR_ROUNDS=${PAIR_ROUNDS:-9}
+pair() { # LABEL FILE [MKFS_ARGS...]: prints the medians and sets poff, pon
+	local label=$1 file=$2 offs=() ons=(); shift 2
+	for r in $(seq "$PAIR_ROUNDS"); do
+		if [ $((r % 2)) = 1 ]; then
+			offs+=("$(once "$file")"); ons+=("$(once "$file" --dedupe "$@")")
+		else
+			ons+=("$(once "$file" --dedupe "$@")"); offs+=("$(once "$file")")
+		fi
+	done
+	local mid=$(((PAIR_ROUNDS + 1) / 2))
+	poff=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n "${mid}p")
+	pon=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n "${mid}p")
+	printf '%-34s off %7.3f s  --dedupe %7.3f s  (%d rounds, order turned: off %s / on %s)\n' "$label" "$poff" "$pon" "$PAIR_ROUNDS" "$(printf '%.2f ' "${offs[@]}")" "$(printf '%.2f ' "${ons[@]}")"
 }
 pair "75% dup, defaults" "$root/dup75"
 echo "  -> --dedupe is $(ratio "$poff" "$pon")x the speed of off (target >= 1.35)"
 pair "unique, defaults" "$root/uniq"
 echo "  -> --dedupe costs $(echo "scale=1; 100 * ($pon - $poff) / $poff" | bc)% on unique data (target <= 10%)"
+pair "75% dup, --dedupe-hash xxh3" "$root/dup75" --dedupe-hash xxh3
+echo "  -> xxh3: $(ratio "$poff" "$pon")x the speed of off"
+pair "unique, --dedupe-hash xxh3" "$root/uniq" --dedupe-hash xxh3
+echo "  -> xxh3 costs $(echo "scale=1; 100 * ($pon - $poff) / $poff" | bc)% on unique data"
 [ "${PAIRS_ONLY:-0}" = 1 ] && exit 0
 run "zeros, dedupe off" -- "$root/zeros"
 run "zeros, dedupe on" --dedupe -- "$root/zeros"
@@ -99,7 +114,47 @@ slow_dev() { # LABEL MKFS_ARGS... -- FILE
 	printf '%-34s %8.3f s  %8.1f MB/s\n' "$label" "$(echo "$t1 - $t0" | bc)" "$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l)"
 	LAST=$(echo "$t1 - $t0" | bc)
 }
+# cold_dup LABEL MKFS_ARGS...: the unique file copied in as /a, the page
+# cache dropped, then the same file again as /b (a backup of data written
+# earlier: every block a duplicate of one no longer cached), on a loop
+# device throttled to SLOW_BPS for reads and writes. Times the second
+# copy: with xxh3 every match is read back from the device.
+cold_dup() {
+	LAST=
+	local label=$1; shift
+	local cg=/sys/fs/cgroup/blkio/ddfs-dedupe
+	truncate -s $((bytes * 3)) "$root/loop.img"
+	local l; l=$(losetup -f --show "$root/loop.img")
+	mkdir -p "$cg"
+	local mm; mm=$(lsblk -dno MAJ:MIN "$l" | tr -d ' ')
+	echo "$mm ${SLOW_BPS:-500000000}" >"$cg/blkio.throttle.write_bps_device"
+	echo "$mm ${SLOW_BPS:-500000000}" >"$cg/blkio.throttle.read_bps_device"
+	"$BIN/mkfs.ddfs" -q -f "$@" "$l"
+	bash -c 'echo $$ >'"$cg"'/tasks; exec "$@"' _ "$BIN/ddfs" cp "$root/uniq" "$l:/a"
+	sync; echo 3 >/proc/sys/vm/drop_caches; cat "$root/uniq" >/dev/null
+	local t0 t1; t0=$(date +%s.%N)
+	bash -c 'echo $$ >'"$cg"'/tasks; exec "$@"' _ "$BIN/ddfs" cp "$root/uniq" "$l:/b"
+	t1=$(date +%s.%N)
+	losetup -d "$l"; rm -f "$root/loop.img"; rmdir "$cg" 2>/dev/null || true
+	LAST=$(echo "$t1 - $t0" | bc)
+	printf '%-34s %8.3f s
+' "$label" "$LAST"
+}
 if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null && [ -d /sys/fs/cgroup/blkio ]; then
+	# Rounds with the order turned, medians (one run each moved 1.2-3.9 s).
+	declare -A cold=()
+	for r in 1 2 3; do
+		order="off blake3 xxh3"; [ "$r" = 2 ] && order="xxh3 blake3 off"
+		for c in $order; do
+			case $c in
+			off) cold_dup "cold duplicate, off, round $r" ;;
+			*) cold_dup "cold duplicate, $c, round $r" --dedupe --dedupe-hash "$c" ;;
+			esac
+			cold[$c]="${cold[$c]:-} $LAST"
+		done
+	done
+	cmed() { echo "${cold[$1]}" | tr ' ' '\n' | grep . | sort -n | sed -n 2p; }
+	echo "  -> $SIZE of cold duplicates at ${SLOW_BPS:-500000000} B/s read and write, medians of 3: off $(cmed off) s, blake3 $(cmed blake3) s ($(ratio "$(cmed off)" "$(cmed blake3)")x the speed of off), xxh3 $(cmed xxh3) s ($(ratio "$(cmed off)" "$(cmed xxh3)")x)"
 	slow_dev "75% dup, off, 500 MB/s device" -- "$root/dup75"; soff=$LAST
 	slow_dev "75% dup, on (defaults), 500 MB/s" --dedupe -- "$root/dup75"; son=$LAST
 	echo "  -> on a 500 MB/s device --dedupe is $(ratio "$soff" "$son")x the speed of off (target >= 1.35)"
