@@ -12,12 +12,23 @@ import (
 func init() { extraBinaries["dedupe-tool"] = "../dedupe-tool" }
 
 // TestDedupeCLI: mkfs --dedupe --compress, two copies of a tree, status
-// with the JSON keys, a subtree with dedupe off, fsck --check-data.
+// with the JSON keys, a subtree with dedupe off, fsck --check-data;
+// with the default hash (blake3) and with xxh3 (matches byte-compared).
 func TestDedupeCLI(t *testing.T) {
+	for _, hash := range []string{"blake3", "xxh3"} {
+		t.Run(hash, func(t *testing.T) { testDedupeCLI(t, hash) })
+	}
+}
+
+func testDedupeCLI(t *testing.T, hash string) {
 	dir := t.TempDir()
 	sampleTree(t, dir)
 	os.WriteFile(filepath.Join(dir, "src/text"), bytes.Repeat([]byte("compressible text "), 40000), 0o644)
-	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "--dedupe", "--dedupe-block", "64K", "--compress", "zstd:3", "disk.img"), 0)
+	args := []string{"-q", "-b", "512M", "--dedupe", "--dedupe-block", "64K", "--compress", "zstd:3", "disk.img"}
+	if hash != "blake3" {
+		args = append(args, "--dedupe-hash", hash)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", args...), 0)
 	must(t, run(t, dir, "ddfs", "cp", "-r", "src", "disk.img:/one"), 0)
 	must(t, run(t, dir, "ddfs", "mkdir", "disk.img:/nodedupe"), 0)
 	must(t, run(t, dir, "ddfs", "prop", "set", "disk.img:/nodedupe", "dedupe", "off"), 0)
@@ -35,7 +46,7 @@ func TestDedupeCLI(t *testing.T) {
 			t.Fatalf("status --json lacks %q: %s", k, r.stdout)
 		}
 	}
-	if st["enabled"] != true || st["block_size"].(float64) != 65536 || st["dedupe_hits"].(float64) == 0 || st["dedupe_saved_bytes"].(float64) < 4e6 || st["compress_saved_bytes"].(float64) < 5e5 {
+	if st["enabled"] != true || st["hash"] != hash || st["block_size"].(float64) != 65536 || st["dedupe_hits"].(float64) == 0 || st["dedupe_saved_bytes"].(float64) < 4e6 || st["compress_saved_bytes"].(float64) < 5e5 {
 		t.Fatalf("status: %s", r.stdout)
 	}
 	hits := st["dedupe_hits"].(float64)
