@@ -31,6 +31,9 @@ func (f *FS) putSums(logical uint64, buf, sums []byte) error {
 	t := f.tx.Tree(format.CsumTree)
 	// An item must fit in a node: small nodes and long sums hold fewer.
 	perItem := min(maxSumsPerItem, format.MaxItemData(sb.NodeSize)/cl)
+	if len(sums) != len(buf)/ss*cl {
+		sums = nil // not these sectors' sums: make them
+	}
 	for len(buf) > 0 {
 		n := min(len(buf)/ss, perItem)
 		var item []byte

@@ -36,8 +36,8 @@ func (p dataPolicy) plain() bool { return !p.dedupe && p.compress == format.Comp
 
 // policy resolves the file's properties against the filesystem settings.
 func (f *FS) policy(in *Inode) dataPolicy {
-	s := f.st.Super().Settings
 	sb := f.st.Super()
+	s := sb.Settings
 	p := dataPolicy{dedupe: s.Dedupe, cdc: s.DedupeCDC, verify: s.DedupeVerify, block: s.DedupeBlockSize(), hash: s.DedupeHash, compress: s.Compression, level: s.CompressionLevel,
 		csum: sb.CsumType, ss: uint64(sb.SectorSize)}
 	switch in.Dedupe {

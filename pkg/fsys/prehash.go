@@ -117,10 +117,12 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 }
 
 // hashBlock hashes b and, under a policy that asks (ss set) and for a
-// block of whole sectors, sums its sectors right after, in cache.
+// block of whole sectors, sums its sectors right after, in cache (not
+// with compression: such a block is mostly stored framed, with the sums
+// of its frame).
 func hashBlock(b *block, pol dataPolicy) {
 	b.hash = blockHash(pol.hash, b.data)
-	if pol.ss == 0 || uint64(len(b.data))%pol.ss != 0 {
+	if pol.ss == 0 || uint64(len(b.data))%pol.ss != 0 || pol.compress != format.CompressNone {
 		return
 	}
 	cl := pol.csum.Len()
