@@ -92,7 +92,8 @@ func TestProblemOrder(t *testing.T) {
 	}
 	s.inode(mid, func(in *format.InodeItem) { in.Nlink = 7 })
 	s.inode(small, func(in *format.InodeItem) { in.Nlink = 7 })
-	l, _ := s.diskExtent(mid)
+	l, n := s.diskExtent(mid)
+	s.ownSums(l, n)
 	s.del(format.CsumTree, csumKey(l))
 	rep := s.check(Options{})
 	var got []string

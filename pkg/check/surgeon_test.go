@@ -224,3 +224,24 @@ func expect(t *testing.T, rep *Report, wants ...want) {
 		t.Logf("report:\n  %s", strings.Join(all, "\n  "))
 	}
 }
+
+// ownSums gives the sums of the data extent [l, l+n) an item of their own,
+// keyed at l (writers put the sums of extents laid end to end in one
+// item), so a case can damage that extent's sums alone.
+func (s *surgeon) ownSums(l, n uint64) {
+	s.t.Helper()
+	sb := s.st.Super()
+	ss, cl := uint64(sb.SectorSize), uint64(sb.CsumType.Len())
+	var sums []byte
+	for at := l; at < l+n; at += ss {
+		it, err := s.tree(format.CsumTree).SeekLE(csumKey(at))
+		must(s.t, err)
+		i := (at - it.Key.Offset) / ss * cl
+		if it.Key.Offset > at || i+cl > uint64(len(it.Data)) {
+			s.t.Fatalf("no sum for logical %d", at)
+		}
+		sums = append(sums, it.Data[i:i+cl]...)
+	}
+	must(s.t, s.tx.DeleteCsums(l, l+n))
+	s.put(format.CsumTree, csumKey(l), sums)
+}

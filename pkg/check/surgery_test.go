@@ -574,7 +574,8 @@ func surgeryCases() []surgeryCase {
 			}
 		}},
 		{"csum item deleted", func(s *surgeon) []want {
-			l, _ := s.diskExtent(s.ino("/mid"))
+			l, n := s.diskExtent(s.ino("/mid"))
+			s.ownSums(l, n)
 			s.del(csT, format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l})
 			return []want{{code: CsumMissing, logical: l}}
 		}},
@@ -584,7 +585,8 @@ func surgeryCases() []surgeryCase {
 			return []want{{code: CsumOverlap, logical: l + ss}}
 		}},
 		{"csum item of a partial sum", func(s *surgeon) []want {
-			l, _ := s.diskExtent(s.ino("/mid"))
+			l, n := s.diskExtent(s.ino("/mid"))
+			s.ownSums(l, n)
 			k := format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l}
 			s.put(csT, k, s.get(csT, k)[:7])
 			return []want{

@@ -34,8 +34,16 @@ func (f *FS) putSums(logical uint64, buf, sums []byte) error {
 	if len(sums) != len(buf)/ss*cl {
 		sums = nil // not these sectors' sums: make them
 	}
+	ls := &f.lastSums
 	for len(buf) > 0 {
+		grow, err := f.sumsEndAt(logical, perItem*cl)
+		if err != nil {
+			return err
+		}
 		n := min(len(buf)/ss, perItem)
+		if grow {
+			n = min(n, perItem-len(ls.buf)/cl)
+		}
 		var item []byte
 		if sums != nil {
 			item, sums = sums[:n*cl:n*cl], sums[n*cl:]
@@ -46,13 +54,44 @@ func (f *FS) putSums(logical uint64, buf, sums []byte) error {
 				item = append(item, sum[:cl]...)
 			}
 		}
-		if err := t.Insert(csumKey(logical), item); err != nil {
+		if grow {
+			// One item for extents laid end to end (the files of a tree
+			// copy): a small file's sum took 29 bytes of leaf, now 4.
+			// The item grows in place: what the tree holds is a prefix.
+			ls.buf = append(ls.buf, item...)
+			err = t.Put(csumKey(ls.start), ls.buf)
+		} else {
+			ls.tx, ls.start, ls.buf = f.tx, logical, nil
+			if n < perItem {
+				ls.buf = append(make([]byte, 0, perItem*cl), item...)
+				item = ls.buf
+			}
+			err = t.Insert(csumKey(logical), item)
+		}
+		if err != nil {
+			ls.tx = nil
 			return err
 		}
 		buf = buf[n*ss:]
 		logical += uint64(n * ss)
+		ls.end = logical
 	}
 	return nil
+}
+
+// sumsEndAt reports whether the item putSums made last in this
+// transaction ends at logical, is still as it made it (a punch may have
+// cut it since) and has room left (fewer than limit bytes).
+func (f *FS) sumsEndAt(logical uint64, limit int) (bool, error) {
+	ls := &f.lastSums
+	if ls.tx != f.tx || ls.end != logical || ls.buf == nil || len(ls.buf) >= limit {
+		return false, nil
+	}
+	b, err := getOptional(f.tx.Tree(format.CsumTree), csumKey(ls.start))
+	if err != nil || len(b) != len(ls.buf) || (len(b) > 0 && &b[0] != &ls.buf[0]) {
+		return false, err
+	}
+	return true, nil
 }
 
 func isCsumKey(k format.Key) bool {

@@ -2,6 +2,7 @@ package fsys
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -100,4 +101,73 @@ func csumItems(t *testing.T, tr *btree.Tree, start, end uint64) []format.Item {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestCsumItemGrows: the sums of extents written end to end in one
+// transaction go in one item, grown in place. A file removed in the same
+// transaction cuts the item; the next file, allocated past the cut, gets
+// an item of its own (growing the cut one would put its sums at the
+// removed file's place). Every file reads back through its sums, after a
+// reopen too.
+func TestCsumItemGrows(t *testing.T) {
+	f, devs := newTestFS(t, 256<<20, 1)
+	model := map[string][]byte{}
+	var first, last *Inode
+	for i := range 20 {
+		name := fmt.Sprintf("/f%02d", i)
+		model[name] = bytes.Repeat([]byte{byte(i + 1)}, 3*4096)
+		in := write(t, f, name, model[name])
+		if i == 0 {
+			first = in
+		}
+		last = in
+	}
+	start, _ := diskRange(t, f, first)
+	lastStart, lastLen := diskRange(t, f, last)
+	if its := csumItems(t, f.tx.Tree(format.CsumTree), start, lastStart+lastLen); len(its) != 1 || len(its[0].Data) != 20*3*4 {
+		t.Fatalf("20 adjacent extents: %d csum items, want 1 of 240 bytes", len(its))
+	}
+	in18, err := f.Resolve("/f18", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s18, l18 := diskRange(t, f, in18)
+	if err := f.Remove("/f18"); err != nil {
+		t.Fatal(err)
+	}
+	delete(model, "/f18")
+	// Too big for /f18's hole: allocated right after /f19, where the
+	// item putSums grew last used to end.
+	model["/g"] = bytes.Repeat([]byte{0xee}, 4*4096)
+	gs, _ := diskRange(t, f, write(t, f, "/g", model["/g"]))
+	if gs != lastStart+lastLen {
+		t.Fatalf("/g at %d, want %d (right after /f19)", gs, lastStart+lastLen)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if its := csumItems(t, f.rtree(format.CsumTree), s18, s18+l18); len(its) != 0 {
+		t.Fatalf("sums cover the removed /f18's freed range: %v", its[0].Key)
+	}
+	for _, g := range []*FS{f, reopenFS(t, devs)} {
+		for name, want := range model {
+			if got := readAll(t, g, name); !bytes.Equal(got, want) {
+				t.Fatalf("%s reads back wrong", name)
+			}
+		}
+	}
+}
+
+// diskRange is the disk extent of a one-extent file.
+func diskRange(t *testing.T, f *FS, in *Inode) (uint64, uint64) {
+	t.Helper()
+	b, err := f.rtree(format.FSTree).Get(extentKey(in.Ino, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := format.UnmarshalFileExtentItem(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x.DiskLogical, x.DiskLen
 }

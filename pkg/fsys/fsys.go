@@ -69,6 +69,13 @@ type FS struct {
 		logical uint64
 		data    []byte
 	}
+	// lastSums is the csum item putSums made or grew last in tx: the
+	// next extent allocated right after it extends it (putSums).
+	lastSums struct {
+		tx         *store.Txn
+		start, end uint64
+		buf        []byte // the item's data, with room to grow in place
+	}
 }
 
 // New wraps an opened store.
