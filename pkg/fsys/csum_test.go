@@ -21,15 +21,8 @@ func TestDeleteCsumsOfMergedItem(t *testing.T) {
 		if err := f.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		b, err := f.rtree(format.FSTree).Get(extentKey(in.Ino, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := format.UnmarshalFileExtentItem(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranges[i] = [2]uint64{x.DiskLogical, x.DiskLen}
+		l, n := diskRange(t, f, in)
+		ranges[i] = [2]uint64{l, n}
 	}
 	for i := 1; i < 3; i++ {
 		if ranges[i][0] != ranges[i-1][0]+ranges[i-1][1] {
