@@ -70,30 +70,35 @@ report() {
 	fi
 }
 
-dd if=/dev/urandom of="$root/src" bs=1M count="$SIZE_MB" status=none
-tar -C "$(dirname "$D1")" -cf "$root/tree.tar" "$(basename "$D1")"
-tree=$(basename "$D1")
-tarmb=$(($(stat -c %s "$root/tree.tar") >> 20))
+tarmb=0 tree=
+if [ "${FIO_ONLY:-0}" != 1 ]; then # FIO_ONLY=1: the fio rows alone
+	dd if=/dev/urandom of="$root/src" bs=1M count="$SIZE_MB" status=none
+	tar -C "$(dirname "$D1")" -cf "$root/tree.tar" "$(basename "$D1")"
+	tree=$(basename "$D1")
+	tarmb=$(($(stat -c %s "$root/tree.tar") >> 20))
+fi
 echo "# bench/fuse.sh $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, loadavg at start: $(cat /proc/loadavg)"
 echo "# seq rows: $SIZE_MB MiB; tree: $D1 ($tarmb MiB tar); fio: 4K O_DIRECT psync, $FIO_MB MiB file, $FIO_TIME s x $FIO_ROUNDS rounds interleaved, medians; -1cpu rows: fio and the servers on CPU 0"
 ra() { cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb" 2>/dev/null || echo "?"; }
 echo "# read_ahead_kb: ddfs $(ra "$root/ddfs") (the mount sets it as root), fuse2fs $(ra "$root/fuse2fs"), btrfs's loop device $(cat "/sys/block/$(basename "$loop")/queue/read_ahead_kb")"
 echo "# ratios: ddfs/fuse2fs and ddfs/btrfs, >1 = ddfs ahead (time rows: their time / ddfs time)"
 printf '%-12s %10s %10s %10s  %-5s %7s %7s\n' row ddfs fuse2fs btrfs unit vs-f2fs vs-btrfs
-for fs in $FSES; do cold; timed seq-write "$fs" dd if="$root/src" of="$root/$fs/big" bs=1M conv=fsync status=none; done
-for fs in $FSES; do val[seq-write,$fs]=$(echo "$SIZE_MB / ${val[seq-write,$fs]}" | bc -l); done
-report seq-write MiB/s
-for fs in $FSES; do cold; timed seq-read "$fs" dd if="$root/$fs/big" of=/dev/null bs=1M status=none; done
-for fs in $FSES; do val[seq-read,$fs]=$(echo "$SIZE_MB / ${val[seq-read,$fs]}" | bc -l); done
-report seq-read MiB/s
-for fs in $FSES; do rm -f "$root/$fs/big"; done
-rm -f "$root/src"
-# tar -x and then a file's fsync (the writes are on their way to the disk
-# in all three; ddfs and btrfs commit a transaction there).
-for fs in $FSES; do cold; timed tar-x "$fs" sh -c "tar -C '$root/$fs' -xf '$root/tree.tar' && sync '$root/$fs/$tree/VERSION' 2>/dev/null || sync '$root/$fs'"; done
-report tar-x s
-for fs in $FSES; do cold; timed grep-r "$fs" sh -c "grep -r -c ddfs-no-such-string '$root/$fs/$tree' >/dev/null || true"; done
-report grep-r s
+if [ "${FIO_ONLY:-0}" != 1 ]; then
+	for fs in $FSES; do cold; timed seq-write "$fs" dd if="$root/src" of="$root/$fs/big" bs=1M conv=fsync status=none; done
+	for fs in $FSES; do val[seq-write,$fs]=$(echo "$SIZE_MB / ${val[seq-write,$fs]}" | bc -l); done
+	report seq-write MiB/s
+	for fs in $FSES; do cold; timed seq-read "$fs" dd if="$root/$fs/big" of=/dev/null bs=1M status=none; done
+	for fs in $FSES; do val[seq-read,$fs]=$(echo "$SIZE_MB / ${val[seq-read,$fs]}" | bc -l); done
+	report seq-read MiB/s
+	for fs in $FSES; do rm -f "$root/$fs/big"; done
+	rm -f "$root/src"
+	# tar -x and then a file's fsync (the writes are on their way to the disk
+	# in all three; ddfs and btrfs commit a transaction there).
+	for fs in $FSES; do cold; timed tar-x "$fs" sh -c "tar -C '$root/$fs' -xf '$root/tree.tar' && sync '$root/$fs/$tree/VERSION' 2>/dev/null || sync '$root/$fs'"; done
+	report tar-x s
+	for fs in $FSES; do cold; timed grep-r "$fs" sh -c "grep -r -c ddfs-no-such-string '$root/$fs/$tree' >/dev/null || true"; done
+	report grep-r s
+fi
 fiorun() { # fiorun FS RW CPUS: IOPS
 	taskset -c "$3" fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
 		--ioengine=psync --direct=1 --time_based --runtime="$FIO_TIME" --output-format=json 2>/dev/null |
