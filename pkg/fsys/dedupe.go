@@ -32,6 +32,17 @@ type dataPolicy struct {
 	ss   uint64
 }
 
+// useHash makes h the dedupe hash (0 or an unknown value: sha256, as
+// FORMAT.md §3.2 reads it); xxh3 is not collision resistant, so its
+// matches are byte-compared.
+func (p *dataPolicy) useHash(h format.CsumType) {
+	p.hash = h
+	if !h.ValidDedupeHash() {
+		p.hash = format.CsumSHA256
+	}
+	p.verify = p.verify || p.hash == format.CsumXXH3
+}
+
 func (p dataPolicy) plain() bool { return !p.dedupe && p.compress == format.CompressNone }
 
 // policy resolves the file's properties against the filesystem settings.
@@ -52,11 +63,7 @@ func (f *FS) policy(in *Inode) dataPolicy {
 	if in.Flags&format.InodeNoCompress != 0 {
 		p.compress = format.CompressNone
 	}
-	if p.hash != format.CsumBLAKE3 && p.hash != format.CsumXXH3 {
-		p.hash = format.CsumSHA256
-	}
-	// xxh3 is not collision resistant: its matches are byte-compared.
-	p.verify = p.verify || p.hash == format.CsumXXH3
+	p.useHash(p.hash)
 	if !p.dedupe {
 		p.block = compressUnit
 	}

@@ -8,12 +8,6 @@ import (
 	"github.com/ddfs/ddfs/format"
 )
 
-// blockHash is the dedupe hash of a block as the index keeps it. A
-// variable so tests can make two different blocks collide.
-var blockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
-	return format.DedupeHash(format.Checksum(algo, p))
-}
-
 // verifyHits byte-compares every block with the extent its hash matched
 // and drops the hits that differ (a collision: the block is then stored
 // on its own). With xxh3, the default dedupe hash, this is what makes a

@@ -84,6 +84,12 @@ func cutBlocks(p []byte, off uint64, pol dataPolicy) []block {
 	return blocks
 }
 
+// blockHash is the dedupe hash of a block as the index keeps it. A
+// variable so tests can make two different blocks collide.
+var blockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
+	return format.DedupeHash(format.Checksum(algo, p))
+}
+
 // hashBlocks hashes blocks in parallel (bounded by GOMAXPROCS), skipping
 // those already hashed.
 // One block is hashed on the caller's goroutine: dedupe-tool run passes

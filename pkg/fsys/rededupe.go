@@ -133,8 +133,8 @@ func (f *FS) rededupeRange(in *Inode, start, end uint64, o RededupeOptions, st *
 	}
 	before := in.InodeItem
 	pol := f.policy(in)
-	pol.dedupe, pol.cdc, pol.block, pol.hash = true, o.CDC, o.Block, o.Hash
-	pol.verify = pol.verify || pol.hash == format.CsumXXH3 // as policy
+	pol.dedupe, pol.cdc, pol.block = true, o.CDC, o.Block
+	pol.useHash(o.Hash)
 	tx, err := f.txn()
 	if err != nil {
 		return err
