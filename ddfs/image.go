@@ -73,7 +73,7 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{BatchNodes: cli.BatchNodes()})
+	f, err := fsys.New(st, fsys.Options{BatchNodes: cli.BatchNodes(), StrongTails: true})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -34,7 +34,7 @@ func openFSNodes(image string, write bool, batch uint64, nodes int, degraded boo
 	if err != nil {
 		return nil, cli.NameImage(image, err)
 	}
-	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes})
+	f, err := fsys.New(st, fsys.Options{BatchBytes: batch, BatchNodes: nodes, StrongTails: true})
 	if err != nil {
 		st.Close()
 		return nil, err

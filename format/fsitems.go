@@ -873,19 +873,31 @@ func UnmarshalExtentDataRef(b []byte) (*ExtentDataRef, error) {
 //	  0   12 hash_rest  hash bytes 8..19
 //	 12    4 length     bytes of the block the hash covers (≤ 8 MiB)
 //	 16    1 hash_algo  CsumType (sha256, blake3 or xxh3)
+//	 17   20 strong     xxh3 entries only, optional: BLAKE3 bytes 0..19
+//
+// An xxh3 entry with the strong tail lets a writer share a block whose
+// BLAKE3 matches without reading the extent back (§6.8).
 type DedupeItem struct {
 	Hash     [CsumSize]byte // DedupeHashLen bytes, the rest zero
 	Length   uint64
 	HashAlgo CsumType
+	Strong   *[DedupeHashLen]byte `json:",omitempty"` // the strong tail, or nil
 }
 
-// DedupeItemSize is the encoded size of a DedupeItem; DedupeHashLen the
-// bytes of hash an entry keeps.
+// DedupeItemSize is the encoded size of a DedupeItem (DedupeItemStrongSize
+// with the strong tail); DedupeHashLen the bytes of hash an entry keeps.
 const (
-	DedupeItemSize = 17
-	DedupeHashLen  = 20
-	maxDedupeBlock = 8 << 20
+	DedupeItemSize       = 17
+	DedupeItemStrongSize = DedupeItemSize + DedupeHashLen
+	DedupeHashLen        = 20
+	maxDedupeBlock       = 8 << 20
 )
+
+// StrongDedupeHash is the strong tail of an xxh3 entry for block p.
+func StrongDedupeHash(p []byte) [DedupeHashLen]byte {
+	h := Checksum(CsumBLAKE3, p)
+	return [DedupeHashLen]byte(h[:DedupeHashLen])
+}
 
 // DedupeHash cuts a full hash to what the index keeps.
 func DedupeHash(sum [CsumSize]byte) [CsumSize]byte {
@@ -899,20 +911,34 @@ func DedupeHashPrefix(hash [CsumSize]byte) uint64 { return binary.LittleEndian.U
 
 // MarshalDedupeItem encodes d (its hash's first 8 bytes go in the key).
 func MarshalDedupeItem(d *DedupeItem) []byte {
-	b := make([]byte, DedupeItemSize)
+	n := DedupeItemSize
+	if d.Strong != nil {
+		n = DedupeItemStrongSize
+	}
+	b := make([]byte, n)
 	copy(b[0:12], d.Hash[8:DedupeHashLen])
 	binary.LittleEndian.PutUint32(b[12:], uint32(d.Length))
 	b[16] = byte(d.HashAlgo)
+	if d.Strong != nil {
+		copy(b[DedupeItemSize:], d.Strong[:])
+	}
 	return b
 }
 
 // UnmarshalDedupeItem decodes and validates a dedupe item; prefix is its
 // key's objectid.
 func UnmarshalDedupeItem(prefix uint64, b []byte) (*DedupeItem, error) {
-	if len(b) != DedupeItemSize {
+	if len(b) != DedupeItemSize && len(b) != DedupeItemStrongSize {
 		return nil, sizeError("dedupe item", len(b), DedupeItemSize)
 	}
 	d := &DedupeItem{Length: uint64(binary.LittleEndian.Uint32(b[12:])), HashAlgo: CsumType(b[16])}
+	if len(b) == DedupeItemStrongSize {
+		if d.HashAlgo != CsumXXH3 {
+			return nil, corruptf(nil, "dedupe item: a strong tail on a %v entry (xxh3 only)", d.HashAlgo)
+		}
+		strong := [DedupeHashLen]byte(b[DedupeItemSize:])
+		d.Strong = &strong
+	}
 	binary.LittleEndian.PutUint64(d.Hash[:8], prefix)
 	copy(d.Hash[8:DedupeHashLen], b[0:12])
 	if !d.HashAlgo.ValidDedupeHash() || d.Length == 0 || d.Length > maxDedupeBlock {

@@ -402,6 +402,24 @@ func TestDedupeItem(t *testing.T) {
 	if _, err := UnmarshalDedupeItem(1, b[:16]); !errors.Is(err, ErrShort) {
 		t.Errorf("short: %v", err)
 	}
+	// The strong tail: 20 more bytes, xxh3 entries only (§6.8).
+	strong := [DedupeHashLen]byte{1, 2, 3, 19: 20}
+	x.Strong = &strong
+	xb := MarshalDedupeItem(x)
+	if len(xb) != DedupeItemStrongSize || !bytes.Equal(xb[17:], strong[:]) || !bytes.Equal(xb[:17], MarshalDedupeItem(&DedupeItem{Hash: x.Hash, Length: 4096, HashAlgo: CsumXXH3})) {
+		t.Fatalf("tail layout: %x", xb)
+	}
+	if got, err := UnmarshalDedupeItem(DedupeHashPrefix(x.Hash), xb); err != nil || !reflect.DeepEqual(got, x) {
+		t.Fatalf("tail round trip: %+v %v", got, err)
+	}
+	if _, err := UnmarshalDedupeItem(1, MarshalDedupeItem(&DedupeItem{Hash: h, Length: 4096, HashAlgo: CsumBLAKE3, Strong: &strong})); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("tail on a blake3 entry: %v", err)
+	}
+	for _, n := range []int{18, 36, 38} {
+		if _, err := UnmarshalDedupeItem(1, append(xb, make([]byte, 2)...)[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%d bytes: %v", n, err)
+		}
+	}
 }
 
 func TestHashes(t *testing.T) {

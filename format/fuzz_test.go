@@ -192,6 +192,7 @@ func FuzzUnmarshalExtentDataRef(f *testing.F) {
 
 func FuzzUnmarshalDedupeItem(f *testing.F) {
 	f.Add(MarshalDedupeItem(&DedupeItem{Hash: DedupeHash(Checksum(CsumBLAKE3, []byte("x"))), Length: 4096, HashAlgo: CsumBLAKE3}))
+	f.Add(MarshalDedupeItem(&DedupeItem{Hash: DedupeHash(Checksum(CsumXXH3, []byte("x"))), Length: 4096, HashAlgo: CsumXXH3, Strong: &[DedupeHashLen]byte{9}}))
 	unmarshal := func(b []byte) (*DedupeItem, error) { return UnmarshalDedupeItem(7, b) }
 	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, unmarshal, MarshalDedupeItem) })
 }

@@ -109,10 +109,17 @@ func (c *checker) checkDedupeData(e dedupeEntry, x dedupedExtent, p Problem) {
 				continue
 			}
 		}
-		if uint64(len(data)) >= e.item.Length && format.DedupeHash(format.Checksum(e.item.HashAlgo, data[:e.item.Length])) == e.item.Hash {
-			return
+		if uint64(len(data)) < e.item.Length || format.DedupeHash(format.Checksum(e.item.HashAlgo, data[:e.item.Length])) != e.item.Hash {
+			last = "the extent's data no longer hashes to its index entry"
+			continue
 		}
-		last = "the extent's data no longer hashes to its index entry"
+		// A strong tail that lies would let a writer share this extent
+		// for a block it does not hold (§6.8).
+		if e.item.Strong != nil && format.StrongDedupeHash(data[:e.item.Length]) != *e.item.Strong {
+			last = "the extent's data does not hash to its index entry's strong tail"
+			continue
+		}
+		return
 	}
 	p.Code, p.Message = DedupeHash, last
 	c.add(p)

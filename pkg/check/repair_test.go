@@ -487,3 +487,72 @@ func TestLayoutFixOneRound(t *testing.T) {
 		t.Fatalf("%d surgery cases with layout problems", n)
 	}
 }
+
+// TestStrongTailChecked: an xxh3 entry's strong tail must be the BLAKE3 of
+// its block (a writer shares on it unread): a true tail is clean, a tail
+// that lies is DEDUPE_HASH with --check-data, and -p rebuilds the entry
+// from the data (without a tail).
+func TestStrongTailChecked(t *testing.T) {
+	d := device.NewMemDevice("m", 256<<20)
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{14}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
+		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumXXH3}})
+	must(t, err)
+	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
+	must(t, err)
+	f.Adopt(tx)
+	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	in, err := f.Create("/f", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	data := pattern(3*8192, 5)
+	must(t, f.WriteAt(in, data, 0))
+	must(t, f.Sync())
+	base := []*device.MemDevice{d}
+	for _, lie := range []bool{false, true} {
+		s := newSurgeon(t, base)
+		var victim format.Item
+		must(t, s.tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+			victim = format.Item{Key: it.Key, Data: bytes.Clone(it.Data)}
+			return false, nil
+		}))
+		e, err := format.UnmarshalDedupeItem(victim.Key.ObjectID, victim.Data)
+		must(t, err)
+		var block []byte
+		for i := 0; i+int(e.Length) <= len(data); i += int(e.Length) {
+			if b := data[i : i+int(e.Length)]; format.DedupeHash(format.Checksum(format.CsumXXH3, b)) == e.Hash {
+				block = b
+			}
+		}
+		if block == nil {
+			t.Fatal("no block of the file has the entry's hash")
+		}
+		tail := format.StrongDedupeHash(block)
+		if lie {
+			tail[0] ^= 1
+		}
+		e.Strong = &tail
+		s.put(format.DedupeTree, victim.Key, format.MarshalDedupeItem(e))
+		must(t, s.tx.Commit())
+		rep := fsckDevs(t, s.devs, Options{CheckData: true})
+		if !lie {
+			if len(rep.Problems) != 0 {
+				t.Fatalf("a true tail: %v", rep.Problems)
+			}
+			continue
+		}
+		if len(rep.Problems) != 1 || rep.Problems[0].Code != DedupeHash {
+			t.Fatalf("a lying tail: %v", rep.Problems)
+		}
+		rep = repairDevs(t, s.devs, ModePreen)
+		if len(rep.Problems) != 1 || !rep.Problems[0].Fixed {
+			t.Fatalf("-p: %v", rep.Problems)
+		}
+		st2, err := store.OpenVolume(volumeOf(t, s.devs))
+		must(t, err)
+		got, err := st2.Tree(format.DedupeTree).Get(victim.Key)
+		must(t, err)
+		if !bytes.Equal(got, victim.Data) {
+			t.Fatalf("rebuilt entry %x, want the tail-less %x", got, victim.Data)
+		}
+	}
+}

@@ -18,9 +18,13 @@ const compressUnit = 128 << 10
 
 // dataPolicy is how a file's new data is stored.
 type dataPolicy struct {
-	dedupe   bool
-	cdc      bool
-	verify   bool
+	dedupe bool
+	cdc    bool
+	verify bool
+	// tails: an xxh3 match whose entry has a strong tail (§6.8) is
+	// proven by BLAKE3 instead of a read, unless --dedupe-verify asked
+	// for byte compares.
+	tails    bool
 	block    uint64
 	hash     format.CsumType
 	compress format.Compression
@@ -40,6 +44,7 @@ func (p *dataPolicy) useHash(h format.CsumType) {
 	if !h.ValidDedupeHash() {
 		p.hash = format.CsumSHA256
 	}
+	p.tails = p.hash == format.CsumXXH3 && !p.verify
 	p.verify = p.verify || p.hash == format.CsumXXH3
 }
 
@@ -109,7 +114,7 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 			hits[i] = h
 		}
 		if pol.verify {
-			if err := f.verifyHits(blocks, hits); err != nil {
+			if err := f.verifyHits(blocks, hits, pol); err != nil {
 				return err
 			}
 		}
@@ -159,6 +164,7 @@ func countNil(h []*dedupeHit) int {
 type dedupeHit struct {
 	logical, diskLen, ram uint64
 	compression           format.Compression
+	strong                *[format.DedupeHashLen]byte // the entry's strong tail, if any
 }
 
 // lookupBlock finds an extent whose block has this hash (of algo) and
@@ -168,6 +174,7 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, algo format.CsumType, n uin
 	prefix := format.DedupeHashPrefix(hash)
 	t := f.rtree(format.DedupeTree)
 	var found uint64
+	var strong *[format.DedupeHashLen]byte
 	check := func(it format.Item) (bool, error) {
 		d, err := format.UnmarshalDedupeItem(prefix, it.Data)
 		if err != nil {
@@ -175,6 +182,7 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, algo format.CsumType, n uin
 		}
 		if d.Hash == hash && d.Length == n && d.HashAlgo == algo {
 			found = it.Key.Offset
+			strong = d.Strong
 			return false, nil
 		}
 		return true, nil
@@ -211,7 +219,7 @@ func (f *FS) lookupBlock(hash [format.CsumSize]byte, algo format.CsumType, n uin
 	if err != nil {
 		return nil, err
 	}
-	return &dedupeHit{logical: found, diskLen: it.Key().Offset, ram: e.RAMBytes, compression: e.Compression}, nil
+	return &dedupeHit{logical: found, diskLen: it.Key().Offset, ram: e.RAMBytes, compression: e.Compression, strong: strong}, nil
 }
 
 // referenceBlock maps the block of n bytes at off of the file onto an
@@ -286,6 +294,9 @@ func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen ui
 			return nil, err
 		}
 		f.index.put(e.HashPrefix, logical)
+		if comp == format.CompressNone {
+			f.noteUntailed(k, b, pol)
+		}
 	}
 	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
 		return nil, err

@@ -23,13 +23,20 @@ func newDedupeFS(t testing.TB, s format.Settings) (*FS, *device.MemDevice) {
 func newFSWith(t testing.TB, p store.CreateParams) (*FS, *device.MemDevice) {
 	t.Helper()
 	d := device.NewMemDevice("m", 1<<30)
+	return newFSOn(t, d, p, Options{}), d
+}
+
+// newFSOn is newFSWith on device d, with opt (its Now set to epoch).
+func newFSOn(t testing.TB, d device.Device, p store.CreateParams, opt Options) *FS {
+	t.Helper()
 	p.NodeSize, p.SectorSize, p.Metadata = 16384, 4096, format.ProfileDup
 	p.Devices = []store.NewDevice{{Dev: d, Path: "m"}}
 	st, tx, err := store.CreateTx(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(st, Options{Now: func() time.Time { return epoch }})
+	opt.Now = func() time.Time { return epoch }
+	f, err := New(st, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +47,7 @@ func newFSWith(t testing.TB, p store.CreateParams) (*FS, *device.MemDevice) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	return f, d
+	return f
 }
 
 func rnd(seed uint64, n int) []byte {

@@ -8,20 +8,32 @@ import (
 	"github.com/ddfs/ddfs/format"
 )
 
-// verifyHits byte-compares every block with the extent its hash matched
-// and drops the hits that differ (a collision: the block is then stored
-// on its own). With xxh3, the default dedupe hash, this is what makes a
-// match safe; it costs about what blake3 would have (reads and compares
-// of the duplicates instead of hashing every block), but only on
-// duplicate data, and the compares run in parallel.
-func (f *FS) verifyHits(blocks []block, hits []*dedupeHit) error {
-	n := 0
-	for _, h := range hits {
-		if h != nil {
-			n++
+// verifyHits proves every hit and drops those that differ (a collision:
+// the block is then stored on its own). With xxh3 this is what makes a
+// match safe: a hit whose entry has a strong tail (§6.8) is proven by
+// the block's BLAKE3, unread; the others are byte-compared with the
+// extent, in parallel, on a raw read of the first copy, a difference or
+// a failed read going through the checked read of every copy.
+func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error {
+	var read []int
+	var g errgroup.Group
+	g.SetLimit(cpus())
+	for i, h := range hits {
+		switch {
+		case h == nil:
+		case pol.tails && h.strong != nil:
+			g.Go(func() error {
+				if format.StrongDedupeHash(blocks[i].data) != *h.strong {
+					hits[i] = nil
+				}
+				return nil
+			})
+		default:
+			read = append(read, i)
 		}
 	}
-	if n == 0 {
+	g.Wait()
+	if len(read) == 0 {
 		return nil
 	}
 	// A match may be data still queued for writing (one drain per write
@@ -30,27 +42,19 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit) error {
 		return err
 	}
 	same := make([]bool, len(hits))
-	if n == 1 {
-		for i, h := range hits {
-			if h != nil {
-				same[i] = f.sameRaw(h, blocks[i].data)
-			}
-		}
+	if len(read) == 1 {
+		same[read[0]] = f.sameRaw(hits[read[0]], blocks[read[0]].data)
 	} else {
-		var g errgroup.Group
-		g.SetLimit(cpus())
-		for i, h := range hits {
-			if h != nil {
-				g.Go(func() error { same[i] = f.sameRaw(h, blocks[i].data); return nil })
-			}
+		for _, i := range read {
+			g.Go(func() error { same[i] = f.sameRaw(hits[i], blocks[i].data); return nil })
 		}
 		g.Wait()
 	}
-	for i, h := range hits {
-		if h == nil || same[i] {
+	for _, i := range read {
+		if same[i] {
 			continue
 		}
-		ok, err := f.sameChecked(h, blocks[i].data)
+		ok, err := f.sameChecked(hits[i], blocks[i].data)
 		if err != nil {
 			return err
 		}

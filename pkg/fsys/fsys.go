@@ -42,6 +42,11 @@ type Options struct {
 	// committed, while the running state is still readable (fault tests:
 	// a commit that reports an error may still have become durable).
 	BeforeCommit func(gen uint64)
+	// StrongTails: while a commit waits for the devices to take its data,
+	// new xxh3 index entries get their strong tail (dedupe_tails.go).
+	// How many do depends on the devices' speed, so builds that must be
+	// reproducible leave it off.
+	StrongTails bool
 }
 
 // FS is a filesystem opened for namespace operations. Not safe for
@@ -53,6 +58,7 @@ type FS struct {
 	nextIno   uint64
 	dataBytes uint64
 	index     dedupeIndex
+	untailed  []untailed // new xxh3 entries of the running transaction
 	// dedupeHits counts references made in the running transaction.
 	dedupeHits uint64
 	// data writes extents in the background (drained before commits and reads).
@@ -173,6 +179,10 @@ func (f *FS) Sync() error {
 		f.Abort()
 		return err
 	}
+	if err := f.tailWhileFlushing(); err != nil {
+		f.Abort()
+		return err
+	}
 	if f.opt.BeforeCommit != nil {
 		f.opt.BeforeCommit(f.tx.Generation())
 	}
@@ -202,6 +212,7 @@ func (f *FS) MaybeCommit() error {
 // FS can no longer change anything.
 func (f *FS) Abort() {
 	f.dirs.clear()
+	f.untailed = nil
 	f.data.stop()
 	if f.tx != nil {
 		f.tx.Abort()

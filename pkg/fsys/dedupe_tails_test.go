@@ -1,0 +1,156 @@
+package fsys
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// slowDisk is a device whose flush takes a while (a slow disk taking a
+// commit's data, the time tails are made in) and that counts the reads
+// big enough to be a block's (a verify read of a 128 KiB block).
+type slowDisk struct {
+	*device.MemDevice
+	flush    time.Duration
+	bigReads atomic.Int64
+}
+
+func (d *slowDisk) Flush() error {
+	time.Sleep(d.flush)
+	return d.MemDevice.Flush()
+}
+
+func (d *slowDisk) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) >= 64<<10 {
+		d.bigReads.Add(1)
+	}
+	return d.MemDevice.ReadAt(p, off)
+}
+
+func newTailFS(t *testing.T, tails bool, flush time.Duration) (*FS, *slowDisk) {
+	t.Helper()
+	d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: flush}
+	f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{9}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
+		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3}}, Options{StrongTails: tails})
+	return f, d
+}
+
+// tails maps each dedupe entry's extent to its strong tail (nil: none).
+func tails(t *testing.T, f *FS) map[uint64]*[format.DedupeHashLen]byte {
+	t.Helper()
+	m := map[uint64]*[format.DedupeHashLen]byte{}
+	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		d, err := format.UnmarshalDedupeItem(it.Key.ObjectID, it.Data)
+		if err != nil {
+			return false, err
+		}
+		m[it.Key.Offset] = d.Strong
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestStrongTails: entries written under xxh3 get, while their commit's
+// flush runs, the first 20 bytes of their block's BLAKE3 (computed here
+// with the reference package, not the code under test); a later copy of
+// the blocks is then shared without reading one of them back, and a block
+// whose xxh3 collides (a hook) but whose BLAKE3 differs is stored on its
+// own, also unread.
+func TestStrongTails(t *testing.T) {
+	const bs = 128 << 10
+	collideOn64(t)
+	f, d := newTailFS(t, true, 100*time.Millisecond)
+	a := rnd(31, 8*bs)
+	in := write(t, f, "/a", a)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := tails(t, f)
+	if len(got) != 8 {
+		t.Fatalf("%d entries, want 8", len(got))
+	}
+	xs, err := f.extents(in.Ino, 0, 8*bs)
+	if err != nil || len(xs) != 8 {
+		t.Fatalf("extents %d %v", len(xs), err)
+	}
+	for i, x := range xs {
+		want := blake3.Sum256(a[i*bs : (i+1)*bs])
+		if tl := got[x.DiskLogical]; tl == nil || !bytes.Equal(tl[:], want[:format.DedupeHashLen]) {
+			t.Fatalf("block %d: tail %x, want %x", i, tl, want[:format.DedupeHashLen])
+		}
+	}
+	c := bytes.Clone(a)
+	c[3*bs+100] ^= 0xff // block 3 collides on the hook's xxh3, not on BLAKE3
+	d.bigReads.Store(0)
+	f.dedupeHits = 0
+	write(t, f, "/b", a)
+	write(t, f, "/c", c)
+	if f.dedupeHits != 15 {
+		t.Fatalf("%d blocks shared, want 8 + 7", f.dedupeHits)
+	}
+	if n := d.bigReads.Load(); n != 0 {
+		t.Fatalf("%d block reads: tailed matches should be proven unread", n)
+	}
+	if !bytes.Equal(readAll(t, f, "/b"), a) || !bytes.Equal(readAll(t, f, "/c"), c) {
+		t.Fatal("copies read back wrong")
+	}
+}
+
+// TestStrongTailsOff: without the option (reproducible builds) no entry
+// gets a tail, and matches are read back (the path tails replace).
+func TestStrongTailsOff(t *testing.T) {
+	const bs = 128 << 10
+	f, d := newTailFS(t, false, 100*time.Millisecond)
+	a := rnd(32, 4*bs)
+	write(t, f, "/a", a)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for l, tl := range tails(t, f) {
+		if tl != nil {
+			t.Fatalf("entry at %d has a tail", l)
+		}
+	}
+	d.bigReads.Store(0)
+	write(t, f, "/b", a)
+	if n := d.bigReads.Load(); n < 4 {
+		t.Fatalf("%d block reads, want 4 (each match byte-compared)", n)
+	}
+}
+
+// TestTailOfChecksWhatWasWritten: a tail is only made from bytes whose
+// sector sums are those the write computed.
+func TestTailOfChecksWhatWasWritten(t *testing.T) {
+	const bs = 128 << 10
+	f, _ := newTailFS(t, true, 0)
+	a := rnd(33, bs)
+	in := write(t, f, "/a", a)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	xs, err := f.extents(in.Ino, 0, bs)
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("extents %v %v", xs, err)
+	}
+	b := block{off: 0, data: a}
+	hashBlock(&b, f.policy(in))
+	u := untailed{key: format.Key{Offset: xs[0].DiskLogical}, hash: b.hash, length: bs, sums: b.sums}
+	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); !ok {
+		t.Fatal("no tail for the block as written")
+	}
+	u.sums = bytes.Clone(b.sums)
+	u.sums[5] ^= 1
+	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); ok {
+		t.Fatal("a tail from bytes whose sums differ from the write's")
+	}
+}
