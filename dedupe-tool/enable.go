@@ -17,7 +17,7 @@ import (
 func newEnableCmd() *cobra.Command {
 	c, fl := newCmd("enable [--block SIZE] [--hash ALGO] IMAGE", "dedupe new writes (the index persists in the image)", "  dedupe-tool enable --block 64K backup.img\n")
 	block := fl.String("block", "", "dedupe block size (power of two, 4K..8M; default: keep, or 128K)")
-	hash := fl.String("hash", "", "blake3, sha256 or xxh3 (matches read back and byte-compared) (default: keep; blake3 when no hash was ever chosen)")
+	hash := fl.String("hash", "", "xxh3 (matches proven by their entry's BLAKE3 tail or byte-compared), blake3 or sha256 (default: keep; xxh3 when no hash was ever chosen)")
 	var stats cli.Stats
 	cli.StatsVar(fl, &stats, "per-device I/O")
 	degraded := degradedFlag(fl)

@@ -57,7 +57,7 @@ func newRoot() *cobra.Command {
 	shrink := fl.Bool("shrink", false, "truncate image files to what the populated filesystem needs")
 	dedupe := fl.Bool("dedupe", false, "dedupe data on every write path (blocks stored once, shared)")
 	dedupeBlock := fl.String("dedupe-block", "128K", "dedupe block size: a power of two from 4K to 8M")
-	dedupeHash := fl.String("dedupe-hash", mkfs.DefaultDedupeHash.String(), "dedupe hash: blake3 or sha256 (collision resistant: a match is shared unread), or xxh3 (a twentieth of blake3's CPU, for few cores and unique data, but every match is read back and byte-compared: slow on duplicates no longer cached)")
+	dedupeHash := fl.String("dedupe-hash", mkfs.DefaultDedupeHash.String(), "dedupe hash: xxh3 (a twentieth of blake3's CPU; a match is proven by the BLAKE3 tail its entry gets while a commit waits for the disk, else read back and byte-compared), or blake3 or sha256 (collision resistant: every block hashed, a match shared unread)")
 	chunking := fl.String("dedupe-chunking", "fixed", "fixed blocks, or cdc: content-defined (block/4..block*4, average block) so shifted data dedupes")
 	verify := fl.Bool("dedupe-verify", false, "byte-compare a block with its match before sharing it")
 	compress := fl.String("compress", "none", "compress data: zstd[:LEVEL] (1-19, default 3), s2 or none")

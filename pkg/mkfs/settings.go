@@ -56,9 +56,9 @@ func ParseDedupeHash(v string) (format.CsumType, error) {
 }
 
 // DefaultDedupeHash is the dedupe hash of new images and of dedupe-tool
-// enable on an image that never had one. blake3 shares a match unread;
-// xxh3 costs less CPU on unique data but reads every match back, and a
-// duplicate no longer in the page cache (a backup of last week's data)
-// then cost 7x blake3's time, more than not deduping (README, "Which
-// hash").
-const DefaultDedupeHash = format.CsumBLAKE3
+// enable on an image that never had one. xxh3 costs a twentieth of
+// blake3's CPU on unique data; a match is proven by its entry's strong
+// tail (BLAKE3, added while commits wait for the devices: all of them on
+// a slow device) or else read back and compared, which on the fast
+// devices that leave no time for tails is cheap (README, "Which hash").
+const DefaultDedupeHash = format.CsumXXH3
