@@ -431,27 +431,40 @@ func TestRepairDedupeRebuilt(t *testing.T) {
 	must(t, f.Sync())
 	devs := []*device.MemDevice{d}
 	s := newSurgeon(t, devs)
-	var victim format.Item
-	must(t, s.tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		victim = format.Item{Key: it.Key, Data: bytes.Clone(it.Data)}
-		return false, nil
-	}))
-	if victim.Key.Type != format.DedupeItemKey {
-		t.Fatal("no dedupe entries: test too weak")
-	}
+	victim := firstDedupeEntry(t, s)
 	s.del(format.DedupeTree, victim.Key)
 	must(t, s.tx.Commit())
 	rep := repairDevs(t, s.devs, ModePreen)
 	if len(rep.Problems) != 1 || rep.Problems[0].Code != DedupeEntries || !rep.Problems[0].Fixed {
 		t.Fatalf("-p: %v", rep.Problems)
 	}
-	st2, err := store.OpenVolume(volumeOf(t, s.devs))
-	must(t, err)
-	got, err := st2.Tree(format.DedupeTree).Get(victim.Key)
-	must(t, err)
-	if !bytes.Equal(got, victim.Data) {
+	if got := committedDedupeItem(t, s.devs, victim.Key); !bytes.Equal(got, victim.Data) {
 		t.Fatalf("rebuilt entry %x, was %x", got, victim.Data)
 	}
+}
+
+// firstDedupeEntry is the first item of the dedupe tree s sees.
+func firstDedupeEntry(t *testing.T, s *surgeon) format.Item {
+	t.Helper()
+	var first format.Item
+	must(t, s.tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		first = format.Item{Key: it.Key, Data: bytes.Clone(it.Data)}
+		return false, nil
+	}))
+	if first.Key.Type != format.DedupeItemKey {
+		t.Fatal("no dedupe entries: test too weak")
+	}
+	return first
+}
+
+// committedDedupeItem reads the dedupe item at k from the committed devs.
+func committedDedupeItem(t *testing.T, devs []*device.MemDevice, k format.Key) []byte {
+	t.Helper()
+	st, err := store.OpenVolume(volumeOf(t, devs))
+	must(t, err)
+	got, err := st.Tree(format.DedupeTree).Get(k)
+	must(t, err)
+	return got
 }
 
 // TestLayoutFixOneRound: a layout fix leaves nothing for a later round:
@@ -510,11 +523,7 @@ func TestStrongTailChecked(t *testing.T) {
 	base := []*device.MemDevice{d}
 	for _, lie := range []bool{false, true} {
 		s := newSurgeon(t, base)
-		var victim format.Item
-		must(t, s.tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-			victim = format.Item{Key: it.Key, Data: bytes.Clone(it.Data)}
-			return false, nil
-		}))
+		victim := firstDedupeEntry(t, s)
 		e, err := format.UnmarshalDedupeItem(victim.Key.ObjectID, victim.Data)
 		must(t, err)
 		var block []byte
@@ -547,11 +556,7 @@ func TestStrongTailChecked(t *testing.T) {
 		if len(rep.Problems) != 1 || !rep.Problems[0].Fixed {
 			t.Fatalf("-p: %v", rep.Problems)
 		}
-		st2, err := store.OpenVolume(volumeOf(t, s.devs))
-		must(t, err)
-		got, err := st2.Tree(format.DedupeTree).Get(victim.Key)
-		must(t, err)
-		if !bytes.Equal(got, victim.Data) {
+		if got := committedDedupeItem(t, s.devs, victim.Key); !bytes.Equal(got, victim.Data) {
 			t.Fatalf("rebuilt entry %x, want the tail-less %x", got, victim.Data)
 		}
 	}

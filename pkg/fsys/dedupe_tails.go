@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 
@@ -124,7 +125,7 @@ func (f *FS) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool)
 	}
 	for s := uint64(0); s < u.length; s += ss {
 		sum := format.Checksum(csum, buf[s:s+ss])
-		if string(sum[:cl]) != string(u.sums[s/ss*cl:(s/ss+1)*cl]) {
+		if !bytes.Equal(sum[:cl], u.sums[s/ss*cl:(s/ss+1)*cl]) {
 			return tailed{}, false
 		}
 	}
