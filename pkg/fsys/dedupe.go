@@ -294,9 +294,7 @@ func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen ui
 			return nil, err
 		}
 		f.index.put(e.HashPrefix, logical)
-		if comp == format.CompressNone {
-			f.noteUntailed(k, b, pol)
-		}
+		f.noteUntailed(k, b, pol, diskLen, e.RAMBytes, comp)
 	}
 	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/codec"
 )
 
 // Strong tails (FORMAT.md §6.8). An xxh3 match must be proven before it
@@ -16,28 +17,31 @@ import (
 // take its data: a slow device (where reading a backup's duplicates back
 // would cost most) leaves time for all of them, a fast one for few (and
 // reads back from it are cheap). The tail is hashed from the extent read
-// back raw and checked against the sector sums the write computed, so it
-// describes the bytes that were written.
+// back (and decompressed), checked against the block's xxh3 and, when the
+// write computed them, its sector sums: it describes the bytes written.
 
 // untailed is an xxh3 entry made in the running transaction.
 type untailed struct {
-	key    format.Key
-	hash   [format.CsumSize]byte
-	length uint64
-	sums   []byte // the block's sector sums, as written
+	key         format.Key
+	hash        [format.CsumSize]byte
+	length      uint64
+	sums        []byte // the block's sector sums, as written (raw whole-sector blocks), or nil
+	diskLen     uint64
+	ram         uint64
+	compression format.Compression
 }
 
 // maxUntailed bounds the entries a transaction remembers (8 GiB of
-// 128 KiB blocks); the rest stay without a tail.
+// 128 KiB blocks, about 200 bytes each); the rest stay without a tail.
 const maxUntailed = 1 << 16
 
-// noteUntailed remembers a new entry for tailWhileFlushing: xxh3 entries
-// of whole-sector, uncompressed blocks whose sums the write computed.
-func (f *FS) noteUntailed(k format.Key, b block, pol dataPolicy) {
-	if !f.opt.StrongTails || pol.hash != format.CsumXXH3 || b.sums == nil || len(f.untailed) >= maxUntailed {
+// noteUntailed remembers a new xxh3 entry for tailWhileFlushing.
+func (f *FS) noteUntailed(k format.Key, b block, pol dataPolicy, diskLen, ram uint64, comp format.Compression) {
+	if !f.opt.StrongTails || pol.hash != format.CsumXXH3 || len(f.untailed) >= maxUntailed {
 		return
 	}
-	f.untailed = append(f.untailed, untailed{key: k, hash: b.hash, length: uint64(len(b.data)), sums: b.sums})
+	f.untailed = append(f.untailed, untailed{key: k, hash: b.hash, length: uint64(len(b.data)), sums: b.sums,
+		diskLen: diskLen, ram: ram, compression: comp})
 }
 
 type tailed struct {
@@ -110,29 +114,52 @@ func (f *FS) tailWhileFlushing() error {
 	return terr
 }
 
-// tailOf reads u's block back raw and hashes it, if it is still the
-// block u describes (its sector sums and xxh3 match). Safe from any
+// tailOf reads u's block back and hashes it, if it is still the block u
+// describes: its xxh3, and the sector sums the write computed when it
+// has them. A compressed block is decompressed first. Safe from any
 // goroutine: it uses nothing of the FS but the volume.
 func (f *FS) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool) {
-	cl := uint64(csum.Len())
-	if u.length%ss != 0 || uint64(len(u.sums)) != u.length/ss*cl {
+	n := u.diskLen
+	if u.compression == format.CompressNone {
+		n = (u.length + ss - 1) / ss * ss
+	}
+	if n == 0 || n > u.diskLen {
 		return tailed{}, false
 	}
-	buf := rawBuffer(int(u.length))
+	buf := rawBuffer(int(n))
 	defer putBuffer(buf)
 	if f.st.Vol.ReadCopy(u.key.Offset, buf, 0) != nil {
 		return tailed{}, false
 	}
-	for s := uint64(0); s < u.length; s += ss {
-		sum := format.Checksum(csum, buf[s:s+ss])
-		if !bytes.Equal(sum[:cl], u.sums[s/ss*cl:(s/ss+1)*cl]) {
+	data := buf
+	if u.compression != format.CompressNone {
+		d, err := codec.Decompress(buf, u.compression, u.ram)
+		if err != nil {
 			return tailed{}, false
 		}
-	}
-	if blockHash(format.CsumXXH3, buf) != u.hash {
+		data = d
+	} else if u.sums != nil && !sumsMatch(buf, u.sums, ss, csum) {
 		return tailed{}, false
 	}
-	return tailed{u: u, strong: format.StrongDedupeHash(buf)}, true
+	if uint64(len(data)) < u.length || blockHash(format.CsumXXH3, data[:u.length]) != u.hash {
+		return tailed{}, false
+	}
+	return tailed{u: u, strong: format.StrongDedupeHash(data[:u.length])}, true
+}
+
+// sumsMatch reports whether the sectors of p have the given sums.
+func sumsMatch(p, sums []byte, ss uint64, csum format.CsumType) bool {
+	cl := uint64(csum.Len())
+	if uint64(len(sums)) != uint64(len(p))/ss*cl || uint64(len(p))%ss != 0 {
+		return false
+	}
+	for s := uint64(0); s < uint64(len(p)); s += ss {
+		sum := format.Checksum(csum, p[s:s+ss])
+		if !bytes.Equal(sum[:cl], sums[s/ss*cl:(s/ss+1)*cl]) {
+			return false
+		}
+	}
+	return true
 }
 
 // putTail adds t's tail to its entry, if the entry is still the one

@@ -144,7 +144,7 @@ func TestTailOfChecksWhatWasWritten(t *testing.T) {
 	}
 	b := block{off: 0, data: a}
 	hashBlock(&b, f.policy(in))
-	u := untailed{key: format.Key{Offset: xs[0].DiskLogical}, hash: b.hash, length: bs, sums: b.sums}
+	u := untailed{key: format.Key{Offset: xs[0].DiskLogical}, hash: b.hash, length: bs, sums: b.sums, diskLen: bs, ram: bs}
 	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); !ok {
 		t.Fatal("no tail for the block as written")
 	}
@@ -152,5 +152,42 @@ func TestTailOfChecksWhatWasWritten(t *testing.T) {
 	u.sums[5] ^= 1
 	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); ok {
 		t.Fatal("a tail from bytes whose sums differ from the write's")
+	}
+	u.sums, u.hash[3] = nil, u.hash[3]^1
+	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); ok {
+		t.Fatal("a tail from bytes whose xxh3 differs from the entry's")
+	}
+}
+
+// TestStrongTailsCompressed: blocks stored compressed get their tail too
+// (the BLAKE3 of the block, not of its frame), as does a file's last
+// block that ends inside a sector.
+func TestStrongTailsCompressed(t *testing.T) {
+	const bs = 128 << 10
+	d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: 100 * time.Millisecond}
+	f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{10}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
+		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: format.CompressZstd, CompressionLevel: 3}}, Options{StrongTails: true})
+	a := append(bytes.Repeat([]byte("compressible "), 2*bs/13), rnd(34, bs+1000)...)
+	in := write(t, f, "/a", a)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := tails(t, f)
+	xs, err := f.extents(in.Ino, 0, uint64(len(a)))
+	if err != nil || len(xs) != len(got) || len(got) < 3 {
+		t.Fatalf("%d extents, %d entries %v", len(xs), len(got), err)
+	}
+	compressed := 0
+	for _, x := range xs {
+		if x.Compression != format.CompressNone {
+			compressed++
+		}
+		want := blake3.Sum256(a[x.off : x.off+x.NumBytes])
+		if tl := got[x.DiskLogical]; tl == nil || !bytes.Equal(tl[:], want[:format.DedupeHashLen]) {
+			t.Fatalf("block at %d (compression %v): tail %x, want %x", x.off, x.Compression, tl, want[:format.DedupeHashLen])
+		}
+	}
+	if compressed == 0 {
+		t.Fatal("no compressed block: test too weak")
 	}
 }
