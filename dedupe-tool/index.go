@@ -13,7 +13,9 @@ const indexExamples = `  dedupe-tool index rebuild backup.img          # the ind
   dedupe-tool index prune --max-entries 1000000 backup.img
 
 rebuild: every extent marked deduped gets the entry its data gives (the
-entry the inband path made); entries without such an extent go. prune:
+entry the inband path made; an xxh3 entry also gets its BLAKE3 tail, so
+later matches are proven unread, as for an image built by mkfs -r);
+entries without such an extent go. prune:
 keeps the N entries of the most shared extents (then the newest) and
 unmarks the rest; memory is bounded by N. Both commit in bounded
 transactions: a kill leaves a consistent index.

@@ -26,8 +26,9 @@ type IndexStats struct {
 
 // RebuildIndex rebuilds the dedupe tree from the extents: every extent
 // marked deduped gets the entry its data gives (format.RebuildDedupeItem,
-// the entry the inband path made), then entries without such an extent
-// are deleted. Each extent is one whole change, and the FS commits at
+// the entry the inband path made; an xxh3 entry with its strong tail,
+// since the data is read and checked here anyway), then entries without
+// such an extent are deleted. Each extent is one whole change, and the FS commits at
 // safe points between batches (MaybeCommit): a kill leaves a consistent
 // index.
 func (f *FS) RebuildIndex() (IndexStats, error) {
@@ -48,6 +49,10 @@ func (f *FS) RebuildIndex() (IndexStats, error) {
 		}
 		k := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: it.Key.ObjectID}
 		if d, ok := format.RebuildDedupeItem(data, e.HashPrefix, e.Compression == format.CompressNone, prefer); ok {
+			if d.HashAlgo == format.CsumXXH3 {
+				tail := format.StrongDedupeHash(data[:d.Length])
+				d.Strong = &tail
+			}
 			st.Rebuilt++
 			return tx.Tree(format.DedupeTree).Put(k, format.MarshalDedupeItem(d))
 		}
