@@ -206,10 +206,12 @@ func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, 
 	if index != nil {
 		head.Flags, head.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(hash)
 		d := &format.DedupeItem{Hash: hash, Length: n, HashAlgo: index.hash}
-		if err := tx.Tree(format.DedupeTree).Insert(format.Key{ObjectID: head.HashPrefix, Type: format.DedupeItemKey, Offset: l}, format.MarshalDedupeItem(d)); err != nil {
+		dk := format.Key{ObjectID: head.HashPrefix, Type: format.DedupeItemKey, Offset: l}
+		if err := tx.Tree(format.DedupeTree).Insert(dk, format.MarshalDedupeItem(d)); err != nil {
 			return false, err
 		}
 		f.index.put(head.HashPrefix, l)
+		f.noteUntailed(untailed{key: dk, hash: hash, length: n, diskLen: nd, ram: nd}, index.hash)
 	}
 	if err := ext.Delete(k); err != nil {
 		return false, err

@@ -294,7 +294,8 @@ func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen ui
 			return nil, err
 		}
 		f.index.put(e.HashPrefix, logical)
-		f.noteUntailed(k, b, pol, diskLen, e.RAMBytes, comp)
+		f.noteUntailed(untailed{key: k, hash: b.hash, length: uint64(len(b.data)), sums: b.sums,
+			diskLen: diskLen, ram: e.RAMBytes, compression: comp}, pol.hash)
 	}
 	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
 		return nil, err

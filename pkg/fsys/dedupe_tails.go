@@ -35,13 +35,13 @@ type untailed struct {
 // 128 KiB blocks, about 200 bytes each); the rest stay without a tail.
 const maxUntailed = 1 << 16
 
-// noteUntailed remembers a new xxh3 entry for tailWhileFlushing.
-func (f *FS) noteUntailed(k format.Key, b block, pol dataPolicy, diskLen, ram uint64, comp format.Compression) {
-	if !f.opt.StrongTails || pol.hash != format.CsumXXH3 || len(f.untailed) >= maxUntailed {
+// noteUntailed remembers a new entry (of the hash algo) for
+// tailWhileFlushing, if it is xxh3 and tails are asked for.
+func (f *FS) noteUntailed(u untailed, algo format.CsumType) {
+	if !f.opt.StrongTails || algo != format.CsumXXH3 || len(f.untailed) >= maxUntailed {
 		return
 	}
-	f.untailed = append(f.untailed, untailed{key: k, hash: b.hash, length: uint64(len(b.data)), sums: b.sums,
-		diskLen: diskLen, ram: ram, compression: comp})
+	f.untailed = append(f.untailed, u)
 }
 
 type tailed struct {
