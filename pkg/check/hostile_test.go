@@ -15,20 +15,27 @@ import (
 // compressed, indexed file /c.
 func newDedupeBase(t *testing.T) []*device.MemDevice {
 	t.Helper()
-	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
-		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 16, Compression: format.CompressZstd, CompressionLevel: 1}})
-	must(t, err)
-	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
-	must(t, err)
-	f.Adopt(tx)
-	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	f, d := newOneDeviceFS(t, 12, format.Settings{Dedupe: true, DedupeBlockLog2: 16, Compression: format.CompressZstd, CompressionLevel: 1})
 	in, err := f.Create("/c", fsys.Attr{Mode: 0o644})
 	must(t, err)
 	must(t, f.WriteAt(in, bytes.Repeat([]byte("compressible "), 10000), 0))
 	must(t, f.Sync())
 	return []*device.MemDevice{d}
+}
+
+// newOneDeviceFS makes a 256 MiB single/dup FS (4 KiB nodes and sectors,
+// crc32c) with settings s, its root made and committed.
+func newOneDeviceFS(t *testing.T, fsid byte, s format.Settings) (*fsys.FS, *device.MemDevice) {
+	t.Helper()
+	d := device.NewMemDevice("m", 256<<20)
+	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{fsid}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
+		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}}, Settings: s})
+	must(t, err)
+	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
+	must(t, err)
+	f.Adopt(tx)
+	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	return f, d
 }
 
 // TestCraftedExtentLength: an EXTENT_ITEM whose key claims a disk length

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -414,15 +413,7 @@ func TestRepairBackupRoots(t *testing.T) {
 // TestRepairDedupeRebuilt: a dropped dedupe index entry is rebuilt from
 // its extent's data, byte for byte, by -p.
 func TestRepairDedupeRebuilt(t *testing.T) {
-	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{13}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
-		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 3}})
-	must(t, err)
-	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
-	must(t, err)
-	f.Adopt(tx)
-	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	f, d := newOneDeviceFS(t, 13, format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 3})
 	for i := 0; i < 3; i++ {
 		in, err := f.Create(fmt.Sprintf("/f%d", i), fsys.Attr{Mode: 0o644})
 		must(t, err)
@@ -506,15 +497,7 @@ func TestLayoutFixOneRound(t *testing.T) {
 // that lies is DEDUPE_HASH with --check-data, and -p rebuilds the entry
 // from the data (without a tail).
 func TestStrongTailChecked(t *testing.T) {
-	d := device.NewMemDevice("m", 256<<20)
-	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{14}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096,
-		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: "m"}},
-		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumXXH3}})
-	must(t, err)
-	f, err := fsys.New(st, fsys.Options{Now: func() time.Time { return fsEpoch }})
-	must(t, err)
-	f.Adopt(tx)
-	must(t, f.InitRoot(fsys.Attr{Mode: 0o755}))
+	f, d := newOneDeviceFS(t, 14, format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumXXH3})
 	in, err := f.Create("/f", fsys.Attr{Mode: 0o644})
 	must(t, err)
 	data := pattern(3*8192, 5)
