@@ -40,7 +40,9 @@ func TestMain(m *testing.M) {
 		bins[k] = v
 	}
 	for name, pkg := range bins {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: the tools ship static
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
 			os.Exit(1)

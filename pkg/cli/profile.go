@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 )
@@ -9,10 +10,15 @@ import (
 // Profile starts a CPU profile into $DDFS_CPUPROFILE when it is set, and
 // writes the allocation profile into $DDFS_MEMPROFILE at the end when
 // that is set (for performance work on the real binaries); the returned
-// stop writes them.
+// stop writes them. Without $DDFS_MEMPROFILE it turns the runtime's
+// allocation sampling off: its bucket table and records were ~0.9 MB of
+// dedupe-tool run's peak RSS (25.4 vs 26.3 MB on the bench set).
 func Profile() (stop func()) {
 	stopCPU := startCPUProfile(os.Getenv("DDFS_CPUPROFILE"))
 	mem := os.Getenv("DDFS_MEMPROFILE")
+	if mem == "" {
+		runtime.MemProfileRate = 0
+	}
 	return func() {
 		stopCPU()
 		if mem == "" {

@@ -105,7 +105,7 @@ func (w *wantSet) readPlan(prints []uint32) []planned {
 				keep = append(keep, p)
 			}
 		}
-		return keep
+		return slices.Clone(keep) // the walk's array, grown by appending, is up to 4x
 	}
 	// The first of each print in walk order: sort indexes by print (stable
 	// keeps walk order within a print), mark, keep the marked in order.

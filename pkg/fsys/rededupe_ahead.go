@@ -64,20 +64,20 @@ const (
 	aheadCancelled
 )
 
-// The read-ahead holds aheadBuffers whole blocks' data and sums (1.5 MiB
+// The read-ahead holds aheadBuffers whole blocks' data and sums (1 MiB
 // of 128 KiB blocks), and at most aheadSlots blocks: as many small ones
-// as fit (a run of small files has the reader far ahead, where six
+// as fit (a run of small files has the reader far ahead, where a few
 // block-sized buffers let the FS goroutine catch up and read in turn).
-// Twelve instead of six: the bench set's reader got 1.70 of 1.84 GiB
-// ahead instead of 1.31 and a run took 7% less (9 interleaved runs on
-// tmpfs, 1.34 -> 1.25 s) for 1.1 MB of peak RSS, paid by the tools no
-// longer carrying the man page writer; sixteen gained no more.
+// Six buffers had the bench set's reader get 1.31 of 1.84 GiB ahead,
+// twelve 1.70 GiB and a run 7% faster (1.34 -> 1.25 s on tmpfs); eight
+// keep most of that for 0.5 MB less peak RSS (dedupe-tool run's memory
+// is a target against duperemove: 6 interleaved runs each, same time).
 // The FS goroutine plans only when half the memory is free, so the
 // reader wakes once for several blocks (a wake per block cost more than
 // the reads it moved). No read-ahead for dedupe blocks bigger than
 // aheadMaxBlock.
 const (
-	aheadBuffers  = 12
+	aheadBuffers  = 8
 	aheadSlots    = 512
 	aheadMaxBlock = 1 << 20
 )
