@@ -214,6 +214,9 @@ func TestReadPlan(t *testing.T) {
 				t.Fatalf("planned block %+v is not the file's bytes there", p)
 			}
 		}
+		if cap(w.plan) != len(w.plan) { // a pass holds the plan for its whole run
+			t.Fatalf("strong=%v: plan of %d blocks keeps the walk's array of %d", strong, len(w.plan), cap(w.plan))
+		}
 		lens = append(lens, len(w.plan))
 		f.Close()
 	}
