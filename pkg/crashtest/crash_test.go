@@ -22,6 +22,10 @@ var matrix = []Config{
 	{Devices: 2, Data: format.ProfileSingle, Meta: format.ProfileRaid1,
 		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 12, Compression: format.CompressZstd, CompressionLevel: 3,
 			Discard: format.DiscardAsync, DiscardMaxPerCommit: 64 << 10}},
+	// Strong tails: commits add them to xxh3 entries while the (slow)
+	// flushes run; each state's fsck recomputes them from the data.
+	{Devices: 2, Data: format.ProfileRaid1, Meta: format.ProfileRaid1, Tails: true,
+		Settings: format.Settings{Dedupe: true, DedupeBlockLog2: 12, DedupeHash: format.CsumXXH3}},
 }
 
 // TestCrashMatrix replays well over 10,000 crash points across the matrix.
@@ -39,8 +43,11 @@ func TestCrashMatrix(t *testing.T) {
 				if res.Generations < 10 || res.Succeeded < cfg.Ops/3 {
 					t.Fatalf("%d commits, %d of %d operations succeeded: too few to test", res.Generations, res.Succeeded, cfg.Ops)
 				}
+				if cfg.Tails && res.Tails == 0 {
+					t.Fatal("no strong tail made: the tails row tests nothing")
+				}
 				total += res.Points
-				t.Logf("%d crash points, %d generations, %d writes, %d operations succeeded", res.Points, res.Generations, res.Writes, res.Succeeded)
+				t.Logf("%d crash points, %d generations, %d writes, %d operations succeeded, %d strong tails", res.Points, res.Generations, res.Writes, res.Succeeded, res.Tails)
 			})
 		}
 	}

@@ -26,6 +26,10 @@ type Config struct {
 	DevSize    int64 // bytes per device
 	// Settings: dedupe and compression of the filesystem.
 	Settings format.Settings
+	// Tails turns strong dedupe tails on and makes every flush of the
+	// recorded workload take a millisecond: commits made while memory
+	// devices flush at once have no time to make any (fsys.Options).
+	Tails bool
 	// dropFlush, a test-only mutation, makes the flushes of the devices
 	// it names do nothing: the crash model must catch it.
 	dropFlush func(dev int) bool
@@ -41,6 +45,7 @@ type Result struct {
 	Generations int // commits of the workload
 	Writes      int // recorded operations
 	Succeeded   int // workload operations that did not fail a precondition
+	Tails       int // strong dedupe tails in the workload's last state
 }
 
 var epoch = func() time.Time { return time.Unix(1700000000, 0) }
@@ -57,7 +62,7 @@ func create(cfg Config, wrap func(device.Device, int) device.Device, rec *record
 	if err != nil {
 		return nil, nil, err
 	}
-	opt := fsys.Options{Now: epoch, BatchNodes: cfg.BatchNodes, OnCommit: rec.snap}
+	opt := fsys.Options{Now: epoch, BatchNodes: cfg.BatchNodes, OnCommit: rec.snap, StrongTails: cfg.Tails}
 	if rec.pending != nil {
 		opt.BeforeCommit = rec.before
 	}
@@ -75,20 +80,24 @@ func create(cfg Config, wrap func(device.Device, int) device.Device, rec *record
 // Run records the workload, then verifies every replayed crash state.
 func Run(cfg Config) (Result, error) {
 	log := device.NewLog()
-	_, rec, made, succeeded, err := recordWorkload(cfg, log)
+	f, rec, made, succeeded, err := recordWorkload(cfg, log)
 	if err != nil {
 		return Result{}, err
 	}
 	states := rec.states
 	ops := log.Ops()
 	res := Result{Generations: len(states), Writes: len(ops), Succeeded: succeeded}
+	if res.Tails, err = countTails(f); err != nil {
+		return res, err
+	}
 	stride := max(cfg.Stride, 1)
+	copt := check.Options{CheckData: cfg.Tails}
 	for upto := made; upto <= len(ops); upto += stride {
 		devs := fresh(cfg)
 		if err := device.Replay(ops, upto, devs); err != nil {
 			return res, err
 		}
-		ok, err := verify(devs, states)
+		ok, err := verifyWith(devs, states, copt)
 		if err != nil {
 			return res, fmt.Errorf("%v: crash after write %d of %d: %w", cfg, upto, len(ops), err)
 		}
@@ -97,7 +106,7 @@ func Run(cfg Config) (Result, error) {
 		}
 	}
 	n, err := replayReordered(ops, made, cfg.Seed, cfg.Reordered, func() []*device.MemDevice { return fresh(cfg) },
-		func(devs []*device.MemDevice) (bool, error) { return verify(devs, states) })
+		func(devs []*device.MemDevice) (bool, error) { return verifyWith(devs, states, copt) })
 	res.Points += n
 	if err != nil {
 		return res, fmt.Errorf("%v: %w", cfg, err)
@@ -137,14 +146,15 @@ func replayReordered(ops []device.Op, from int, seed uint64, n int, devs func() 
 // workload's operations that succeeded.
 func recordWorkload(cfg Config, log *device.Log) (f *fsys.FS, rec *recorder, made, succeeded int, err error) {
 	rec = &recorder{states: map[uint64]string{}}
-	wrap := log.Wrap
-	if cfg.dropFlush != nil {
-		wrap = func(d device.Device, i int) device.Device {
-			if cfg.dropFlush(i) {
-				return noFlush{log.Wrap(d, i)}
-			}
-			return log.Wrap(d, i)
+	wrap := func(d device.Device, i int) device.Device {
+		d = log.Wrap(d, i)
+		switch {
+		case cfg.dropFlush != nil && cfg.dropFlush(i):
+			return noFlush{d}
+		case cfg.Tails:
+			return slowFlush{d}
 		}
+		return d
 	}
 	if f, _, err = create(cfg, wrap, rec); err != nil {
 		return nil, nil, 0, 0, err
@@ -244,6 +254,12 @@ func fresh(cfg Config) []*device.MemDevice {
 // verify opens a crash state and checks it: false when no superblock was
 // durable yet (the crash hit mkfs).
 func verify(mems []*device.MemDevice, states map[uint64]string) (bool, error) {
+	return verifyWith(mems, states, check.Options{})
+}
+
+// verifyWith is verify with fsck's options: with CheckData it reads every
+// data block and recomputes every strong tail.
+func verifyWith(mems []*device.MemDevice, states map[uint64]string, copt check.Options) (bool, error) {
 	var ds []device.Device
 	for _, d := range mems {
 		ds = append(ds, d)
@@ -275,7 +291,7 @@ func verify(mems []*device.MemDevice, states map[uint64]string) (bool, error) {
 	if got != want {
 		return false, fmt.Errorf("generation %d: tree differs from the committed one:\n%s\n--- want ---\n%s", gen, got, want)
 	}
-	rep, err := check.CheckVolume(vol)
+	rep, err := check.CheckVolume(vol, copt)
 	if err != nil {
 		return false, err
 	}
@@ -293,3 +309,24 @@ func verify(mems []*device.MemDevice, states map[uint64]string) (bool, error) {
 type noFlush struct{ device.Device }
 
 func (noFlush) Flush() error { return nil }
+
+// slowFlush is a device whose Flush takes a millisecond (Config.Tails).
+type slowFlush struct{ device.Device }
+
+func (d slowFlush) Flush() error {
+	time.Sleep(time.Millisecond)
+	return d.Device.Flush()
+}
+
+// countTails counts the dedupe entries of f's committed tree that carry a
+// strong tail.
+func countTails(f *fsys.FS) (int, error) {
+	n := 0
+	err := f.Store().Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		if len(it.Data) == format.DedupeItemStrongSize {
+			n++
+		}
+		return true, nil
+	})
+	return n, err
+}
