@@ -6,7 +6,8 @@
 # and read back cold, tar -x of the Go tree (D1) and grep -r over it cold,
 # fio 4K random read and write IOPS (O_DIRECT, FIO_TIME seconds on a
 # FIO_MB file, FIO_ROUNDS interleaved rounds, medians; unpinned, and with
-# fio and the servers on CPU 0). Prints each row with the ratios ddfs/fuse2fs and
+# fio and the servers on CPU 0; for the two FUSE servers also their CPU
+# time per request, which moves less than IOPS on this VM). Prints each row with the ratios ddfs/fuse2fs and
 # ddfs/btrfs (>1: ddfs ahead), then unmounts and fscks the ddfs image.
 # Needs root (loop device, drop_caches), fuse3, fuse2fs, btrfs-progs, fio.
 # PROFILE=FILE writes a CPU profile of the ddfs mount (whole run) to FILE.
@@ -47,7 +48,7 @@ mount "$loop" "$root/btrfs"
 FSES="ddfs fuse2fs btrfs"
 
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-declare -A val
+declare -A val cpu
 # timed ROW FS CMD...: seconds of CMD, kept as val[ROW,FS]
 timed() {
 	local row=$1 fs=$2 t0 t1
@@ -99,10 +100,19 @@ if [ "${FIO_ONLY:-0}" != 1 ]; then
 	for fs in $FSES; do cold; timed grep-r "$fs" sh -c "grep -r -c ddfs-no-such-string '$root/$fs/$tree' >/dev/null || true"; done
 	report grep-r s
 fi
-fiorun() { # fiorun FS RW CPUS: IOPS
-	taskset -c "$3" fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
+fiorun() { # fiorun FS RW CPUS: IOPS; for the FUSE servers also their CPU per request in cpu[FS]
+	local pid= a b iops
+	case $1 in ddfs) pid=$ddfspid ;; fuse2fs) pid=$f2fspid ;; esac
+	[ -n "$pid" ] && a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	iops=$(taskset -c "$3" fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
 		--ioengine=psync --direct=1 --time_based --runtime="$FIO_TIME" --output-format=json 2>/dev/null |
-		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])'
+		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])')
+	if [ -n "$pid" ]; then
+		b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		# clock ticks (user + system) over the requests fio made
+		cpu[$1]+="$(echo "($b - $a) * 1000000 / $(getconf CLK_TCK) / ($iops * $FIO_TIME)" | bc -l) "
+	fi
+	echo "$iops"
 }
 for fs in $FSES; do
 	dd if=/dev/urandom of="$root/$fs/fio.dat" bs=1M count="$FIO_MB" conv=fsync status=none
@@ -118,15 +128,19 @@ pin() { taskset -a -c -p "$1" "$ddfspid" >/dev/null; taskset -a -c -p "$1" "$f2f
 # where the scheduler puts the server threads (same CPU as fio: 2-3x
 # the IOPS of the other one on this VM), which moves from run to run.
 fiorows() {
-	local row=$1 rw=$2 cpus=$3 fs r
+	local row=$1 rw=$2 cpus=$3 fs r iops
 	declare -A runs=()
+	cpu=()
 	pin "$cpus"
 	for r in $(seq "$FIO_ROUNDS"); do
-		for fs in $FSES; do cold; runs[$fs]+="$(fiorun "$fs" "$rw" "$cpus") "; done
+		# fiorun runs in this shell (not $(...)), so its cpu[] entries stay
+		for fs in $FSES; do cold; fiorun "$fs" "$rw" "$cpus" >"$root/iops"; read -r iops <"$root/iops"; runs[$fs]+="$iops "; done
 	done
 	pin 0-$(($(nproc) - 1))
 	for fs in $FSES; do val[$row,$fs]=$(printf '%s\n' ${runs[$fs]} | median); done
 	report "$row" IOPS
+	printf '  server CPU per request (user+system, median): ddfs %.1f us, fuse2fs %.1f us\n' \
+		"$(printf '%s\n' ${cpu[ddfs]} | median)" "$(printf '%s\n' ${cpu[fuse2fs]} | median)"
 }
 fiorows fio-randread randread 0-$(($(nproc) - 1))
 fiorows fio-randwrite randwrite 0-$(($(nproc) - 1))
