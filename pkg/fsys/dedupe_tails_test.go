@@ -191,3 +191,63 @@ func TestStrongTailsCompressed(t *testing.T) {
 		t.Fatal("no compressed block: test too weak")
 	}
 }
+
+// TestLyingTailNotTrusted: an entry whose tail is the BLAKE3 of other
+// bytes than its extent's (a crafted image: here block X's entry claims
+// block Y, which also collides with X on the hook's xxh3) must not give a
+// write of Y the extent of X. The extent's stored sums are X's, not Y's,
+// so the match is byte-compared, found different, and Y stored on its
+// own; honest tails stay unread (TestStrongTails).
+func TestLyingTailNotTrusted(t *testing.T) {
+	const bs = 128 << 10
+	collideOn64(t)
+	f, _ := newTailFS(t, true, 100*time.Millisecond)
+	x := rnd(41, bs)
+	write(t, f, "/x", x)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	y := bytes.Clone(x)
+	y[100] ^= 0xff // same first 64 bytes: the same xxh3 under the hook
+	lie := blake3.Sum256(y)
+	var items []format.Item
+	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		items = append(items, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
+		return true, nil
+	})
+	if err != nil || len(items) != 1 || len(items[0].Data) != format.DedupeItemStrongSize {
+		t.Fatalf("want one tailed entry: %d, %v", len(items), err)
+	}
+	d, err := format.UnmarshalDedupeItem(items[0].Key.ObjectID, items[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Strong = (*[format.DedupeHashLen]byte)(lie[:format.DedupeHashLen])
+	tx, err := f.txn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Tree(format.DedupeTree).Put(items[0].Key, format.MarshalDedupeItem(d)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.dedupeHits = 0
+	write(t, f, "/y", y)
+	if got := readAll(t, f, "/y"); !bytes.Equal(got, y) {
+		t.Fatalf("/y reads back other bytes (first difference at %d): the lying tail was trusted", firstDiff(got, y))
+	}
+	if f.dedupeHits != 0 {
+		t.Fatalf("%d blocks shared, want 0", f.dedupeHits)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

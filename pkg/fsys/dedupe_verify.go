@@ -11,9 +11,10 @@ import (
 // verifyHits proves every hit and drops those that differ (a collision:
 // the block is then stored on its own). With xxh3 this is what makes a
 // match safe: a hit whose entry has a strong tail (§6.8) is proven by
-// the block's BLAKE3, unread; the others are byte-compared with the
-// extent, in parallel, on a raw read of the first copy, a difference or
-// a failed read going through the checked read of every copy.
+// the block's BLAKE3 and the extent's stored sums, unread; the others
+// are byte-compared with the extent, in parallel, on a raw read of the
+// first copy, a difference or a failed read going through the checked
+// read of every copy.
 func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error {
 	var read []int
 	var g errgroup.Group
@@ -33,6 +34,26 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 		}
 	}
 	g.Wait()
+	// A tail proves the block is what the entry's extent held when the
+	// tail was made; the extent's stored sector sums must be the block's
+	// too (the write has them), or the match is compared like an untailed
+	// one. So an entry whose tail lies (a crafted or damaged image) cannot
+	// give this write other bytes: to pass, the stored sums would have to
+	// lie as well, and reads of the extent then fail their checksums
+	// instead of returning wrong data. Blocks written compressed or of a
+	// part sector have no sums here: their tail is trusted alone.
+	for i, h := range hits {
+		if h == nil || !pol.tails || h.strong == nil || blocks[i].sums == nil {
+			continue
+		}
+		ok, err := f.storedSumsEqual(h.logical, blocks[i].sums)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			read = append(read, i)
+		}
+	}
 	if len(read) == 0 {
 		return nil
 	}
