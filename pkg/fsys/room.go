@@ -37,10 +37,7 @@ func (f *FS) roomFor(n uint64) bool {
 			copies[i] = max(copies[i], uint64(pi.Copies))
 		}
 	}
-	var allocated uint64
-	for _, d := range f.st.DevItems() {
-		allocated += d.BytesUsed
-	}
+	allocated := f.st.AllocatedBytes()
 	var raw uint64 // unallocated device bytes
 	if total := f.st.Super().TotalBytes; total > allocated {
 		raw = total - allocated

@@ -138,10 +138,7 @@ type Statfs struct {
 func (f *FS) Statfs() Statfs {
 	sb := f.st.Super()
 	s := Statfs{BlockSize: uint64(sb.SectorSize), TotalBytes: sb.TotalBytes, UsedBytes: sb.BytesUsed, Inodes: f.nextIno - 1}
-	var allocated uint64
-	for _, d := range f.st.DevItems() {
-		allocated += d.BytesUsed
-	}
+	allocated := f.st.AllocatedBytes()
 	for _, bg := range f.st.BlockGroups() {
 		if bg.Chunk.Type == format.ChunkData {
 			s.FreeBytes += bg.Free()

@@ -131,6 +131,17 @@ func (fs *FS) DevItems() []*format.DevItem {
 	return out
 }
 
+// AllocatedBytes is the device bytes given to chunks, summed over the
+// devices (DevItems' BytesUsed), without DevItems' sorted copy: statfs
+// asks on every write of a mount.
+func (fs *FS) AllocatedBytes() uint64 {
+	var n uint64
+	for _, d := range fs.devItems {
+		n += d.BytesUsed
+	}
+	return n
+}
+
 // BlockGroups returns the block groups in logical order.
 func (fs *FS) BlockGroups() []*BlockGroup { return fs.bgs }
 
