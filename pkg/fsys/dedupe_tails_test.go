@@ -195,20 +195,54 @@ func TestStrongTailsCompressed(t *testing.T) {
 // TestLyingTailNotTrusted: an entry whose tail is the BLAKE3 of other
 // bytes than its extent's (a crafted image: here block X's entry claims
 // block Y, which also collides with X on the hook's xxh3) must not give a
-// write of Y the extent of X. The extent's stored sums are X's, not Y's,
-// so the match is byte-compared, found different, and Y stored on its
-// own; honest tails stay unread (TestStrongTails).
+// write of Y the extent of X: not on an image without compression (the
+// extent's stored sums are X's, not Y's), not with compression turned on
+// (the write has no sums of its own: they are made for the check), not
+// on a compressed extent (its sums are of its frame: always compared).
+// Each time the match is byte-compared, found different, and Y stored
+// on its own; honest tails stay unread (TestStrongTails).
 func TestLyingTailNotTrusted(t *testing.T) {
 	const bs = 128 << 10
 	collideOn64(t)
-	f, _ := newTailFS(t, true, 100*time.Millisecond)
-	x := rnd(41, bs)
-	write(t, f, "/x", x)
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name         string
+		compress     format.Compression
+		compressible bool
+	}{{"plain", format.CompressNone, false}, {"zstd-raw-extent", format.CompressZstd, false}, {"zstd-compressed-extent", format.CompressZstd, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: 100 * time.Millisecond}
+			f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
+				Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: c.compress, CompressionLevel: 3}}, Options{StrongTails: true})
+			x := rnd(41, bs)
+			if c.compressible {
+				x = append(rnd(41, 64), bytes.Repeat([]byte("compressible "), bs/13)...)[:bs]
+			}
+			in := write(t, f, "/x", x)
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if xs, err := f.extents(in.Ino, 0, bs); err != nil || len(xs) != 1 || (xs[0].Compression != format.CompressNone) != c.compressible {
+				t.Fatalf("extent of /x: %+v %v", xs, err)
+			}
+			y := bytes.Clone(x)
+			y[100] ^= 0xff // same first 64 bytes: the same xxh3 under the hook
+			lieAbout(t, f, y)
+			f.dedupeHits = 0
+			write(t, f, "/y", y)
+			if got := readAll(t, f, "/y"); !bytes.Equal(got, y) {
+				t.Fatalf("/y reads back other bytes (first difference at %d): the lying tail was trusted", firstDiff(got, y))
+			}
+			if f.dedupeHits != 0 {
+				t.Fatalf("%d blocks shared, want 0", f.dedupeHits)
+			}
+		})
 	}
-	y := bytes.Clone(x)
-	y[100] ^= 0xff // same first 64 bytes: the same xxh3 under the hook
+}
+
+// lieAbout gives the image's one dedupe entry, which must have a tail,
+// the tail of block y instead, and commits it.
+func lieAbout(t *testing.T, f *FS, y []byte) {
+	t.Helper()
 	lie := blake3.Sum256(y)
 	var items []format.Item
 	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
@@ -233,14 +267,6 @@ func TestLyingTailNotTrusted(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	f.dedupeHits = 0
-	write(t, f, "/y", y)
-	if got := readAll(t, f, "/y"); !bytes.Equal(got, y) {
-		t.Fatalf("/y reads back other bytes (first difference at %d): the lying tail was trusted", firstDiff(got, y))
-	}
-	if f.dedupeHits != 0 {
-		t.Fatalf("%d blocks shared, want 0", f.dedupeHits)
-	}
 }
 
 func firstDiff(a, b []byte) int {
@@ -250,4 +276,35 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestTailPartSectorUnread: a block that ends in a part sector has no
+// sums from the write; they are made, with the sector's zero padding, to
+// check its tail's extent, so an honest match is still shared unread.
+func TestTailPartSectorUnread(t *testing.T) {
+	const bs = 128 << 10
+	f, d := newTailFS(t, true, 100*time.Millisecond)
+	a := rnd(43, 2*bs+100<<10+100) // the last block: 100 KiB and 100 bytes
+	write(t, f, "/a", a)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := tails(t, f)
+	if len(got) != 3 {
+		t.Fatalf("%d entries, want 3", len(got))
+	}
+	for at, tl := range got {
+		if tl == nil {
+			t.Fatalf("entry at %d has no tail", at)
+		}
+	}
+	d.bigReads.Store(0)
+	f.dedupeHits = 0
+	write(t, f, "/b", a)
+	if f.dedupeHits != 3 || d.bigReads.Load() != 0 {
+		t.Fatalf("%d blocks shared with %d block reads, want 3 unread", f.dedupeHits, d.bigReads.Load())
+	}
+	if !bytes.Equal(readAll(t, f, "/b"), a) {
+		t.Fatal("copy reads back wrong")
+	}
 }

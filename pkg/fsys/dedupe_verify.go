@@ -36,17 +36,17 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 	g.Wait()
 	// A tail proves the block is what the entry's extent held when the
 	// tail was made; the extent's stored sector sums must be the block's
-	// too (the write has them), or the match is compared like an untailed
-	// one. So an entry whose tail lies (a crafted or damaged image) cannot
-	// give this write other bytes: to pass, the stored sums would have to
-	// lie as well, and reads of the extent then fail their checksums
-	// instead of returning wrong data. Blocks written compressed or of a
-	// part sector have no sums here: their tail is trusted alone.
+	// too, or the match is compared like an untailed one. So an entry
+	// whose tail lies (a crafted or damaged image) cannot give this write
+	// other bytes: to pass, the stored sums would have to lie as well, and
+	// reads of the extent then fail their checksums instead of returning
+	// wrong data. A compressed extent's sums are of its frame: its
+	// matches are always compared.
 	for i, h := range hits {
-		if h == nil || !pol.tails || h.strong == nil || blocks[i].sums == nil {
+		if h == nil || !pol.tails || h.strong == nil {
 			continue
 		}
-		ok, err := f.storedSumsEqual(h.logical, blocks[i].sums)
+		ok, err := f.sumsProve(h, &blocks[i])
 		if err != nil {
 			return err
 		}
@@ -84,6 +84,24 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 		}
 	}
 	return nil
+}
+
+// sumsProve reports whether h's uncompressed extent has, stored, the
+// sector sums of block b (the write made them, or, for a block written
+// compressed or ending in a part sector, they are made here over the
+// block and the zero padding of its last sector, FORMAT.md §6.8).
+func (f *FS) sumsProve(h *dedupeHit, b *block) (bool, error) {
+	if h.compression != format.CompressNone {
+		return false, nil
+	}
+	sums := b.sums
+	if sums == nil {
+		ss := int(f.st.Super().SectorSize)
+		var buf []byte
+		buf, sums = f.bufferSummed((len(b.data)+ss-1)/ss*ss, b.data)
+		putBuffer(buf)
+	}
+	return f.storedSumsEqual(h.logical, sums)
 }
 
 // sameRaw reports whether the first copy of an uncompressed extent starts
