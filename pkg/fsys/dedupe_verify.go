@@ -22,7 +22,7 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 	for i, h := range hits {
 		switch {
 		case h == nil:
-		case pol.tails && h.strong != nil:
+		case pol.tails && h.strong != nil && h.compression == format.CompressNone:
 			g.Go(func() error {
 				if format.StrongDedupeHash(blocks[i].data) != *h.strong {
 					hits[i] = nil
@@ -40,10 +40,10 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 	// whose tail lies (a crafted or damaged image) cannot give this write
 	// other bytes: to pass, the stored sums would have to lie as well, and
 	// reads of the extent then fail their checksums instead of returning
-	// wrong data. A compressed extent's sums are of its frame: its
-	// matches are always compared.
+	// wrong data. A compressed extent's sums are of its frame, so its
+	// matches went to the compare above, tail or not.
 	for i, h := range hits {
-		if h == nil || !pol.tails || h.strong == nil {
+		if h == nil || !pol.tails || h.strong == nil || h.compression != format.CompressNone {
 			continue
 		}
 		ok, err := f.sumsProve(h, &blocks[i])
@@ -91,9 +91,6 @@ func (f *FS) verifyHits(blocks []block, hits []*dedupeHit, pol dataPolicy) error
 // compressed or ending in a part sector, they are made here over the
 // block and the zero padding of its last sector, FORMAT.md §6.8).
 func (f *FS) sumsProve(h *dedupeHit, b *block) (bool, error) {
-	if h.compression != format.CompressNone {
-		return false, nil
-	}
 	sums := b.sums
 	if sums == nil {
 		ss := int(f.st.Super().SectorSize)
