@@ -31,7 +31,7 @@ func (e fileExtent) end() uint64 { return e.off + e.Len() }
 
 // extents returns the file extents overlapping [start, end).
 func (f *FS) extents(ino, start, end uint64) ([]fileExtent, error) {
-	return f.extentsOf(ino, start, end, true)
+	return f.extentsOf(nil, ino, start, end, true)
 }
 
 // inlineZeros stands for the bytes of inline extents where only their
@@ -42,10 +42,12 @@ var inlineZeros [format.MaxInlineData]byte
 // not its bytes: each inline extent's Inline is zeros of its length, not
 // a copy (inline files' copies were 76 MB of a dedupe run's garbage).
 func (f *FS) extentMap(ino, start, end uint64) ([]fileExtent, error) {
-	return f.extentsOf(ino, start, end, false)
+	return f.extentsOf(nil, ino, start, end, false)
 }
 
-func (f *FS) extentsOf(ino, start, end uint64, inline bool) ([]fileExtent, error) {
+// extentsOf appends the extents overlapping [start, end) to out (a
+// caller's small array spares a 4K read its allocation).
+func (f *FS) extentsOf(out []fileExtent, ino, start, end uint64, inline bool) ([]fileExtent, error) {
 	t := f.rtree(format.FSTree)
 	from := start
 	if it, err := t.SeekLE(extentKey(ino, start)); err == nil && it.Key.ObjectID == ino && it.Key.Type == format.FileExtentKey {
@@ -53,7 +55,6 @@ func (f *FS) extentsOf(ino, start, end uint64, inline bool) ([]fileExtent, error
 	} else if err != nil && !errors.Is(err, btree.ErrNotFound) {
 		return nil, err
 	}
-	var out []fileExtent
 	err := t.Scan(extentKey(ino, from), extentKey(ino, end), func(it format.Item) (bool, error) {
 		// Decoded in place, not into a new item each (100 MB of garbage
 		// in a dedupe run); inline data is copied, as the tree may change.

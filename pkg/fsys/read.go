@@ -23,7 +23,8 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 	}
 	n := min(uint64(len(p)), in.Size-off)
 	buf := p[:n]
-	xs, err := f.extents(in.Ino, off, off+n)
+	var few [2]fileExtent // a small read meets one or two extents: no allocation
+	xs, err := f.extentsOf(few[:0], in.Ino, off, off+n, true)
 	if err != nil {
 		return 0, err
 	}
@@ -163,10 +164,10 @@ func (f *FS) predecompress(xs []fileExtent) error {
 	out := make([][]byte, len(todo))
 	var g errgroup.Group
 	g.SetLimit(cpus())
-	for i := range todo {
+	for i, x := range todo { // x, not todo[i]: a captured todo went to the heap on every read
 		g.Go(func() error {
 			var err error
-			out[i], err = codec.Decompress(disks[i], todo[i].Compression, todo[i].RAMBytes)
+			out[i], err = codec.Decompress(disks[i], x.Compression, x.RAMBytes)
 			return err
 		})
 	}

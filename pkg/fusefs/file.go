@@ -49,7 +49,7 @@ func (n *node) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var got int
 	errno := n.s.read("read", func() error {
-		in, err := n.load()
+		in, err := n.readInode()
 		if err != nil {
 			return err
 		}

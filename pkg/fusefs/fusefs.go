@@ -59,8 +59,11 @@ type Server struct {
 	closed bool
 	// opens counts open files by inode; unlinked names the hidden ones
 	// (see unlinked.go).
-	opens    map[uint64]int
-	calls    uint64 // reads and writes served (see callDone)
+	opens map[uint64]int
+	calls uint64 // reads and writes served (see callDone)
+	// epoch moves on every change, commit and abort: an inode a node
+	// cached for reads (readInode) is good while epoch stays where it was.
+	epoch    uint64
 	unlinked map[uint64]string
 }
 
@@ -192,6 +195,7 @@ func (s *Server) commitLoop() {
 // commitLocked commits the running transaction; a failed commit
 // breaks the mount.
 func (s *Server) commitLocked(what string) syscall.Errno {
+	s.epoch++ // a commit may finish pending data writes
 	if s.broken != nil || s.opt.ReadOnly || s.closed {
 		return 0
 	}
@@ -205,6 +209,7 @@ func (s *Server) commitLocked(what string) syscall.Errno {
 // left it half-changed, and refuses changes from then on.
 func (s *Server) abort(what string, err error) syscall.Errno {
 	s.f.Abort()
+	s.epoch++ // the tree is back at the last commit
 	s.broken = fmt.Errorf("%s: %w", what, err)
 	s.opt.Log.Printf("%s: %v: transaction aborted; the image keeps its last commit and the mount is read-only from now on", what, err)
 	return errnoOf(err)
@@ -224,10 +229,11 @@ var errNoRoom = fmt.Errorf("less free space than the reserve: %w", syscall.ENOSP
 
 // errnoOf maps an fsys error to the errno the caller gets.
 func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0 // before errno's declaration: errors.As moves it to the heap
+	}
 	var errno syscall.Errno
 	switch {
-	case err == nil:
-		return 0
 	case errors.Is(err, store.ErrNoSpace):
 		return syscall.ENOSPC
 	case errors.Is(err, store.ErrReadOnly):
@@ -274,6 +280,7 @@ func (s *Server) writeLocked(what string, fn func() error) syscall.Errno {
 	if s.opt.ReadOnly || s.broken != nil || s.closed {
 		return syscall.EROFS
 	}
+	s.epoch++
 	err := fn()
 	if e := errnoOf(err); err != nil {
 		if preconditions[e] || errors.Is(err, errNoRoom) {

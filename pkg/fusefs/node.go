@@ -17,6 +17,11 @@ import (
 type node struct {
 	fs.Inode
 	s *Server
+	// readIn is the inode as of Server.epoch readEpoch, for Read alone
+	// (fsys.ReadAt changes nothing in it): a 4K read looked it up each
+	// time, a tree descent and an allocation.
+	readIn    *fsys.Inode
+	readEpoch uint64
 }
 
 func (n *node) ino() uint64 { return n.StableAttr().Ino }
@@ -27,6 +32,18 @@ func (n *node) load() (*fsys.Inode, error) {
 	in, err := n.s.f.Inode(n.ino())
 	if errnoOf(err) == syscall.ENOENT {
 		return nil, fmt.Errorf("%w: %w", syscall.ESTALE, err)
+	}
+	return in, err
+}
+
+// readInode is load for Read: the cached inode while nothing changed.
+func (n *node) readInode() (*fsys.Inode, error) {
+	if n.readIn != nil && n.readEpoch == n.s.epoch {
+		return n.readIn, nil
+	}
+	in, err := n.load()
+	if err == nil {
+		n.readIn, n.readEpoch = in, n.s.epoch
 	}
 	return in, err
 }

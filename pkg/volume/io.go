@@ -49,6 +49,11 @@ func (v *Volume) Copies(logical uint64) int {
 
 // ReadCopy reads len(buf) bytes at logical from copy number mirror.
 func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
+	if c, ok := v.Chunks.Lookup(logical); ok {
+		if pi, _ := c.Profile.Info(); !pi.Striped && len(c.Stripes) > 0 {
+			return v.readWhole(c, logical, buf, mirror)
+		}
+	}
 	_, segs, err := v.mapRange(logical, len(buf))
 	if err != nil {
 		return err
@@ -62,6 +67,25 @@ func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
 		if _, err := d.Dev.ReadAt(buf[s.BufOff:s.BufOff+s.Len], int64(t.Physical)); err != nil {
 			return &IOError{"read", logical, t.DevID, d.Path, t.Physical, err}
 		}
+	}
+	return nil
+}
+
+// readWhole is ReadCopy of a chunk whose copies are whole (single, dup,
+// raid1*): one device read and no Segments built (a 4K read through a
+// FUSE mount is a few microseconds; Map's two allocations were a tenth).
+func (v *Volume) readWhole(c *Chunk, logical uint64, buf []byte, mirror int) error {
+	off := logical - c.Logical
+	if off > c.Length || uint64(len(buf)) > c.Length-off {
+		return fmt.Errorf("logical %d: range [%d,+%d) outside chunk %d of length %d", logical, off, len(buf), c.Logical, c.Length)
+	}
+	s := c.Stripes[mirror%len(c.Stripes)]
+	d, ok := v.devs[s.DevID]
+	if !ok {
+		return &IOError{"read", logical, s.DevID, "", s.Offset + off, errMissingIO}
+	}
+	if _, err := d.Dev.ReadAt(buf, int64(s.Offset+off)); err != nil {
+		return &IOError{"read", logical, s.DevID, d.Path, s.Offset + off, err}
 	}
 	return nil
 }
