@@ -31,11 +31,20 @@ type Segment struct {
 	Targets []Target
 }
 
+// holds refuses a range [off, off+length) (off relative to the chunk's
+// start) that does not lie inside the chunk.
+func (c *Chunk) holds(off, length uint64) error {
+	if off > c.Length || length > c.Length-off {
+		return fmt.Errorf("range [%d,+%d) outside chunk %d of length %d", off, length, c.Logical, c.Length)
+	}
+	return nil
+}
+
 // Map cuts [off, off+length) of the chunk (off relative to its start)
 // into segments that do not cross stripe boundaries.
 func (c *Chunk) Map(off, length uint64) ([]Segment, error) {
-	if off > c.Length || length > c.Length-off {
-		return nil, fmt.Errorf("range [%d,+%d) outside chunk %d of length %d", off, length, c.Logical, c.Length)
+	if err := c.holds(off, length); err != nil {
+		return nil, err
 	}
 	pi, _ := c.Profile.Info()
 	var segs []Segment

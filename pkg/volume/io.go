@@ -22,16 +22,31 @@ func (e *IOError) Error() string {
 
 func (e *IOError) Unwrap() error { return e.Err }
 
-func (v *Volume) mapRange(logical uint64, n int) (*Chunk, []Segment, error) {
+// chunkAt is the chunk holding logical.
+func (v *Volume) chunkAt(logical uint64) (*Chunk, error) {
 	c, ok := v.Chunks.Lookup(logical)
 	if !ok {
-		return nil, nil, fmt.Errorf("logical %d is in no chunk: %w", logical, format.ErrCorrupt)
+		return nil, fmt.Errorf("logical %d is in no chunk: %w", logical, format.ErrCorrupt)
 	}
+	return c, nil
+}
+
+func (v *Volume) mapRange(logical uint64, n int) (*Chunk, []Segment, error) {
+	c, err := v.chunkAt(logical)
+	if err != nil {
+		return nil, nil, err
+	}
+	segs, err := mapIn(c, logical, n)
+	return c, segs, err
+}
+
+// mapIn is c.Map of [logical, +n), with logical in c.
+func mapIn(c *Chunk, logical uint64, n int) ([]Segment, error) {
 	segs, err := c.Map(logical-c.Logical, uint64(n))
 	if err != nil {
-		return nil, nil, fmt.Errorf("logical %d: %w", logical, err)
+		return nil, fmt.Errorf("logical %d: %w", logical, err)
 	}
-	return c, segs, nil
+	return segs, nil
 }
 
 // Copies is the number of copies that hold logical.
@@ -49,12 +64,14 @@ func (v *Volume) Copies(logical uint64) int {
 
 // ReadCopy reads len(buf) bytes at logical from copy number mirror.
 func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
-	if c, ok := v.Chunks.Lookup(logical); ok {
-		if pi, _ := c.Profile.Info(); !pi.Striped && len(c.Stripes) > 0 {
-			return v.readWhole(c, logical, buf, mirror)
-		}
+	c, err := v.chunkAt(logical)
+	if err != nil {
+		return err
 	}
-	_, segs, err := v.mapRange(logical, len(buf))
+	if pi, _ := c.Profile.Info(); !pi.Striped && len(c.Stripes) > 0 {
+		return v.readWhole(c, logical, buf, mirror)
+	}
+	segs, err := mapIn(c, logical, len(buf))
 	if err != nil {
 		return err
 	}
@@ -76,8 +93,8 @@ func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
 // FUSE mount is a few microseconds; Map's two allocations were a tenth).
 func (v *Volume) readWhole(c *Chunk, logical uint64, buf []byte, mirror int) error {
 	off := logical - c.Logical
-	if off > c.Length || uint64(len(buf)) > c.Length-off {
-		return fmt.Errorf("logical %d: range [%d,+%d) outside chunk %d of length %d", logical, off, len(buf), c.Logical, c.Length)
+	if err := c.holds(off, uint64(len(buf))); err != nil {
+		return fmt.Errorf("logical %d: %w", logical, err)
 	}
 	s := c.Stripes[mirror%len(c.Stripes)]
 	d, ok := v.devs[s.DevID]

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-
-	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/device"
 )
 
 // ReadCopy of a whole-copy chunk (raid1 here) reads the named copy's
@@ -14,13 +11,7 @@ import (
 // range past the chunk's end and allocates nothing (the FUSE mount's 4K
 // reads go through it).
 func TestReadCopyWhole(t *testing.T) {
-	d1, d2 := device.NewMemDevice("a", 1<<20), device.NewMemDevice("b", 1<<20)
-	v := New([]*Dev{{ID: 1, Dev: d1}, {ID: 2, Dev: d2}}, nil, false)
-	item := &format.ChunkItem{Length: 1 << 16, Profile: format.ProfileRaid1,
-		Stripes: []format.Stripe{{DevID: 1, Offset: 4096}, {DevID: 2, Offset: 8192}}}
-	if err := v.AddChunk(1<<20, item); err != nil {
-		t.Fatal(err)
-	}
+	v, d1, d2, item := raid1Pair(t, false)
 	// Each device holds its own pattern where the chunk's byte 12288 lies.
 	a, b := bytes.Repeat([]byte{0xa1}, 512), bytes.Repeat([]byte{0xb2}, 512)
 	if _, err := d1.WriteAt(a, 4096+12288); err != nil {

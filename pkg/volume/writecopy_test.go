@@ -10,13 +10,7 @@ import (
 
 // WriteCopy must change exactly the copy it names.
 func TestWriteCopyTouchesOneCopy(t *testing.T) {
-	d1, d2 := device.NewMemDevice("a", 1<<20), device.NewMemDevice("b", 1<<20)
-	v := New([]*Dev{{ID: 1, Dev: d1}, {ID: 2, Dev: d2}}, nil, true)
-	item := &format.ChunkItem{Length: 1 << 16, Profile: format.ProfileRaid1,
-		Stripes: []format.Stripe{{DevID: 1, Offset: 4096}, {DevID: 2, Offset: 8192}}}
-	if err := v.AddChunk(1<<20, item); err != nil {
-		t.Fatal(err)
-	}
+	v, _, _, _ := raid1Pair(t, true)
 	old := bytes.Repeat([]byte{1}, 512)
 	if err := v.Write(1<<20, old); err != nil {
 		t.Fatal(err)
@@ -37,4 +31,19 @@ func TestWriteCopyTouchesOneCopy(t *testing.T) {
 	if err := v.WriteCopy(1<<20, fresh, 2); err == nil {
 		t.Fatal("copy 2 of a two-copy chunk accepted")
 	}
+}
+
+// raid1Pair is a volume of two 1 MiB memory devices with one raid1 chunk
+// of 64 KiB at logical 1 MiB, its copies at offset 4096 of device 1 and
+// 8192 of device 2.
+func raid1Pair(t *testing.T, writable bool) (*Volume, *device.MemDevice, *device.MemDevice, *format.ChunkItem) {
+	t.Helper()
+	d1, d2 := device.NewMemDevice("a", 1<<20), device.NewMemDevice("b", 1<<20)
+	v := New([]*Dev{{ID: 1, Dev: d1}, {ID: 2, Dev: d2}}, nil, writable)
+	item := &format.ChunkItem{Length: 1 << 16, Profile: format.ProfileRaid1,
+		Stripes: []format.Stripe{{DevID: 1, Offset: 4096}, {DevID: 2, Offset: 8192}}}
+	if err := v.AddChunk(1<<20, item); err != nil {
+		t.Fatal(err)
+	}
+	return v, d1, d2, item
 }
