@@ -3,6 +3,7 @@ package fsys
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"syscall"
@@ -19,9 +20,17 @@ import (
 // returns the devices, the bytes, and where the copies of /a's fourth
 // sector lie.
 func healSet(t *testing.T) ([]*device.MemDevice, []byte, uint64, []volume.Target) {
+	return healSetOf(t, format.ProfileRaid1, 2)
+}
+
+// healSetOf is healSet with data and metadata at profile on n devices.
+func healSetOf(t *testing.T, profile format.Profile, n int) ([]*device.MemDevice, []byte, uint64, []volume.Target) {
 	t.Helper()
-	p := store.CreateParams{FSID: [16]byte{5}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096, Data: format.ProfileRaid1, Metadata: format.ProfileRaid1}
-	devs := []*device.MemDevice{device.NewMemDevice("m0", 512<<20), device.NewMemDevice("m1", 512<<20)}
+	p := store.CreateParams{FSID: [16]byte{5}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096, Data: profile, Metadata: profile}
+	var devs []*device.MemDevice
+	for i := range n {
+		devs = append(devs, device.NewMemDevice(fmt.Sprintf("m%d", i), 512<<20))
+	}
 	for _, d := range devs {
 		p.Devices = append(p.Devices, store.NewDevice{Dev: d, Path: d.Name()})
 	}
@@ -68,6 +77,19 @@ func healSet(t *testing.T) ([]*device.MemDevice, []byte, uint64, []volume.Target
 // view and returns the heals reported.
 func readHealing(t *testing.T, ds []device.Device, want []byte) []store.Heal {
 	t.Helper()
+	f, heals := openReporting(t, ds)
+	defer f.Close()
+	got, err := fs.ReadFile(f.IOFS(), "a")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got, want))
+	}
+	return *heals
+}
+
+// openReporting opens the set writable over ds, collecting the heals
+// reported.
+func openReporting(t *testing.T, ds []device.Device) (*FS, *[]store.Heal) {
+	t.Helper()
 	vol, err := volume.FromDevices(ds, true)
 	if err != nil {
 		t.Fatal(err)
@@ -76,18 +98,13 @@ func readHealing(t *testing.T, ds []device.Device, want []byte) []store.Heal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var heals []store.Heal
-	st.OnHeal(func(h store.Heal) { heals = append(heals, h) })
+	heals := new([]store.Heal)
+	st.OnHeal(func(h store.Heal) { *heals = append(*heals, h) })
 	f, err := New(st, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	got, err := fs.ReadFile(f.IOFS(), "a")
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got, want))
-	}
-	return heals
+	return f, heals
 }
 
 // A read through the io/fs view that meets a bad data sector on copy 0
@@ -132,5 +149,57 @@ func TestReadHealsUnreadableCopy(t *testing.T) {
 	heals := readHealing(t, ds, want)
 	if len(heals) != 1 || heals[0].Copy != 0 || !heals[0].Repaired || !errors.Is(heals[0].Cause, syscall.EIO) || writes != 1 {
 		t.Fatalf("heals %+v, %d rewrites of the unreadable range, want one", heals, writes)
+	}
+}
+
+// A data sector bad on every copy, each with its own garbage, fails the
+// read with ErrDataChecksum; no copy is "repaired" with another's
+// unverified bytes and no heal is reported.
+func TestReadFailsWhenEveryCopyBad(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		profile format.Profile
+		devices int
+	}{{"raid1", format.ProfileRaid1, 2}, {"dup", format.ProfileDup, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			devs, _, sector, ts := healSetOf(t, tc.profile, tc.devices)
+			if len(ts) != 2 {
+				t.Fatalf("%d copies of sector %d, want 2", len(ts), sector)
+			}
+			var bad [][]byte
+			for i, tg := range ts {
+				b := bytes.Repeat([]byte{0xA0 + byte(i)}, 4096)
+				if _, err := devs[tg.DevID-1].WriteAt(b, int64(tg.Physical)); err != nil {
+					t.Fatal(err)
+				}
+				bad = append(bad, b)
+			}
+			ds := make([]device.Device, len(devs))
+			for i, d := range devs {
+				ds[i] = d
+			}
+			f, heals := openReporting(t, ds)
+			defer f.Close()
+			in, err := f.Resolve("/a", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.ReadAt(in, make([]byte, in.Size), 0)
+			if !errors.Is(err, ErrDataChecksum) {
+				t.Errorf("read of a sector bad on every copy: %v, want ErrDataChecksum", err)
+			}
+			if len(*heals) != 0 {
+				t.Errorf("heals %+v, want none", *heals)
+			}
+			for i, tg := range ts {
+				got := make([]byte, 4096)
+				if _, err := devs[tg.DevID-1].ReadAt(got, int64(tg.Physical)); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, bad[i]) {
+					t.Errorf("copy %d was overwritten with unverified bytes", i)
+				}
+			}
+		})
 	}
 }
