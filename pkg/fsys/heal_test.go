@@ -203,3 +203,20 @@ func TestReadFailsWhenEveryCopyBad(t *testing.T) {
 		})
 	}
 }
+
+// ReadFile of the io/fs view returns a failed read's error, not the
+// bytes before it as if the file ended there.
+func TestIOFSReadFileReportsBadData(t *testing.T) {
+	devs, _, _, ts := healSet(t)
+	for i, tg := range ts {
+		if _, err := devs[tg.DevID-1].WriteAt(bytes.Repeat([]byte{0xB0 + byte(i)}, 4096), int64(tg.Physical)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _ := openReporting(t, []device.Device{devs[0], devs[1]})
+	defer f.Close()
+	got, err := fs.ReadFile(f.IOFS(), "a")
+	if !errors.Is(err, ErrDataChecksum) {
+		t.Fatalf("ReadFile over a bad sector: %d bytes, %v; want ErrDataChecksum", len(got), err)
+	}
+}

@@ -178,11 +178,11 @@ func (v *ioFS) ReadFile(name string) ([]byte, error) {
 		}
 		n, err := v.readAt(in, b[len(b):cap(b)], int64(len(b)))
 		b = b[:len(b)+n]
+		if err != nil && err != io.EOF { // before the n == 0 check: a failed read returns 0
+			return nil, ioErr("read", name, err)
+		}
 		if err == io.EOF || n == 0 {
 			break
-		}
-		if err != nil {
-			return nil, ioErr("read", name, err)
 		}
 	}
 	return b, nil
