@@ -1,7 +1,12 @@
 package volume_test
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -185,6 +190,81 @@ func TestWriterChecksDevUUID(t *testing.T) {
 			fs.Close()
 		} else {
 			v.Close()
+		}
+	}
+}
+
+// TestNamedCopyAmbiguous: two files named on the command line that claim
+// the same device of a set are refused with ErrAmbiguousDevice naming
+// both, never one of them silently dropped: in the folder scanned, in
+// another folder (only the first device's folder is scanned) and with no
+// scan at all; FromDevices refuses a copy the same way.
+func TestNamedCopyAmbiguous(t *testing.T) {
+	devs := twoDevices(t, 1)
+	dir, other := t.TempDir(), t.TempDir()
+	a, b := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")
+	writeImage(t, a, devs[0])
+	writeImage(t, b, devs[1])
+	writeImage(t, filepath.Join(dir, "a-copy.img"), devs[0])
+	writeImage(t, filepath.Join(other, "a-copy.img"), devs[0])
+	for _, c := range []struct {
+		name string
+		copy string
+		opt  volume.Options
+	}{
+		{"same folder, no scan", filepath.Join(dir, "a-copy.img"), volume.Options{NoScan: true}},
+		{"other folder", filepath.Join(other, "a-copy.img"), volume.Options{}},
+		{"other folder, no scan", filepath.Join(other, "a-copy.img"), volume.Options{NoScan: true}},
+	} {
+		v, err := volume.Open([]string{a, b, c.copy}, c.opt)
+		if err == nil {
+			v.Close()
+		}
+		var amb *volume.AmbiguousError
+		if !errors.Is(err, volume.ErrAmbiguousDevice) || !errors.As(err, &amb) ||
+			amb.DevID != 1 || !slices.Contains(amb.Paths, a) || !slices.Contains(amb.Paths, c.copy) {
+			t.Errorf("%s: %v, want device 1 ambiguous between %s and %s", c.name, err, a, c.copy)
+		}
+	}
+	dup := device.NewMemDevice("d0-copy", devs[0].Size())
+	copyBlocks(t, dup, devs[0])
+	if v, err := open([]*device.MemDevice{devs[0], devs[1], dup}, false); !errors.Is(err, volume.ErrAmbiguousDevice) {
+		if err == nil {
+			v.Close()
+		}
+		t.Errorf("FromDevices with a copy of device 1: %v, want ErrAmbiguousDevice", err)
+	}
+}
+
+// writeImage writes d's bytes to a new image file at path, leaving its
+// zero blocks as holes.
+func writeImage(t *testing.T, path string, d *device.MemDevice) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	copyBlocks(t, f, d)
+	if err := f.Truncate(d.Size()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyBlocks writes the blocks of d that are not all zeros to dst.
+func copyBlocks(t *testing.T, dst io.WriterAt, d *device.MemDevice) {
+	t.Helper()
+	buf, zero := make([]byte, 1<<20), make([]byte, 1<<20)
+	for off := int64(0); off < d.Size(); off += int64(len(buf)) {
+		n, err := d.ReadAt(buf[:min(int64(len(buf)), d.Size()-off)], off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(buf[:n], zero[:n]) {
+			continue
+		}
+		if _, err := dst.WriteAt(buf[:n], off); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
