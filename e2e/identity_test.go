@@ -143,6 +143,29 @@ func TestSingleFileCopyRefused(t *testing.T) {
 	must(t, run(t, dir, "fsck.ddfs", "a.img", "b.img"), 0)
 }
 
+// TestNamedDeviceCopyRefused: a byte copy of a device in another folder
+// (which no scan looks at), named with --device beside the original, is
+// refused as ambiguous naming both files; neither is dropped silently
+// and nothing is written.
+func TestNamedDeviceCopyRefused(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "a.img", "b.img"), 0)
+	os.Mkdir(filepath.Join(dir, "c"), 0o755)
+	copyFile(t, filepath.Join(dir, "a.img"), filepath.Join(dir, "c/a.img"))
+	sums := [3][32]byte{digest(t, filepath.Join(dir, "a.img")), digest(t, filepath.Join(dir, "b.img")), digest(t, filepath.Join(dir, "c/a.img"))}
+	for _, args := range [][]string{
+		{"ls", "--device", "c/a.img", "a.img:/"},
+		{"mkdir", "--device", "c/a.img", "a.img:/x"},
+	} {
+		if r := must(t, run(t, dir, "ddfs", args...), 1); !names(r, "a.img and c/a.img", "device 1") {
+			t.Fatalf("%v: %q", args, r.stderr)
+		}
+	}
+	if [3][32]byte{digest(t, filepath.Join(dir, "a.img")), digest(t, filepath.Join(dir, "b.img")), digest(t, filepath.Join(dir, "c/a.img"))} != sums {
+		t.Fatal("a device was written")
+	}
+}
+
 // TestDivergedMemberRefused: a device of a copy that lived its own life
 // (two commits of its own) next to the original's other device.
 func TestDivergedMemberRefused(t *testing.T) {
