@@ -180,7 +180,7 @@ func newChmodCmd() *cobra.Command {
 }
 
 func newChownCmd() *cobra.Command {
-	c, fl, of := newCmd("chown [-R] [-h] OWNER[:GROUP] IMAGE:PATH...\n\n"+namesHelp+"\nA symlink operand changes its target, with -h the link; -R changes links met below themselves.",
+	c, fl, of := newCmd("chown [-R] [-h] OWNER[:GROUP] IMAGE:PATH...\n\n"+namesHelp+"\nA symlink operand changes its target, with -h the link; -R changes links met below themselves.\nAs chown(2) on Linux, a file that is not a directory loses its set-user-ID bit, its\nset-group-ID bit when group-executable, and its capabilities (security.capability).",
 		"change owner and group", "  ddfs chown 0:0 disk.img:/etc/shadow\n  ddfs chown -R 1000:1000 disk.img:/home/me\n  ddfs chown root:root disk.img:/etc/passwd\n")
 	cli.NoHelpShorthand(c)
 	rec := fl.BoolP("recursive", "R", false, "change directories and their contents")
@@ -199,7 +199,7 @@ func newChownCmd() *cobra.Command {
 				return nil, usageErr("%v", err)
 			}
 			return func(f *fsys.FS, in *fsys.Inode, _ string) error {
-				return f.SetattrInode(in, fsys.SetAttr{UID: o.UID, GID: o.GID})
+				return f.Chown(in, o.UID, o.GID)
 			}, nil
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -360,6 +361,64 @@ func TestChmodChownTouch(t *testing.T) {
 }
 
 func sprintfOctal(m uint32) string { return fmt.Sprintf("%04o", m) }
+
+// TestChownKillsSetID: chown clears set-user-ID, set-group-ID where
+// group-executable and the file capabilities of a non-directory, as
+// chown(2) does on Linux (the model: the same steps on the host when
+// root); a directory keeps its bits.
+func TestChownKillsSetID(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "d.img"), 0)
+	host := t.TempDir()
+	for _, c := range []struct {
+		name, mode, want string
+		dir              bool
+	}{
+		{"suid", "6755", "0755", false},
+		{"sgid-no-gx", "2745", "2745", false},
+		{"dir", "6755", "6755", true},
+	} {
+		mk := "touch"
+		if c.dir {
+			mk = "mkdir"
+		}
+		p := "d.img:/" + c.name
+		must(t, run(t, dir, "ddfs", mk, p), 0)
+		must(t, run(t, dir, "ddfs", "chmod", c.mode, p), 0)
+		must(t, run(t, dir, "ddfs", "xattr", "set", p, "security.capability", "0x0100000200200000"), 0)
+		must(t, run(t, dir, "ddfs", "chown", "1:1", p), 0)
+		if m := statField(t, dir, p, "mode"); m != c.want {
+			t.Errorf("%s: chown left %s from %s, want %s", c.name, m, c.mode, c.want)
+		}
+		caps := run(t, dir, "ddfs", "xattr", "get", p, "security.capability")
+		if kept := caps.code == 0; kept != c.dir {
+			t.Errorf("%s: capabilities kept %v, want %v (%q)", c.name, kept, c.dir, caps.stderr)
+		}
+		if os.Geteuid() != 0 {
+			continue
+		}
+		hp := filepath.Join(host, c.name)
+		if c.dir {
+			os.Mkdir(hp, 0o755)
+		} else {
+			os.WriteFile(hp, nil, 0o644)
+		}
+		mode, _ := strconv.ParseUint(c.mode, 8, 32)
+		var st syscall.Stat_t
+		if err := syscall.Chmod(hp, uint32(mode)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(hp, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Stat(hp, &st); err != nil {
+			t.Fatal(err)
+		}
+		if want := sprintfOctal(st.Mode & 0o7777); want != c.want {
+			t.Errorf("%s: the host's chown left %s, the model says %s", c.name, want, c.want)
+		}
+	}
+}
 
 // statField is one key of ddfs stat --json, as text.
 func statField(t *testing.T, dir, p, key string) string {

@@ -421,6 +421,40 @@ func (f *FS) setattrIno(in *Inode, a SetAttr) error {
 	return f.putInode(in)
 }
 
+// Chown sets the owner and group of in (nil: unchanged) as chown(2) does
+// on Linux, for any caller and even to the same ids: a non-directory
+// loses its set-user-ID bit, its set-group-ID bit where that means one
+// (group execute set; without it the bit marks mandatory locking) and
+// its file capabilities (security.capability).
+func (f *FS) Chown(in *Inode, uid, gid *uint32) error {
+	if err := f.refresh(in); err != nil {
+		return err
+	}
+	a := SetAttr{UID: uid, GID: gid}
+	if !in.IsDir() {
+		if m := chownedMode(in.Mode) & 0o7777; m != in.Mode&0o7777 {
+			a.Mode = &m
+		}
+		if err := f.RemoveXattr(in, capabilityXattr); err != nil && !errors.Is(err, syscall.ENODATA) {
+			return err
+		}
+	}
+	return f.setattrIno(in, a)
+}
+
+// capabilityXattr holds a file's capabilities (setcap(8)).
+const capabilityXattr = "security.capability"
+
+// chownedMode is a non-directory's mode after chown(2) by a caller with
+// CAP_FSETID: no set-user-ID, no set-group-ID when group-executable.
+func chownedMode(mode uint32) uint32 {
+	mode &^= syscall.S_ISUID
+	if mode&syscall.S_IXGRP != 0 {
+		mode &^= syscall.S_ISGID
+	}
+	return mode
+}
+
 // Base returns the last element of an image path ("/" for the root).
 func Base(p string) string { return path.Base(path.Clean("/" + p)) }
 
