@@ -36,6 +36,7 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 	tap := &tarTap{r: r}
 	tr := tar.NewReader(tap)
 	x := &tarExtract{f: f, dir: dir}
+	parents := implicitDir(o)
 	buf := make([]byte, bufSize)
 	for first := true; ; first = false {
 		h, err := tap.next(tr)
@@ -62,7 +63,7 @@ func TarIn(f *fsys.FS, r io.Reader, dir string, o Options) error {
 			continue
 		}
 		dst := path.Join(dir, rel)
-		if err := noSymlinkParents(f, dir, rel); err != nil {
+		if err := tarParents(f, dir, rel, parents); err != nil {
 			return err
 		}
 		if err := f.CommitIfLow(uint64(max(h.Size, 0))); err != nil { // ENOSPC costs one entry
@@ -124,7 +125,12 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 	// An entry replaces what is there, except a directory over a directory.
 	if old, err := f.Resolve(dst, false); err == nil {
 		if old.IsDir() && h.Typeflag == tar.TypeDir {
-			return f.SetattrInode(old, fsys.SetAttr{Mode: &a.Mode, UID: &a.UID, GID: &a.GID}) // times: tarExtract.leave
+			// An earlier entry or a made parent takes this entry's
+			// metadata (times: tarExtract.leave).
+			if err := f.SetattrInode(old, fsys.SetAttr{Mode: &a.Mode, UID: &a.UID, GID: &a.GID}); err != nil {
+				return err
+			}
+			return tarXattrs(f, old, h, dst)
 		}
 		if err := f.Remove(dst); err != nil {
 			return err
@@ -162,7 +168,7 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 		if terr != nil {
 			return terr
 		}
-		if err := noSymlinkParents(f, dir, target); err != nil {
+		if err := tarParents(f, dir, target, nil); err != nil {
 			return err
 		}
 		return f.Link(path.Join(dir, target), dst)
@@ -172,15 +178,23 @@ func tarEntry(f *fsys.FS, tr *tar.Reader, tap *tarTap, h *tar.Header, dst, dir s
 	if err != nil {
 		return err
 	}
+	if err := tarXattrs(f, in, h, dst); err != nil {
+		return err
+	}
+	if h.Typeflag != tar.TypeSymlink && h.Typeflag != tar.TypeDir {
+		return f.SetattrInode(in, fsys.SetAttr{Atime: &a.Atime, Mtime: &a.Mtime})
+	}
+	return nil
+}
+
+// tarXattrs sets the xattrs of h's PAX records on in.
+func tarXattrs(f *fsys.FS, in *fsys.Inode, h *tar.Header, dst string) error {
 	for k, v := range h.PAXRecords {
 		if name, ok := strings.CutPrefix(k, xattrPAX); ok {
 			if err := f.SetXattr(in, name, []byte(v)); err != nil {
 				return &fs.PathError{Op: "setxattr", Path: dst, Err: err}
 			}
 		}
-	}
-	if h.Typeflag != tar.TypeSymlink && h.Typeflag != tar.TypeDir {
-		return f.SetattrInode(in, fsys.SetAttr{Atime: &a.Atime, Mtime: &a.Mtime})
 	}
 	return nil
 }
@@ -441,17 +455,23 @@ func (t *tarWriter) underSymlink(name string) bool {
 	return false
 }
 
-// noSymlinkParents refuses an entry whose path below dir passes through a
+// tarParents refuses an entry whose path below dir passes through a
 // symlink (an earlier entry "x -> /etc" must not let "x/passwd" write
-// outside dir), as bsdtar does.
-func noSymlinkParents(f *fsys.FS, dir, rel string) error {
+// outside dir), as bsdtar does. With mk set, the missing directories
+// above the entry are made with its attributes, as GNU tar makes the
+// parents an archive has no entries for (tar -cf x.tar a/b/c); with mk
+// nil the first missing one ends the walk (the entry itself will fail).
+func tarParents(f *fsys.FS, dir, rel string, mk *fsys.Attr) error {
 	parts := strings.Split(rel, "/")
 	cur := dir
 	for _, part := range parts[:len(parts)-1] {
 		cur = path.Join(cur, part)
 		in, err := f.Resolve(cur, false)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // missing: the entry itself will fail or make it
+			if mk == nil {
+				return nil
+			}
+			in, err = f.Mkdir(cur, *mk)
 		}
 		if err != nil {
 			return err // unreadable is not missing

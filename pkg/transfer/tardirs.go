@@ -129,3 +129,19 @@ func tarTarget(f *fsys.FS, dir string) error {
 	_, err = f.Mkdir(dir, fsys.Attr{Mode: 0o755, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
 	return err
 }
+
+// implicitDir is the attributes of a directory an archive has no entry
+// for, made above one of its entries: mode 0755 (0777 less the usual
+// umask, fixed so mkfs --tar stays reproducible), the extracting user
+// (or the forced owner), the filesystem's clock (SOURCE_DATE_EPOCH under
+// mkfs). An entry for it later in the archive sets its metadata.
+func implicitDir(o Options) *fsys.Attr {
+	a := &fsys.Attr{Mode: 0o755, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	if o.ForceUID != nil {
+		a.UID = *o.ForceUID
+	}
+	if o.ForceGID != nil {
+		a.GID = *o.ForceGID
+	}
+	return a
+}
