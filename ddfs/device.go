@@ -14,6 +14,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/units"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -75,7 +76,7 @@ func newDeviceUsageCmd() *cobra.Command {
 			return err
 		}
 		defer fs.Close()
-		return deviceUsage(c.OutOrStdout(), fs.DevItems(), fs.DeviceTiers(), fs.Vol.Chunks.All(), *asJSON, *raw)
+		return deviceUsage(c.OutOrStdout(), inspect.Devices(fs), fs.Vol.Chunks.All(), *asJSON, *raw)
 	}
 	return c
 }
@@ -205,14 +206,16 @@ type deviceUsageJSON struct {
 	Rotational  bool              `json:"rotational"`
 	SeekSpeed   uint64            `json:"seek_speed"`
 	Bandwidth   uint64            `json:"bandwidth"`
-	Tier        uint8             `json:"tier"`
+	Tier        int               `json:"tier"`
 }
 
-func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chunks []*volume.Chunk, asJSON, raw bool) error {
+// deviceUsage takes each device's path (as opened) and tier from
+// inspect.Devices, as ddfs info does.
+func deviceUsage(w io.Writer, devs []inspect.Device, chunks []*volume.Chunk, asJSON, raw bool) error {
 	var out []deviceUsageJSON
-	for _, d := range items {
-		u := deviceUsageJSON{DevID: d.DevID, Path: d.Path, Size: d.TotalBytes, Allocated: map[string]uint64{},
-			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: uint8(tiers[d.DevID])}
+	for _, d := range devs {
+		u := deviceUsageJSON{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: map[string]uint64{},
+			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier}
 		var used uint64
 		for _, c := range chunks {
 			for _, s := range c.Stripes {
@@ -222,7 +225,7 @@ func deviceUsage(w io.Writer, items []*format.DevItem, tiers map[uint64]int, chu
 				}
 			}
 		}
-		u.Unallocated = d.TotalBytes - min(used, d.TotalBytes)
+		u.Unallocated = d.Size - min(used, d.Size)
 		out = append(out, u)
 	}
 	if asJSON {

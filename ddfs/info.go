@@ -40,8 +40,8 @@ func runInfo(stdout io.Writer, fs *store.FS, path string, inBatch, asJSON bool) 
 	fmt.Fprintf(stdout, "features:     compat 0x%x ro_compat 0x%x incompat 0x%x\n", info.Compat, info.RoCompat, info.Incompat)
 	fmt.Fprintf(stdout, "size:         %s (%s used)\n\ndevices:\n", units.Human(info.TotalBytes), units.Human(info.BytesUsed))
 	for _, d := range info.Devices {
-		fmt.Fprintf(stdout, "  devid %d  %s  size %s  used %s  rotational %v  seek_speed %d/s  bandwidth %s/s  uuid %s\n",
-			d.DevID, d.Path, units.Human(d.Size), units.Human(d.Used), d.Rotational, d.SeekSpeed, units.Human(d.Bandwidth), d.UUID)
+		fmt.Fprintf(stdout, "  devid %d  %s  size %s  used %s  rotational %v  seek_speed %d/s  bandwidth %s/s  tier %d  uuid %s\n",
+			d.DevID, d.Path, units.Human(d.Size), units.Human(d.Used), d.Rotational, d.SeekSpeed, units.Human(d.Bandwidth), d.Tier, d.UUID)
 	}
 	fmt.Fprintf(stdout, "\nchunks:\n")
 	for _, c := range info.Chunks {

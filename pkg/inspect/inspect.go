@@ -21,7 +21,9 @@ type Device struct {
 	Rotational bool   `json:"rotational"`
 	SeekSpeed  uint64 `json:"seek_speed"`
 	Bandwidth  uint64 `json:"bandwidth"`
-	Tier       uint8  `json:"tier"`
+	// Tier is the device's rank (FS.DeviceTiers), not its tier property:
+	// ddfs info and ddfs device usage agree.
+	Tier int `json:"tier"`
 	// Missing: the set was opened degraded without this device.
 	Missing bool `json:"missing,omitempty"`
 }
@@ -105,9 +107,11 @@ func GetInfo(fs *store.FS) *Info {
 	return info
 }
 
-// Devices lists the device items with the path each was opened by.
+// Devices lists the device items with the path each was opened by and
+// the tier each is ranked in.
 func Devices(fs *store.FS) []Device {
 	var out []Device
+	tiers := fs.DeviceTiers()
 	for _, d := range fs.DevItems() {
 		path := d.Path
 		if od, ok := fs.Vol.Device(d.DevID); ok {
@@ -115,7 +119,7 @@ func Devices(fs *store.FS) []Device {
 		}
 		out = append(out, Device{
 			DevID: d.DevID, UUID: uuid.UUID(d.UUID).String(), Path: path, Size: d.TotalBytes, Used: d.BytesUsed,
-			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier,
+			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: tiers[d.DevID],
 			Missing: fs.Vol.IsMissing(d.DevID),
 		})
 	}
