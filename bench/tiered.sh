@@ -82,7 +82,7 @@ for policy in classic ssd-metadata tiered; do
 	RM[$policy]=$(jq .modeled <<<"$s")
 	RH[$policy]=$(jq .rot_modeled <<<"$s")
 	WALL[$policy]=$(echo "$t1 - $t0" | bc -l)
-	META[$policy]=$("$BIN/ddfs" device usage --json "$d/s0.img" | jq '[.[] | select(.rotational) | .allocated | to_entries[] | select(.key | test("^(metadata|system)/")) | .value] | add // 0')
+	META[$policy]=$("$BIN/ddfs" device usage --json "$d/s0.img" | jq '[.[] | select(.rotational) | .types[] | select(.type == "metadata" or .type == "system") | .allocated] | add // 0')
 	echo "tiered.sh: $policy done" >&2
 	rm -f "$d"/*.img
 done

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/units"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 const deviceExamples = `  ddfs device usage disk.img
@@ -76,7 +74,7 @@ func newDeviceUsageCmd() *cobra.Command {
 			return err
 		}
 		defer fs.Close()
-		return deviceUsage(c.OutOrStdout(), inspect.Devices(fs), fs.Vol.Chunks.All(), *asJSON, *raw)
+		return deviceUsage(c.OutOrStdout(), inspect.GetDeviceUsage(fs), *asJSON, *raw)
 	}
 	return c
 }
@@ -196,38 +194,9 @@ func newDeviceResizeCmd() *cobra.Command {
 	return c
 }
 
-// deviceUsageJSON is one device of `device usage --json`.
-type deviceUsageJSON struct {
-	DevID       uint64            `json:"devid"`
-	Path        string            `json:"path"`
-	Size        uint64            `json:"size"`
-	Unallocated uint64            `json:"unallocated"`
-	Allocated   map[string]uint64 `json:"allocated"` // "type/profile" -> bytes on this device
-	Rotational  bool              `json:"rotational"`
-	SeekSpeed   uint64            `json:"seek_speed"`
-	Bandwidth   uint64            `json:"bandwidth"`
-	Tier        int               `json:"tier"`
-}
-
-// deviceUsage takes each device's path (as opened) and tier from
-// inspect.Devices, as ddfs info does.
-func deviceUsage(w io.Writer, devs []inspect.Device, chunks []*volume.Chunk, asJSON, raw bool) error {
-	var out []deviceUsageJSON
-	for _, d := range devs {
-		u := deviceUsageJSON{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: map[string]uint64{},
-			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: d.Tier}
-		var used uint64
-		for _, c := range chunks {
-			for _, s := range c.Stripes {
-				if s.DevID == d.DevID {
-					u.Allocated[c.Type.String()+"/"+c.Profile.String()] += c.StripeLength()
-					used += c.StripeLength()
-				}
-			}
-		}
-		u.Unallocated = d.Size - min(used, d.Size)
-		out = append(out, u)
-	}
+// deviceUsage prints `device usage`: the devices as inspect.Devices
+// shows them for ddfs info (path as opened, ranked tier).
+func deviceUsage(w io.Writer, out []inspect.DeviceTypes, asJSON, raw bool) error {
 	if asJSON {
 		return cli.JSON(w, out)
 	}
@@ -240,15 +209,14 @@ func deviceUsage(w io.Writer, devs []inspect.Device, chunks []*volume.Chunk, asJ
 		if u.Rotational {
 			rot = "rotational"
 		}
-		fmt.Fprintf(w, "devid %d %s: size %s, unallocated %s, %s, %d seeks/s, %s/s, tier %d\n",
-			u.DevID, u.Path, size(u.Size), size(u.Unallocated), rot, u.SeekSpeed, size(u.Bandwidth), u.Tier)
-		keys := make([]string, 0, len(u.Allocated))
-		for k := range u.Allocated {
-			keys = append(keys, k)
+		missing := ""
+		if u.Missing {
+			missing = " (missing)"
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "   %-20s %s\n", k, size(u.Allocated[k]))
+		fmt.Fprintf(w, "devid %d %s%s: size %s, unallocated %s, %s, %d seeks/s, %s/s, tier %d\n",
+			u.DevID, u.Path, missing, size(u.Size), size(u.Unallocated), rot, u.SeekSpeed, size(u.Bandwidth), u.Tier)
+		for _, t := range u.Types {
+			fmt.Fprintf(w, "   %-20s %s\n", t.Type+"/"+t.Profile, size(t.Allocated))
 		}
 	}
 	return nil

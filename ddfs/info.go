@@ -38,10 +38,10 @@ func runInfo(stdout io.Writer, fs *store.FS, path string, inBatch, asJSON bool) 
 	}
 	fmt.Fprintf(stdout, "nodesize:     %d\nsectorsize:   %d\ncsum:         %s\nalloc policy: %s\n", info.NodeSize, info.SectorSize, info.Csum, info.AllocPolicy)
 	fmt.Fprintf(stdout, "features:     compat 0x%x ro_compat 0x%x incompat 0x%x\n", info.Compat, info.RoCompat, info.Incompat)
-	fmt.Fprintf(stdout, "size:         %s (%s used)\n\ndevices:\n", units.Human(info.TotalBytes), units.Human(info.BytesUsed))
+	fmt.Fprintf(stdout, "size:         %s (%s used)\n\ndevices:\n", units.Human(info.TotalBytes), units.Human(info.Used))
 	for _, d := range info.Devices {
-		fmt.Fprintf(stdout, "  devid %d  %s  size %s  used %s  rotational %v  seek_speed %d/s  bandwidth %s/s  tier %d  uuid %s\n",
-			d.DevID, d.Path, units.Human(d.Size), units.Human(d.Used), d.Rotational, d.SeekSpeed, units.Human(d.Bandwidth), d.Tier, d.UUID)
+		fmt.Fprintf(stdout, "  devid %d  %s  size %s  allocated %s  rotational %v  seek_speed %d/s  bandwidth %s/s  tier %d  uuid %s\n",
+			d.DevID, d.Path, units.Human(d.Size), units.Human(d.Allocated), d.Rotational, d.SeekSpeed, units.Human(d.Bandwidth), d.Tier, d.UUID)
 	}
 	fmt.Fprintf(stdout, "\nchunks:\n")
 	for _, c := range info.Chunks {

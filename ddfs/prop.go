@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,7 @@ small-data-max (SIZE, 0 off) and discard (off, sync, async; thresholds: trimtool
 
 func newPropCmd() *cobra.Command {
 	c, fl, of := newCmd("prop get|set IMAGE[:PATH] [NAME [VALUE]]", "get or set properties: label, dedupe, compression, alloc-policy, discard", propExamples)
-	asJSON := fl.Bool("json", false, "get: print a JSON object {name: value}")
+	asJSON := fl.Bool("json", false, "get: print a JSON object {name: value} (names in snake_case: alloc_policy)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
 		a := fl.Args()
@@ -55,7 +56,7 @@ func newPropCmd() *cobra.Command {
 		}
 		var name string
 		if len(a) > 2 {
-			name = a[2]
+			name = strings.ReplaceAll(a[2], "_", "-") // the --json key names it too
 		}
 		if a[0] == "get" {
 			defer im.close()
@@ -76,7 +77,7 @@ func newPropCmd() *cobra.Command {
 			if *asJSON {
 				m := map[string]jstr{}
 				for _, k := range keys {
-					m[k] = jstr(props[k])
+					m[propKey(k)] = jstr(props[k])
 				}
 				return cli.JSON(stdout, m)
 			}
@@ -94,6 +95,10 @@ func newPropCmd() *cobra.Command {
 	}
 	return c
 }
+
+// propKey is a property's --json key: snake_case, as every --json key
+// (alloc-policy: alloc_policy, info's key for the same setting).
+func propKey(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func getProps(im *image, path string) (map[string]string, error) {
 	s := im.f.Store().Super().Settings

@@ -18,13 +18,16 @@ func TestDeviceCommands(t *testing.T) {
 		t.Fatalf("add: %q", r.stdout)
 	}
 	var usage []struct {
-		DevID      uint64            `json:"devid"`
-		Size       uint64            `json:"size"`
-		Rotational bool              `json:"rotational"`
-		SeekSpeed  uint64            `json:"seek_speed"`
-		Bandwidth  uint64            `json:"bandwidth"`
-		Tier       uint8             `json:"tier"`
-		Allocated  map[string]uint64 `json:"allocated"`
+		DevID      uint64 `json:"devid"`
+		Size       uint64 `json:"size"`
+		Rotational bool   `json:"rotational"`
+		SeekSpeed  uint64 `json:"seek_speed"`
+		Bandwidth  uint64 `json:"bandwidth"`
+		Tier       uint8  `json:"tier"`
+		Types      []struct {
+			Type      string `json:"type"`
+			Allocated uint64 `json:"allocated"`
+		} `json:"types"`
 	}
 	if err := json.Unmarshal([]byte(must(t, run(t, dir, "ddfs", "device", "usage", "--json", "c.img"), 0).stdout), &usage); err != nil {
 		t.Fatal(err)
@@ -32,7 +35,13 @@ func TestDeviceCommands(t *testing.T) {
 	if len(usage) != 3 || !usage[1].Rotational || usage[1].SeekSpeed != 100 || usage[1].Bandwidth != 80<<20 || usage[2].Tier != 3 || usage[2].Size != 512<<20 {
 		t.Fatalf("usage %+v", usage)
 	}
-	if usage[0].Allocated["metadata/raid1"] == 0 {
+	meta := uint64(0)
+	for _, ty := range usage[0].Types {
+		if ty.Type == "metadata" {
+			meta += ty.Allocated
+		}
+	}
+	if meta == 0 {
 		t.Fatalf("usage %+v", usage)
 	}
 	must(t, run(t, dir, "fsck.ddfs", "c.img"), 0)

@@ -30,8 +30,10 @@ func TestInspectCopies(t *testing.T) {
 	var in struct {
 		Ino     uint64 `json:"ino"`
 		Extents []struct {
-			Item   struct{ DiskLogical uint64 } `json:"item"`
-			Copies []loc                        `json:"copies"`
+			Item struct {
+				DiskLogical uint64 `json:"disk_logical"`
+			} `json:"item"`
+			Copies []loc `json:"copies"`
 		} `json:"extents"`
 	}
 	r := must(t, run(t, dir, "ddfs", "inspect", "inode", "--json", "a.img:/f"), 0)

@@ -108,7 +108,7 @@ func (p Problem) String() string {
 type Report struct {
 	UUID       string `json:"uuid"`
 	Generation uint64 `json:"generation"`
-	Devices    int    `json:"devices"`
+	Devices    int    `json:"num_devices"` // as dump-super; "devices" is a device list everywhere
 	Chunks     int    `json:"chunks"`
 	Nodes      int    `json:"nodes"`
 	NodeCopies int    `json:"node_copies"`

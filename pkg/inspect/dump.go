@@ -5,6 +5,7 @@ package inspect
 // each decoded item as a plain value with stable JSON names.
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -24,7 +25,7 @@ type SuperCopy struct {
 	Generation uint64          `json:"generation,omitempty"`
 	NumDevices uint64          `json:"num_devices,omitempty"`
 	TotalBytes uint64          `json:"total_bytes,omitempty"`
-	BytesUsed  uint64          `json:"bytes_used,omitempty"`
+	BytesUsed  uint64          `json:"used,omitempty"` // ddfs df's used
 	Roots      []Root          `json:"roots,omitempty"`
 	Backups    []BackupRootSet `json:"backups,omitempty"`
 }
@@ -97,18 +98,43 @@ type NodeDump struct {
 
 // PtrDump is a child pointer of an inner node.
 type PtrDump struct {
-	Key        format.Key `json:"key"`
-	Logical    uint64     `json:"logical"`
-	Generation uint64     `json:"generation"`
+	Key        format.Key
+	Logical    uint64
+	Generation uint64
+}
+
+// MarshalJSON names the key's fields as FORMAT.md does.
+func (p PtrDump) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Key        OnDisk `json:"key"`
+		Logical    uint64 `json:"logical"`
+		Generation uint64 `json:"generation"`
+	}{OnDisk{p.Key}, p.Logical, p.Generation})
 }
 
 // ItemDump is one item, decoded when fsck knows its type.
 type ItemDump struct {
-	Key   format.Key `json:"key"`
-	Type  string     `json:"type"`
-	Size  int        `json:"size"`
-	Value any        `json:"value,omitempty"`
-	Error string     `json:"error,omitempty"` // does not decode
+	Key   format.Key
+	Type  string
+	Size  int
+	Value any
+	Error string // does not decode
+}
+
+// MarshalJSON names the fields of the key and of the decoded item (as
+// "item") as FORMAT.md does.
+func (d ItemDump) MarshalJSON() ([]byte, error) {
+	var item *OnDisk
+	if d.Value != nil {
+		item = &OnDisk{d.Value}
+	}
+	return json.Marshal(struct {
+		Key   OnDisk  `json:"key"`
+		Type  string  `json:"type"`
+		Size  int     `json:"size"`
+		Item  *OnDisk `json:"item,omitempty"`
+		Error string  `json:"error,omitempty"`
+	}{OnDisk{d.Key}, d.Type, d.Size, item, d.Error})
 }
 
 // maxDumpDepth bounds the levels a dump descends (a loop of pointers in

@@ -13,11 +13,12 @@ import (
 
 // Device is one device of the set.
 type Device struct {
-	DevID      uint64 `json:"devid"`
-	UUID       string `json:"uuid"`
-	Path       string `json:"path"`
-	Size       uint64 `json:"size"`
-	Used       uint64 `json:"used"`
+	DevID uint64 `json:"devid"`
+	UUID  string `json:"uuid"`
+	Path  string `json:"path"`
+	Size  uint64 `json:"size"`
+	// Allocated is the device bytes given to chunks (ddfs df's word).
+	Allocated  uint64 `json:"allocated"`
 	Rotational bool   `json:"rotational"`
 	SeekSpeed  uint64 `json:"seek_speed"`
 	Bandwidth  uint64 `json:"bandwidth"`
@@ -64,7 +65,7 @@ type Info struct {
 	Csum        string   `json:"csum"`
 	AllocPolicy string   `json:"alloc_policy"`
 	TotalBytes  uint64   `json:"total_bytes"`
-	BytesUsed   uint64   `json:"bytes_used"`
+	Used        uint64   `json:"used"` // ddfs df's used: the superblock's bytes_used
 	Compat      uint64   `json:"compat_flags"`
 	RoCompat    uint64   `json:"ro_compat_flags"`
 	Incompat    uint64   `json:"incompat_flags"`
@@ -83,7 +84,7 @@ func GetInfo(fs *store.FS) *Info {
 	info := &Info{
 		UUID: uuid.UUID(sb.FSID).String(), Label: sb.Label, Generation: sb.Generation, Version: uint32(sb.Version),
 		NodeSize: sb.NodeSize, SectorSize: sb.SectorSize, Csum: sb.CsumType.String(),
-		AllocPolicy: sb.Settings.AllocPolicy.String(), TotalBytes: sb.TotalBytes, BytesUsed: sb.BytesUsed,
+		AllocPolicy: sb.Settings.AllocPolicy.String(), TotalBytes: sb.TotalBytes, Used: sb.BytesUsed,
 		Compat: uint64(sb.Compat), RoCompat: uint64(sb.RoCompat), Incompat: uint64(sb.Incompat),
 		Devices: Devices(fs), Roots: []Root{}, Chunks: []Chunk{},
 	}
@@ -118,7 +119,7 @@ func Devices(fs *store.FS) []Device {
 			path = od.Path
 		}
 		out = append(out, Device{
-			DevID: d.DevID, UUID: uuid.UUID(d.UUID).String(), Path: path, Size: d.TotalBytes, Used: d.BytesUsed,
+			DevID: d.DevID, UUID: uuid.UUID(d.UUID).String(), Path: path, Size: d.TotalBytes, Allocated: d.BytesUsed,
 			Rotational: d.Rotational, SeekSpeed: d.SeekSpeed, Bandwidth: d.Bandwidth, Tier: tiers[d.DevID],
 			Missing: fs.Vol.IsMissing(d.DevID),
 		})
@@ -187,22 +188,18 @@ func GetDF(fs *store.FS) *DF {
 		df.Allocated += raw
 		df.Used += bg.Used
 	}
-	order := map[string]int{"data": 0, "metadata": 1, "system": 2}
 	for _, u := range byKey {
 		df.Types = append(df.Types, *u)
 	}
 	sort.Slice(df.Types, func(i, j int) bool {
 		a, b := df.Types[i], df.Types[j]
-		if order[a.Type] != order[b.Type] {
-			return order[a.Type] < order[b.Type]
-		}
-		return a.Profile < b.Profile
+		return typeLess(a.Type, a.Profile, b.Type, b.Profile)
 	})
 	df.AllocPolicy = fs.Super().Settings.AllocPolicy.String()
 	df.Fallbacks = fallbacks(fs)
 	for _, d := range Devices(fs) {
 		df.TotalBytes += d.Size
-		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Used, Free: d.Size - min(d.Used, d.Size), Missing: d.Missing})
+		df.Devices = append(df.Devices, DeviceUsage{DevID: d.DevID, Path: d.Path, Size: d.Size, Allocated: d.Allocated, Free: d.Size - min(d.Allocated, d.Size), Missing: d.Missing})
 	}
 	return df
 }

@@ -6,6 +6,7 @@ package inspect
 // generator all find what they look at or damage with these.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,7 +34,7 @@ type CopyLoc struct {
 type Mapping struct {
 	Logical      uint64    `json:"logical"`
 	ChunkLogical uint64    `json:"chunk_logical"`
-	ChunkType    string    `json:"chunk_type"`
+	ChunkType    string    `json:"type"`
 	Profile      string    `json:"profile"`
 	Copies       []CopyLoc `json:"copies"`
 }
@@ -101,17 +102,36 @@ func Lookup(t *btree.Tree, path string) (uint64, error) {
 // Extent is one file extent of an inode with where its data lives.
 type Extent struct {
 	Offset uint64                 `json:"offset"` // in the file
-	Item   *format.FileExtentItem `json:"item"`
+	Item   *format.FileExtentItem `json:"-"`
 	Copies []CopyLoc              `json:"copies,omitempty"` // of its first byte on disk
+}
+
+// MarshalJSON names the item's fields as FORMAT.md does.
+func (e Extent) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Offset uint64    `json:"offset"`
+		Item   OnDisk    `json:"item"`
+		Copies []CopyLoc `json:"copies,omitempty"`
+	}{e.Offset, OnDisk{e.Item}, e.Copies})
 }
 
 // InodeDump is `ddfs inspect inode`.
 type InodeDump struct {
 	Ino     uint64            `json:"ino"`
-	Item    *format.InodeItem `json:"item"`
+	Item    *format.InodeItem `json:"-"`
 	Names   []Name            `json:"names"`
 	Xattrs  []string          `json:"xattrs"`
 	Extents []Extent          `json:"extents"`
+}
+
+// MarshalJSON names the inode item's fields as FORMAT.md does.
+func (d *InodeDump) MarshalJSON() ([]byte, error) {
+	type plain InodeDump // its fields, without this method
+	return json.Marshal(struct {
+		Ino  uint64 `json:"ino"`
+		Item OnDisk `json:"item"`
+		*plain
+	}{d.Ino, OnDisk{d.Item}, (*plain)(d)})
 }
 
 // Name is one INODE_REF name of an inode.
