@@ -99,6 +99,12 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 		return err
 	}
 	to := abs(dst.path)
+	// Several sources need a directory, checked before anything is copied.
+	if err := imageTarget(im, to, len(srcs))(1); err != nil {
+		im.f.Abort()
+		im.close()
+		return err
+	}
 	for _, s := range srcs {
 		switch {
 		case s.image == "" && s.path == "-":
@@ -178,17 +184,29 @@ func eachMatch(src *image, s operand, check func(n int) error, fn func(p string)
 }
 
 // imageTarget requires image path dst to be a directory when n sources
-// are copied to it, as cp does.
-func imageTarget(im *image, dst string, n int) func(int) error {
+// are copied to it, as cp does; k is what one of them expanded to.
+func imageTarget(im *image, dst string, n int) func(k int) error {
 	return func(k int) error {
 		if n+k-1 <= 1 {
 			return nil
 		}
-		if in, err := im.f.Resolve(dst, true); err != nil || !in.IsDir() {
-			return usageErr("target '%s:%s' is not a directory", im.name, dst)
-		}
-		return nil
+		return imageDirTarget(im, dst)
 	}
+}
+
+// imageDirTarget requires the target of several sources (cp, mv, ln)
+// to be a directory of the image: else cp's error, exit 1.
+func imageDirTarget(im *image, dst string) error {
+	if in, err := im.f.Resolve(dst, true); err != nil || !in.IsDir() {
+		return notDirTarget(im.name + ":" + dst)
+	}
+	return nil
+}
+
+// notDirTarget is GNU cp's refusal of several sources into a target
+// that is not a directory (or does not exist).
+func notDirTarget(name string) error {
+	return fmt.Errorf("target '%s' is not a directory", name)
 }
 
 // hostTarget is imageTarget for a host destination.
@@ -198,7 +216,7 @@ func hostTarget(dst string, n int) func(int) error {
 			return nil
 		}
 		if st, err := os.Stat(dst); err != nil || !st.IsDir() {
-			return usageErr("target '%s' is not a directory", dst)
+			return notDirTarget(dst)
 		}
 		return nil
 	}

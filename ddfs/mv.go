@@ -20,24 +20,25 @@ func newMvCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		dst := paths[len(paths)-1]
-		dstIsDir := false
-		if in, err := im.f.Resolve(dst, true); err == nil && in.IsDir() {
-			dstIsDir = true
-		}
-		if len(paths) > 2 && !dstIsDir {
+		fail := func(err error) error {
+			im.f.Abort()
 			im.close()
-			return usageErr("target '%s' is not a directory", dst)
+			return im.err(err)
 		}
-		for _, src := range paths[:len(paths)-1] {
+		dst := paths[len(paths)-1]
+		srcs := paths[:len(paths)-1]
+		in, err := im.f.Resolve(dst, true)
+		dstIsDir := err == nil && in.IsDir()
+		if len(srcs) > 1 && !dstIsDir {
+			return fail(notDirTarget(im.name + ":" + dst))
+		}
+		for _, src := range srcs {
 			to := dst
 			if dstIsDir {
 				to = path.Join(dst, path.Base(path.Clean(src)))
 			}
 			if err := im.f.Rename(src, to); err != nil {
-				im.f.Abort()
-				im.close()
-				return im.err(err)
+				return fail(err)
 			}
 		}
 		return im.close()
