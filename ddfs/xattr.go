@@ -7,10 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 func newXattrCmd() *cobra.Command {
-	c, fl, of := newCmd("xattr get|set|list|rm IMAGE:PATH [NAME [VALUE]]\n\nlist prints values as getfattr does: \"text\", or 0s and base64 when not text.\nset reads VALUE as setfattr -v does: 0x and hex digits, 0s and base64,\n\"text\" with \\\\, \\\" and \\ooo escapes, or else the text as given.", "get, set, list or remove extended attributes", "  ddfs xattr list disk.img:/bin/ping\n  ddfs xattr set disk.img:/f user.note hello\n  ddfs xattr get disk.img:/f user.note\n  ddfs xattr rm disk.img:/f user.note\n")
+	c, fl, of := newCmd("xattr get|set|list|rm IMAGE:PATH [NAME [VALUE]]\n\nlist prints values as getfattr does: \"text\", or 0s and base64 when not text.\nset reads VALUE as setfattr -v does: 0x and hex digits, 0s and base64,\n\"text\" with \\\\, \\\" and \\ooo escapes, or else the text as given.\nPOSIX ACLs (system.posix_acl_access, system.posix_acl_default) are not\nsupported: set refuses them (chmod sets the mode).", "get, set, list or remove extended attributes", "  ddfs xattr list disk.img:/bin/ping\n  ddfs xattr set disk.img:/f user.note hello\n  ddfs xattr get disk.img:/f user.note\n  ddfs xattr rm disk.img:/f user.note\n")
 	asJSON := fl.Bool("json", false, "list: print JSON [{name, value}] (values that are not UTF-8 as {\"base64\": ...})")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
@@ -31,6 +32,9 @@ func newXattrCmd() *cobra.Command {
 		img, paths, err := imageOperands(a[1:2])
 		if err != nil {
 			return err
+		}
+		if a[0] == "set" && fsys.IsACLXattr(a[2]) { // as on a mount: chmod sets the mode
+			return fmt.Errorf("%s:%s: %s: %w", img, paths[0], a[2], fsys.ErrNoACL)
 		}
 		write := a[0] == "set" || a[0] == "rm"
 		im, err := of.openImage(img, write)

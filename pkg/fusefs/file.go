@@ -198,7 +198,12 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
+// Getxattr: a POSIX ACL name is absent, as Listxattr leaves it out and
+// Setxattr refuses it (fsys.ErrNoACL); one already in the image is ignored.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if fsys.IsACLXattr(attr) {
+		return 0, syscall.ENODATA
+	}
 	var v []byte
 	errno := n.s.read("getxattr", func() error {
 		in, err := n.load()
@@ -223,6 +228,9 @@ const (
 )
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if fsys.IsACLXattr(attr) {
+		return syscall.EOPNOTSUPP
+	}
 	return n.s.write("setxattr", func() error {
 		if err := n.s.haveSpace(uint64(len(data))); err != nil {
 			return err
@@ -263,8 +271,10 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 		}
 		xs, err := n.s.f.ListXattrs(in)
 		for _, x := range xs {
-			names.WriteString(x.Name)
-			names.WriteByte(0)
+			if !fsys.IsACLXattr(x.Name) {
+				names.WriteString(x.Name)
+				names.WriteByte(0)
+			}
 		}
 		return err
 	})
