@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +39,7 @@ type walkOpts struct {
 	// (chown, as GNU's -P) instead of skipping it (chmod).
 	linksInTree bool
 	skipMissing bool // touch -c: a missing operand is no error
+	literal     bool // touch: operands name what to make, never patterns
 }
 
 // changeEach applies the change build makes (once the image is open: names
@@ -67,8 +67,10 @@ func changeEach(of *openFlags, args []string, o walkOpts, build func(im *image) 
 		return fail(err)
 	}
 	var bad fsys.Refused
-	if paths, err = expandPaths(im, paths, &bad); err != nil {
-		return fail(err)
+	if !o.literal {
+		if paths, err = expandPaths(im, paths, &bad); err != nil {
+			return fail(err)
+		}
 	}
 	for _, p := range paths {
 		in, err := im.f.Resolve(p, o.deref)
@@ -207,7 +209,7 @@ func newChownCmd() *cobra.Command {
 }
 
 func newTouchCmd() *cobra.Command {
-	c, fl, of := newCmd("touch [-c] [-a|-m] [-d DATE|-t STAMP|-r REF] [-h] IMAGE:PATH...\n\nDATE: YYYY-MM-DD[ HH:MM[:SS[.N]]][ZONE] (local time without a zone), @SECONDS or now.\nSTAMP: [[CC]YY]MMDDhhmm[.ss] in local time, as GNU touch -t.\nREF: a file in the same image (IMAGE:PATH) or on the host.",
+	c, fl, of := newCmd("touch [-c] [-a|-m] [-d DATE|-t STAMP|-r REF] [-h] IMAGE:PATH...\n\nDATE: YYYY-MM-DD[ HH:MM[:SS[.N]]][ZONE] (local time without a zone), @SECONDS or now.\nSTAMP: [[CC]YY]MMDDhhmm[.ss] in local time, as GNU touch -t.\nREF: a file in the same image (IMAGE:PATH) or on the host.\nPATH is never a pattern: disk.img:/a[1] names the file a[1].",
 		"create files or set their times", "  ddfs touch disk.img:/etc/stamp\n  ddfs touch -d '2024-01-02 03:04:05' disk.img:/etc/stamp\n  ddfs touch -t 202401020304.05 disk.img:/etc/stamp\n  ddfs touch -m -r disk.img:/etc/passwd disk.img:/etc/stamp\n")
 	cli.NoHelpShorthand(c)
 	noCreate := fl.BoolP("no-create", "c", false, "do not create missing files")
@@ -250,17 +252,16 @@ func newTouchCmd() *cobra.Command {
 // changeEachCreate is changeEach for touch: a missing operand is created
 // (0666 less the umask, as touch(1)) unless -c.
 func changeEachCreate(of *openFlags, args []string, noDeref, noCreate bool, build func(im *image) (applyFn, error)) error {
-	return changeEach(of, args, walkOpts{deref: !noDeref, skipMissing: noCreate}, func(im *image) (applyFn, error) {
+	return changeEach(of, args, walkOpts{deref: !noDeref, skipMissing: noCreate, literal: true}, func(im *image) (applyFn, error) {
 		fn, err := build(im)
 		if err != nil {
 			return nil, err
 		}
-		// Create the missing operands first, in the same transaction
-		// (a pattern is expanded instead: it names what exists).
+		// Create the missing operands first, in the same transaction.
 		_, paths, _ := imageOperands(args)
 		for _, p := range paths {
 			_, err := im.f.Resolve(p, !noDeref)
-			if !errors.Is(err, fs.ErrNotExist) || noCreate || strings.ContainsAny(p, "*?[") {
+			if !errors.Is(err, fs.ErrNotExist) || noCreate {
 				continue
 			}
 			if _, err := im.f.Create(p, fsys.Attr{Mode: 0o666 &^ umask(), UID: uid(), GID: gid()}); err != nil {

@@ -34,7 +34,8 @@ const cpLong = `SRC "-" is stdin: the file DST is created or replaced with its b
 stdout: the SRC files are written one after the other (holes as zeros;
 directories are refused). An image path with *, ? or [...] (quoted, so the shell
 leaves it) is a pattern matched inside the image, as scp and mcopy do; names
-starting with '.' match only a pattern starting with '.'.`
+starting with '.' match only a pattern starting with '.'. DST is never a
+pattern: it may name something to create.`
 
 func newCpCmd() *cobra.Command {
 	c, fl, of := newCmd("cp [-r] [-a] [-p] [-n] [-L] [--reflink[=always|auto|never]] SRC... DST\n\n"+cpLong, "copy into, out of, or inside an image", cpExamples)

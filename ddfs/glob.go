@@ -22,7 +22,8 @@ import (
 // starting with '.' matches only an element starting with '.'. Each
 // pattern's matches are sorted. A pattern matching nothing is the path
 // itself when that exists (a file named "a[1]"), else an error naming it
-// (fs.ErrNotExist: "IMG:/x/*.go: No such file or directory").
+// (fs.ErrNotExist: "IMG:/x/*.go: No such file or directory"); so is one
+// that is no valid pattern ("x[").
 //
 // Entries fsck flags (fsys.Refused) are never matched or walked into: with
 // bad set they are noted there and expansion goes on (the caller fails at
@@ -64,6 +65,11 @@ func globOne(f *fsys.FS, pattern string, bad *fsys.Refused) ([]string, error) {
 		var next []string
 		for _, dir := range found {
 			ms, err := matchIn(f, dir, elem, bad)
+			if errors.Is(err, path.ErrBadPattern) {
+				if _, rerr := f.Resolve(pattern, false); rerr == nil {
+					return []string{pattern}, nil // a name, not a pattern ("x[\")
+				}
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 func newMkdirCmd() *cobra.Command {
-	c, fl, of := newCmd("mkdir [-p] [-m MODE] IMAGE:PATH...", "make directories", "  ddfs mkdir -p disk.img:/usr/local/bin\n")
+	c, fl, of := newCmd("mkdir [-p] [-m MODE] IMAGE:PATH...\n\nPATH is never a pattern: a name with *, ? or [...] is made as it is.", "make directories", "  ddfs mkdir -p disk.img:/usr/local/bin\n")
 	parents := fl.BoolP("parents", "p", false, "make parents as needed; no error if it exists")
 	modeStr := fl.StringP("mode", "m", "755", "permission bits (octal)")
 	c.RunE = func(c *cobra.Command, args []string) error {

@@ -59,3 +59,46 @@ func TestSeveralSourcesNeedDir(t *testing.T) {
 	}
 	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
 }
+
+// TestCreateOperandsLiteral: an operand naming something to create
+// (touch, mkdir, ln, the targets of cp, mv and tar-in) is never a
+// pattern, even where it would match: touch 'IMG:/a[1]' makes a[1] beside
+// a1. Operands naming what exists still expand (mv sources, cat), and a
+// name that is no valid pattern ("x[\") reads as itself.
+func TestCreateOperandsLiteral(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "h"), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, dir, "mkdir t && echo in > t/f && tar -cf x.tar -C t .")
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	must(t, run(t, dir, "ddfs", "touch", "d.img:/a1", "d.img:/s1", "d.img:/s2"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "d.img:/c1", "d.img:/d1", "d.img:/m1", "d.img:/t1"), 0)
+	must(t, run(t, dir, "ddfs", "touch", "d.img:/a[1]", `d.img:/x[\`, "d.img:/*"), 0)
+	// Setting times, a[1] is still the name, not a pattern matching a1.
+	must(t, run(t, dir, "ddfs", "touch", "-d", "@1000", "d.img:/a[1]"), 0)
+	if a, b := statOf(t, dir, "d.img:/a1"), statOf(t, dir, `d.img:/a\[1\]`); a[:5] == "1000 " || b[:5] != "1000 " {
+		t.Errorf("touch -d @1000 a[1]: a1 %q, a[1] %q", a, b)
+	}
+	must(t, run(t, dir, "ddfs", "mkdir", "d.img:/d[1]"), 0)
+	must(t, run(t, dir, "ddfs", "ln", "d.img:/a1", "d.img:/l[1]"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "h", "d.img:/c[1]"), 0)
+	must(t, runFileIn(t, dir, "x.tar", "ddfs", "tar-in", "d.img:/t[1]"), 0)
+	must(t, run(t, dir, "ddfs", "mv", "d.img:/s?", "d.img:/m1"), 0)
+	must(t, run(t, dir, "ddfs", "mv", "d.img:/m1/s1", "d.img:/m[1]"), 0)
+	want := "*\na1\na[1]\nc1\nc[1]\nd1\nd[1]\nl[1]\nm1\nm[1]\nt1\nt[1]\nx[\\\n"
+	if r := must(t, run(t, dir, "ddfs", "ls", "d.img:/"), 0); r.stdout != want {
+		t.Errorf("ls /: %q, want %q", r.stdout, want)
+	}
+	for p, want := range map[string]string{"/m1": "s2\n", "/c1": "", "/t1": "", "/d1": "", `/t\[1\]`: "f\n"} {
+		if r := must(t, run(t, dir, "ddfs", "ls", "d.img:"+p), 0); r.stdout != want {
+			t.Errorf("ls %s: %q, want %q", p, r.stdout, want)
+		}
+	}
+	// Read, c[1] is a pattern (it matches the directory c1): escaped, the file.
+	if r := must(t, run(t, dir, "ddfs", "cat", `d.img:/c\[1\]`), 0); r.stdout != "host\n" {
+		t.Errorf(`cat c\[1\]: %q`, r.stdout)
+	}
+	must(t, run(t, dir, "ddfs", "cat", `d.img:/x[\`), 0)
+	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
+}
