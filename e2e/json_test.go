@@ -285,6 +285,24 @@ func TestJSONVocabulary(t *testing.T) {
 			t.Errorf("fsck --json of a damaged set has no %q", k)
 		}
 	}
+	// scrub names the bad copy with fsck's keys and numbers.
+	var fsck struct{ Problems []badCopy }
+	json.Unmarshal([]byte(r.stdout), &fsck)
+	sr := must(t, run(t, dir, "ddfs", "scrub", "--json", "a.img"), 1)
+	check("ddfs scrub --json (damaged)", sr.stdout)
+	var scrub struct{ Errors []badCopy }
+	json.Unmarshal([]byte(sr.stdout), &scrub)
+	if len(fsck.Problems) != 1 || len(scrub.Errors) != 1 || fsck.Problems[0] != scrub.Errors[0] || scrub.Errors[0].DevID != 2 {
+		t.Errorf("one bad copy: fsck says %+v, scrub %+v", fsck.Problems, scrub.Errors)
+	}
+}
+
+// badCopy is a bad copy as fsck (problems[]) and scrub (errors[]) name it.
+type badCopy struct {
+	Logical uint64 `json:"logical"`
+	Copy    int    `json:"copy"`
+	DevID   uint64 `json:"devid"`
+	Offset  uint64 `json:"offset"`
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -234,7 +234,7 @@ func TestScrubDegradedLost(t *testing.T) {
 		} `json:"files"`
 		DataBytes uint64 `json:"data_bytes"`
 		Errors    []struct {
-			Len   uint64 `json:"len"`
+			Len   uint64 `json:"length"`
 			DevID uint64 `json:"devid"`
 			Kind  string `json:"kind"`
 		} `json:"errors"`

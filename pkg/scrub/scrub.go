@@ -89,10 +89,10 @@ type Report struct {
 // CopyError is one bad copy of a node or a data sector.
 type CopyError struct {
 	Logical  uint64 `json:"logical"`
-	Len      int    `json:"len"`
-	Copy     int    `json:"copy"` // 1-based
+	Len      int    `json:"length"`
+	Copy     int    `json:"copy"` // from 0, as fsck and inspect number copies
 	DevID    uint64 `json:"devid"`
-	Physical uint64 `json:"physical"`
+	Physical uint64 `json:"offset"` // on DevID, fsck's and inspect's offset
 	Metadata bool   `json:"metadata"`
 	Kind     string `json:"kind"` // csum, io, mismatch, missing, super
 	Detail   string `json:"detail"`

@@ -172,7 +172,7 @@ func damage(t *testing.T, fs *store.FS, devs []*device.MemDevice, cands []target
 func errorSet(rep *Report) map[[2]uint64]bool {
 	out := map[[2]uint64]bool{}
 	for _, e := range rep.Errors {
-		out[[2]uint64{e.Logical, uint64(e.Copy - 1)}] = true
+		out[[2]uint64{e.Logical, uint64(e.Copy)}] = true
 	}
 	return out
 }
@@ -479,7 +479,7 @@ func TestScrubIOErrors(t *testing.T) {
 			}
 		}
 		for i, e := range rep.Errors {
-			if e.Logical != sectors[4]+uint64(i)*4096 || e.Copy != 2 || e.Kind != KindIO {
+			if e.Logical != sectors[4]+uint64(i)*4096 || e.Copy != 1 || e.Kind != KindIO {
 				t.Fatalf("error %d: %+v", i, e)
 			}
 		}

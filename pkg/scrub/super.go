@@ -30,7 +30,7 @@ func (s *scrubber) scrubSupers() {
 		for i, c := range copies {
 			dev.BytesRead += format.SuperblockSize
 			s.rep.BytesRead += format.SuperblockSize
-			e := CopyError{Len: format.SuperblockSize, Copy: i + 1, DevID: d.ID, Physical: c.Offset, Metadata: true, Kind: KindSuper}
+			e := CopyError{Len: format.SuperblockSize, Copy: i, DevID: d.ID, Physical: c.Offset, Metadata: true, Kind: KindSuper}
 			switch {
 			case c.Err != nil:
 				e.Detail = c.Err.Error()

@@ -112,14 +112,15 @@ func (s *scrubber) verifySegments(u *unit, segs []volume.Segment) {
 // (or a node) that cannot be read, let alone corrected.
 func (s *scrubber) lost(u *unit, segs []volume.Segment) {
 	var t volume.Target
+	idx := 0
 	for _, sg := range segs {
-		for _, c := range sg.Targets {
+		for m, c := range sg.Targets {
 			if t.DevID == 0 && s.fs.Vol.IsMissing(c.DevID) {
-				t = c
+				t, idx = c, m
 			}
 		}
 	}
-	u.errs = append(u.errs, CopyError{Logical: u.logical, Len: u.length, Copy: 1, DevID: t.DevID, Physical: t.Physical,
+	u.errs = append(u.errs, CopyError{Logical: u.logical, Len: u.length, Copy: idx, DevID: t.DevID, Physical: t.Physical,
 		Metadata: u.meta, Kind: KindMissing, Detail: "no copy on a present device", Uncorrectable: true})
 }
 
@@ -208,14 +209,14 @@ func (s *scrubber) settle(u *unit, logical uint64, data [][]byte, states []copyS
 		if good < 0 {
 			good = m
 		} else if !bytes.Equal(data[m], data[good]) {
-			states[m].kind, states[m].detail = KindMismatch, fmt.Sprintf("differs from copy %d", good+1)
+			states[m].kind, states[m].detail = KindMismatch, fmt.Sprintf("differs from copy %d", good)
 		}
 	}
 	for m, st := range states {
 		if !st.present || st.kind == "" {
 			continue
 		}
-		e := CopyError{Logical: logical, Len: len(data[m]), Copy: m + 1, Metadata: meta, Kind: st.kind, Detail: st.detail}
+		e := CopyError{Logical: logical, Len: len(data[m]), Copy: m, Metadata: meta, Kind: st.kind, Detail: st.detail}
 		if ts, err := s.fs.Vol.Locate(logical); err == nil && m < len(ts) {
 			e.DevID, e.Physical = ts[m].DevID, ts[m].Physical
 		}
