@@ -28,8 +28,9 @@ func (o operand) String() string {
 }
 
 // parseOperand splits IMAGE:PATH. Like scp, a "./" prefix always means
-// a host path; otherwise the text before the first colon is an image when
-// it names an existing file or device (or FILE@N, a partition of one).
+// a host path; otherwise the image is the text before the first colon
+// whose prefix names an existing file or device (or FILE@N, a partition
+// of one): "d.img:/x", and "co:lon.img:/x" when no file "co" exists.
 func parseOperand(arg string) operand {
 	if strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") {
 		return operand{path: arg}
@@ -40,25 +41,26 @@ func parseOperand(arg string) operand {
 		}
 		return operand{image: spec, path: cmp.Or(p, "/")}
 	}
-	i := strings.IndexByte(arg, ':')
-	if i <= 0 {
-		return operand{path: arg}
+	for i := 0; i < len(arg); i++ {
+		if arg[i] != ':' || i == 0 || !namesImage(arg[:i]) {
+			continue
+		}
+		return operand{image: arg[:i], path: cmp.Or(arg[i+1:], "/")}
 	}
-	img := arg[:i]
+	return operand{path: arg}
+}
+
+// namesImage reports whether img is an existing file or device, or
+// FILE@N of one.
+func namesImage(img string) bool {
 	check := img
 	if at := strings.LastIndexByte(img, '@'); at > 0 {
 		if _, err := os.Stat(img); err != nil {
 			check = img[:at]
 		}
 	}
-	if st, err := os.Stat(check); err != nil || st.IsDir() {
-		return operand{path: arg}
-	}
-	p := arg[i+1:]
-	if p == "" {
-		p = "/"
-	}
-	return operand{image: img, path: p}
+	st, err := os.Stat(check)
+	return err == nil && !st.IsDir()
 }
 
 // image is an opened image with the name the user gave it.
@@ -78,7 +80,22 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 		st.Close()
 		return nil, err
 	}
+	openedNames = append(openedNames, name)
 	return &image{name: name, f: f, stats: of.stats}, nil
+}
+
+// openedNames are the names of the images this command opened: an error
+// path starting with one and a colon is named already ("/a.img:/x" from
+// a source image), where an image path may hold a colon too ("/a:b").
+var openedNames []string
+
+func namedAlready(p string) bool {
+	for _, n := range openedNames {
+		if strings.HasPrefix(p, n+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // close commits (for writers) and releases the image; --stats prints the
@@ -102,7 +119,7 @@ func (im *image) err(err error) error {
 		return &transfer.OmitDirError{Path: im.name + ":" + oe.Path}
 	}
 	var pe *fs.PathError
-	if errors.As(err, &pe) && !strings.Contains(pe.Path, ":") && strings.HasPrefix(pe.Path, "/") {
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, "/") && !namedAlready(pe.Path) {
 		return &fs.PathError{Op: pe.Op, Path: im.name + ":" + pe.Path, Err: pe.Err}
 	}
 	return err
@@ -142,7 +159,7 @@ func imageOperands(args []string) (string, []string, error) {
 // be opened, that error, as ls says of a missing file (ddfs ls no.img:/:
 // ENOENT, exit 1); otherwise a usage error (a host path, a directory).
 func notImage(a, hint string) error {
-	img, _, _ := strings.Cut(a, ":")
+	img := missingImage(a)
 	if img != "" && !strings.HasPrefix(a, "./") && !strings.HasPrefix(a, "../") {
 		if _, err := os.Stat(img); err != nil {
 			return err
@@ -151,14 +168,25 @@ func notImage(a, hint string) error {
 	return usageErr("%s: not IMAGE:PATH %s", a, hint)
 }
 
-// isImageFile reports whether a bare operand (no colon) names an existing
-// image file or device: "ddfs ls d.img" lists its root.
+// missingImage is the image operand a names when none of its colons
+// ends one that exists: the text before the first colon followed by '/'
+// or nothing ("co:lon.img" of "co:lon.img:/x"), else before the first.
+func missingImage(a string) string {
+	for i := 0; i < len(a); i++ {
+		if a[i] == ':' && (i+1 == len(a) || a[i+1] == '/') {
+			return a[:i]
+		}
+	}
+	img, _, _ := strings.Cut(a, ":")
+	return img
+}
+
+// isImageFile reports whether a bare operand names an existing image
+// file or device: "ddfs ls d.img" lists its root, "ddfs ls co:lon.img"
+// too (a colon-less prefix of it named none).
 func isImageFile(arg string) bool {
 	if _, _, hasPath, ok := device.SplitRemote(arg); ok {
 		return !hasPath
-	}
-	if strings.ContainsRune(arg, ':') {
-		return false
 	}
 	st, err := os.Stat(arg)
 	return err == nil && !st.IsDir()

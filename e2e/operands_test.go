@@ -102,3 +102,57 @@ func TestCreateOperandsLiteral(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "cat", `d.img:/x[\`), 0)
 	must(t, run(t, dir, "fsck.ddfs", "d.img"), 0)
 }
+
+// TestColonImageName: an image whose file name holds a colon is named
+// IMAGE:PATH when no file is named by the text before its first colon:
+// the image is the first colon-ended prefix that names a file. Every form
+// that worked before still does (d.img:/x, d.img:x, d.img, ./x:y a host
+// path), and a missing image is named whole in the error.
+func TestColonImageName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x:y"), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "co:lon.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "./x:y", "co:lon.img:/"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "./x:y", "co:lon.img:/a:b"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "co:lon.img:d"), 0)
+	for _, a := range []string{"co:lon.img:/", "co:lon.img:", "co:lon.img"} {
+		if r := must(t, run(t, dir, "ddfs", "ls", a), 0); r.stdout != "a:b\nd\nx:y\n" {
+			t.Errorf("ls %s: %q", a, r.stdout)
+		}
+	}
+	if r := must(t, run(t, dir, "ddfs", "cat", "co:lon.img:/a:b"), 0); r.stdout != "host\n" {
+		t.Errorf("cat: %q", r.stdout)
+	}
+	if r := must(t, run(t, dir, "ddfs", "find", "co:lon.img:/", "-name", "*:*"), 0); r.stdout != "/a:b\n/x:y\n" {
+		t.Errorf("find: %q", r.stdout)
+	}
+	must(t, run(t, dir, "ddfs", "cp", "co:lon.img:/a:b", "out"), 0)
+	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "host\n" {
+		t.Errorf("cp out: %q %v", b, err)
+	}
+	must(t, run(t, dir, "ddfs", "info", "co:lon.img"), 0)
+	// Errors name the image once, a colon in the path or not, the image
+	// given by an absolute path (the source of a copy between images) too.
+	if r := must(t, run(t, dir, "ddfs", "cat", "co:lon.img:/a:c"), 1); r.stderr != "ddfs: cat: co:lon.img:/a:c: No such file or directory\n" {
+		t.Errorf("cat a missing a:c: %q", r.stderr)
+	}
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "d.img"), 0)
+	abs := filepath.Join(dir, "co:lon.img")
+	if r := must(t, run(t, dir, "ddfs", "cp", abs+":/nope", "d.img:/"), 1); r.stderr != "ddfs: cp: "+abs+":/nope: No such file or directory\n" {
+		t.Errorf("cp from %s:/nope: %q", abs, r.stderr)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "co:lon.img"), 0)
+	// A file named by the text before the first colon is the image, as
+	// before: "co" then holds the rest as a path.
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "co"), 0)
+	r := must(t, run(t, dir, "ddfs", "ls", "co:lon.img:/"), 1)
+	if r.stderr != "ddfs: ls: co:/lon.img:/: No such file or directory\n" {
+		t.Errorf("with a file co: %q", r.stderr)
+	}
+	r = must(t, run(t, dir, "ddfs", "ls", "no:such.img:/"), 1)
+	if r.stderr != "ddfs: ls: no:such.img: No such file or directory\n" {
+		t.Errorf("a missing image: %q", r.stderr)
+	}
+}
