@@ -64,7 +64,7 @@ func (f *Flags) Add(fl *pflag.FlagSet, progress bool) {
 	// 0 stands for the number of cores: a default that differs by
 	// machine would make the man pages differ too.
 	fl.IntVarP(&f.Jobs, "jobs", "j", 0, "run up to `N` sets at once (default: the number of cores this process may use, as GOMAXPROCS: CPU affinity and a container's CPU limit)")
-	fl.StringVar(&f.Shard, "shard", "", "only the sets in shard `I/N` (by a hash of the filesystem UUID); auto/N takes I from $"+IndexEnv+", auto also N from $"+CountEnv)
+	fl.StringVar(&f.Shard, "shard", "", "only the sets in shard `I/N` (I from 0 to N-1; by a hash of the filesystem UUID); auto/N takes I from $"+IndexEnv+", auto also N from $"+CountEnv)
 	fl.Var(&f.Wait, "wait", "retry a busy set (another writer holds it) for up to DURATION (--wait=10m), or with no value until it is free; without --wait a busy set is reported and skipped")
 	fl.Lookup("wait").NoOptDefVal = "forever"
 	if progress {
