@@ -5,15 +5,17 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/attrspec"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -31,8 +33,17 @@ Tests:   -name PAT, -iname PAT (the name; *, ?, [...] match a leading '.' too)
          -size [+-]N[cwbkMG] (size rounded up to units of 512 bytes by default:
                 -size -1M matches only empty files, as in GNU find)
          -empty, -newer REF (REF: IMAGE:PATH of the same image, or a host file)
+         -newerXY REF (X, Y one of a, c, m: time X later than REF's time Y;
+                Y t: REF is a date, as touch -d: -newermt @1700000000)
+         -mtime, -atime, -ctime [+-]N (age in days rounded down, as GNU find:
+                +1 is more than 2 days, -1 less than 1; N may have a fraction)
+         -mmin, -amin, -cmin [+-]N (age in minutes, as GNU find: N is from
+                N-1 to N minutes, +N more than N, -N less than N)
          -true, -false
-Actions: -print (the default), -print0, -prune
+Actions: -print (the default), -print0, -prune,
+         -printf FORMAT (%p path, %s size in bytes, %m mode in octal, %u owner
+                from the image's /etc/passwd, %T@ mtime in seconds, %%,
+                the escapes \n \t \0; anything else is refused)
 Options: -maxdepth N, -mindepth N
 Operators, by priority: ( EXPR ), ! EXPR or -not EXPR, EXPR [-a|-and] EXPR,
          EXPR -o|-or EXPR`
@@ -42,6 +53,7 @@ const findExamples = `  ddfs find disk.img:/etc -name '*.conf'
   ddfs find disk.img:/ -maxdepth 1 -type d
   ddfs find disk.img:/ -name '*.tmp' -print0 | xargs -0 -n1 echo
   ddfs find disk.img:/ \( -name .git -prune \) -o -type f -empty -print
+  ddfs find disk.img:/var/log -type f -mtime +7 -printf '%T@ %s %p\n'
 `
 
 func newFindCmd() *cobra.Command {
@@ -87,7 +99,7 @@ func runFind(c *cobra.Command, of *openFlags, starts, expr []string) error {
 	defer im.close()
 	w := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
 	defer w.Flush()
-	fd := &finder{im: im, w: w, maxdepth: -1, stderr: c.ErrOrStderr(), prog: cli.Prog(c)}
+	fd := &finder{im: im, w: w, maxdepth: -1, stderr: c.ErrOrStderr(), prog: cli.Prog(c), now: fsys.TimespecOf(time.Now())}
 	if fd.expr, err = parseFind(fd, expr); err != nil {
 		return err
 	}
@@ -124,6 +136,8 @@ type finder struct {
 	stderr             io.Writer
 	prog               string
 	failed             bool
+	now                format.Timespec    // the start of the run: -mtime and the like count back from it
+	acc                *attrspec.Accounts // the image's names, for -printf %u
 }
 
 // entry is what the expression is evaluated on.
@@ -173,27 +187,25 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-// newerThan is -newer REF: REF in the image (IMAGE:PATH, the same image)
-// or on the host.
-func (fd *finder) newerThan(ref string) (pred, error) {
-	var t time.Time
+// refTime is time which (a, c or m) of -newer's REF: an image path of
+// the same image (IMAGE:PATH) or a host file.
+func (fd *finder) refTime(ref string, which byte) (format.Timespec, error) {
 	if op := parseOperand(ref); op.image != "" {
 		if op.image != fd.im.name {
-			return nil, usageErr("-newer %s: not in image %s", ref, fd.im.name)
+			return format.Timespec{}, usageErr("-newer %s: not in image %s", ref, fd.im.name)
 		}
 		in, err := fd.im.f.Resolve(abs(op.path), true)
 		if err != nil {
-			return nil, fd.im.err(err)
+			return format.Timespec{}, fd.im.err(err)
 		}
-		t = fsys.Time(in.Mtime)
-	} else {
-		st, err := os.Stat(ref)
-		if err != nil {
-			return nil, err
-		}
-		t = st.ModTime()
+		return findTime(in, which), nil
 	}
-	return func(e *entry) bool { return fsys.Time(e.in.Mtime).After(t) }, nil
+	var st syscall.Stat_t
+	if err := syscall.Stat(ref, &st); err != nil {
+		return format.Timespec{}, &fs.PathError{Op: "stat", Path: ref, Err: err}
+	}
+	t := map[byte]syscall.Timespec{'a': st.Atim, 'c': st.Ctim, 'm': st.Mtim}[which]
+	return format.Timespec{Sec: t.Sec, Nsec: uint32(t.Nsec)}, nil
 }
 
 // isEmpty is -empty: an empty regular file or a directory without entries.

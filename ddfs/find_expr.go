@@ -126,14 +126,23 @@ func (p *findParser) primary() (pred, error) {
 	case "-empty":
 		return p.fd.isEmpty, nil
 	}
-	if !strings.Contains(" -name -iname -path -ipath -wholename -type -size -newer -maxdepth -mindepth ", " "+name+" ") {
+	x, y, newer := newerName(name)
+	if !newer && !strings.Contains(" -name -iname -path -ipath -wholename -type -size -maxdepth -mindepth -amin -atime -cmin -ctime -mmin -mtime -printf ", " "+name+" ") {
 		return nil, usageErr("unknown predicate '%s'", name)
 	}
 	a, err := p.arg(name)
 	if err != nil {
 		return nil, err
 	}
+	if newer {
+		return p.fd.newerTest(x, y, a)
+	}
 	switch name {
+	case "-amin", "-atime", "-cmin", "-ctime", "-mmin", "-mtime":
+		return p.fd.timeTest(name, a)
+	case "-printf":
+		p.action = true
+		return p.fd.printfAction(a)
 	case "-name", "-iname":
 		return nameTest(a, name == "-iname")
 	case "-path", "-ipath", "-wholename":
@@ -144,8 +153,6 @@ func (p *findParser) primary() (pred, error) {
 		return typeTest(a)
 	case "-size":
 		return sizeTest(a)
-	case "-newer":
-		return p.fd.newerThan(a)
 	case "-maxdepth", "-mindepth":
 		n, err := strconv.Atoi(a)
 		if err != nil || n < 0 {
