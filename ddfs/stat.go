@@ -57,7 +57,7 @@ func newStatCmd() *cobra.Command {
 			return im.err(err)
 		}
 		var out []statJSON
-		sf := &statFormat{acc: &attrspec.Accounts{}, img: im.name}
+		sf := &statFormat{img: im.name, accounts: func() (*attrspec.Accounts, error) { return accountsOf(im.f) }}
 		for _, p := range paths {
 			in, err := im.f.Resolve(p, *follow)
 			if err != nil {
@@ -107,11 +107,16 @@ func printStatFormat(w io.Writer, sf *statFormat, f *fsys.FS, in *fsys.Inode, p,
 		}
 		target = t
 	}
+	var out string
 	if printf {
-		_, err := io.WriteString(w, sf.expand(pfmt, true, p, in, target))
-		return err
+		out = sf.expand(pfmt, true, p, in, target)
+	} else {
+		out = sf.expand(cfmt, false, p, in, target) + "\n"
 	}
-	_, err := io.WriteString(w, sf.expand(cfmt, false, p, in, target)+"\n")
+	if sf.err != nil {
+		return sf.err
+	}
+	_, err := io.WriteString(w, out)
 	return err
 }
 

@@ -16,7 +16,26 @@ import (
 // there is none. An unknown directive prints "?", as GNU's does.
 type statFormat struct {
 	acc *attrspec.Accounts
-	img string // image name, for %n and %N ("IMAGE:PATH")
+	// accounts gives acc on the first %U or %G (nil: numbers): only a
+	// format that names owners reads the image's /etc/passwd.
+	accounts func() (*attrspec.Accounts, error)
+	err      error  // accounts' failure
+	img      string // image name, for %n and %N ("IMAGE:PATH")
+}
+
+// names are the accounts %U and %G use, read on the first call.
+func (sf *statFormat) names() *attrspec.Accounts {
+	if sf.acc == nil {
+		sf.acc = &attrspec.Accounts{}
+		if sf.accounts != nil {
+			if acc, err := sf.accounts(); err != nil {
+				sf.err = err
+			} else {
+				sf.acc = acc
+			}
+		}
+	}
+	return sf.acc
 }
 
 // expand is spec with its directives replaced, and with escapes (for
@@ -116,7 +135,7 @@ func (sf *statFormat) directive(d byte, p string, in *fsys.Inode, target string)
 	case 'g':
 		return u(uint64(in.GID))
 	case 'G':
-		return s(sf.acc.GroupName(in.GID))
+		return s(sf.names().GroupName(in.GID))
 	case 'h':
 		return u(uint64(in.Nlink))
 	case 'i':
@@ -142,7 +161,7 @@ func (sf *statFormat) directive(d byte, p string, in *fsys.Inode, target string)
 	case 'u':
 		return u(uint64(in.UID))
 	case 'U':
-		return s(sf.acc.UserName(in.UID))
+		return s(sf.names().UserName(in.UID))
 	case 'w', 'x', 'y', 'z':
 		return s(gnuTime(timeOf(d, in)))
 	case 'W', 'X', 'Y', 'Z':

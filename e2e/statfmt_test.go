@@ -63,3 +63,27 @@ func TestStatFormatAgainstGNU(t *testing.T) {
 		t.Errorf("--json with -c: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestStatNamesAsLs: stat -c %U %G names owners from the image's own
+// /etc/passwd and /etc/group exactly as ls -l does (numbers for ids
+// without a name); %u %g stay numbers.
+func TestStatNamesAsLs(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "d.img"), 0)
+	must(t, run(t, dir, "ddfs", "mkdir", "d.img:/etc"), 0)
+	os.WriteFile(filepath.Join(dir, "passwd"), []byte("root:x:0:0::/root:/bin/sh\nalice:x:1234:4321::/home/a:/bin/sh\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "group"), []byte("root:x:0:\nalices:x:4321:\nops:x:77:\n"), 0o644)
+	must(t, run(t, dir, "ddfs", "cp", "passwd", "group", "d.img:/etc/"), 0)
+	for p, owner := range map[string]string{"a": "alice:alices", "b": "0:ops", "c": "55:66"} {
+		must(t, run(t, dir, "ddfs", "touch", "d.img:/"+p), 0)
+		must(t, run(t, dir, "ddfs", "chown", owner, "d.img:/"+p), 0)
+		ls := strings.Fields(must(t, run(t, dir, "ddfs", "ls", "-l", "d.img:/"+p), 0).stdout)
+		got := must(t, run(t, dir, "ddfs", "stat", "-c", "%U %G", "d.img:/"+p), 0).stdout
+		if len(ls) < 4 || got != ls[2]+" "+ls[3]+"\n" {
+			t.Errorf("%s: stat -c '%%U %%G' = %q, ls -l %q", p, got, ls)
+		}
+	}
+	if got := must(t, run(t, dir, "ddfs", "stat", "--printf", `%U:%G %u:%g\n`, "d.img:/a"), 0).stdout; got != "alice:alices 1234:4321\n" {
+		t.Errorf("stat --printf = %q", got)
+	}
+}
