@@ -57,6 +57,9 @@ func sizeFlag(fl *pflag.FlagSet, help string) func() (uint64, error) {
 		if err != nil {
 			return 0, usageErr("-b: %v", err)
 		}
+		if n == 0 { // 0 would read as no -b at all
+			return 0, usageErr("-b: size %q must be positive", *size)
+		}
 		return n, nil
 	}
 }

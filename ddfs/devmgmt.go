@@ -188,7 +188,7 @@ func deviceResize(of *openFlags, image, which, sizeArg string, stdout, stderr io
 	if sizeArg != "max" {
 		var err error
 		if size, err = units.ParseSize(sizeArg); err != nil {
-			return usageErr("size %q: %v", sizeArg, err)
+			return usageErr("%v", err) // it names the size
 		}
 		if size < mkfs.MinDeviceSize {
 			return usageErr("size %s: at least %d MiB", sizeArg, mkfs.MinDeviceSize>>20)

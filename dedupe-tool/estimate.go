@@ -110,7 +110,10 @@ func estimateOptions(blocks, chunking, compress, memory string) (dedupe.Estimate
 		o.Compress, o.Level = c, lvl
 	}
 	m, err := units.ParseSize(memory)
-	if err != nil || m < 1<<20 {
+	if err != nil {
+		return o, cli.Usagef("--memory: %v", err)
+	}
+	if m < 1<<20 {
 		return o, cli.Usagef("--memory: want a size of at least 1M")
 	}
 	o.Memory = int(m)

@@ -94,6 +94,39 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+// TestSizeFlags: a size of 0 where a size must be given is refused, not
+// taken as no size, and a size past int64 is refused as too large on
+// every tool (it was wrapped: "-9223372036854775808 must be positive").
+func TestSizeFlags(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "d.img"), 0)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mkfs.ddfs", "-q", "-b", "0", "z.img"}, `-b: size "0" must be positive`},
+		{[]string{"mkfs.ddfs", "-q", "-b", "8E", "z.img"}, `-b: size "8E" is too large`},
+		{[]string{"mkfs.ddfs", "-q", "-b", "9E", "z.img"}, `-b: size "9E" is too large`},
+		{[]string{"mkfs.ddfs", "-q", "-b", "128M", "z.img:bandwidth=16E"}, `size "16E" is too large`},
+		{[]string{"mkfs.ddfs", "-q", "-b", "128M", "--small-data-max", "8E", "z.img"}, `size "8E" is too large`},
+		{[]string{"ddfs", "device", "resize", "d.img", "1", "8E"}, `size "8E" is too large`},
+		{[]string{"ddfs", "device", "add", "-b", "8E", "d.img", "z.img"}, `-b: size "8E" is too large`},
+		{[]string{"ddfs", "device", "add", "-b", "0", "d.img", "z.img"}, `-b: size "0" must be positive`},
+		{[]string{"trimtool", "-o", "8E", "d.img"}, `-o: size "8E" is too large`},
+		{[]string{"trimtool", "-l", "9223372036854775808", "d.img"}, `-l: size "9223372036854775808" is too large`},
+		{[]string{"dedupe-tool", "estimate", "--memory", "8E", "d.img"}, `--memory: size "8E" is too large`},
+		{[]string{"dedupe-tool", "run", "--min-size", "8E", "d.img"}, `--min-size: size "8E" is too large`},
+	} {
+		r := run(t, dir, c.args[0], c.args[1:]...)
+		if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, c.args[0]+": ") || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error saying %s", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "z.img")); !os.IsNotExist(err) {
+		t.Errorf("a refused size left z.img: %v", err)
+	}
+}
+
 // TestStatsJSONEveryTool: --stats=json prints one JSON object on stderr
 // with the I/O of every device, the same keys on every tool.
 func TestStatsJSONEveryTool(t *testing.T) {

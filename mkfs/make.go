@@ -98,6 +98,9 @@ func makeFS(args []string, stdout, stderr io.Writer, f flagValues) error {
 		if o.ByteCount, err = units.ParseSize(f.byteCount); err != nil {
 			return cli.Usagef("-b: %v", err)
 		}
+		if o.ByteCount == 0 { // 0 would read as no -b at all
+			return cli.Usagef("-b: size %q must be positive", f.byteCount)
+		}
 	}
 	if f.uuid != "" {
 		u, err := uuid.Parse(f.uuid)

@@ -74,7 +74,10 @@ func (s *DeviceSpec) Set(key, value string) error {
 		s.SeekSpeed = &n
 	case "bandwidth":
 		n, err := units.ParseSize(value)
-		if err != nil || n == 0 {
+		if err != nil {
+			return fmt.Errorf("bandwidth=%s: %v", value, err)
+		}
+		if n == 0 {
 			return fmt.Errorf("bandwidth=%s: want bytes per second, e.g. 150M", value)
 		}
 		s.Bandwidth = &n

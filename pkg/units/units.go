@@ -4,6 +4,7 @@ package units
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -11,7 +12,13 @@ import (
 
 var suffixes = []string{"", "K", "M", "G", "T", "P", "E"}
 
-// ParseSize parses "4096", "64K", "1.5G", "1TiB". Suffixes are powers of 1024.
+// MaxSize is the largest size ParseSize takes: file sizes and offsets
+// are int64 (off_t), and every size the tools take names bytes of a file
+// or a device.
+const MaxSize = math.MaxInt64
+
+// ParseSize parses "4096", "64K", "1.5G", "1TiB". Suffixes are powers of
+// 1024. A size past MaxSize is refused as too large, never wrapped.
 func ParseSize(s string) (uint64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
@@ -28,21 +35,24 @@ func ParseSize(s string) (uint64, error) {
 	if t == "" {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
+	tooLarge := func() error {
+		return fmt.Errorf("size %q is too large (the limit is %d bytes, 8E - 1)", s, uint64(MaxSize))
+	}
 	if v, err := strconv.ParseUint(t, 10, 64); err == nil {
-		if shift > 0 && bits.LeadingZeros64(v) < shift {
-			return 0, fmt.Errorf("size %q is too large", s)
+		if bits.LeadingZeros64(v) < shift || v<<shift > MaxSize {
+			return 0, tooLarge()
 		}
 		return v << shift, nil
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 {
+	if err != nil || !(f >= 0) { // !(f >= 0): NaN too
 		return 0, fmt.Errorf("invalid size %q (want a number with an optional K, M, G, T suffix)", s)
 	}
-	v := f * float64(uint64(1)<<shift)
-	if v >= 1<<64 {
-		return 0, fmt.Errorf("size %q is too large", s)
+	// float64(MaxSize) rounds up to 2^63: v below it fits.
+	if v := f * float64(uint64(1)<<shift); v < float64(MaxSize) {
+		return uint64(v), nil
 	}
-	return uint64(v), nil
+	return 0, tooLarge()
 }
 
 // Human prints n with a binary suffix and two decimals: "1.00GiB".

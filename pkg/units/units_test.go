@@ -1,6 +1,7 @@
 package units
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,10 +30,27 @@ func TestParseSize(t *testing.T) {
 		{"-1", 0, false},
 		{"12X", 0, false},
 		{"20E", 0, false},
+		{"7E", 7 << 60, true},
+		{"7.5E", 15 << 59, true},
+		{"8191P", 8191 << 50, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"NaN", 0, false},
+		{"0", 0, true},
 	} {
 		got, err := ParseSize(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestParseSizeTooLarge: a size past int64 (a file's size, an offset) is
+// refused as too large, never wrapped to a negative size downstream.
+func TestParseSizeTooLarge(t *testing.T) {
+	for _, in := range []string{"8E", "8EiB", "8.0E", "9E", "15E", "16E", "8192P", "9223372036854775808", "18446744073709551615", "18446744073709551616", "1e30", "inf"} {
+		got, err := ParseSize(in)
+		if err == nil || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("ParseSize(%q) = %d, %v; want too large", in, got, err)
 		}
 	}
 }
