@@ -29,7 +29,7 @@ var extraDevices []string
 
 // newRoot is the command tree; each command lives in its own file.
 func newRoot() *cobra.Command {
-	root := cli.NewRoot("dedupe-tool", "manage dedupe of a ddfs image: settings, status, estimates, offline dedupe, the index", "")
+	root := cli.NewRoot("dedupe-tool", "manage dedupe of a ddfs image: settings, status, estimates, offline dedupe, the index", "V")
 	root.Example = `  dedupe-tool status --json backup.img
   dedupe-tool enable --block 64K --hash blake3 backup.img
   dedupe-tool estimate --json ./backups

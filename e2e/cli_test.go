@@ -12,14 +12,15 @@ import (
 	"github.com/ddfs/ddfs/pkg/cli"
 )
 
-// TestVersionEveryTool: --version on every tool (and -V on mkfs.ddfs and
-// fsck.ddfs, as mke2fs and e2fsck) prints "TOOL RELEASE..." and exits 0.
+// TestVersionEveryTool: --version and -V (as mke2fs, e2fsck and fstrim)
+// on every tool print "TOOL RELEASE..." and exit 0.
 func TestVersionEveryTool(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range [][]string{
-		{"ddfs", "--version"}, {"mkfs.ddfs", "--version"}, {"mkfs.ddfs", "-V"}, {"fsck.ddfs", "--version"},
-		{"fsck.ddfs", "-V"}, {"trimtool", "--version"}, {"dedupe-tool", "--version"},
-	} {
+	var cases [][]string
+	for _, tool := range []string{"ddfs", "mkfs.ddfs", "fsck.ddfs", "trimtool", "dedupe-tool"} {
+		cases = append(cases, []string{tool, "--version"}, []string{tool, "-V"})
+	}
+	for _, c := range cases {
 		r := must(t, run(t, dir, c[0], c[1:]...), 0)
 		if !strings.HasPrefix(r.stdout, c[0]+" "+cli.Release) || strings.Count(r.stdout, "\n") != 1 {
 			t.Errorf("%v: %q", c, r.stdout)

@@ -43,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // newRoot is trimtool (trim, as fstrim) with its policy subcommand.
 func newRoot() *cobra.Command {
-	c := cli.NewRoot("trimtool [options] DEVICE... [--from FILE]", "discard the free space of a ddfs filesystem offline (as fstrim)", "")
+	c := cli.NewRoot("trimtool [options] DEVICE... [--from FILE]", "discard the free space of a ddfs filesystem offline (as fstrim)", "V")
 	c.Example = strings.TrimRight(examples, "\n")
 	c.Long = batch.MemoryHelp
 	c.Annotations = map[string]string{cli.ExitCodesKey: "0 every set trimmed, 1 a set failed (the count is printed), 2 usage error"}

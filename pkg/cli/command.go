@@ -73,8 +73,8 @@ func ExitCodes(c *cobra.Command) string {
 // NewRoot returns the root command of a tool: errors are returned to
 // Execute (which prints them as one line), flag errors are usage errors,
 // an unknown command suggests the nearest one, and --version prints
-// Version. versionShort is "V" for mkfs.ddfs and fsck.ddfs (as mke2fs and
-// e2fsck), "" for none.
+// Version. versionShort is "V" on every tool (as mke2fs, e2fsck and
+// fstrim), "" for none.
 func NewRoot(use, short, versionShort string) *cobra.Command {
 	c := &cobra.Command{
 		Use:           use,
