@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"io/fs"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -11,33 +12,81 @@ import (
 )
 
 func newCatCmd() *cobra.Command {
-	c, _, of := newCmd("cat IMAGE:PATH...", "print files", "  ddfs cat disk.img:/etc/hostname\n")
+	c, _, of := newCmd("cat IMAGE:PATH|-...\n\n\"-\" is stdin, read to its end, as GNU cat.", "print files",
+		"  ddfs cat disk.img:/etc/hostname\n  echo '# local' | ddfs cat - disk.img:/etc/hosts   # - is stdin\n")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		stdout := c.OutOrStdout()
-		im, paths, err := openOperands(of, args, false)
-		if err != nil {
+		return catOperands(of, args, c.InOrStdin(), c.OutOrStdout())
+	}
+	return c
+}
+
+// catOperands prints each operand in order: IMAGE:PATH (a pattern
+// expanded in its place) or "-", stdin.
+func catOperands(of *openFlags, args []string, stdin io.Reader, stdout io.Writer) error {
+	files := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-" })
+	var im *image
+	var paths []string
+	if len(files) > 0 || len(args) == 0 { // no operand at all: its usage error
+		var err error
+		if im, paths, err = openOperands(of, files, false); err != nil {
 			return err
 		}
 		defer im.close()
-		if paths, err = expandPaths(im, paths, nil); err != nil {
-			return im.err(err)
-		}
-		buf := make([]byte, 1<<20)
-		for _, p := range paths {
-			in, err := im.f.Resolve(p, true)
-			if err != nil {
-				return im.err(err)
-			}
-			if in.IsDir() {
-				return im.err(pathErr("cat", p, syscall.EISDIR))
-			}
-			if err := writeFile(im, in, p, stdout, buf); err != nil {
+	}
+	buf := make([]byte, 1<<20)
+	for _, a := range args {
+		if a == "-" {
+			if err := copyStdin(stdout, stdin, buf); err != nil {
 				return err
 			}
+			continue
 		}
-		return nil
+		p := paths[0]
+		paths = paths[1:]
+		if err := catPath(im, p, stdout, buf); err != nil {
+			return err
+		}
 	}
-	return c
+	return nil
+}
+
+// catPath prints the file (or the files a pattern matches) at image path p.
+func catPath(im *image, p string, w io.Writer, buf []byte) error {
+	ps, err := expandPaths(im, []string{p}, nil)
+	if err != nil {
+		return im.err(err)
+	}
+	for _, p := range ps {
+		in, err := im.f.Resolve(p, true)
+		if err != nil {
+			return im.err(err)
+		}
+		if in.IsDir() {
+			return im.err(pathErr("cat", p, syscall.EISDIR))
+		}
+		if err := writeFile(im, in, p, w, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyStdin copies r to w through buf; a read error names "-".
+func copyStdin(w io.Writer, r io.Reader, buf []byte) error {
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &fs.PathError{Op: "read", Path: "-", Err: err}
+		}
+	}
 }
 
 // writeFile streams file in (image path p) to w through buf: holes as

@@ -95,6 +95,28 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+// TestCatStdin: "-" is stdin in ddfs cat, as in GNU cat: alone, and
+// between image files in operand order.
+func TestCatStdin(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "d.img"), 0)
+	must(t, runIn(t, dir, []byte("file\n"), "ddfs", "cp", "-", "d.img:/f"), 0)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-"}, "in\n"},
+		{[]string{"-", "d.img:/f"}, "in\nfile\n"},
+		{[]string{"d.img:/f", "-", "d.img:/f"}, "file\nin\nfile\n"},
+		{[]string{"d.img:/f", "-", "-"}, "file\nin\n"}, // stdin is at its end the second time
+		{[]string{"-", "d.img:/f*"}, "in\nfile\n"},
+	} {
+		if r := must(t, runIn(t, dir, []byte("in\n"), "ddfs", append([]string{"cat"}, c.args...)...), 0); r.stdout != c.want {
+			t.Errorf("cat %v: %q, want %q", c.args, r.stdout, c.want)
+		}
+	}
+}
+
 // TestSizeFlags: a size of 0 where a size must be given is refused, not
 // taken as no size, and a size past int64 is refused as too large on
 // every tool (it was wrapped: "-9223372036854775808 must be positive").
