@@ -9,7 +9,7 @@ FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
 FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x
 
-.PHONY: all build test test-unit fuzz race bench demo testimages damaged clean vet stress mutants man test-fuse-suites test-fuse-ci
+.PHONY: all build test test-unit fuzz fuzz-list race bench demo testimages damaged clean vet stress mutants man test-fuse-suites test-fuse-ci
 
 # Crash/fault stress until the budget ends; failing seeds land in
 # pkg/crashtest/testdata/ and are replayed by make test from then on.
@@ -47,19 +47,32 @@ race:
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 	$(GO) test -race -count=1 -run 'TestConcurrentOps' ./pkg/fusefs/
 
-# Every fuzz target of every package (found by name in the _test.go files),
-# each with its count from FUZZCOUNTS or FUZZTIME. Each starts from its seeds
-# (f.Add, testdata/fuzz), not from the corpus earlier runs cached: replaying a
-# cache that grows with every run would make make test slower each time.
+# The fuzz targets of the module's own packages, "PACKAGE TARGET" a line:
+# go list names the packages and their test files (not a grep of the tree,
+# which found copies such as demo/_out-pkg), go test -list the targets of
+# those whose test files define one.
+FUZZ_LIST = pkgs=$$($(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$.Dir}}/{{.}}{{end}}' ./...) || exit 1; \
+	printf '%s\n' "$$pkgs" | while read -r pkg files; do \
+		[ -n "$$files" ] && grep -q '^func Fuzz' $$files || continue; \
+		out=$$($(GO) test -list '^Fuzz' $$pkg) || { printf '%s\n' "$$out" >&2; exit 1; }; \
+		printf '%s\n' "$$out" | sed -n "s|^\(Fuzz.*\)|$$pkg \1|p"; \
+	done
+
+fuzz-list:
+	@$(FUZZ_LIST)
+
+# Every fuzz target (fuzz-list), each with its count from FUZZCOUNTS or
+# FUZZTIME. Each starts from its seeds (f.Add, testdata/fuzz), not from
+# the corpus earlier runs cached: replaying a cache that grows with every
+# run would make make test slower each time.
 fuzz:
 	@cache=$$($(GO) env GOCACHE)/fuzz; \
-	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
-		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			n=$(FUZZTIME); for c in $(FUZZCOUNTS); do [ "$${c%%=*}" = "$$t" ] && n=$${c#*=}; done; \
-			rm -rf "$$cache/$$($(GO) list $$pkg)/$$t"; \
-			echo "fuzz $$pkg $$t ($$n)"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
-		done; \
+	list=$$($(FUZZ_LIST)) && [ -n "$$list" ] || { echo "fuzz: no fuzz targets found" >&2; exit 1; }; \
+	printf '%s\n' "$$list" | while read -r pkg t; do \
+		n=$(FUZZTIME); for c in $(FUZZCOUNTS); do [ "$${c%%=*}" = "$$t" ] && n=$${c#*=}; done; \
+		rm -rf "$$cache/$$pkg/$$t"; \
+		echo "fuzz $$pkg $$t ($$n)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $$n -fuzzminimizetime=0 $$pkg || exit 1; \
 	done
 
 # Foreign suites on a FUSE mount (ddfs mount), not in make test: go test of
