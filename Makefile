@@ -35,8 +35,12 @@ vet:
 
 # Every test: unit, property, golden, end-to-end (built binaries), and a
 # short run of each fuzz target. Expensive invariant checks are on (tag ddfs_invariants).
+# .ci/testreport.go prints what go test prints, then each skipped test and
+# why; under CI=true a skip not in .ci/skips-allowed fails the run
+# (pipefail: a failed test fails it as before).
+test: SHELL := /bin/bash
 test: build vet
-	$(GO) test -tags ddfs_invariants -count=1 -timeout 30m ./...
+	set -o pipefail; $(GO) test -json -tags ddfs_invariants -count=1 -timeout 30m ./... | $(GO) run .ci/testreport.go
 	$(MAKE) race
 	$(MAKE) fuzz
 
