@@ -59,18 +59,28 @@ func TestDedupeToolRunKill9(t *testing.T) {
 	if want > 7<<20 { // one copy of x, sector-rounded blocks
 		t.Fatalf("uninterrupted run leaves %v bytes", want)
 	}
-	for _, delay := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond} {
+	// 0: as soon as it writes the image, so one kill comes mid-run
+	// however loaded the machine (a 5 ms kill came before it started).
+	for _, delay := range []time.Duration{0, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond} {
 		dir := t.TempDir()
 		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "-r", filepath.Join(base, "src"), "disk.img"), 0)
 		cmd := exec.Command(filepath.Join(binDir, "dedupe-tool"), "run", "disk.img")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "DDFS_BATCH_NODES=8")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		written := modified(t, filepath.Join(dir, "disk.img"))
+		p := startProc(t, cmd)
+		if delay == 0 {
+			if !p.until(t, "dedupe-tool writes the image", written) {
+				t.Fatalf("dedupe-tool run ended without writing: %v", p.wait())
+			}
+		} else {
+			select {
+			case <-p.done:
+			case <-time.After(delay):
+			}
 		}
-		time.Sleep(delay)
 		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		p.wait()
 		must(t, run(t, dir, "fsck.ddfs", "--check-data", "disk.img"), 0)
 		for n, d := range files {
 			if got := must(t, run(t, dir, "ddfs", "cat", "disk.img:/"+n), 0).stdout; got != string(d) {

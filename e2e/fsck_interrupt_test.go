@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 )
 
 func init() { extraBinaries["fsckdamage"] = "../bench/fsckdamage" }
@@ -90,8 +89,9 @@ func TestFsckInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gen0 := generation(t, filepath.Join(dir, "base.img"))
 	mid := 0
-	for _, delay := range []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond, 2400 * time.Millisecond} {
+	for _, commits := range []uint64{2, 20, 200} {
 		if mid > 0 {
 			break // one interrupt between commits is what the test needs
 		}
@@ -103,19 +103,20 @@ func TestFsckInterrupted(t *testing.T) {
 		cmd.Env = append(os.Environ(), "DDFS_BATCH_NODES=1")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
+		fsck := startProc(t, cmd)
+		// SIGINT once the repair committed some fixes, not at a time: a
+		// loaded machine may not have started repairing by then.
+		fsck.until(t, fmt.Sprintf("fsck -y commits %d times", commits), reaches(t, filepath.Join(dir, "base.img"), gen0+commits))
 		cmd.Process.Signal(syscall.SIGINT)
-		err := cmd.Wait()
+		err := fsck.wait()
+		when := fmt.Sprintf("commit %d", commits)
 		code := cmd.ProcessState.ExitCode()
 		if code == 1 {
-			t.Logf("SIGINT at %v: the repair was done", delay)
+			t.Logf("SIGINT after %s: the repair was done", when)
 			continue
 		}
 		if code != 32 {
-			t.Fatalf("after SIGINT at %v: exit %d (%v), want 32: %s", delay, code, err, stderr.String())
+			t.Fatalf("SIGINT after %s: exit %d (%v), want 32: %s", when, code, err, stderr.String())
 		}
 		// Nothing half-done: only the damage, some of it maybe fixed.
 		left := fsckProblems(t, run(t, dir, "fsck.ddfs", "--json", "--check-data", "base.img"))
@@ -126,13 +127,13 @@ func TestFsckInterrupted(t *testing.T) {
 				nlink++
 			case "DATA_COPY_BAD":
 			default:
-				t.Fatalf("after SIGINT at %v: %s %+v, a problem the damaged image did not have", delay, p.Code, p)
+				t.Fatalf("SIGINT after %s: %s %+v, a problem the damaged image did not have", when, p.Code, p)
 			}
 		}
 		if nlink > 0 && nlink < interruptDamage {
 			mid++
 		}
-		t.Logf("SIGINT at %v: %d of %d NLINK left, %d problems", delay, nlink, interruptDamage, len(left))
+		t.Logf("SIGINT after %s: %d of %d NLINK left, %d problems", when, nlink, interruptDamage, len(left))
 		want := 1
 		if len(left) == 0 {
 			want = 0

@@ -249,15 +249,17 @@ func TestMkfsInterrupted(t *testing.T) {
 		t.Skip("no large tree to copy")
 	}
 	dir := t.TempDir()
+	// The signal goes once mkfs writes the image: its handler is set
+	// and the file it made recorded before it writes a block.
 	start := func(img string, sig syscall.Signal) error {
 		cmd := exec.Command(filepath.Join(binDir, "mkfs.ddfs"), "-q", "-b", "1G", "-r", src, img)
 		cmd.Dir = dir
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		p := startProc(t, cmd)
+		if !p.until(t, "mkfs writes "+img, hasBlocks(filepath.Join(dir, img))) {
+			t.Fatalf("mkfs ended before it wrote %s: %v", img, p.wait())
 		}
-		time.Sleep(100 * time.Millisecond)
 		cmd.Process.Signal(sig)
-		return cmd.Wait()
+		return p.wait()
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		err := start("new.img", sig)
@@ -304,22 +306,22 @@ func ignoringSIGINT(name string, args ...string) *exec.Cmd {
 	return exec.Command("sh", append([]string{"-c", `trap "" INT; exec "$0" "$@"`, name}, args...)...)
 }
 
-// signalUntilExit starts cmd and sends it sig every few milliseconds
-// until it exits, so some signal lands whatever the run's phase; it
-// returns cmd's Wait error.
+// signalUntilExit starts cmd, one of ignoringSIGINT, and once sh has
+// exec'd the tool (its trap was set: a signal before it would kill sh)
+// sends it sig every few milliseconds until it exits, so some signal
+// lands whatever the run's phase; it returns cmd's Wait error.
 func signalUntilExit(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) error {
 	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	p := startProc(t, cmd)
+	if !p.until(t, "sh execs "+cmd.Args[3], p.isExe(cmd.Args[3])) {
+		t.Fatalf("%s ended before it was signalled: %v", cmd.Args[3], p.wait())
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-done:
-			return err
+		case <-p.done:
+			return p.err
 		case <-tick.C:
 			cmd.Process.Signal(sig)
 		}
