@@ -96,13 +96,17 @@ func serve(of *openFlags, img, dir string, mo fusefs.Options) error {
 	}
 	mo.Name = img
 	mo.Log = log.New(os.Stderr, "ddfs: mount: "+img+": ", 0)
+	// Caught from before the mount appears: a Ctrl-C as soon as it is
+	// there unmounts and commits (it used to kill the server, leaving a
+	// dead mount, until the handler came a moment later).
+	sigs := make(chan os.Signal, 1)
+	cli.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	s, err := fusefs.Mount(dir, im.f, mo)
 	if err != nil {
+		signal.Stop(sigs)
 		im.close()
 		return fmt.Errorf("%s: %w", img, err)
 	}
-	sigs := make(chan os.Signal, 1)
-	cli.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		for range sigs {
 			// Busy (a process inside): say so and keep serving.

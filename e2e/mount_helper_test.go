@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // needFUSE skips a test only where the kernel has no FUSE (/dev/fuse
@@ -32,6 +34,7 @@ type mounted struct {
 	stderr *bytes.Buffer
 	done   chan struct{}
 	gone   bool
+	dev    string // the mount's device, "0:N" (mountinfo): FUSE connection N
 }
 
 // mountImage mounts image (in wd) on a new directory and waits until the
@@ -51,7 +54,10 @@ func mountImage(t *testing.T, wd, image string, args ...string) *mounted {
 		t.Fatal(err)
 	}
 	go func() { m.cmd.Wait(); close(m.done) }()
-	for deadline := time.Now().Add(20 * time.Second); !isMountPoint(dir); {
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if m.dev = mountDev(dir); m.dev != "" {
+			break
+		}
 		select {
 		case <-m.done:
 			t.Fatalf("ddfs mount exited: %v\n%s", m.cmd.ProcessState, m.stderr)
@@ -65,7 +71,6 @@ func mountImage(t *testing.T, wd, image string, args ...string) *mounted {
 	}
 	t.Cleanup(func() {
 		if !m.gone {
-			exec.Command("fusermount3", "-u", "-z", dir).Run()
 			m.kill()
 		}
 	})
@@ -73,17 +78,20 @@ func mountImage(t *testing.T, wd, image string, args ...string) *mounted {
 }
 
 // isMountPoint reports whether dir is a mount point (in mountinfo).
-func isMountPoint(dir string) bool {
+func isMountPoint(dir string) bool { return mountDev(dir) != "" }
+
+// mountDev is the device ("major:minor") mounted on dir, "" if none.
+func mountDev(dir string) string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return false
+		return ""
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(l); len(f) > 4 && f[4] == dir {
-			return true
+			return f[2]
 		}
 	}
-	return false
+	return ""
 }
 
 func (m *mounted) path(p string) string { return filepath.Join(m.dir, p) }
@@ -118,16 +126,40 @@ func (m *mounted) wait(code int) {
 	}
 	m.gone = true
 	if got := m.cmd.ProcessState.ExitCode(); got != code {
+		exec.Command("fusermount3", "-u", "-z", m.dir).Run() // a dead server's mount
 		m.t.Fatalf("ddfs mount exit %d, want %d\n%s", got, code, m.stderr)
 	}
 }
 
 // kill9 kills the server (no commit) and cleans the dead mount up.
+// Killed while one of its threads held a request of its own (the stat
+// of its mount point as it starts, the flush of a file it had open
+// there as it exits), the server would never exit: the kernel waits
+// for that answer. A forced unmount (root) aborts the connection,
+// failing it (SIGKILL already stopped the server's code); with the
+// mount already gone, fusectl does.
 func (m *mounted) kill() {
 	m.cmd.Process.Signal(syscall.SIGKILL)
-	<-m.done
+	unix.Unmount(m.dir, unix.MNT_FORCE|unix.MNT_DETACH)
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		abortFUSE(m.dev)
+		<-m.done
+	}
 	m.gone = true
 	exec.Command("fusermount3", "-u", "-z", m.dir).Run()
+}
+
+// abortFUSE aborts the FUSE connection of device dev ("0:N") through
+// fusectl, mounted for it where it is not (root only).
+func abortFUSE(dev string) {
+	_, n, _ := strings.Cut(dev, ":")
+	const ctl = "/sys/fs/fuse/connections"
+	if _, err := os.Stat(filepath.Join(ctl, n)); err != nil && unix.Mount("fusectl", ctl, "fusectl", 0, "") == nil {
+		defer unix.Unmount(ctl, 0)
+	}
+	os.WriteFile(filepath.Join(ctl, n, "abort"), []byte("1"), 0)
 }
 
 // fsckClean runs fsck.ddfs on image and fails unless it is clean.

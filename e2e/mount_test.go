@@ -263,6 +263,37 @@ func TestMountUnmountCommits(t *testing.T) {
 	}
 }
 
+// TestMountInterruptAtStart: SIGINT the moment the mount appears (as a
+// Ctrl-C may come) unmounts, commits and exits 0, as it does later: the
+// server catches it from before it mounts. It used to catch it only a
+// moment after, and die of it meanwhile, leaving a dead mount.
+func TestMountInterruptAtStart(t *testing.T) {
+	needFUSE(t)
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "a.img"), 0)
+	for i := 0; i < 5; i++ {
+		mnt := filepath.Join(dir, fmt.Sprint("mnt", i))
+		os.Mkdir(mnt, 0o755)
+		cmd := exec.Command(filepath.Join(binDir, "ddfs"), "mount", "--foreground", "a.img", mnt)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		p := startProc(t, cmd)
+		if !p.until(t, "the mount appears", func() bool { return isMountPoint(mnt) }) {
+			t.Fatalf("ddfs mount ended before mounting: %v\n%s", p.wait(), stderr.String())
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		if err := p.wait(); err != nil {
+			unix.Unmount(mnt, unix.MNT_FORCE|unix.MNT_DETACH)
+			t.Fatalf("SIGINT as the mount appeared (round %d): %v, want exit 0\n%s", i, err, stderr.String())
+		}
+		if isMountPoint(mnt) {
+			t.Fatalf("%s still mounted after the server exited", mnt)
+		}
+	}
+	fsckClean(t, dir, "a.img")
+}
+
 // TestMountBackground: without --foreground, ddfs mount returns once the
 // mount is up, and a bad image fails in the caller with the reason.
 func TestMountBackground(t *testing.T) {
