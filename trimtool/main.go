@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +47,7 @@ func newRoot() *cobra.Command {
 	c := cli.NewRoot("trimtool [options] DEVICE... [--from FILE]", "discard the free space of a ddfs filesystem offline (as fstrim)", "V")
 	c.Example = strings.TrimRight(examples, "\n")
 	c.Long = batch.MemoryHelp
-	c.Annotations = map[string]string{cli.ExitCodesKey: "0 every set trimmed, 1 a set failed (the count is printed), 2 usage error"}
+	c.Annotations = map[string]string{cli.ExitCodesKey: "0 every set trimmed, 1 a set failed (the count is printed), 2 usage error, 4 a set's allocation metadata and trees disagree: only the space both call free was trimmed, the rest is listed; run fsck.ddfs (codes of several sets are ORed, as fsck(8))"}
 	c.Args = cobra.ArbitraryArgs
 	var f trimFlags
 	f.add(c.Flags())
@@ -124,8 +125,16 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 	}
 	res, err := trim.Run(fs, o)
 	bar.Done()
-	if err != nil {
+	disagree := errors.Is(err, trim.ErrDisagree)
+	if err != nil && !disagree {
 		return fmt.Errorf("%s: %w", args[0], err) // which set -o is past the end of
+	}
+	for _, d := range res.Disagree {
+		fmt.Fprintf(stderr, "trimtool: %s: %s\n", args[0], d)
+	}
+	if disagree {
+		// Pending discard records stay: the space they name is disputed.
+		return trimReport(stdout, args[0], res, f, ioStats(fs, stderr, args[0], f, inBatch), inBatch, cli.ExitUncorrected)
 	}
 	if !o.DryRun && o.Offset == 0 && o.Length == 0 && o.Minimum == 0 {
 		// Everything free is discarded: pending records are done.
@@ -133,20 +142,37 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 			return err
 		}
 	}
-	io := inspect.MaybePrintIOStats(batch.Named(stderr, args[0], inBatch), fs, string(f.stats))
+	return trimReport(stdout, args[0], res, f, ioStats(fs, stderr, args[0], f, inBatch), inBatch, cli.ExitOK)
+}
+
+// ioStats prints --stats and returns the I/O figures for --json.
+func ioStats(fs *store.FS, stderr io.Writer, image string, f *trimFlags, inBatch bool) []inspect.DeviceIO {
+	return inspect.MaybePrintIOStats(batch.Named(stderr, image, inBatch), fs, string(f.stats))
+}
+
+// trimReport prints a set's report and ends it with code: 4
+// (cli.ExitUncorrected) when the metadata disagreed.
+func trimReport(stdout io.Writer, image string, res *trim.Result, f *trimFlags, stats []inspect.DeviceIO, inBatch bool, code int) error {
 	if f.asJSON {
 		v := struct {
-			DryRun  bool                `json:"dry_run"`
-			Devices []trim.DeviceResult `json:"devices"`
-			IO      []inspect.DeviceIO  `json:"io,omitempty"`
-		}{f.dry, res, io}
+			DryRun   bool                `json:"dry_run"`
+			Devices  []trim.DeviceResult `json:"devices"`
+			Disagree []string            `json:"disagree,omitempty"`
+			Kept     uint64              `json:"kept_bytes,omitempty"`
+			IO       []inspect.DeviceIO  `json:"io,omitempty"`
+		}{f.dry, res.Devices, res.Disagree, res.Kept, stats}
 		if inBatch {
-			return batch.JSONLine(stdout, args[0], cli.ExitOK, v)
+			if err := batch.JSONLine(stdout, image, code, v); err != nil {
+				return err
+			}
+		} else if err := cli.JSON(stdout, v); err != nil {
+			return err
 		}
-		return cli.JSON(stdout, v)
+	} else if f.verbose && !f.quiet {
+		printTrim(stdout, image, res.Devices, f.dry, inBatch)
 	}
-	if f.verbose && !f.quiet {
-		printTrim(stdout, args[0], res, f.dry, inBatch)
+	if code != cli.ExitOK {
+		return &cli.CodeError{Code: code, Err: fmt.Errorf("%s: %w", image, trim.ErrDisagree)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -19,8 +20,10 @@ type Tool struct {
 }
 
 // Each runs fn over the plan's sets and returns the command's error: the
-// one set's, as before batch runs, or a CodeError exit 1 after a line
-// counting the sets that failed. fn writes a set's report to stdout and
+// one set's, as before batch runs, or a CodeError after a line counting
+// the sets that failed: exit 1, or the sets' own codes ORed when a set
+// ended with a cli.CodeError (trimtool's 4; its report is its own, so it
+// gets no error line on stdout). fn writes a set's report to stdout and
 // stderr (its buffers) and returns the error that ended it.
 func (t Tool) Each(plan *Plan, cfg Config, fn func(ctx context.Context, s *Set, stdout, stderr io.Writer) error) (Summary, error) {
 	ctx, stop := SignalContext()
@@ -28,6 +31,12 @@ func (t Tool) Each(plan *Plan, cfg Config, fn func(ctx context.Context, s *Set, 
 	var single error // the one set's error: cli.Execute reports it
 	sum := Run(ctx, cfg, plan.Sets, func(ctx context.Context, s *Set, out *Out) (int, error) {
 		err := fn(ctx, s, &out.Stdout, &out.Stderr)
+		code := cli.ExitError
+		var ce *cli.CodeError
+		own := errors.As(err, &ce)
+		if own {
+			code = ce.Code
+		}
 		switch {
 		case err == nil:
 			return cli.ExitOK, nil
@@ -35,24 +44,25 @@ func (t Tool) Each(plan *Plan, cfg Config, fn func(ctx context.Context, s *Set, 
 			single = err
 		default:
 			fmt.Fprintf(&out.Stderr, "%s: %s: %s\n", t.Prog, s.Path(), Reason(ctx, s.Path(), err))
-			if t.JSON {
+			if t.JSON && !own {
 				ErrorLine(ctx, &out.Stdout, s.Path(), cli.ExitError, err)
 			}
 		}
-		return cli.ExitError, err
+		return code, err
 	})
 	if !plan.Batch && !sum.Interrupted {
 		return sum, single
 	}
-	failed := 0
+	failed, code := 0, 0
 	for _, c := range sum.Codes {
 		if c != cli.ExitOK {
 			failed++
+			code |= c
 		}
 	}
 	if failed > 0 {
 		fmt.Fprintf(cfg.Stderr, "%s: %d of %d sets not %s%s\n", t.Prog, failed, len(sum.Codes), t.Failed, Note(plan, sum))
-		return sum, &cli.CodeError{Code: cli.ExitError}
+		return sum, &cli.CodeError{Code: code}
 	}
 	return sum, nil
 }

@@ -24,6 +24,9 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
+	// ExitUncorrected is fsck(8)'s 4, "problems left uncorrected": a
+	// writing tool that found damage it kept its hands off (run fsck).
+	ExitUncorrected = 4
 )
 
 // UsageError marks a bad command line (exit 2).

@@ -78,10 +78,27 @@ func (fs *FS) blockGroup(logical uint64) *BlockGroup {
 }
 
 // loadFree builds a block group's free-space map from the committed
-// extent tree. Reading only committed nodes makes this safe in the middle
-// of a tree operation; extents allocated by the running transaction are
-// never in a group that was not loaded before they were allocated.
+// extent tree and holds it against the other trees (verifyFree): space
+// they use is never handed out. Reading only committed nodes makes this
+// safe in the middle of a tree operation; extents allocated by the
+// running transaction are never in a group that was not loaded before
+// they were allocated.
 func (fs *FS) loadFree(bg *BlockGroup) error {
+	free, err := fs.rawFree(bg)
+	if err != nil {
+		return err
+	}
+	if err := fs.verifyFree(bg, free); err != nil {
+		return err
+	}
+	// Pinned ranges of this transaction are still in the committed tree,
+	// so they count as used here, as they must until the commit.
+	bg.free = free
+	return nil
+}
+
+// rawFree is the block group's free space per the extent tree alone.
+func (fs *FS) rawFree(bg *BlockGroup) (*alloc.RangeSet, error) {
 	free := &alloc.RangeSet{}
 	c := bg.Chunk
 	_ = free.Add(c.Logical, c.Length)
@@ -105,13 +122,10 @@ func (fs *FS) loadFree(bg *BlockGroup) error {
 			return true, nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// Pinned ranges of this transaction are still in the committed tree,
-	// so they count as used here, as they must until the commit.
-	bg.free = free
-	return nil
+	return free, nil
 }
 
 // chunkSizes are the wanted stripe sizes per chunk type (capped at a
@@ -312,14 +326,17 @@ func (tx *Txn) FreeData(logical, n uint64, allocatedNow bool) error {
 var _ btree.Store = (*Txn)(nil)
 
 // FreeRanges returns the free logical ranges of a block group as of the
-// committed state (trimtool discards them).
+// committed state per the extent tree alone (trimtool holds them against
+// the trees itself, range by range).
 func (fs *FS) FreeRanges(bg *BlockGroup) ([]alloc.Range, error) {
-	if bg.free == nil {
-		if err := fs.loadFree(bg); err != nil {
-			return nil, err
-		}
+	if bg.free != nil {
+		return bg.free.Ranges(), nil
 	}
-	return append([]alloc.Range(nil), bg.free.Ranges()...), nil
+	free, err := fs.rawFree(bg)
+	if err != nil {
+		return nil, err
+	}
+	return free.Ranges(), nil
 }
 
 // DeviceSpace describes every device for placement and for trim: size and

@@ -5,6 +5,7 @@
 package store
 
 import (
+	"bytes"
 	"github.com/google/uuid"
 
 	"errors"
@@ -69,6 +70,14 @@ type FS struct {
 	leaving map[uint64]bool
 	sizeCap map[uint64]uint64
 	reloc   RelocStats
+	// sysArray is the superblock's system chunk array against the chunk
+	// tree (ErrSysArray), nil when they agree.
+	sysArray error
+	// live caches liveNodes for one committed generation.
+	live struct {
+		gen   uint64
+		nodes []uint64
+	}
 }
 
 // cacheNodes bounds the clean node cache (x nodesize bytes of memory).
@@ -102,6 +111,9 @@ func openVolumeWith(vol *volume.Volume, opt volume.Options, missingBGs bool) (*F
 	}
 	if err := fs.loadChunkTree(); err != nil {
 		return nil, err
+	}
+	if fs.sysArray != nil && opt.Write {
+		return nil, fmt.Errorf("%w; writing could land on live data: run fsck.ddfs", fs.sysArray)
 	}
 	if err := fs.findDevices(opt); err != nil {
 		return nil, err
@@ -159,9 +171,17 @@ func (fs *FS) Tree(id format.TreeID) *btree.Tree {
 	return t
 }
 
+// loadChunkTree adds the chunk tree's chunks to the map (replacing the
+// bootstrap array's) and compares the array with the tree. Bad copies
+// are left alone while it reads: the array it maps them with is not yet
+// known to be true, and a heal would write a good copy wherever a lying
+// array points.
 func (fs *FS) loadChunkTree() error {
+	defer fs.HoldHealing()()
+	sys := map[uint64][]byte{}
 	t := fs.Tree(format.ChunkTree)
-	for it := t.First(); it.Valid(); it.Next() {
+	it := t.First()
+	for ; it.Valid(); it.Next() {
 		item := it.Item()
 		switch {
 		case item.Key.Type == format.DevItemKey:
@@ -178,14 +198,20 @@ func (fs *FS) loadChunkTree() error {
 			if err != nil {
 				return fmt.Errorf("chunk tree: chunk %d: %w", item.Key.Offset, err)
 			}
+			if c.Type == format.ChunkSystem {
+				sys[item.Key.Offset] = bytes.Clone(item.Data)
+			}
 			if err := fs.Vol.AddChunk(item.Key.Offset, c); err != nil {
 				return err
 			}
 		}
 	}
-	if err := t.First().Err(); err != nil {
+	// The walk's own error: a leaf that cannot be read mid-way must not
+	// read as the end of the chunks.
+	if err := it.Err(); err != nil {
 		return fmt.Errorf("read chunk tree: %w", err)
 	}
+	fs.sysArray = sysArrayDiff(&fs.sb, sys)
 	return nil
 }
 
@@ -368,4 +394,11 @@ func OpenVolume(vol *volume.Volume) (*FS, error) {
 // other open refuses such a filesystem.
 func OpenForRepair(vol *volume.Volume) (*FS, error) {
 	return openVolumeWith(vol, volume.Options{Write: vol.Writable(), NoScan: true}, true)
+}
+
+// ReadNode reads a committed node through the node cache, every copy
+// tried until one validates against what its parent expects (gen 0 and
+// level -1: not known).
+func (fs *FS) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+	return fs.readNode(owner, logical, gen, level)
 }

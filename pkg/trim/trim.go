@@ -15,6 +15,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/inuse"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -41,10 +42,40 @@ type DeviceResult struct {
 	Note     string `json:"note,omitempty"` // e.g. discard not supported
 }
 
-// Run discards the free space of every device of fs.
+// Result is a run's outcome: what each device got, and where the
+// allocation metadata and the trees disagreed (nothing there discarded).
+type Result struct {
+	Devices []DeviceResult
+	// Disagree lists referenced ranges the extent tree calls free, nodes
+	// that could not be read and references outside every chunk; when it
+	// is not empty the run kept its hands off everything it could not
+	// prove free (see Run) and the filesystem wants fsck.
+	Disagree []string
+	// Kept is the free space (logical bytes, per the extent tree) not
+	// discarded because of the disagreement.
+	Kept uint64
+}
+
+// ErrDisagree marks a run that found the allocation metadata and the
+// trees in disagreement: it trimmed what both call free and left the
+// rest (trimtool exits 4, "problems left; run fsck").
+var ErrDisagree = errors.New("allocation metadata and trees disagree: space they dispute was not trimmed; run fsck.ddfs")
+
+// maxListed bounds the disagreements a Result names.
+const maxListed = 32
+
+// Run discards the free space of every device of fs: unallocated device
+// space and the free ranges inside chunks, each only where both the
+// allocation metadata (chunk map, extent tree) and a walk of what every
+// tree references (pkg/inuse) call it free. A range the extent tree
+// calls free but a tree references is kept; a node that cannot be read
+// keeps every chunk's free space (what it references is unknown), and a
+// reference outside every chunk or a chunk map that the walk cannot
+// vouch for keeps the unallocated space too. Disagreement returns the
+// Result with an error matching ErrDisagree after the agreed trim.
 // An Offset at or past the end of every device is EINVAL, as FITRIM's
 // start past the filesystem's end.
-func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
+func Run(fs *store.FS, o Options) (*Result, error) {
 	var sizes []uint64
 	for _, d := range fs.Vol.Devices() {
 		sizes = append(sizes, uint64(max(d.Dev.Size(), 0)))
@@ -52,26 +83,40 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 	if err := checkOffset(sizes, o.Offset); err != nil {
 		return nil, err
 	}
+	inChunks, err := chunkFree(fs)
+	if err != nil {
+		return nil, err
+	}
+	walk := inuse.Check(fs, inChunks)
+	res := &Result{Disagree: disagreements(walk, fs)}
+	holesOK := walk.Sure() && len(res.Disagree) == 0
+	all := sum(inChunks)
+	if walk.Sure() {
+		inChunks = inuse.Subtract(inChunks, walk.Taken())
+	} else {
+		inChunks = nil
+	}
+	res.Kept = all - sum(inChunks)
 	free := map[uint64][]alloc.Range{}
-	// Unallocated device space: the holes between stripes.
-	for _, ds := range fs.DeviceSpace() {
-		free[ds.DevID] = append(free[ds.DevID], ds.Holes()...)
+	if holesOK {
+		// Unallocated device space: the holes between stripes.
+		for _, ds := range fs.DeviceSpace() {
+			free[ds.DevID] = append(free[ds.DevID], ds.Holes()...)
+		}
 	}
 	// Free space inside chunks, on every copy.
-	for _, bg := range fs.BlockGroups() {
-		ranges, err := fs.FreeRanges(bg)
+	for _, r := range inChunks {
+		c, ok := fs.Vol.Chunks.Lookup(r.Start)
+		if !ok {
+			return nil, fmt.Errorf("free range %d+%d is in no chunk: %w", r.Start, r.Len, store.ErrCorrupt)
+		}
+		segs, err := c.Map(r.Start-c.Logical, r.Len)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range ranges {
-			segs, err := bg.Chunk.Map(r.Start-bg.Chunk.Logical, r.Len)
-			if err != nil {
-				return nil, err
-			}
-			for _, s := range segs {
-				for _, t := range s.Targets {
-					free[t.DevID] = append(free[t.DevID], alloc.Range{Start: t.Physical, Len: uint64(s.Len)})
-				}
+		for _, s := range segs {
+			for _, t := range s.Targets {
+				free[t.DevID] = append(free[t.DevID], alloc.Range{Start: t.Physical, Len: uint64(s.Len)})
 			}
 		}
 	}
@@ -91,37 +136,42 @@ func Run(fs *store.FS, o Options) ([]DeviceResult, error) {
 		o.Total(total)
 	}
 	var out []DeviceResult
+	defer func() { res.Devices = out }()
 	for _, d := range fs.Vol.Devices() {
-		res := DeviceResult{DevID: d.ID, Path: d.Path}
+		dr := DeviceResult{DevID: d.ID, Path: d.Path}
 		for _, r := range todo[d.ID] {
 			if err := o.stopped(); err != nil {
-				return append(out, res), err
+				out = append(out, dr)
+				return res, err
 			}
-			res.Bytes += r.Len
-			res.Discards++
+			dr.Bytes += r.Len
+			dr.Discards++
 			if o.DryRun {
 				continue
 			}
 			if err := d.Dev.Discard(int64(r.Start), int64(r.Len)); err != nil {
 				if errors.Is(err, device.ErrNotSupported) {
-					res.Note = "discard not supported; nothing done"
-					res.Bytes, res.Discards = 0, 0
+					dr.Note = "discard not supported; nothing done"
+					dr.Bytes, dr.Discards = 0, 0
 					break
 				}
-				return out, fmt.Errorf("%s: discard [%d,+%d): %w", d.Path, r.Start, r.Len, err)
+				return res, fmt.Errorf("%s: discard [%d,+%d): %w", d.Path, r.Start, r.Len, err)
 			}
 			if o.Progress != nil {
 				o.Progress(int64(r.Len))
 			}
 		}
-		out = append(out, res)
+		out = append(out, dr)
 	}
 	if !o.DryRun {
 		if err := fs.Vol.Flush(); err != nil {
-			return out, err
+			return res, err
 		}
 	}
-	return out, nil
+	if len(res.Disagree) > 0 {
+		return res, ErrDisagree
+	}
+	return res, nil
 }
 
 // stopped is the context's error once it has ended: a discard is the

@@ -110,13 +110,15 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	all, err := Run(fs, Options{DryRun: true})
-	if err != nil || len(all) != 2 || all[0].Discards < 2 {
-		t.Fatalf("dry run: %+v %v", all, err)
+	dry, err := Run(fs, Options{DryRun: true})
+	if err != nil || len(dry.Devices) != 2 || dry.Devices[0].Discards < 2 {
+		t.Fatalf("dry run: %+v %v", dry, err)
 	}
+	all := dry.Devices
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := Run(fs, Options{Context: ctx, Progress: func(int64) { cancel() }})
+	r, err := Run(fs, Options{Context: ctx, Progress: func(int64) { cancel() }})
+	res := r.Devices
 	if !errors.Is(err, context.Canceled) || len(res) != 1 || res[0].Discards != 1 || res[0].Bytes == 0 || res[0].Bytes >= all[0].Bytes {
 		t.Fatalf("interrupted after the first discard: %+v %v", res, err)
 	}

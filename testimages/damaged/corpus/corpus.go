@@ -50,11 +50,20 @@ func Build(k Kind) ([]*device.MemDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: base image: %w", k.Name, err)
 	}
-	s, err := newSurgeon(devs)
-	if err != nil {
+	if err := apply(devs, k.Damage); err != nil {
 		return nil, fmt.Errorf("%s: %w", k.Name, err)
 	}
-	k.Damage(s)
+	return devs, nil
+}
+
+// apply damages devs with fn: its tree changes in one commit, then its
+// raw writes.
+func apply(devs []*device.MemDevice, fn func(*Surgeon)) error {
+	s, err := newSurgeon(devs)
+	if err != nil {
+		return err
+	}
+	fn(s)
 	switch {
 	case s.err != nil:
 	case s.tx.DirtyNodes() == 0:
@@ -63,7 +72,7 @@ func Build(k Kind) ([]*device.MemDevice, error) {
 		s.err = s.tx.Commit()
 	}
 	if s.err != nil {
-		return nil, fmt.Errorf("%s: damage: %w", k.Name, s.err)
+		return fmt.Errorf("damage: %w", s.err)
 	}
 	for _, raw := range s.raw {
 		raw()
@@ -72,9 +81,9 @@ func Build(k Kind) ([]*device.MemDevice, error) {
 		d.Flush() // raw writes count as durable
 	}
 	if s.err != nil {
-		return nil, fmt.Errorf("%s: damage: %w", k.Name, s.err)
+		return fmt.Errorf("damage: %w", s.err)
 	}
-	return devs, nil
+	return nil
 }
 
 func base(k Kind) ([]*device.MemDevice, error) {
