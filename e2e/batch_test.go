@@ -193,7 +193,10 @@ func TestBatchTrim(t *testing.T) {
 	}
 	r := must(t, run(t, f.dir, "trimtool", "--from", "list", "-j", "2"), 1)
 	// Not trimmed: busy, missing a device (no --degraded), not ddfs.
-	if !strings.Contains(r.stderr, "trimtool: 3 of 50 sets not trimmed\n") || strings.Count(r.stderr, "\n") != 4 {
+	// The damaged image's bad node copy is healed on the way (the walk of
+	// every tree reads it) and said so on a line of its own.
+	heals := strings.Count(r.stderr, "rewritten from a good copy\n")
+	if !strings.Contains(r.stderr, "trimtool: 3 of 50 sets not trimmed\n") || strings.Count(r.stderr, "\n")-heals != 4 {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 	for _, p := range append([]string{f.damaged}, f.clean...) {

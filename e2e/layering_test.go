@@ -21,7 +21,9 @@ var layers = map[string]int{
 	"pkg/cli":   2, // names remote devices in error lines (device.RemoteError)
 	"pkg/batch": 3, // operands into sets, jobs, shards: on cli, volume
 	"pkg/store": 3,
-	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/trim": 4, "pkg/scrub": 4,
+	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/scrub": 4,
+	"pkg/inuse":    4, // what every tree references, against a free list: on store
+	"pkg/trim":     5, // discards only what pkg/inuse agrees is free
 	"pkg/transfer": 5, "pkg/check": 5,
 	"pkg/dedupe": 5, // estimate, offline dedupe, index upkeep: on fsys
 	"pkg/mkfs":   6, "pkg/crashtest": 6,
