@@ -97,6 +97,9 @@ test-fuse-ci: build
 
 stress: build
 	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/
+	# The damage campaign at full size: 64 fields of every item changed too,
+	# and fsck -p/-y measured beside trim and writes (their losses logged).
+	DDFS_CAMPAIGN_FIELDS=64 DDFS_CAMPAIGN_ALL=1 $(GO) test -count=1 -timeout 0 -run TestCampaign -v ./testimages/damaged/
 
 bench: build
 	BIN=$(BIN) bench/run.sh
