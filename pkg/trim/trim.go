@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -186,17 +185,8 @@ func (o Options) stopped() error {
 // merge sorts ranges and joins overlapping or adjacent ones, then cuts out
 // the superblock copies, which are never discarded.
 func merge(rs []alloc.Range) []alloc.Range {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
-	var out []alloc.Range
-	for _, r := range rs {
-		if n := len(out); n > 0 && out[n-1].End() >= r.Start {
-			out[n-1].Len = max(out[n-1].End(), r.End()) - out[n-1].Start
-			continue
-		}
-		out = append(out, r)
-	}
 	var cut []alloc.Range
-	for _, r := range out {
+	for _, r := range inuse.Merge(rs) {
 		cut = append(cut, exclude(r, protected)...)
 	}
 	return cut
