@@ -124,6 +124,7 @@ func TestCampaign(t *testing.T) {
 				t.Fatal(err)
 			}
 			losses := map[string][]string{}
+			var unclean []string // variants -n still finds problems in after -y
 			for _, v := range vs {
 				damaged, err := corpus.Damage(base, v.Damage)
 				if err != nil {
@@ -144,6 +145,11 @@ func TestCampaign(t *testing.T) {
 						sort.Strings(lost)
 						losses[tool.name] = append(losses[tool.name], fmt.Sprintf("%s: %d lost (%s)", v.Name, len(lost), strings.Join(lost[:min(3, len(lost))], " ")))
 					}
+					if tool.name == "fsck -y" {
+						if left := leftAfter(work); left != "" {
+							unclean = append(unclean, v.Name+": "+left)
+						}
+					}
 				}
 			}
 			t.Logf("%d variants", len(vs))
@@ -156,7 +162,41 @@ func TestCampaign(t *testing.T) {
 				for _, l := range losses[tool.name] {
 					report("%s made readable files unreadable: %s", tool.name, l)
 				}
+				if tool.name == "fsck -y" {
+					t.Logf("fsck -n after -y: not clean in %d variants", len(unclean))
+					for _, u := range unclean {
+						t.Logf("not clean after fsck -y: %s", u)
+					}
+				}
 			}
 		})
 	}
+}
+
+// leftAfter checks devs as fsck -n does and returns the codes of the
+// problems it finds ("" when clean).
+func leftAfter(devs []*device.MemDevice) string {
+	ds := make([]device.Device, len(devs))
+	for i, d := range corpus.Snapshots(devs) {
+		ds[i] = d
+	}
+	vol, err := volume.FromDevices(ds, false)
+	if err != nil {
+		return "open: " + err.Error()
+	}
+	defer vol.Close()
+	rep, err := check.CheckVolume(vol, check.Options{CheckData: true})
+	if err != nil {
+		return "check: " + err.Error()
+	}
+	var codes []string
+	for _, p := range rep.Problems {
+		if !p.Warning && !p.Fixed {
+			codes = append(codes, string(p.Code))
+		}
+	}
+	if len(rep.Incomplete) > 0 {
+		codes = append(codes, "incomplete:"+strings.Join(rep.Incomplete, ","))
+	}
+	return strings.Join(codes, " ")
 }
