@@ -20,11 +20,16 @@ type Restripe struct {
 	// Rank orders the other devices before free space decides: lower
 	// first (the distance of a device's tier from the chunk's); nil none.
 	Rank map[uint64]int
+	// Stay lists devices absent from devs whose stripes keep their place
+	// (device replace on a set that lacks other members too: their
+	// copies stay missing until each is replaced in turn, as the chunk
+	// cannot be rebuilt at its profile on the devices present); nil none.
+	Stay map[uint64]bool
 }
 
 // PlaceRestripe returns the stripes of the chunk's new layout. A stripe of
 // the old layout is kept (same devid and offset, so it needs no copy) when
-// its device is in devs, it lies below the device's Size, and the new
+// its device is in devs (or in Stay), it lies below the device's Size, and the new
 // layout gives it the same role: any copy of a non-striped profile, or the
 // same index of an unchanged striped layout. Every other stripe is placed
 // in free space of devs, whose Used must include all stripes of the
@@ -40,7 +45,7 @@ func PlaceRestripe(devs []DeviceSpace, r Restripe) ([]format.Stripe, error) {
 	oldPI, _ := old.Profile.Info()
 	if pi.Striped {
 		if old.Profile == r.Profile {
-			if s, err := replaceStripes(devs, old, r.Prefer, r.Rank); err == nil {
+			if s, err := replaceStripes(devs, old, r); err == nil {
 				return s, nil
 			}
 		}
@@ -48,7 +53,7 @@ func PlaceRestripe(devs []DeviceSpace, r Restripe) ([]format.Stripe, error) {
 	}
 	var kept []format.Stripe
 	if !oldPI.Striped {
-		kept = keepable(devs, old)
+		kept = keepable(devs, old, r.Stay)
 	}
 	return placeMirrored(devs, old.Length, r.Profile, pi, kept, r.Prefer, r.Rank)
 }
@@ -71,17 +76,21 @@ func findDev(devs []DeviceSpace, id uint64) *DeviceSpace {
 	return nil
 }
 
-// stays reports whether stripe s of length sl may stay where it is.
-func stays(devs []DeviceSpace, s format.Stripe, sl uint64) bool {
+// stays reports whether stripe s of length sl may stay where it is: on a
+// device of devs below its Size, or on a device in stay.
+func stays(devs []DeviceSpace, s format.Stripe, sl uint64, stay map[uint64]bool) bool {
+	if stay[s.DevID] {
+		return true
+	}
 	d := findDev(devs, s.DevID)
 	return d != nil && s.Offset+sl <= d.Size
 }
 
 // keepable lists the old non-striped stripes that may stay.
-func keepable(devs []DeviceSpace, old *format.ChunkItem) []format.Stripe {
+func keepable(devs []DeviceSpace, old *format.ChunkItem, stay map[uint64]bool) []format.Stripe {
 	var out []format.Stripe
 	for _, s := range old.Stripes {
-		if stays(devs, s, old.Length) {
+		if stays(devs, s, old.Length, stay) {
 			out = append(out, s)
 		}
 	}
@@ -198,13 +207,13 @@ func placeMirrored(devs []DeviceSpace, length uint64, p format.Profile, pi forma
 
 // replaceStripes keeps a striped layout and moves only the stripes that
 // may not stay, each to a device the chunk does not use yet.
-func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, prefer uint64, rank map[uint64]int) ([]format.Stripe, error) {
-	sl := old.StripeLength()
+func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, r Restripe) ([]format.Stripe, error) {
+	sl, prefer, rank := old.StripeLength(), r.Prefer, r.Rank
 	out := append([]format.Stripe(nil), old.Stripes...)
 	used := map[uint64]bool{}
 	var moving []int
 	for i, s := range old.Stripes {
-		if stays(devs, s, sl) {
+		if stays(devs, s, sl, r.Stay) {
 			used[s.DevID] = true
 		} else {
 			moving = append(moving, i)

@@ -39,16 +39,16 @@ func (fs *FS) matching(need needFunc) []*BlockGroup {
 // (a degraded set's missing members take no new stripe) before anything
 // is written, so a relocation that cannot finish is refused
 // instead of stopping half-way.
-func (fs *FS) planMoves(bgs []*BlockGroup, need needFunc, prefer uint64) error {
-	return fs.planOn(fs.presentSpace(), bgs, need, prefer)
+func (fs *FS) planMoves(bgs []*BlockGroup, need needFunc, o relocOpts) error {
+	return fs.planOn(fs.presentSpace(), bgs, need, o)
 }
 
 // planOn is planMoves on a given model of the devices.
-func (fs *FS) planOn(devs []alloc.DeviceSpace, bgs []*BlockGroup, need needFunc, prefer uint64) error {
+func (fs *FS) planOn(devs []alloc.DeviceSpace, bgs []*BlockGroup, need needFunc, o relocOpts) error {
 	for _, bg := range bgs {
 		p, _ := need(bg)
 		old := bg.Chunk.ChunkItem
-		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
+		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: o.prefer, Rank: fs.tierRank(bg), Stay: o.stay})
 		if err != nil {
 			return fmt.Errorf("chunk %d (%v %v -> %v): %w: %w", bg.Chunk.Logical, old.Type, old.Profile, p, ErrCannotRelocate, err)
 		}
@@ -75,6 +75,9 @@ type relocOpts struct {
 	planned  bool
 	// unflag says whether a chunk loses its fallback flag with the move.
 	unflag func(*BlockGroup) bool
+	// stay lists missing members whose stripes keep their place
+	// (replace: see missingOthers).
+	stay map[uint64]bool
 }
 
 // relocateAll moves every block group need selects. The first
@@ -86,7 +89,7 @@ type relocOpts struct {
 func (fs *FS) relocateAll(need needFunc, o relocOpts) error {
 	first := fs.matching(need)
 	if !o.planned {
-		if err := fs.planMoves(first, need, o.prefer); err != nil {
+		if err := fs.planMoves(first, need, o); err != nil {
 			return err
 		}
 	}
@@ -113,7 +116,7 @@ func (fs *FS) relocateAll(need needFunc, o relocOpts) error {
 			if o.unflag != nil && o.unflag(bg) {
 				flags &^= format.BlockGroupFallback
 			}
-			if err := tx.restripe(bg, p, prefer, flags); err != nil {
+			if err := tx.restripe(bg, p, prefer, o.stay, flags); err != nil {
 				tx.Abort()
 				return err
 			}
@@ -275,7 +278,8 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 	fs.leaving = nil
 	devs = append(devs, alloc.DeviceSpace{DevID: fs.nextDevID(), Size: uint64(nd.Dev.Size()), Rotational: nd.Rotational,
 		SeekSpeed: nd.SeekSpeed, Bandwidth: nd.Bandwidth, Tier: nd.Tier})
-	if err := fs.planOn(devs, fs.matching(onDevice(old)), onDevice(old), fs.nextDevID()); err != nil {
+	stay := fs.missingOthers(old)
+	if err := fs.planOn(devs, fs.matching(onDevice(old)), onDevice(old), relocOpts{prefer: fs.nextDevID(), stay: stay}); err != nil {
 		return 0, err
 	}
 	// The new device joins in the first relocation transaction, with the
@@ -287,7 +291,7 @@ func (fs *FS) ReplaceDevice(old uint64, nd NewDevice, progress Progress) (uint64
 		}
 		return nil
 	}
-	if err := fs.removeDevice(old, relocOpts{prefer: id, progress: progress, start: add, planned: true}); err != nil {
+	if err := fs.removeDevice(old, relocOpts{prefer: id, progress: progress, start: add, planned: true, stay: stay}); err != nil {
 		if _, added := fs.devItems[id]; !added {
 			return 0, err
 		}
@@ -303,7 +307,23 @@ func (fs *FS) FinishReplace(old, nw uint64, progress Progress) error {
 	if _, ok := fs.devItems[nw]; !ok || nw == old {
 		return fmt.Errorf("device %d: %w", nw, ErrNoDevice)
 	}
-	return fs.removeDevice(old, relocOpts{prefer: nw, progress: progress})
+	return fs.removeDevice(old, relocOpts{prefer: nw, progress: progress, stay: fs.missingOthers(old)})
+}
+
+// missingOthers lists the missing members other than old. A replace
+// leaves their stripes where they are: each chunk gets its copy on the
+// new device from a surviving copy and stays degraded (readable, not
+// written) until those members are replaced in turn, so a set missing
+// more members than its profiles could be rebuilt without (raid1c3
+// minus two) is mended one device at a time.
+func (fs *FS) missingOthers(old uint64) map[uint64]bool {
+	out := map[uint64]bool{}
+	for id := range fs.devItems {
+		if id != old && fs.Vol.IsMissing(id) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // ResizeDevice sets the usable size of device devid. Growing needs the
@@ -389,7 +409,7 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 		return *want, true
 	}
 	n := len(fs.matching(need))
-	if err := fs.planMoves(fs.matching(need), need, 0); err != nil {
+	if err := fs.planMoves(fs.matching(need), need, relocOpts{}); err != nil {
 		return 0, err
 	}
 	if data != nil {

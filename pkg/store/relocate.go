@@ -37,10 +37,10 @@ const (
 // committed state or this transaction uses, and records the new chunk
 // item. prefer is a devid new stripes go to first (0 none); flags are
 // the block group's flags after the move.
-func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64, flags uint32) error {
+func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64, stay map[uint64]bool, flags uint32) error {
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
-	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg)})
+	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg), Stay: stay})
 	if err != nil {
 		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
 	}
