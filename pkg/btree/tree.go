@@ -31,6 +31,15 @@ type Store interface {
 	NodeSize() uint32
 }
 
+// ChildReader is an optional part of a Store: ReadChild is ReadNode
+// told the parent's whole pointer, key included, so that a store holding
+// several copies of a node can choose the one whose first key is the
+// pointer's (and refuse when that cannot decide) instead of leaving
+// checkChild to reject the copy it happened to read.
+type ChildReader interface {
+	ReadChild(owner format.TreeID, p format.KeyPtr, level int) (*format.Node, error)
+}
+
 // ItemObserver is an optional part of a Store: it sees every item a tree
 // adds or removes (a replacement is a removal then an addition), which is
 // how a transaction keeps the superblock counters exact (FORMAT.md §3.9).
@@ -91,7 +100,13 @@ func (t *Tree) readChild(n *format.Node, i int) (*format.Node, error) {
 	if p.Logical%uint64(t.s.NodeSize()) != 0 {
 		return nil, fmt.Errorf("%v tree node %d child %d at %d is not node-aligned: %w", t.id, n.Logical, i, p.Logical, format.ErrCorrupt)
 	}
-	c, err := t.s.ReadNode(t.id, p.Logical, p.Generation, int(n.Level)-1)
+	var c *format.Node
+	var err error
+	if cr, ok := t.s.(ChildReader); ok {
+		c, err = cr.ReadChild(t.id, p, int(n.Level)-1)
+	} else {
+		c, err = t.s.ReadNode(t.id, p.Logical, p.Generation, int(n.Level)-1)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%v tree node %d child %d: %w", t.id, n.Logical, i, err)
 	}

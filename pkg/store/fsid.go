@@ -92,7 +92,7 @@ func (fs *FS) resealTree(owner format.TreeID, logical, gen uint64, level int, to
 		return fmt.Errorf("%v tree: node %d reached twice: %w", owner, logical, ErrCorrupt)
 	}
 	seen[logical] = true
-	n, err := fs.readNode(owner, logical, gen, level)
+	n, err := fs.readNode(owner, logical, gen, level, nil)
 	if err != nil {
 		return fmt.Errorf("fsid change: %w", err)
 	}

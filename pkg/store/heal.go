@@ -1,12 +1,10 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // Heal is one bad copy a read met while a good copy served the data
@@ -136,51 +134,41 @@ func (fs *FS) RewriteCopy(logical uint64, good []byte, mirror int) error {
 	return fs.Vol.Flush()
 }
 
-// nodeBufs holds readNodeHealing's read buffers.
+// nodeBufs holds readNodeHealing's read buffers, one per copy.
 var nodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// readNodeHealing reads a node from the first copy that validates and
-// heals the copies tried before it.
-func (fs *FS) readNodeHealing(want format.NodeExpect) (*format.Node, error) {
-	copies := fs.Vol.Copies(want.Logical)
+// readNodeHealing reads every copy of a node and returns the one that
+// fits its place (ChooseCopy), healing the copies that do not. Every
+// copy is read, not only the first that validates: two copies that both
+// validate but differ are told apart only by reading both, and a reader
+// must never return the one fsck would call wrong (issue 36).
+func (fs *FS) readNodeHealing(p Place) (*format.Node, error) {
+	copies := fs.Vol.Copies(p.Logical)
 	if copies == 0 {
-		return nil, fmt.Errorf("logical %d is in no chunk: %w", want.Logical, ErrCorrupt)
+		return nil, fmt.Errorf("logical %d is in no chunk: %w", p.Logical, ErrCorrupt)
 	}
-	if b := fs.aheadNode(want); b != nil {
-		if n, err := format.UnmarshalNode(b, fs.sb.CsumType, want); err == nil {
-			return n, nil
-		}
-		fs.ahead.buf = nil // read it again below, healing as usual
-	}
-	// The node decodes into its own memory (UnmarshalNode copies what
-	// it keeps), so the read buffer goes back for the next read: a run
-	// over a large tree read 150 MB of node buffers into garbage.
-	bp := nodeBufs.Get().(*[]byte)
-	defer nodeBufs.Put(bp)
-	if len(*bp) != int(fs.sb.NodeSize) {
-		*bp = make([]byte, fs.sb.NodeSize)
-	}
-	buf := *bp
-	var errs error
-	var bad []int
-	var causes []error
-	for m := 0; m < copies; m++ {
-		err := fs.Vol.ReadCopy(want.Logical, buf, m)
-		var n *format.Node
-		if err == nil {
-			n, err = format.UnmarshalNode(buf, fs.sb.CsumType, want)
-		}
-		if err != nil {
-			errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
-			if !errors.Is(err, volume.ErrMissingDevice) {
-				bad, causes = append(bad, m), append(causes, err)
-			}
-			continue
-		}
-		for i, b := range bad {
-			fs.HealCopy(want.Logical, buf, b, true, causes[i])
-		}
+	if n := fs.aheadNode(p, copies); n != nil {
 		return n, nil
 	}
-	return nil, errs
+	// The node decodes into its own memory (UnmarshalNode copies what
+	// it keeps), so the read buffers go back for the next read: a run
+	// over a large tree read 150 MB of node buffers into garbage.
+	bufs, readErrs := make([][]byte, copies), make([]error, copies)
+	for m := range bufs {
+		bp := nodeBufs.Get().(*[]byte)
+		defer nodeBufs.Put(bp)
+		if len(*bp) != int(fs.sb.NodeSize) {
+			*bp = make([]byte, fs.sb.NodeSize)
+		}
+		bufs[m] = *bp
+		readErrs[m] = fs.Vol.ReadCopy(p.Logical, bufs[m], m)
+	}
+	ch, err := ChooseCopy(bufs, readErrs, fs.sb.CsumType, p)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range ch.Bad {
+		fs.HealCopy(p.Logical, bufs[ch.Winner], b, true, ch.Causes[i])
+	}
+	return ch.Node, nil
 }

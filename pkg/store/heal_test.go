@@ -32,16 +32,10 @@ func TestHealRewritesBadNodeCopy(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs.Close()
-			vol, err := volume.FromDevices([]device.Device{devs[0], devs[1]}, write)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fs, err = OpenVolume(vol); err != nil {
-				t.Fatal(err)
-			}
-			var heals []Heal
-			fs.OnHeal(func(h Heal) { heals = append(heals, h) })
+			var healed *[]Heal
+			fs, healed = reopenHealing(t, devs, write)
 			checkModel(t, fs, model)
+			heals := *healed
 			if len(heals) != 1 || heals[0].Logical != root || heals[0].Copy != bad || !heals[0].Metadata || heals[0].Repaired != write {
 				t.Fatalf("write %v, copy %d damaged: heals %+v", write, bad, heals)
 			}

@@ -85,7 +85,7 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 		if level == 0 || depth > format.MaxLevel {
 			return nil
 		}
-		n, err := fs.readNode(id, l, gen, level)
+		n, err := fs.readNode(id, l, gen, level, nil)
 		if err != nil {
 			return err
 		}

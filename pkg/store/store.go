@@ -322,7 +322,12 @@ func (fs *FS) Close() error {
 type readOnly struct{ fs *FS }
 
 func (r readOnly) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
-	return r.fs.readNode(owner, logical, gen, level)
+	return r.fs.readNode(owner, logical, gen, level, nil)
+}
+
+// ReadChild implements btree.ChildReader.
+func (r readOnly) ReadChild(owner format.TreeID, p format.KeyPtr, level int) (*format.Node, error) {
+	return r.fs.readNode(owner, p.Logical, p.Generation, level, &p.Key)
 }
 func (r readOnly) NewNode(format.TreeID, uint8) (*format.Node, error) { return nil, ErrReadOnly }
 func (r readOnly) IsDirty(*format.Node) bool                          { return false }
@@ -341,13 +346,14 @@ func (e *NodeError) Error() string {
 }
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// readNode reads a committed node, trying every copy until one validates.
-func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
+// readNode reads a committed node: the copy that fits its place (first
+// is the parent pointer's key, nil for a root or when not known).
+func (fs *FS) readNode(owner format.TreeID, logical, gen uint64, level int, first *format.Key) (*format.Node, error) {
 	if n := fs.cache.get(logical); n != nil && (gen == 0 || n.Generation == gen) && n.Owner == owner && (level < 0 || int(n.Level) == level) {
 		return n, nil
 	}
 	want := format.NodeExpect{FSID: fs.sb.FSID, AltFSID: fs.sb.NewFSID, Logical: logical, Generation: gen, Owner: owner, Level: level}
-	n, err := fs.readNodeHealing(want)
+	n, err := fs.readNodeHealing(Place{want, first})
 	if err != nil {
 		return nil, &NodeError{owner, logical, err}
 	}
@@ -400,5 +406,5 @@ func OpenForRepair(vol *volume.Volume) (*FS, error) {
 // tried until one validates against what its parent expects (gen 0 and
 // level -1: not known).
 func (fs *FS) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*format.Node, error) {
-	return fs.readNode(owner, logical, gen, level)
+	return fs.readNode(owner, logical, gen, level, nil)
 }

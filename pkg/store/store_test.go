@@ -141,7 +141,7 @@ func checkSpace(t *testing.T, fs *FS) {
 		}
 		var walk func(l, g uint64, level int)
 		walk = func(l, g uint64, level int) {
-			n, err := fs.readNode(id, l, g, level)
+			n, err := fs.readNode(id, l, g, level, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -109,7 +109,15 @@ func (tx *Txn) ReadNode(owner format.TreeID, logical, gen uint64, level int) (*f
 	if n, ok := tx.dirty[logical]; ok {
 		return n, nil
 	}
-	return tx.fs.readNode(owner, logical, gen, level)
+	return tx.fs.readNode(owner, logical, gen, level, nil)
+}
+
+// ReadChild implements btree.ChildReader.
+func (tx *Txn) ReadChild(owner format.TreeID, p format.KeyPtr, level int) (*format.Node, error) {
+	if n, ok := tx.dirty[p.Logical]; ok {
+		return n, nil
+	}
+	return tx.fs.readNode(owner, p.Logical, p.Generation, level, &p.Key)
 }
 
 func chunkTypeOf(owner format.TreeID) format.ChunkType {
