@@ -146,7 +146,7 @@ var (
 	ExtentUnreferenced = def("EXTENT_UNREFERENCED", PassExtent, FixRepair, "no file extent points at a data extent (leaked space; -y frees it)")
 	ExtentRefs         = def("EXTENT_REFS", PassExtent, FixPreen, "a data extent's reference count differs from the file extents that point at it")
 	ExtentReadAs       = def("EXTENT_READ_AS", PassExtent, FixNone, "a file extent reads a data extent with another compression or size")
-	FileExtentNoItem   = def("FILE_EXTENT_NO_ITEM", PassExtent, FixNone, "a file extent points at a data extent with no extent item")
+	FileExtentNoItem   = def("FILE_EXTENT_NO_ITEM", PassExtent, FixPreen, "a file extent points at a data extent with no extent item (the item is rebuilt from the file extents that point there, where no other extent holds the space)")
 )
 
 // Checksums.

@@ -125,8 +125,13 @@ type extentUse struct {
 }
 
 // missingUse counts the file extent items pointing at an extent that has
-// no extent item, and the first of them for the message.
-type missingUse struct{ n, ino, off uint64 }
+// no extent item, and the first of them for the message; its view of the
+// extent (compression, decompressed size) is what a rebuilt item records.
+type missingUse struct {
+	n, ino, off uint64
+	ram         uint64
+	compression format.Compression
+}
 
 func (s *fsState) init() {
 	if s.dirFlag == nil {
@@ -582,6 +587,7 @@ func (s *fsState) refFix(f *fixData) *fixData {
 func (c *checker) checkRefs() {
 	s := &c.fs
 	ss := uint64(c.sb.SectorSize)
+	missing := slices.Collect(s.missingSpans())
 	for i, e := range s.extents.list {
 		p := Problem{Tree: format.ExtentTree.String(), Logical: e.logical}
 		if e.logical%ss != 0 || uint64(e.length)%ss != 0 {
@@ -595,8 +601,13 @@ func (c *checker) checkRefs() {
 		u := s.usedBy(i)
 		switch {
 		case u.n == 0:
-			p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: uint64(e.length)}})
 			p.Code, p.Message = ExtentUnreferenced, fmt.Sprintf("data extent of %d bytes (refs %d): no file extent points at it", e.length, e.refs)
+			if pointed(missing, span{e.logical, e.end()}) {
+				// A file extent points into it, by another length: in use.
+				p.Message += " as a whole, but one points into it (kept)"
+			} else {
+				p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: uint64(e.length)}})
+			}
 			c.add(p)
 		case uint64(u.n) != e.refs:
 			p.Code, p.Message = ExtentRefs, fmt.Sprintf("data extent of %d bytes has refs %d, %d file extents point at it", e.length, e.refs, u.n)
@@ -611,8 +622,60 @@ func (c *checker) checkRefs() {
 	}
 	for _, id := range s.missingRefs() {
 		u := s.missing[id]
-		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, Message: fmt.Sprintf(
+		// Rebuilt from the file extents, as btrfs check
+		// --init-extent-tree does: the references are what points at it.
+		e := &format.ExtentItem{Refs: u.n, Generation: c.sb.Generation, RAMBytes: u.ram, Compression: u.compression}
+		key := format.Key{ObjectID: id.logical, Type: format.ExtentItemKey, Offset: id.length}
+		c.add(Problem{Code: FileExtentNoItem, Tree: format.FSTree.String(), Ino: u.ino, Logical: id.logical, fix: s.refFix(&fixData{key: key, item: format.MarshalExtentItem(e)}), Message: fmt.Sprintf(
 			"extent at %d points at data extent %d+%d, which has no extent item (%d file extents point there)", u.off, id.logical, id.length, u.n)})
+	}
+}
+
+// missingSpans yields, sorted, the data extents file extents point at
+// that have no extent item: in use all the same.
+func (s *fsState) missingSpans() iter.Seq[span] {
+	return func(yield func(span) bool) {
+		for _, id := range s.missingRefs() {
+			if !yield(span{id.logical, id.logical + id.length}) {
+				return
+			}
+		}
+	}
+}
+
+// pointed reports whether a span of missing (sorted by start, each at
+// most format.MaxExtentBytes) overlaps x.
+func pointed(missing []span, x span) bool {
+	i, _ := slices.BinarySearchFunc(missing, x.start-min(x.start, format.MaxExtentBytes), func(m span, v uint64) int { return cmp.Compare(m.start, v) })
+	for ; i < len(missing) && missing[i].start < x.end; i++ {
+		if missing[i].end > x.start {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSpans yields the spans of two sorted sequences in start order.
+func mergeSpans(a, b iter.Seq[span]) iter.Seq[span] {
+	return func(yield func(span) bool) {
+		nb, stop := iter.Pull(b)
+		defer stop()
+		y, ok := nb()
+		for x := range a {
+			for ; ok && y.start < x.start; y, ok = nb() {
+				if !yield(y) {
+					return
+				}
+			}
+			if !yield(x) {
+				return
+			}
+		}
+		for ; ok; y, ok = nb() {
+			if !yield(y) {
+				return
+			}
+		}
 	}
 }
 
@@ -639,8 +702,10 @@ func (c *checker) checkCsums() {
 		all, need = slices.Values(s.all.list), slices.Values(s.need.list)
 	}
 	tree := format.CsumTree.String()
-	uncovered(slices.Values(csums), union(all, &s.union), func(x span, a, b uint64) {
-		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent", a, b)})
+	// Sums over space a file extent points at are not orphans, item or
+	// not: "in use" wins (FILE_EXTENT_NO_ITEM rebuilds the item).
+	uncovered(slices.Values(csums), union(mergeSpans(all, s.missingSpans()), &s.union), func(x span, a, b uint64) {
+		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent and every file extent", a, b)})
 	})
 	s.union.list = s.union.list[:0]
 	uncovered(need, union(slices.Values(csums), &s.union), func(x span, a, b uint64) {

@@ -40,7 +40,7 @@ func (s *fsState) use(id extentID, ino, off uint64, x *format.FileExtentItem) {
 		}
 		u := s.missing[id]
 		if u == nil {
-			u = &missingUse{ino: ino, off: off}
+			u = &missingUse{ino: ino, off: off, ram: x.RAMBytes, compression: x.Compression}
 			s.missing[id] = u
 		}
 		u.n++

@@ -56,6 +56,7 @@ type fixData struct {
 	name  string
 	ftype format.FileType
 	end   uint64 // end of a range (CsumOrphan)
+	item  []byte // the item to make at key (FileExtentNoItem)
 }
 
 // problemID identifies a problem across rounds.

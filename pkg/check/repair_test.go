@@ -147,6 +147,9 @@ func codesOf(ps []Problem, onlyLeft bool) []string {
 var repairLeaves = map[string][]string{
 	"csum items overlap":                   {"DATA_COPY_BAD"},
 	"extent beyond its decompressed bytes": {"EXTENT_UNREFERENCED", "FS_ITEM_BAD"},
+	// The file extent points into the extent by another length: the
+	// extent is in use (not freed) and no item is made over it.
+	"extent of partial sectors": {"EXTENT_UNREFERENCED", "FILE_EXTENT_NO_ITEM"},
 }
 
 // repairMoves is the path a surgery case's repair moves to lost+found

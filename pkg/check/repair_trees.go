@@ -218,6 +218,8 @@ func (f *fixer) fix(p Problem) error {
 		return f.sumData(x.index, x.end)
 	case ExtentUnreferenced:
 		return f.dropExtent(x.key)
+	case FileExtentNoItem:
+		return f.rebuildExtent(x)
 	case InodeFlags:
 		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
 	case ExtentBeyondSize:

@@ -1,0 +1,62 @@
+package check
+
+import (
+	"bytes"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// TestRepairRebuildsExtentItem (issue 36): a data EXTENT_ITEM deleted
+// under live file extents. The file still reads; -n reports
+// FILE_EXTENT_NO_ITEM, and its checksums are no orphans. -p and -y
+// rebuild the item, references counted from the file extents (/big's
+// head extent has two, the overwrite split it) in the same round, keep every file reading
+// as before, and a second -n is clean.
+func TestRepairRebuildsExtentItem(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	before := contents(t, base)
+	for _, path := range []string{"/mid", "/big"} {
+		for _, m := range []struct {
+			mode Mode
+			flag string
+		}{{ModePreen, "p"}, {ModeRepair, "y"}} {
+			t.Run(path+" -"+m.flag, func(t *testing.T) {
+				s := newSurgeon(t, base)
+				l, n := s.diskExtent(s.ino(path))
+				k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n}
+				orig := bytes.Clone(s.get(format.ExtentTree, k))
+				s.del(format.ExtentTree, k)
+				expect(t, s.check(Options{CheckData: true}), want{code: FileExtentNoItem, logical: l}, want{code: BGUsed})
+				rep := repairDevs(t, s.devs, m.mode)
+				if got := strings.Join(codesOf(rep.Problems, false), " "); got != "BG_USED+ FILE_EXTENT_NO_ITEM+" {
+					t.Errorf("repair %s, want the item rebuilt in one round with its references", got)
+				}
+				if got := contents(t, s.devs); !maps.Equal(got, before) {
+					t.Errorf("%d of %d files read back as before", len(got), len(before))
+				}
+				after := newSurgeon(t, s.devs)
+				defer after.tx.Abort()
+				if got := after.get(format.ExtentTree, k); !sameRefs(t, got, orig) {
+					t.Errorf("rebuilt item %x, was %x", got, orig)
+				}
+				if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
+					t.Errorf("-n after repair: %v", rep.Problems)
+				}
+			})
+		}
+	}
+}
+
+// sameRefs compares the references, compression and size of two extent
+// items (the generation is the repair's).
+func sameRefs(t *testing.T, a, b []byte) bool {
+	x, err := format.UnmarshalExtentItem(a)
+	must(t, err)
+	y, err := format.UnmarshalExtentItem(b)
+	must(t, err)
+	return x.Refs == y.Refs && x.RAMBytes == y.RAMBytes && x.Compression == y.Compression
+}
