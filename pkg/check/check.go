@@ -228,6 +228,7 @@ type checker struct {
 	reads     *readPool             // node reads to reuse (nodes.go)
 	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
+	sysTree   map[uint64]*format.ChunkItem // the chunk tree's system chunks
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -266,6 +267,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.walk(format.ChunkTree)
 	c.dropRemoved()
 	c.checkSupers()
+	c.checkSysArrays()
 	c.checkDevices()
 	if !c.missingDevices() || c.opt.Degraded {
 		c.checkChunks()
@@ -304,7 +306,7 @@ func newChecker(vol *volume.Volume, opt Options) *checker {
 	return &checker{
 		vol: vol, opt: opt, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
 		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{}, bgKeys: map[uint64]format.Key{},
-		reads: &readPool{},
+		reads: &readPool{}, sysTree: map[uint64]*format.ChunkItem{},
 	}
 }
 

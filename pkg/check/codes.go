@@ -89,8 +89,10 @@ var (
 	SuperForeign    = def("SUPER_FOREIGN", PassSuper, FixRepair, "a superblock copy belongs to another filesystem or device")
 	SuperGeneration = def("SUPER_GENERATION", PassSuper, FixPreen, "a superblock copy is at another generation than the set")
 	// Writers refuse such a set (FORMAT.md §3.7), so no mode can commit a fix.
-	Counters     = def("COUNTERS_WRONG", PassSuper, FixPreen, "the superblock's space counters differ from a recount of the trees (FORMAT.md §3.9; the repair stores the recount)")
-	SuperDiffers = def("SUPER_DIFFERS", PassSuper, FixNone, "a superblock copy of the set's generation differs in a set-wide field (root set, system chunks, settings, sizes)")
+	Counters = def("COUNTERS_WRONG", PassSuper, FixPreen, "the superblock's space counters differ from a recount of the trees (FORMAT.md §3.9; the repair stores the recount)")
+	// Decided by reading the chunk tree's nodes through both (sysarray.go).
+	SysArrayMismatch = def("SYS_ARRAY_MISMATCH", PassSuper, FixPreen, "a superblock copy's system chunk array disagrees with the chunk tree's system chunks (-p/-y rewrite the array of every copy from the chunk tree when its chunks read the chunk tree's nodes where the two differ; else nothing is repaired)")
+	SuperDiffers     = def("SUPER_DIFFERS", PassSuper, FixNone, "a superblock copy of the set's generation differs in a set-wide field (root set, system chunks, settings, sizes)")
 )
 
 // Devices.

@@ -165,6 +165,9 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		if err := c.vol.AddChunk(it.Key.Offset, ch); err != nil {
 			bad(err)
 		}
+		if ch.Type == format.ChunkSystem {
+			c.sysTree[it.Key.Offset] = ch // against the superblocks' arrays (sysarray.go)
+		}
 	case id == format.ExtentTree && it.Key.Type == format.MetadataItemKey:
 		var m format.MetadataItem
 		if err := format.DecodeMetadataItem(it.Data, &m); err != nil {

@@ -45,6 +45,10 @@ const maxRounds = 6
 
 // fixData is what a fix needs beyond the problem's location.
 type fixData struct {
+	// sys is the chunk tree's system chunks (SysArrayMismatch), set
+	// when they verified.
+	sys []format.SysChunk
+
 	want  uint64        // the value the checker computed (count, size, bytes used)
 	gen   uint64        // node generation (NodeCopyBad)
 	level int           // node level (NodeCopyBad)
@@ -85,6 +89,7 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	index := map[problemID]int{}
 	var last *Report
 	var restored uint64
+	sysRewritten := false
 	for round := 0; ; round++ {
 		if err := opt.cancelled(); err != nil {
 			return nil, err
@@ -105,6 +110,16 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 				index[p.id()] = len(all)
 				all = append(all, p)
 				same = false
+			}
+		}
+		if opt.Mode.allows(FixPreen) && !sysRewritten {
+			// First: every other write goes through the mapping.
+			if sysRewritten, err = fixSysArrays(vol, rep.Problems); sysRewritten || err != nil {
+				vol.Close()
+				if err != nil {
+					return nil, fmt.Errorf("repair: %w", err)
+				}
+				continue
 			}
 		}
 		if opt.Mode == ModeRepair && restored == 0 && hasCode(rep.Problems, TreeRootBad) {
@@ -181,7 +196,7 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 func mappingBroken(ps []Problem) bool {
 	for _, p := range ps {
 		switch {
-		case p.Pass == PassChunk, p.Code == DevSize, p.Code == DevNoItem, p.Code == DevCount, p.Code == DevUUID:
+		case p.Pass == PassChunk, p.Code == SysArrayMismatch, p.Code == DevSize, p.Code == DevNoItem, p.Code == DevCount, p.Code == DevUUID:
 			return true
 		case p.Code == ItemBad && p.Tree == format.ChunkTree.String():
 			return true

@@ -43,3 +43,11 @@ func sysArrayDiff(sb *format.Superblock, tree map[uint64][]byte) error {
 // CheckSysChunks reports whether the system chunk array the set was
 // opened with agrees with its chunk tree (nil: it does).
 func (fs *FS) CheckSysChunks() error { return fs.sysArray }
+
+// SysArrayDiff is the comparison a writable open makes, for fsck: nil
+// when sb's system chunk array equals tree (the chunk tree's system
+// chunk items, encoded, by logical), else an error matching ErrSysArray
+// that names the first difference.
+func SysArrayDiff(sb *format.Superblock, tree map[uint64][]byte) error {
+	return sysArrayDiff(sb, tree)
+}
