@@ -41,14 +41,18 @@ func resolveDevice(fs *store.FS, arg string) (uint64, error) {
 	return 0, fmt.Errorf("%s: %w", arg, store.ErrNoDevice)
 }
 
-// devicePath names a device for messages: its open path, else its hint.
+// devicePath names a device for messages: its open path, else its hint,
+// else "missing" (a member gone with no path recorded).
 func devicePath(fs *store.FS, id uint64) string {
 	if d, ok := fs.Vol.Device(id); ok {
 		return d.Path
 	}
 	for _, d := range fs.DevItems() {
-		if d.DevID == id {
+		if d.DevID == id && d.Path != "" {
 			return d.Path
+		}
+		if d.DevID == id {
+			return "missing"
 		}
 	}
 	return "?"
@@ -164,10 +168,25 @@ func deviceReplace(of *openFlags, image, old, newSpec string, size uint64, force
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}
 	fmt.Fprintf(stdout, "replaced device %d (%s) with device %d (%s)\n", id, oldPath, newID, spec.Path)
-	if n, dp, mp := fs.BelowProfile(); n > 0 {
-		fmt.Fprintf(stdout, "%d chunks written degraded are below the set's profiles; convert them: ddfs balance -d %v -m %v %s\n", n, dp, mp, image)
-	}
+	nextStep(stdout, fs, image)
 	return nil
+}
+
+// nextStep says what is left after a replace: the members still missing
+// (their chunks stay degraded until each is replaced; balance could not
+// meet the profiles without them yet), else the chunks written degraded
+// that balance converts.
+func nextStep(w io.Writer, fs *store.FS, image string) {
+	gone := false
+	for _, d := range fs.DevItems() {
+		if fs.Vol.IsMissing(d.DevID) {
+			fmt.Fprintf(w, "device %d is still missing; its copies come back when it is replaced too: ddfs device replace --degraded %s %d NEWPATH\n", d.DevID, image, d.DevID)
+			gone = true
+		}
+	}
+	if n, dp, mp := fs.BelowProfile(); n > 0 && !gone {
+		fmt.Fprintf(w, "%d chunks written degraded are below the set's profiles; convert them: ddfs balance -d %v -m %v %s\n", n, dp, mp, image)
+	}
 }
 
 // finishReplace completes an interrupted replace of device id by nid.
@@ -179,6 +198,7 @@ func finishReplace(fs *store.FS, image string, id, nid uint64, stdout, stderr io
 		return fmt.Errorf("%s: replace device %d (%s): %w", image, id, oldPath, err)
 	}
 	fmt.Fprintf(stdout, "replaced device %d (%s) with device %d (%s)\n", id, oldPath, nid, newPath)
+	nextStep(stdout, fs, image)
 	return nil
 }
 

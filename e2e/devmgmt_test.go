@@ -35,9 +35,16 @@ func fillDevTest(t *testing.T, dir, image string) {
 // with the host tree it came from; then fsck must find the set clean.
 func sameFiles(t *testing.T, dir, image string) {
 	t.Helper()
+	sameCopy(t, dir, image)
+	must(t, run(t, dir, "fsck.ddfs", "--check-data", image), 0)
+}
+
+// sameCopy is sameFiles without fsck; flags go to cp (--degraded).
+func sameCopy(t *testing.T, dir, image string, flags ...string) {
+	t.Helper()
 	out := filepath.Join(dir, "out")
 	os.RemoveAll(out)
-	must(t, run(t, dir, "ddfs", "cp", "-a", image+":/src", "out"), 0)
+	must(t, run(t, dir, "ddfs", append(append([]string{"cp", "-a"}, flags...), image+":/src", "out")...), 0)
 	n := 0
 	err := filepath.Walk(filepath.Join(dir, "src"), func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -63,7 +70,6 @@ func sameFiles(t *testing.T, dir, image string) {
 	if err != nil || n < 4 {
 		t.Fatalf("compared %d files: %v", n, err)
 	}
-	must(t, run(t, dir, "fsck.ddfs", "--check-data", image), 0)
 }
 
 // TestDeviceRemove removes a device of each layout by its path: the files
