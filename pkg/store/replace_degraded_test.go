@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -160,4 +162,51 @@ func TestReplaceMissingRaid10(t *testing.T) {
 	fs, devs, m := replaceInTurn(t, format.ProfileRaid10, 4, []uint64{2})
 	fs.Close()
 	loseEach(t, devs, 1, m)
+}
+
+// TestFinishReplaceTwoMissing: a replace of device 2 on raid1c3 minus two
+// that fails after the new device joined (EIO on it after n writes) is
+// finished by FinishReplace on a fresh open, device 3's stripes still
+// kept missing; replacing device 3 then makes the set whole.
+func TestFinishReplaceTwoMissing(t *testing.T) {
+	joined := 0
+	for n := 7; n <= 14; n++ { // the writes around the join's commit
+		devs := memDevs(5, 1<<30)
+		fs := create(t, devs[:3], format.ProfileRaid1C3, format.ProfileRaid1C3)
+		m := fillModel(t, fs, 37, 3)
+		fs.Close()
+		fs = openWithout(t, devs[:1])
+		bad := device.NewFaulty(devs[3], device.FailAfter(n, device.OpWrite, syscall.EIO))
+		id, err := fs.ReplaceDevice(2, NewDevice{Dev: bad, Path: devs[3].Name()}, nil)
+		fs.Close()
+		if err == nil || id == 0 || !member(t, devs[0], id) {
+			continue // done before the fault, or failed before the join committed
+		}
+		joined++
+		fs = openWithout(t, []*device.MemDevice{devs[0], devs[3]})
+		// Device 2 is gone already when only a superblock write of the
+		// commit that dropped it failed.
+		if err := fs.FinishReplace(2, id, nil); err != nil && !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("EIO after %d writes: finish: %v", n, err)
+		}
+		if _, err := fs.ReplaceDevice(3, NewDevice{Dev: devs[4], Path: devs[4].Name()}, nil); err != nil {
+			t.Fatalf("EIO after %d writes: replace 3: %v", n, err)
+		}
+		fs.Close()
+		fs = reopen(t, []*device.MemDevice{devs[0], devs[3], devs[4]}, false)
+		m.check(t, fs)
+		fs.Close()
+	}
+	if joined < 4 {
+		t.Fatalf("%d faults struck after the new device joined, want 4 at least", joined)
+	}
+}
+
+// member reports whether devid is a member of the set dev belongs to, as
+// committed.
+func member(t *testing.T, dev *device.MemDevice, devid uint64) bool {
+	t.Helper()
+	fs := openWithout(t, []*device.MemDevice{dev})
+	defer fs.Close()
+	return slices.ContainsFunc(fs.DevItems(), func(d *format.DevItem) bool { return d.DevID == devid })
 }
