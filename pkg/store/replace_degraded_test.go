@@ -156,12 +156,16 @@ func TestReplaceTwoMissingRaid1C3(t *testing.T) {
 	loseEach(t, devs, 2, m)
 }
 
-// TestReplaceMissingRaid10: raid10 on four devices, one lost; its
-// pair's surviving member is the source of each rebuilt stripe.
+// TestReplaceMissingRaid10: raid10 on four devices, one lost, or one of
+// each pair (every chunk pairs devices 1,2 and 3,4 here: replaceInTurn
+// reads everything degraded first); the pair's surviving member is the
+// source of each rebuilt stripe.
 func TestReplaceMissingRaid10(t *testing.T) {
-	fs, devs, m := replaceInTurn(t, format.ProfileRaid10, 4, []uint64{2})
-	fs.Close()
-	loseEach(t, devs, 1, m)
+	for _, gone := range [][]uint64{{2}, {2, 4}} {
+		fs, devs, m := replaceInTurn(t, format.ProfileRaid10, 4, gone)
+		fs.Close()
+		loseEach(t, devs, 1, m)
+	}
 }
 
 // TestFinishReplaceTwoMissing: a replace of device 2 on raid1c3 minus two
