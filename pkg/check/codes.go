@@ -128,7 +128,7 @@ var (
 	NodeFirstKey     = def("NODE_FIRST_KEY", PassNode, FixNone, "a node's first key differs from its parent's pointer")
 	NodeOverflow     = def("NODE_OVERFLOW", PassNode, FixNone, "a node's contents overflow it")
 	NodeKeyRange     = def("NODE_KEY_RANGE", PassNode, FixNone, "a key lies outside the range its parent gives")
-	NodeCopiesDiffer = def("NODE_COPIES_DIFFER", PassNode, FixNone, "two copies of a node both validate but differ byte for byte (both locations reported)")
+	NodeCopiesDiffer = def("NODE_COPIES_DIFFER", PassNode, FixPreen, "two copies of a node both validate but differ byte for byte (both locations reported); the one that does not fit the node's place (its parent pointer's first key) is rewritten from the one that does, none when the place cannot decide")
 	NodePtrGen       = def("NODE_PTR_GEN", PassNode, FixNone, "a child pointer is newer than its node")
 	ItemBad          = def("ITEM_BAD", PassNode, FixNone, "a chunk, device or extent tree item does not decode or contradicts its key")
 )

@@ -74,11 +74,8 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 		c.locate(&p, r.targets, m)
 		c.add(p)
 	}
-	for _, m := range r.differ {
-		p := Problem{Code: NodeCopiesDiffer, Tree: tree, Logical: logical, Copy: copyNum(m),
-			Message: fmt.Sprintf("copy %d validates but differs from copy %d%s, which also validates", m, r.first, c.copyPlace(r.targets, r.first))}
-		c.locate(&p, r.targets, m)
-		c.add(p)
+	if node != nil {
+		node = c.copiesDiffer(id, gen, level, firstKey, r)
 	}
 	if node == nil {
 		// Every copy is bad: its subtree cannot be checked, and what the

@@ -182,7 +182,7 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 		if !o.Mode.allows(ci.fix) {
 			continue
 		}
-		if incomplete && p.Pass != PassSuper && p.Code != NodeCopyBad && p.Code != DataCopyBad {
+		if incomplete && p.Pass != PassSuper && p.Code != NodeCopyBad && p.Code != NodeCopiesDiffer && p.Code != DataCopyBad {
 			continue
 		}
 		out = append(out, p)
@@ -222,6 +222,10 @@ func repairRound(vol *volume.Volume, todo []Problem, opt Options) error {
 		switch p.Code {
 		case NodeCopyBad:
 			if err := fixNodeCopy(vol, p); err != nil {
+				return err
+			}
+		case NodeCopiesDiffer:
+			if err := fixCopiesDiffer(vol, p); err != nil {
 				return err
 			}
 		case DataCopyBad:

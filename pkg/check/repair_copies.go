@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -52,6 +53,33 @@ func fixDataCopy(vol *volume.Volume, p Problem) error {
 			return fmt.Errorf("rewrite data sector %d copy %d from copy %d: %w", p.Logical, *p.Copy, m, err)
 		}
 		return nil
+	}
+	return nil
+}
+
+// fixCopiesDiffer rewrites a copy that validates but does not fit its
+// node's place from the copy that alone does, deciding again on what the
+// copies hold now (another fix may have rewritten one): nothing is
+// written when the place cannot decide or copy p.Copy is the one that
+// fits.
+func fixCopiesDiffer(vol *volume.Volume, p Problem) error {
+	if p.fix == nil || p.Copy == nil {
+		return nil
+	}
+	sb := vol.Super
+	place := store.Place{NodeExpect: format.NodeExpect{FSID: sb.FSID, AltFSID: sb.NewFSID, Logical: p.Logical, Generation: p.fix.gen, Owner: p.fix.owner, Level: p.fix.level}, FirstKey: &p.fix.key}
+	n := vol.Copies(p.Logical)
+	bufs, errs := make([][]byte, n), make([]error, n)
+	for m := range bufs {
+		bufs[m] = make([]byte, sb.NodeSize)
+		errs[m] = vol.ReadCopy(p.Logical, bufs[m], m)
+	}
+	ch, err := store.ChooseCopy(bufs, errs, sb.CsumType, place)
+	if err != nil || ch.Winner == *p.Copy || *p.Copy >= n || bytes.Equal(bufs[*p.Copy], bufs[ch.Winner]) {
+		return nil
+	}
+	if err := vol.WriteCopy(p.Logical, bufs[ch.Winner], *p.Copy); err != nil {
+		return fmt.Errorf("rewrite %s tree node %d copy %d from copy %d: %w", p.Tree, p.Logical, *p.Copy, ch.Winner, err)
 	}
 	return nil
 }
