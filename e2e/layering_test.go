@@ -23,6 +23,7 @@ var layers = map[string]int{
 	"pkg/store": 3,
 	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/scrub": 4,
 	"pkg/inuse":    4, // what every tree references, against a free list: on store
+	"pkg/rescue":   4, // salvage to a host folder: on store, read-only
 	"pkg/trim":     5, // discards only what pkg/inuse agrees is free
 	"pkg/transfer": 5, "pkg/check": 5,
 	"pkg/dedupe": 5, // estimate, offline dedupe, index upkeep: on fsys
