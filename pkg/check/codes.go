@@ -135,7 +135,7 @@ var (
 
 // Extents and block groups.
 var (
-	MetaMissing        = def("META_MISSING", PassExtent, FixNone, "a node has no metadata extent item")
+	MetaMissing        = def("META_MISSING", PassExtent, FixPreen, "a node has no metadata extent item (the item is rebuilt from the node)")
 	MetaLeaked         = def("META_LEAKED", PassExtent, FixPreen, "a metadata extent item for a node no tree references (leaked space)")
 	ExtentOutside      = def("EXTENT_OUTSIDE", PassExtent, FixNone, "an extent lies outside every chunk")
 	ExtentOverlap      = def("EXTENT_OVERLAP", PassExtent, FixNone, "two extents overlap")

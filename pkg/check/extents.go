@@ -30,7 +30,7 @@ func (c *checker) checkExtents() {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	for _, l := range nodes {
 		if _, ok := c.metaItems[l]; !ok {
-			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, Message: "node has no metadata extent item"})
+			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, fix: &fixData{owner: c.seen[l]}, Message: "node has no metadata extent item"})
 		}
 	}
 	metas := make([]uint64, 0, len(c.metaItems))

@@ -50,3 +50,19 @@ func (f *fixer) addUsed(logical, n uint64) {
 		}
 	}
 }
+
+// rebuildMeta makes the metadata item of the node at l, a node of tree
+// owner that a tree references, from the node's header.
+func (f *fixer) rebuildMeta(l uint64, owner format.TreeID) error {
+	n, err := f.st.ReadNode(owner, l, 0, -1)
+	if err != nil {
+		return nil // no copy reads: NODE_COPY_BAD's, not this fix's
+	}
+	k := format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(n.Level)}
+	item := format.MarshalMetadataItem(&format.MetadataItem{Refs: 1, Generation: n.Generation, Owner: owner})
+	if err := f.tree(format.ExtentTree).Insert(k, item); err != nil {
+		return fmt.Errorf("metadata item %v: %w", k, err)
+	}
+	f.addUsed(l, uint64(f.st.Super().NodeSize))
+	return nil
+}

@@ -220,6 +220,8 @@ func (f *fixer) fix(p Problem) error {
 		return f.dropExtent(x.key)
 	case FileExtentNoItem:
 		return f.rebuildExtent(x)
+	case MetaMissing:
+		return f.rebuildMeta(p.Logical, x.owner)
 	case InodeFlags:
 		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
 	case ExtentBeyondSize:

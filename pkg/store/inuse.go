@@ -28,7 +28,7 @@ func (fs *FS) verifyFree(bg *BlockGroup, free *alloc.RangeSet) error {
 	rs := free.Ranges()
 	c := bg.Chunk
 	if c.Type == format.ChunkData {
-		return fs.verifyDataFree(c.Logical, c.End(), rs)
+		return fs.verifyDataFree(c.Logical, c.End(), rs, free)
 	}
 	nodes, err := fs.liveNodes()
 	if err != nil {
@@ -37,14 +37,34 @@ func (fs *FS) verifyFree(bg *BlockGroup, free *alloc.RangeSet) error {
 	i := sort.Search(len(nodes), func(i int) bool { return nodes[i] >= c.Logical })
 	for ; i < len(nodes) && nodes[i] < c.End(); i++ {
 		if meets(rs, nodes[i], uint64(fs.sb.NodeSize)) {
-			return fmt.Errorf("block group %d: node at logical %d: %w: %w", c.Logical, nodes[i], ErrSpaceInUse, ErrCorrupt)
+			err := fmt.Errorf("block group %d: node at logical %d: %w: %w", c.Logical, nodes[i], ErrSpaceInUse, ErrCorrupt)
+			if err = fs.keepInUse(free, nodes[i], uint64(fs.sb.NodeSize), err); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keepInUse is what becomes of space the trees use that the free map
+// holds: a writer fails with err; a repair takes it out of the map, so
+// that nothing is written over it while fsck rebuilds its items.
+func (fs *FS) keepInUse(free *alloc.RangeSet, start, n uint64, err error) error {
+	if !fs.repair {
+		return err
+	}
+	for _, r := range free.Ranges() {
+		if s, e := max(r.Start, start), min(r.End(), start+n); s < e {
+			if err := free.Remove(s, e-s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 // verifyDataFree looks for checksums over the free ranges of [start, end).
-func (fs *FS) verifyDataFree(start, end uint64, rs []alloc.Range) error {
+func (fs *FS) verifyDataFree(start, end uint64, rs []alloc.Range, free *alloc.RangeSet) error {
 	csumLen := uint64(fs.sb.CsumType.Len())
 	sector := uint64(fs.sb.SectorSize)
 	from := format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: start}
@@ -58,7 +78,10 @@ func (fs *FS) verifyDataFree(start, end uint64, rs []alloc.Range) error {
 	return fs.Tree(format.CsumTree).Scan(from, to, func(it format.Item) (bool, error) {
 		n := uint64(len(it.Data)) / csumLen * sector
 		if meets(rs, it.Key.Offset, n) {
-			return false, fmt.Errorf("block group %d: checksums of %d+%d: %w: %w", start, it.Key.Offset, n, ErrSpaceInUse, ErrCorrupt)
+			err := fmt.Errorf("block group %d: checksums of %d+%d: %w: %w", start, it.Key.Offset, n, ErrSpaceInUse, ErrCorrupt)
+			if err = fs.keepInUse(free, it.Key.Offset, n, err); err != nil {
+				return false, err
+			}
 		}
 		return true, nil
 	})

@@ -48,7 +48,7 @@ func (fs *FS) loadBlockGroups() error {
 	ext := fs.Tree(format.ExtentTree)
 	for _, c := range fs.Vol.Chunks.All() {
 		b, err := ext.Get(bgKey(c))
-		if fs.missingBGs && errors.Is(err, btree.ErrNotFound) {
+		if fs.repair && errors.Is(err, btree.ErrNotFound) {
 			// No item: itemUsed differs from any Used, so the next
 			// commit writes one.
 			fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, itemUsed: noItem})

@@ -63,8 +63,10 @@ type FS struct {
 	missing []*volume.MissingDeviceError
 	heal    healState
 	ahead   readAhead // raw nodes after the last one read (read-only sets)
-	// missingBGs: a chunk may lack its block group item (OpenForRepair).
-	missingBGs bool
+	// repair (OpenForRepair): a chunk may lack its block group item, and
+	// space the trees use that the extent tree calls free is kept out of
+	// the free map instead of failing the transaction.
+	repair bool
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
@@ -101,10 +103,10 @@ func openVolume(vol *volume.Volume, opt volume.Options) (*FS, error) {
 	return openVolumeWith(vol, opt, false)
 }
 
-// openVolumeWith is openVolume; missingBGs lets a chunk go without its
-// block group item (OpenForRepair).
-func openVolumeWith(vol *volume.Volume, opt volume.Options, missingBGs bool) (*FS, error) {
-	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, disc: newDiscardState(), missingBGs: missingBGs}
+// openVolumeWith is openVolume; repair opens for fsck's repair
+// (OpenForRepair).
+func openVolumeWith(vol *volume.Volume, opt volume.Options, repair bool) (*FS, error) {
+	fs := &FS{Vol: vol, sb: *vol.Super, cache: newNodeCache(cacheNodes), devItems: map[uint64]*format.DevItem{}, disc: newDiscardState(), repair: repair}
 	sb := &fs.sb
 	if err := format.CheckFeatures(sb.Compat, sb.RoCompat, sb.Incompat, opt.Write); err != nil {
 		return nil, err
@@ -397,7 +399,10 @@ func OpenVolume(vol *volume.Volume) (*FS, error) {
 // OpenForRepair is OpenVolume for fsck's repair: a chunk without a block
 // group item (BG_MISSING) gets a block group with nothing used whose item
 // the next commit writes (fsck sets Used to the extents' sum first). Every
-// other open refuses such a filesystem.
+// other open refuses such a filesystem. Space that the trees use and the
+// extent tree calls free (a lost METADATA_ITEM or EXTENT_ITEM) is never
+// allocated: "in use" wins, where a writer's transaction fails with
+// ErrSpaceInUse.
 func OpenForRepair(vol *volume.Volume) (*FS, error) {
 	return openVolumeWith(vol, volume.Options{Write: vol.Writable(), NoScan: true}, true)
 }
