@@ -68,14 +68,8 @@ func fixCopiesDiffer(vol *volume.Volume, p Problem) error {
 	}
 	sb := vol.Super
 	place := store.Place{NodeExpect: format.NodeExpect{FSID: sb.FSID, AltFSID: sb.NewFSID, Logical: p.Logical, Generation: p.fix.gen, Owner: p.fix.owner, Level: p.fix.level}, FirstKey: &p.fix.key}
-	n := vol.Copies(p.Logical)
-	bufs, errs := make([][]byte, n), make([]error, n)
-	for m := range bufs {
-		bufs[m] = make([]byte, sb.NodeSize)
-		errs[m] = vol.ReadCopy(p.Logical, bufs[m], m)
-	}
-	ch, err := store.ChooseCopy(bufs, errs, sb.CsumType, place)
-	if err != nil || ch.Winner == *p.Copy || *p.Copy >= n || bytes.Equal(bufs[*p.Copy], bufs[ch.Winner]) {
+	ch, bufs, err := store.ReadCopies(vol, sb.CsumType, sb.NodeSize, place)
+	if err != nil || ch.Winner == *p.Copy || *p.Copy >= len(bufs) || bytes.Equal(bufs[*p.Copy], bufs[ch.Winner]) {
 		return nil
 	}
 	if err := vol.WriteCopy(p.Logical, bufs[ch.Winner], *p.Copy); err != nil {

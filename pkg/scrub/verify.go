@@ -154,6 +154,7 @@ func (s *scrubber) verifyNode(u *unit, bufs [][]byte, readErrs []error) {
 			states[m].kind, states[m].detail = KindCsum, err.Error()
 		}
 	}
+	s.placeCopies(u, bufs, states)
 	s.settle(u, u.logical, bufs, states, true)
 }
 

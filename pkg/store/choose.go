@@ -89,3 +89,20 @@ func ChooseCopy(bufs [][]byte, readErrs []error, csum format.CsumType, p Place) 
 	}
 	return ch, nil
 }
+
+// ReadCopies reads every copy of the node at p.Logical from vol and
+// chooses among them (ChooseCopy); bufs are the copies' bytes. It keeps
+// no state, so checkers and scrub workers call it side by side.
+func ReadCopies(vol *volume.Volume, csum format.CsumType, nodeSize uint32, p Place) (Choice, [][]byte, error) {
+	n := vol.Copies(p.Logical)
+	if n == 0 {
+		return Choice{Winner: -1}, nil, fmt.Errorf("logical %d is in no chunk: %w", p.Logical, ErrCorrupt)
+	}
+	bufs, errs := make([][]byte, n), make([]error, n)
+	for m := range bufs {
+		bufs[m] = make([]byte, nodeSize)
+		errs[m] = vol.ReadCopy(p.Logical, bufs[m], m)
+	}
+	ch, err := ChooseCopy(bufs, errs, csum, p)
+	return ch, bufs, err
+}
