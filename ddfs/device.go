@@ -175,7 +175,7 @@ func newDeviceRemoveCmd() *cobra.Command {
 
 func newDeviceReplaceCmd() *cobra.Command {
 	c, fl, of := newDevCmd("replace [-b SIZE] [-f] IMAGE OLD NEWPATH[:props]", "copy a device onto a new one, then drop it",
-		"  ddfs device replace disk.img 2 spare.img:rotational=1\n  ddfs device replace --degraded disk.img 2 spare.img", 3)
+		"  ddfs device replace disk.img 2 spare.img:rotational=1\n  ddfs device replace --degraded disk.img 2 spare.img   # device 2 gone; several gone: one at a time", 3)
 	size := sizeFlag(fl, "size of an image file to create (default the old device's size)")
 	force := fl.BoolP("force", "f", false, "overwrite a filesystem on the new device")
 	c.RunE = func(c *cobra.Command, a []string) error {
