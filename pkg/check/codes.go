@@ -122,7 +122,7 @@ var (
 	NodeNoChunk      = def("NODE_NO_CHUNK", PassNode, FixNone, "a node address lies in no chunk")
 	NodeChunkType    = def("NODE_CHUNK_TYPE", PassNode, FixNone, "a node lies in a chunk of the wrong type")
 	NodeAlign        = def("NODE_ALIGN", PassNode, FixNone, "a node is misaligned or crosses its chunk's end")
-	TreeRootBad      = def("TREE_ROOT_BAD", PassNode, FixRepair, "no copy of a tree's root node reads (-y: the newest backup root set that checks clean replaces the roots; later generations are lost)")
+	TreeRootBad      = def("TREE_ROOT_BAD", PassNode, FixRepair, "no copy of a tree's root node reads (-y: a derived tree, the dedupe index or the discard records, is dropped and rebuilt from its sources; else the newest backup root set that checks clean replaces the roots; later generations are lost)")
 	NodeCopyBad      = def("NODE_COPY_BAD", PassNode, FixPreen, "one copy of a node is unreadable or invalid (checksum, header, owner, generation)")
 	NodeEmpty        = def("NODE_EMPTY", PassNode, FixNone, "a node below the root has no items")
 	NodeFirstKey     = def("NODE_FIRST_KEY", PassNode, FixNone, "a node's first key differs from its parent's pointer")

@@ -122,6 +122,17 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 				continue
 			}
 		}
+		if opt.Mode == ModeRepair && !mappingBroken(rep.Problems) {
+			dropped, err := dropDerived(vol, rep)
+			if err != nil {
+				vol.Close()
+				return nil, fmt.Errorf("repair: %w", err)
+			}
+			if len(dropped) > 0 {
+				vol.Close()
+				continue // check without them; the next rounds rebuild them
+			}
+		}
 		if opt.Mode == ModeRepair && restored == 0 && hasCode(rep.Problems, TreeRootBad) {
 			vol.Close()
 			if restored, err = restoreBackupRoots(open, opt); err != nil {

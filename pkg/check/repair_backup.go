@@ -27,15 +27,7 @@ func restoreBackupRoots(open func() (*volume.Volume, error), opt Options) (uint6
 		if b.Generation == 0 || b.Generation >= cur.Generation || b.Root(format.ChunkTree).Logical == 0 {
 			continue
 		}
-		cand := cur
-		cand.Generation = cur.Generation + 1
-		cand.Roots = b
-		copy(cand.Backups[1:], cur.Backups[:format.NumBackupRoots-1])
-		cand.Backups[0] = cur.Roots
-		// The counters were those of the lost roots; the next writer
-		// recounts (FORMAT.md §3.9).
-		cand.RoCompat &^= format.RoCompatCounters
-		cand.Counters = format.Counters{}
+		cand := withRoots(cur, b)
 		if !checksClean(open, &cand, opt) {
 			continue
 		}
@@ -70,4 +62,19 @@ func checksClean(open func() (*volume.Volume, error), sb *format.Superblock, opt
 		}
 	}
 	return true
+}
+
+// withRoots is the superblock of the generation after cur's with roots in
+// place of cur's (kept as the newest backup).
+func withRoots(cur format.Superblock, roots format.RootSet) format.Superblock {
+	cand := cur
+	cand.Generation = cur.Generation + 1
+	cand.Roots = roots
+	copy(cand.Backups[1:], cur.Backups[:format.NumBackupRoots-1])
+	cand.Backups[0] = cur.Roots
+	// The counters were those of the old roots; the next writer
+	// recounts (FORMAT.md §3.9).
+	cand.RoCompat &^= format.RoCompatCounters
+	cand.Counters = format.Counters{}
+	return cand
 }

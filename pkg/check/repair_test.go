@@ -416,14 +416,7 @@ func TestRepairBackupRoots(t *testing.T) {
 // TestRepairDedupeRebuilt: a dropped dedupe index entry is rebuilt from
 // its extent's data, byte for byte, by -p.
 func TestRepairDedupeRebuilt(t *testing.T) {
-	f, d := newOneDeviceFS(t, 13, format.Settings{Dedupe: true, DedupeBlockLog2: 13, DedupeHash: format.CsumBLAKE3, Compression: format.CompressZstd, CompressionLevel: 3})
-	for i := 0; i < 3; i++ {
-		in, err := f.Create(fmt.Sprintf("/f%d", i), fsys.Attr{Mode: 0o644})
-		must(t, err)
-		must(t, f.WriteAt(in, pattern(30000, byte(i%2)), 0))
-	}
-	must(t, f.Sync())
-	devs := []*device.MemDevice{d}
+	_, devs := dedupeFS(t)
 	s := newSurgeon(t, devs)
 	victim := firstDedupeEntry(t, s)
 	s.del(format.DedupeTree, victim.Key)
