@@ -1,7 +1,6 @@
 package crashtest
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ddfs/ddfs/pkg/check"
@@ -95,6 +94,11 @@ func survivors(base []*device.MemDevice) []*device.MemDevice {
 // is a committed generation and that fsck finds nothing but the missing
 // member (and superblock copies a commit was writing).
 func verifyDegraded(mems []*device.MemDevice, states map[uint64]string) error {
+	return verifyMissing(mems, states, 1, 1)
+}
+
+// verifyMissing is verifyDegraded with lo to hi members missing.
+func verifyMissing(mems []*device.MemDevice, states map[uint64]string, lo, hi int) error {
 	var ds []device.Device
 	for _, d := range mems {
 		ds = append(ds, d)
@@ -136,8 +140,8 @@ func verifyDegraded(mems []*device.MemDevice, states map[uint64]string) error {
 			return fmt.Errorf("generation %d: fsck: %v", gen, p)
 		}
 	}
-	if missing != 1 {
-		return errors.New("fsck did not report the missing member once")
+	if missing < lo || missing > hi {
+		return fmt.Errorf("generation %d: fsck reported %d missing members, want %d to %d", gen, missing, lo, hi)
 	}
 	return nil
 }
