@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -15,7 +16,10 @@ import (
 // into the page cache) read-only (through the read-ahead window) and
 // writable (a read per node), with metadata single (one copy to read),
 // dup and raid1 (every copy read and compared, issue 36). The cost of
-// reading every copy is dup's and raid1's time over single's.
+// reading every copy is dup's and raid1's time over single's. On a
+// loaded machine wall time swings several-fold between runs, so it also
+// reports what does not: device reads and bytes per walk, and the
+// process's CPU time (user+system) per walk.
 func BenchmarkWalkCopies(b *testing.B) {
 	for _, meta := range []struct {
 		name string
@@ -25,9 +29,16 @@ func BenchmarkWalkCopies(b *testing.B) {
 		paths := walkImage(b, meta.p, meta.devs)
 		for _, write := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/write=%v", meta.name, write), func(b *testing.B) {
+				var st device.Stats
+				cpu0 := cpuTime()
 				for b.Loop() {
-					walkOnce(b, paths, write)
+					s := walkOnce(b, paths, write)
+					st.Reads += s.Reads
+					st.ReadBytes += s.ReadBytes
 				}
+				b.ReportMetric(float64(st.Reads)/float64(b.N), "reads/op")
+				b.ReportMetric(float64(st.ReadBytes)/float64(b.N), "readbytes/op")
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
@@ -72,8 +83,16 @@ func walkImage(b *testing.B, meta format.Profile, devs int) []string {
 	return paths
 }
 
-// walkOnce opens the set and scans its fs tree from a cold node cache.
-func walkOnce(b *testing.B, paths []string, write bool) {
+// cpuTime is the process's user and system time so far, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// walkOnce opens the set and scans its fs tree from a cold node cache;
+// it returns the device I/O of the scan.
+func walkOnce(b *testing.B, paths []string, write bool) device.Stats {
 	mode := device.ReadOnly
 	if write {
 		mode = device.ReadWrite
@@ -84,7 +103,7 @@ func walkOnce(b *testing.B, paths []string, write bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ds = append(ds, d)
+		ds = append(ds, device.NewCounting(d))
 	}
 	vol, err := volume.FromDevices(ds, write)
 	if err != nil {
@@ -102,4 +121,11 @@ func walkOnce(b *testing.B, paths []string, write bool) {
 	if err := fs.Close(); err != nil {
 		b.Fatal(err)
 	}
+	var st device.Stats
+	for _, d := range ds {
+		s := d.(*device.Counting).Stats()
+		st.Reads += s.Reads
+		st.ReadBytes += s.ReadBytes
+	}
+	return st
 }
