@@ -294,6 +294,9 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree incomplete (a node no copy of which reads): %d conclusions about counts and references withheld\n",
 			image, strings.Join(rep.Incomplete, ", "), rep.Withheld)
 	}
+	if rep.RebuiltTree != "" {
+		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree rebuilt from the nodes that read; what %s held is lost\n", image, rep.RebuiltTree, plural(rep.NodesLost, "unreadable node"))
+	}
 	if rep.RestoredFrom != 0 {
 		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
 	}

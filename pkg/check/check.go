@@ -122,6 +122,11 @@ type Report struct {
 	// put in place of roots that did not read (0: none); the
 	// generations after it are lost.
 	RestoredFrom uint64 `json:"restored_from,omitempty"`
+	// RebuiltTree is the tree a repair rebuilt from the nodes that read
+	// ("": none), without the NodesLost nodes no copy of which read: what
+	// they held is lost (the problems of the later rounds name it).
+	RebuiltTree string `json:"rebuilt_tree,omitempty"`
+	NodesLost   int    `json:"nodes_lost,omitempty"`
 	// Incomplete names the trees with a node no copy of which could be
 	// read: the cross-checks over them are unreliable, so repair then
 	// makes only the fixes that do not depend on them.

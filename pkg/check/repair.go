@@ -89,6 +89,7 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	index := map[problemID]int{}
 	var last *Report
 	var restored uint64
+	rebuilt, lost := "", 0
 	sysRewritten := false
 	for round := 0; ; round++ {
 		if err := opt.cancelled(); err != nil {
@@ -133,6 +134,15 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 				continue // check without them; the next rounds rebuild them
 			}
 		}
+		if opt.Mode == ModeRepair && rebuilt == "" && !mappingBroken(rep.Problems) && rebuildsFS(rep) {
+			lost, err = rebuildFS(vol, opt)
+			vol.Close()
+			if err != nil {
+				return nil, fmt.Errorf("repair: %w", err)
+			}
+			rebuilt = format.FSTree.String()
+			continue // the next rounds make the rest whole
+		}
 		if opt.Mode == ModeRepair && restored == 0 && hasCode(rep.Problems, TreeRootBad) {
 			vol.Close()
 			if restored, err = restoreBackupRoots(open, opt); err != nil {
@@ -168,6 +178,7 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	}
 	last.Problems = all
 	last.RestoredFrom = restored
+	last.RebuiltTree, last.NodesLost = rebuilt, lost
 	return last, nil
 }
 

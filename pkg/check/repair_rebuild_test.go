@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 )
 
 // TestRepairRebuildsExtentItem (issue 36): a data EXTENT_ITEM deleted
@@ -91,4 +92,45 @@ func TestRepairRebuildsMetaItem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRepairRebuildsFSTree (issue 36): every copy of an fs tree leaf is
+// bad. -y rebuilds the tree from the other nodes: every file that read
+// before still reads, byte for byte, what the leaf held is reported lost,
+// and a second -n is clean.
+func TestRepairRebuildsFSTree(t *testing.T) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	leaf := lastFSLeaf(t, devs)
+	for _, nc := range allNodeCopies(t, devs) {
+		if nc.logical == leaf {
+			flip(devs[nc.target.DevID-1], int64(nc.target.Physical)+300)
+		}
+	}
+	before := contents(t, devs)
+	rep := repairDevs(t, devs, ModeRepair)
+	if rep.RebuiltTree != "fs" || rep.NodesLost != 1 {
+		t.Errorf("rebuilt %q without %d nodes, want the fs tree without 1", rep.RebuiltTree, rep.NodesLost)
+	}
+	after := contents(t, devs)
+	for ino, sum := range before {
+		if after[ino] != sum {
+			t.Errorf("inode %d read before -y, not after", ino)
+		}
+	}
+	if rep := fsckDevs(t, devs, Options{CheckData: true}); !rep.Clean() {
+		t.Errorf("-n after -y: %v", rep.Problems)
+	}
+}
+
+// lastFSLeaf is the fs tree's last leaf (an fs tree of two or more).
+func lastFSLeaf(t *testing.T, devs []*device.MemDevice) uint64 {
+	t.Helper()
+	var leaf uint64
+	for _, nc := range allNodeCopies(t, devs) {
+		if nc.tree == format.FSTree && nc.copy == 0 {
+			leaf = nc.logical
+		}
+	}
+	return leaf
 }

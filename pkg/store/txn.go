@@ -97,6 +97,16 @@ func (tx *Txn) Generation() uint64 { return tx.gen }
 // Tree returns the writable handle of tree id.
 func (tx *Txn) Tree(id format.TreeID) *btree.Tree { return tx.trees[id] }
 
+// ResetTree gives tree id no root in this transaction and returns its new
+// handle: fsck rebuilds a tree some of whose nodes no copy reads from
+// the items of the rest. The old nodes keep their metadata items (fsck
+// frees them as leaked); the counters are recounted at the commit.
+func (tx *Txn) ResetTree(id format.TreeID) *btree.Tree {
+	tx.trees[id] = btree.New(tx, id, format.RootPtr{})
+	tx.RecountCounters()
+	return tx.trees[id]
+}
+
 // FS returns the filesystem.
 func (tx *Txn) FS() *FS { return tx.fs }
 

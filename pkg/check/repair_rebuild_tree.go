@@ -1,0 +1,107 @@
+package check
+
+// A tree some of whose nodes no copy reads (every copy bad) is rebuilt
+// from the items of the nodes that do read, in one transaction: the
+// unreadable nodes' references are dropped, what they held is lost. The
+// next rounds make the rest whole as for any lost item: names of lost
+// inodes go, inodes that lost their names go to /lost+found, data extents
+// no file points at any more are freed with their checksums, the old
+// nodes' metadata items are freed as leaked. Only the fs tree is rebuilt
+// so: the chunk tree is the mapping itself, the extent tree is rebuilt
+// item by item (META_MISSING, FILE_EXTENT_NO_ITEM), the checksums are
+// never invented for data that was never verified, and the derived trees
+// are dropped (repair_derived.go). A tree whose root does not read is
+// left to the backup roots: rebuilt, it would be empty.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// rebuildsFS reports whether rep calls for rebuilding the fs tree: a
+// node of it unread, its root read.
+func rebuildsFS(rep *Report) bool {
+	fs := format.FSTree.String()
+	if !slices.Contains(rep.Incomplete, fs) {
+		return false
+	}
+	for _, p := range rep.Problems {
+		if p.Code == TreeRootBad && p.Tree == fs {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuildFS rebuilds the fs tree from the nodes that read and returns
+// how many nodes could not be read (their subtrees are lost).
+func rebuildFS(vol *volume.Volume, opt Options) (int, error) {
+	st, err := store.OpenForRepair(vol)
+	if err != nil {
+		return 0, nil // the tree fixes need an openable filesystem
+	}
+	tx, err := st.Begin()
+	if err != nil {
+		return 0, err
+	}
+	r := &rebuild{st: st, to: tx.ResetTree(format.FSTree), seen: map[uint64]bool{}}
+	sb := st.Super()
+	root := sb.Roots.Root(format.FSTree)
+	if err := r.walk(root.Logical, root.Generation, int(root.Level), 0); err != nil {
+		tx.Abort()
+		return 0, err
+	}
+	if err := r.to.EnsureRoot(); err != nil {
+		tx.Abort()
+		return 0, err
+	}
+	if err := opt.cancelled(); err != nil {
+		tx.Abort()
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("rebuild the fs tree: %w", err)
+	}
+	return r.lost, nil
+}
+
+// rebuild carries one tree's rebuild.
+type rebuild struct {
+	st   *store.FS
+	to   *btree.Tree
+	seen map[uint64]bool // a damaged tree may point at a node twice
+	lost int
+}
+
+// walk copies the items of the committed node at l and its subtree into
+// the new tree; a node no copy of which reads is counted and skipped.
+func (r *rebuild) walk(l, gen uint64, level, depth int) error {
+	if r.seen[l] || depth > format.MaxLevel {
+		return nil
+	}
+	r.seen[l] = true
+	n, err := r.st.ReadNode(format.FSTree, l, gen, level)
+	if err != nil {
+		r.lost++
+		return nil
+	}
+	for _, it := range n.Items {
+		// The first of two items with one key wins, as readers find it.
+		if err := r.to.Insert(it.Key, bytes.Clone(it.Data)); err != nil && !errors.Is(err, btree.ErrExists) {
+			return fmt.Errorf("fs tree item %v: %w", it.Key, err)
+		}
+	}
+	for _, p := range n.Ptrs {
+		if err := r.walk(p.Logical, p.Generation, level-1, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
