@@ -31,7 +31,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newInfoCmd(), newDFCmd(), newLsCmd(), newCatCmd(), newStatCmd(), newCpCmd(),
 		newMkdirCmd(), newRmCmd(), newMvCmd(), newLnCmd(), newTouchCmd(), newChmodCmd(), newChownCmd(),
 		newDuCmd(), newXattrCmd(), newTarInCmd(), newTarOutCmd(), newPropCmd(), newDeviceCmd(),
-		newBalanceCmd(), newScrubCmd(), newInspectCmd(), newSetUUIDCmd(), newFindCmd(), newDiffCmd(), newMountCmd())
+		newBalanceCmd(), newScrubCmd(), newInspectCmd(), newSetUUIDCmd(), newFindCmd(), newDiffCmd(), newMountCmd(),
+		newRescueCmd())
 	return root
 }
 

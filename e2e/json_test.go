@@ -218,6 +218,7 @@ func TestJSONVocabulary(t *testing.T) {
 		{"dedupe-tool run", []string{"run", "--json", "a.img"}, 0},
 		{"dedupe-tool index", []string{"index", "rebuild", "--json", "a.img"}, 0},
 		{"dedupe-tool index", []string{"index", "prune", "--max-entries", "10", "--json", "a.img"}, 0},
+		{"ddfs rescue", []string{"rescue", "--json", "a.img", "rescued"}, 0},
 		{"ddfs set-uuid", []string{"set-uuid", "--json", "a.img"}, 0},
 	}
 	ran := map[string]bool{}

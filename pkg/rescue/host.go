@@ -90,7 +90,8 @@ func (h *host) dirAttrs(rel string, in *format.InodeItem, xs []format.Xattr) err
 	return h.attrs(f, rel, in, xs)
 }
 
-// symlink makes a link (its owner kept as root; Linux has no link modes).
+// symlink makes a link with its times (and owner, as root); Linux has no
+// link modes.
 func (h *host) symlink(target, rel string, in *format.InodeItem) error {
 	err := h.root.Symlink(target, rel)
 	if errors.Is(err, fs.ErrExist) {
@@ -98,6 +99,9 @@ func (h *host) symlink(target, rel string, in *format.InodeItem) error {
 	}
 	if err == nil && h.owners {
 		err = h.root.Lchown(rel, int(in.UID), int(in.GID))
+	}
+	if err == nil {
+		err = h.inParent(rel, func(fd int, name string) error { return linkTimes(fd, name, in) })
 	}
 	return err
 }
@@ -111,22 +115,39 @@ func (h *host) link(first, rel string) error {
 }
 
 // special makes a fifo, socket or device node (a device only as root,
-// as cp -a), through its parent folder's descriptor.
+// as cp -a).
 func (h *host) special(rel string, in *format.InodeItem) error {
+	return h.inParent(rel, func(fd int, name string) error {
+		err := unix.Mknodat(fd, name, in.Mode, int(in.Rdev))
+		if errors.Is(err, fs.ErrExist) {
+			return ErrExists
+		}
+		if err == nil && h.owners {
+			err = unix.Fchownat(fd, name, int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err == nil {
+			err = unix.Fchmodat(fd, name, in.Mode&0o7777, 0)
+		}
+		if err == nil {
+			err = linkTimes(fd, name, in)
+		}
+		return err
+	})
+}
+
+// linkTimes sets the times of name itself (a symlink is not followed).
+func linkTimes(fd int, name string, in *format.InodeItem) error {
+	ts := []unix.Timespec{unix.NsecToTimespec(in.Atime.Sec*1e9 + int64(in.Atime.Nsec)), unix.NsecToTimespec(in.Mtime.Sec*1e9 + int64(in.Mtime.Nsec))}
+	return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// inParent runs fn with a descriptor of rel's folder (opened inside the
+// root, so it is one) and rel's last name: the calls os.Root lacks.
+func (h *host) inParent(rel string, fn func(fd int, name string) error) error {
 	d, err := h.root.OpenFile(path.Dir(rel), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	err = unix.Mknodat(int(d.Fd()), path.Base(rel), in.Mode, int(in.Rdev))
-	if errors.Is(err, fs.ErrExist) {
-		return ErrExists
-	}
-	if err == nil && h.owners {
-		err = unix.Fchownat(int(d.Fd()), path.Base(rel), int(in.UID), int(in.GID), unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err == nil {
-		err = unix.Fchmodat(int(d.Fd()), path.Base(rel), in.Mode&0o7777, 0)
-	}
-	return err
+	return fn(int(d.Fd()), path.Base(rel))
 }
