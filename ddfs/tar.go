@@ -2,8 +2,12 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -46,7 +50,8 @@ func newTarInCmd() *cobra.Command {
 }
 
 func newTarOutCmd() *cobra.Command {
-	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar", "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n")
+	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar\n\n"+tarOutLong, "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n")
+	c.Annotations = map[string]string{cli.ExitCodesKey: "0 everything archived, 1 an entry left out or zero-filled (each named on stderr) or an error, 2 usage error"}
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		stdout := c.OutOrStdout()
@@ -82,12 +87,32 @@ func newTarOutCmd() *cobra.Command {
 		}
 		// TarOut buffers (and flushes after an error too: the entries
 		// written before it must go out).
-		if err := transfer.TarOutWith(im.f, data, stdout, dir); err != nil {
-			return im.err(err)
+		skipped := func(err error) { fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", cli.Prog(c), skipLine(im.name, err)) }
+		err = transfer.TarOutReport(im.f, data, stdout, dir, skipped)
+		if errors.Is(err, transfer.ErrEntriesSkipped) {
+			return &cli.CodeError{Code: cli.ExitError} // each one said already
 		}
-		return nil
+		return im.err(err)
 	}
 	return c
+}
+
+const tarOutLong = `Damage does not stop it, as cp -a goes on: the archive stays valid and
+holds every entry that reads. A file of up to 1 MiB is read and checked
+before its header is written, so one whose data does not read is left out
+(a hard link to it is tried as the file). A bigger file, or one with holes,
+is streamed after its header: where its data stops reading its entry holds
+zeros to the end, as GNU tar pads. Either way the file is named on stderr
+(IMAGE:PATH: reason) and the exit status is 1.`
+
+// skipLine is an entry tar-out left out or zero-filled, on one line:
+// IMAGE:PATH: reason.
+func skipLine(img string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = fmt.Errorf("%s:%s: %w", img, pe.Path, pe.Err)
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // tarBar is a progress bar on stderr when it is a terminal (and not -q).

@@ -5,11 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // TestCopyOutRefusesOneEntry: `cp -a IMG:/ out` with a symlink already in
@@ -69,38 +64,4 @@ func TestCopyOutRefusesOneEntry(t *testing.T) {
 }
 
 // smashData overwrites every copy of the first data sector of file p.
-func smashData(t *testing.T, image, p string) {
-	t.Helper()
-	st, err := store.Open([]string{image}, volume.Options{NoScan: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ino := resolveIno(t, f, p)
-	b, err := st.Tree(format.FSTree).Get(format.Key{ObjectID: ino, Type: format.FileExtentKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := format.UnmarshalFileExtentItem(b)
-	if err != nil || x.Type != format.FileExtentRegular || x.DiskLogical == 0 {
-		t.Fatalf("extent of %s: %+v %v", p, x, err)
-	}
-	targets, err := st.Vol.Locate(x.DiskLogical)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	fh, err := os.OpenFile(image, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, tg := range targets {
-		if _, err := fh.WriteAt([]byte("garbage!"), int64(tg.Physical)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func smashData(t *testing.T, image, p string) { smashDataAt(t, image, p, 0) }

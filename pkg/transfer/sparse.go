@@ -116,7 +116,7 @@ func shortName(s string, n int) string {
 // sparseEntry writes regular file in (archive name h.Name, attributes in h)
 // as a GNU sparse 1.0 entry holding the data ranges rs, straight to w
 // after the tar writer's last entry. Work and output are O(extents).
-func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) error {
+func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range, src string) error {
 	if err := t.tw.Flush(); err != nil {
 		return err
 	}
@@ -161,20 +161,9 @@ func (t *tarWriter) sparseEntry(h *tar.Header, in *fsys.Inode, rs []fsys.Range) 
 		if rs == nil {
 			rs = []fsys.Range{} // all holes: nothing to read (nil reads the whole file)
 		}
-		t.pipe.ranges(in, rs, h.Name)
-		_, err := t.w.Write(make([]byte, (blockSize-phys%blockSize)%blockSize))
+		t.pipe.ranges(in, rs, src)
+	} else if err := t.salvage(in, rs, src); err != nil {
 		return err
-	}
-	written := int64(len(m))
-	if err := t.f.ReadData(in, t.buf, func(p []byte, _ uint64) error {
-		written += int64(len(p))
-		_, err := t.w.Write(p)
-		return err
-	}); err != nil {
-		return err
-	}
-	if written != phys { // the stream would be misaligned from here on
-		return fmt.Errorf("%s: read %d bytes of %d: %w", h.Name, written, phys, io.ErrUnexpectedEOF)
 	}
 	_, err := t.w.Write(make([]byte, (blockSize-phys%blockSize)%blockSize))
 	return err

@@ -242,14 +242,30 @@ func TarOut(f *fsys.FS, w io.Writer, dir string) error {
 // read-only instance of the same image, on other goroutines (tarPipe):
 // the walk and the data reads then run on two cores. data nil: TarOut.
 func TarOutWith(f, data *fsys.FS, w io.Writer, dir string) error {
+	return TarOutReport(f, data, w, dir, nil)
+}
+
+// ErrEntriesSkipped ends a TarOutReport that went on past entries it
+// could not archive (each given to its skipped function).
+var ErrEntriesSkipped = errors.New("entries not archived")
+
+// TarOutReport is TarOutWith going on past what it cannot archive, as
+// cp -a does: an entry refused by the walk, a file of up to
+// tarVerifyMax bytes whose data does not read (read before its header,
+// so it is left out whole), a bigger file whose data stops reading (its
+// header is out: the rest of its data is zeros, as GNU tar pads). Each is
+// passed to skipped (never at once from two goroutines), and the stream
+// stays a valid archive. With skipped nil the first one is returned.
+func TarOutReport(f, data *fsys.FS, w io.Writer, dir string, skipped func(error)) error {
 	in, err := f.Resolve(dir, true)
 	if err != nil {
 		return err
 	}
 	t := &tarWriter{f: f, links: map[uint64]string{}}
+	t.skips.fn = skipped
 	var flush func() error
 	if data != nil {
-		t.pipe = newTarPipe(data, w)
+		t.pipe = newTarPipe(data, w, &t.skips)
 		t.w, flush = t.pipe, t.pipe.close // all data reads go to the pipe: no buf
 	} else {
 		t.out = newOutBuffer(w, tarOutBuffer)
@@ -281,7 +297,7 @@ func TarOutWith(f, data *fsys.FS, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	return t.bad.Done(nil)
+	return t.skips.done()
 }
 
 // tarOutBuffer is TarOut's output buffer: w gets writes of this size
@@ -298,7 +314,7 @@ type tarWriter struct {
 	tw    *tar.Writer
 	links map[uint64]string
 	buf   []byte
-	bad   fsys.Refused
+	skips skipList
 	// symlinks holds the names of the symlinks written so far: no later
 	// entry may sit below one (an extractor would write through it).
 	symlinks map[string]bool
@@ -306,8 +322,12 @@ type tarWriter struct {
 
 func (t *tarWriter) dir(in *fsys.Inode, src, name string) error {
 	kids, err := t.f.Children(in)
-	if err := t.bad.Note(src, err); err != nil {
+	skipped, err := refused(src, err)
+	if err != nil {
 		return err
+	}
+	if skipped != nil {
+		t.skip(skipped)
 	}
 	for _, k := range kids {
 		if err := t.entry(k.Inode, path.Join(src, k.Entry.Name), path.Join(name, k.Entry.Name)); err != nil {
@@ -366,7 +386,7 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 	if t.underSymlink(name) {
 		// Only a crafted image (a name listed twice) gets here: refuse the
 		// entry, keep the stream safe to extract.
-		t.bad.Add(&fs.PathError{Op: "read", Path: src,
+		t.skip(&fs.PathError{Op: "read", Path: src,
 			Err: fmt.Errorf("archive name %q is at or below a symlink written before: %w", name, format.ErrCorrupt)})
 		return nil
 	}
@@ -378,7 +398,7 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 	}
 	h, err := t.header(in, name)
 	if errors.Is(err, errNotArchivable) {
-		t.bad.Add(&fs.PathError{Op: "read", Path: src, Err: err})
+		t.skip(&fs.PathError{Op: "read", Path: src, Err: err})
 		if in.IsDir() {
 			return t.dir(in, src, name) // its entries still go out
 		}
@@ -417,17 +437,9 @@ func (t *tarWriter) entry(in *fsys.Inode, src, name string) error {
 			return err
 		}
 		if holes(rs, in.Size) {
-			return t.sparseEntry(h, in, rs)
+			return t.sparseEntry(h, in, rs, src)
 		}
-		raw, err := t.header1(h)
-		if err != nil {
-			return err
-		}
-		if err := t.fileData(in, src, raw); err != nil || !raw {
-			return err
-		}
-		_, err = t.w.Write(zeroBlock[:padLen(h.Size)]) // zeros (copyout.go)
-		return err
+		return t.regular(h, in, src)
 	default:
 		switch format.FileTypeOfMode(in.Mode) {
 		case format.FileTypeCharDev:
@@ -483,20 +495,6 @@ func tarParents(f *fsys.FS, dir, rel string, mk *fsys.Attr) error {
 	return nil
 }
 
-// small writes the data of a small file, read straight into the output
-// buffer (no copy from a read buffer).
-func (t *tarWriter) small(in *fsys.Inode, src string, w io.Writer) error {
-	p := t.out.reserve(int(in.Size))
-	if p == nil {
-		return t.out.err
-	}
-	if err := readFull(t.f, in, p, 0); err != nil {
-		return &fs.PathError{Op: "read", Path: src, Err: err}
-	}
-	_, err := w.Write(p)
-	return err
-}
-
 // header1 writes h: its blocks made by appendPAXHeader and written
 // straight to the stream when it can (raw: the entry's data and padding
 // then go there too), else by archive/tar.
@@ -510,33 +508,6 @@ func (t *tarWriter) header1(h *tar.Header) (raw bool, err error) {
 	}
 	_, err = t.w.Write(t.hbuf)
 	return true, err
-}
-
-// fileData writes in's data after its header: to the stream (raw) or
-// through archive/tar.
-func (t *tarWriter) fileData(in *fsys.Inode, src string, raw bool) error {
-	w := io.Writer(t.tw)
-	if raw {
-		w = t.w
-	}
-	switch {
-	case t.pipe != nil && raw:
-		t.pipe.ranges(in, nil, src)
-		return nil
-	case t.pipe != nil:
-		return t.pipe.file(t.tw, in, src)
-	case in.Size <= tarOutBuffer/2:
-		return t.small(in, src, w)
-	}
-	var werr error // the output's failure, passed as it is
-	err := t.f.ReadChunks(in, t.buf, func(p []byte, _ uint64) error {
-		_, werr = w.Write(p)
-		return werr
-	})
-	if err != nil && err != werr {
-		err = &fs.PathError{Op: "read", Path: src, Err: err}
-	}
-	return err
 }
 
 // readFull reads len(p) bytes of in at off; a file that ends first is

@@ -1,10 +1,8 @@
 package transfer
 
 import (
-	"archive/tar"
 	"errors"
 	"io"
-	"io/fs"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +25,8 @@ type tarPipe struct {
 	chunk  []byte          // the walker's stream bytes since the last item
 	sent   int             // chunk[:sent] went out in items
 	failed atomic.Bool
+	skips  *skipList // files whose data did not read
+	side   []byte    // the assembler's buffer for verified items
 	mu     sync.Mutex
 	err    error
 	done   sync.WaitGroup
@@ -39,6 +39,8 @@ type pipeItem struct {
 	in      *fsys.Inode  // its data follows hdr; nil for none
 	rs      []fsys.Range // only these ranges of it, one after the other (sparse entry); nil: all
 	src     string       // in's image path, for errors
+	hlen    int          // >0: hdr ends in in's header of hlen bytes, out only if in reads (verified)
+	skip    error        // an entry the walk left out: reported in stream order
 	release []byte       // every item of this chunk is handled: reuse it
 }
 
@@ -49,16 +51,10 @@ const (
 	pipeBatch  = 256      // items per hand-over to the assembler
 )
 
-// phantom is what the walker writes through tar.Writer for a file's
-// data, so the writer counts the entry's bytes; the pipe recognizes its
-// address and drops it (the assembler puts the real data there). Never
-// read or written.
-var phantom = make([]byte, 1<<20)
-
 var chunkPool = sync.Pool{New: func() any { return make([]byte, 0, pipeChunk) }}
 
-func newTarPipe(data *fsys.FS, w io.Writer) *tarPipe {
-	p := &tarPipe{data: data, items: make(chan []pipeItem, 4), blocks: make(chan []byte, pipeBlocks-2),
+func newTarPipe(data *fsys.FS, w io.Writer, skips *skipList) *tarPipe {
+	p := &tarPipe{data: data, skips: skips, items: make(chan []pipeItem, 4), blocks: make(chan []byte, pipeBlocks-2),
 		free: make(chan []byte, pipeBlocks), chunk: chunkPool.Get().([]byte)[:0]}
 	for range pipeBlocks {
 		p.free <- make([]byte, pipeBlock)
@@ -77,9 +73,6 @@ var errPipeFailed = errors.New("tar-out stream failed")
 func (p *tarPipe) Write(b []byte) (int, error) {
 	if p.failed.Load() {
 		return 0, errPipeFailed
-	}
-	if len(b) > 0 && &b[0] == &phantom[0] {
-		return len(b), nil
 	}
 	if len(p.chunk)+len(b) > cap(p.chunk) {
 		p.flushChunk()
@@ -136,19 +129,28 @@ func (p *tarPipe) ranges(in *fsys.Inode, rs []fsys.Range, src string) {
 	p.sendHdr(&c, rs, src)
 }
 
-// file queues in's data after the header just written, and accounts for
-// it in tw with phantom writes.
-func (p *tarPipe) file(tw *tar.Writer, in *fsys.Inode, src string) error {
+// skip reports err after what is queued, so skips come in stream order.
+func (p *tarPipe) skip(err error) {
+	p.sendHdr(nil, nil, "")
+	p.send(pipeItem{skip: err})
+}
+
+// verified queues a file of up to tarVerifyMax bytes with its header
+// hb: the assembler reads the file first and writes header, data and
+// padding only if it reads.
+func (p *tarPipe) verified(hb []byte, in *fsys.Inode, src string) {
 	c := *in
-	p.sendHdr(&c, nil, src)
-	for left := in.Size; left > 0; {
-		n := min(left, uint64(len(phantom)))
-		if _, err := tw.Write(phantom[:n]); err != nil {
-			return err
-		}
-		left -= n
+	if len(hb) > cap(p.chunk) { // big xattrs: a header of its own
+		p.sendHdr(nil, nil, "")
+		p.send(pipeItem{hdr: append([]byte(nil), hb...), in: &c, src: src, hlen: len(hb)})
+		return
 	}
-	return nil
+	if len(p.chunk)+len(hb) > cap(p.chunk) {
+		p.flushChunk()
+	}
+	p.chunk = append(p.chunk, hb...)
+	p.send(pipeItem{hdr: p.chunk[p.sent:len(p.chunk):len(p.chunk)], in: &c, src: src, hlen: len(hb)})
+	p.sent = len(p.chunk)
 }
 
 // close sends the rest, waits for it to be written and returns the
@@ -197,16 +199,35 @@ func (a *assembly) item(it pipeItem, stopped bool) bool {
 		chunkPool.Put(it.release[:0]) //nolint:staticcheck // a slice header: fine for a pool of buffers
 	case stopped || a.p.failed.Load():
 		return true
+	case it.skip != nil:
+		a.p.skips.add(it.skip)
+	case it.hlen > 0:
+		a.verified(it)
 	default:
 		a.put(it.hdr)
 		if it.in != nil {
-			if err := a.data(it.in, it.rs); err != nil {
-				a.p.fail(&fs.PathError{Op: "read", Path: it.src, Err: err})
-				return true
-			}
+			a.data(it.in, it.rs, it.src)
 		}
 	}
 	return stopped
+}
+
+// verified writes a small file's header, data and padding if its data
+// reads, else only the stream bytes before its header.
+func (a *assembly) verified(it pipeItem) {
+	h := len(it.hdr) - it.hlen
+	a.put(it.hdr[:h])
+	if a.p.side == nil {
+		a.p.side = make([]byte, tarVerifyMax)
+	}
+	p := a.p.side[:it.in.Size]
+	if err := readFull(a.p.data, it.in, p, 0); err != nil {
+		a.p.skips.add(leftOut(it.src, err))
+		return
+	}
+	a.put(it.hdr[h:])
+	a.put(p)
+	a.put(zeroBlock[:padLen(int64(it.in.Size))])
 }
 
 type assembly struct {
@@ -233,31 +254,42 @@ func (a *assembly) put(b []byte) {
 }
 
 // data reads in's data (or its ranges rs) into the blocks, checked like
-// every read.
-func (a *assembly) data(in *fsys.Inode, rs []fsys.Range) error {
+// every read; from the first block that does not read on, zeros.
+func (a *assembly) data(in *fsys.Inode, rs []fsys.Range, src string) {
 	if rs == nil {
-		return a.read(in, 0, in.Size)
+		rs = []fsys.Range{{Off: 0, Len: in.Size}}
 	}
-	for _, r := range rs {
-		if err := a.read(in, r.Off, r.Off+r.Len); err != nil {
-			return err
+	for i, r := range rs {
+		if off, err := a.read(in, r.Off, r.Off+r.Len); err != nil {
+			a.p.skips.add(zeroed(src, off, in.Size, err))
+			a.zeros(r.Off + r.Len - off + rangeBytes(rs[i+1:]))
+			return
 		}
 	}
-	return nil
 }
 
-// read reads bytes [off, end) of in into the blocks.
-func (a *assembly) read(in *fsys.Inode, off, end uint64) error {
+// read reads bytes [off, end) of in into the blocks; on a failure it
+// returns where the data stopped.
+func (a *assembly) read(in *fsys.Inode, off, end uint64) (uint64, error) {
 	for off < end {
 		r := a.room()
 		k := min(uint64(len(r)), end-off)
-		if err := readFull(a.p.data, in, r[:k], off); err != nil {
-			return err
+		n, err := readSalvage(a.p.data, in, r[:k], off)
+		a.n += n
+		off += uint64(n)
+		if err != nil {
+			return off, err
 		}
-		a.n += int(k)
-		off += k
 	}
-	return nil
+	return off, nil
+}
+
+func (a *assembly) zeros(n uint64) {
+	for n > 0 {
+		k := min(n, uint64(len(zeroBlock)))
+		a.put(zeroBlock[:k])
+		n -= k
+	}
 }
 
 // write writes the blocks out; after a failure it only recycles them.

@@ -1,10 +1,15 @@
 package transfer
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,36 +102,95 @@ func TestTarOutPipe(t *testing.T) {
 	}
 }
 
-// TestTarOutPipeReadError: a data sector whose every copy fails its
-// checksum ends the piped stream with that error, as TarOut does, after
-// the entries before it.
+// TestTarOutPipeReadError: data sectors whose every copy fails its
+// checksum do not end the stream, piped or not (the same bytes): a small
+// file (and a hard link to it, the second name archived as the file) is
+// left out whole, a big one holds zeros from the bad block on, a sparse
+// one too, every other file is in the archive intact, each skip is
+// reported and TarOut returns the first.
 func TestTarOutPipeReadError(t *testing.T) {
 	f := newFS(t, 256<<20)
-	for i, n := range []int{3000, 200000, 5000} {
-		in, err := f.Create(fmt.Sprintf("/f%d", i), fsys.Attr{Mode: 0o644})
+	sizes := map[string]int{"/f0": 3000, "/f1": 200000, "/f2": 5000, "/big": 3 << 20, "/f4": 7000, "/h1": 9000}
+	want := map[string][]byte{}
+	for name, n := range sizes {
+		in, err := f.Create(name, fsys.Attr{Mode: 0o644})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.WriteAt(in, rndBytes(uint64(i)+7, n), 0); err != nil {
+		want[name] = rndBytes(uint64(n), n)
+		if err := f.WriteAt(in, want[name], 0); err != nil {
 			t.Fatal(err)
 		}
+	}
+	sp, err := f.Create("/sparse", fsys.Attr{Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["/sparse"] = append(make([]byte, 1<<20), rndBytes(5, 2<<20)...)
+	if err := f.WriteAt(sp, want["/sparse"][1<<20:], 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Link("/h1", "/h2"); err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	in, err := f.Resolve("/f1", false)
+	badSector(t, f, "/f1", 4096)
+	badSector(t, f, "/h1", 0)
+	badSector(t, f, "/big", 1<<20+8192)
+	badSector(t, f, "/sparse", 1<<20+4096)
+	g := twinFS(t, f) // a fresh instance: nothing cached
+	out, err := tarBoth(t, g, "/")
+	if !errors.Is(err, fsys.ErrDataChecksum) {
+		t.Fatalf("tar-out over bad sectors: %v, want ErrDataChecksum", err)
+	}
+	got := tarFiles(t, out)
+	for _, name := range []string{"/f1", "/h1", "/h2"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s, unreadable, is in the archive", name)
+		}
+		delete(want, name)
+	}
+	copy(want["/big"][1<<20+8192:], make([]byte, 2<<20))
+	copy(want["/sparse"][1<<20+4096:], make([]byte, 2<<20))
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s: %d bytes in the archive, not the %d expected", name, len(got[name]), len(b))
+		}
+	}
+	var skipped []string
+	err = TarOutReport(g, twinFS(t, g), io.Discard, "/", func(err error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(err, fsys.ErrDataChecksum) {
+			skipped = append(skipped, pe.Path)
+		}
+	})
+	slices.Sort(skipped)
+	if !errors.Is(err, ErrEntriesSkipped) || !slices.Equal(skipped, []string{"/big", "/f1", "/h1", "/h2", "/sparse"}) {
+		t.Fatalf("TarOutReport: %v, skipped %q", err, skipped)
+	}
+}
+
+// badSector overwrites the data sector of file p at byte off (single
+// profile: one copy).
+func badSector(t *testing.T, f *fsys.FS, p string, off uint64) {
+	t.Helper()
+	in, err := f.Resolve(p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.Store().Tree(format.FSTree).Get(format.Key{ObjectID: in.Ino, Type: format.FileExtentKey})
-	if err != nil {
-		t.Fatal(err)
+	var x *format.FileExtentItem
+	err = f.Store().Tree(format.FSTree).Scan(format.Key{ObjectID: in.Ino, Type: format.FileExtentKey}, format.Key{ObjectID: in.Ino, Type: format.FileExtentKey, Offset: off + 1},
+		func(it format.Item) (bool, error) {
+			x, err = format.UnmarshalFileExtentItem(it.Data)
+			x.Offset += off - it.Key.Offset
+			return true, err
+		})
+	if err != nil || x == nil || x.DiskLogical == 0 {
+		t.Fatalf("extent of %s at %d: %+v %v", p, off, x, err)
 	}
-	x, err := format.UnmarshalFileExtentItem(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, err := f.Store().Vol.Locate(x.DiskLogical + 4096) // its second sector (single profile: one copy)
+	ts, err := f.Store().Vol.Locate(x.DiskLogical + x.Offset)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("locate: %v %v", ts, err)
 	}
@@ -134,14 +198,20 @@ func TestTarOutPipeReadError(t *testing.T) {
 	if _, err := dev.Dev.WriteAt(bytes.Repeat([]byte{0x5A}, 4096), int64(ts[0].Physical)); err != nil {
 		t.Fatal(err)
 	}
-	g := twinFS(t, f) // a fresh instance: nothing cached
-	out, err := tarBoth(t, g, "/")
-	if !errors.Is(err, fsys.ErrDataChecksum) {
-		t.Fatalf("tar-out over a bad sector: %v, want ErrDataChecksum", err)
-	}
-	if !bytes.Contains(out, []byte("f0")) || bytes.Contains(out, []byte("f2")) {
-		t.Fatalf("the stream before the bad file must be out, nothing after it")
-	}
+}
+
+// tarFiles reads an archive's regular files: "/"+name -> data.
+func tarFiles(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tarEach(t, bytes.NewReader(b), func(h *tar.Header, r io.Reader) {
+		if h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(r)
+			must(t, err)
+			files["/"+strings.TrimPrefix(h.Name, "./")] = data
+		}
+	})
+	return files
 }
 
 // rndBytes is n bytes of a simple seeded sequence (not compressible to
