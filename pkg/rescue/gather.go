@@ -43,7 +43,7 @@ func gather(st *store.FS, opt Options, rep *Report) (*namespace, error) {
 		rep.NodesLost++
 		rep.Problems = append(rep.Problems, Problem{Err: fmt.Errorf("the superblock's fs tree root (logical %d) does not read: keys from %s roots and scanned leaves", lost.Logical, cmp.Or(from, "no"))})
 		leaves = g.scan(opt)
-		g.fill(leaves, hole{format.Key{}, format.MaxKey, max(lost.Generation, root.Generation)}, root.Generation)
+		g.fill(leaves, []hole{{format.Key{}, format.MaxKey, max(lost.Generation, root.Generation)}}, root.Generation)
 	}
 	if ok {
 		rep.RootsFrom, rep.Generation = from, root.Generation
@@ -54,9 +54,8 @@ func gather(st *store.FS, opt Options, rep *Report) (*namespace, error) {
 	if len(g.holes) > 0 && leaves == nil {
 		leaves = g.scan(opt)
 	}
-	for _, h := range g.holes {
-		g.fill(leaves, h, 0)
-	}
+	sort.Slice(g.holes, func(i, j int) bool { return g.holes[i].lo.Less(g.holes[j].lo) })
+	g.fill(leaves, g.holes, 0)
 	return g.ns, nil
 }
 
@@ -134,22 +133,35 @@ func (g *gatherer) addItems(n *format.Node, lo, hi format.Key) {
 	}
 }
 
-// fill takes the scanned leaves for hole h with a generation in
-// (above, h.gen], newest first, each only where no newer leaf already
-// covered its keys (an old leaf must not bring back what a newer one
-// deleted).
-func (g *gatherer) fill(leaves []leafRef, h hole, above uint64) {
+// fill takes, for the holes (disjoint, in key order), the scanned
+// leaves with a generation in (above, the hole's], newest first, each
+// only where no newer leaf already covered its keys (an old leaf must not
+// bring back what a newer one deleted). Each leaf finds its holes by
+// binary search: O(leaves x log holes), however many nodes were lost.
+func (g *gatherer) fill(leaves []leafRef, holes []hole, above uint64) {
 	for _, l := range leaves {
-		if l.gen > h.gen || l.gen <= above || g.seen[l.logical] || l.last.Less(h.lo) || !l.first.Less(h.hi) || g.taken.covers(l.first, l.last) {
+		if l.gen <= above || g.seen[l.logical] || g.taken.covers(l.first, l.last) {
 			continue
 		}
-		n, err := g.st.ReadNode(format.FSTree, l.logical, l.gen, 0)
-		if err != nil {
-			continue
+		i := sort.Search(len(holes), func(i int) bool { return l.first.Less(holes[i].hi) })
+		var n *format.Node
+		for ; i < len(holes) && !l.last.Less(holes[i].lo); i++ {
+			h := holes[i]
+			if l.gen > h.gen {
+				continue
+			}
+			if n == nil {
+				var err error
+				if n, err = g.st.ReadNode(format.FSTree, l.logical, l.gen, 0); err != nil {
+					break
+				}
+			}
+			g.addItems(n, h.lo, h.hi)
 		}
-		g.seen[l.logical] = true
-		g.addItems(n, h.lo, h.hi)
-		g.taken.add(l.first, l.last)
+		if n != nil {
+			g.seen[l.logical] = true
+			g.taken.add(l.first, l.last)
+		}
 	}
 }
 

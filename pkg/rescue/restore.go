@@ -14,6 +14,10 @@ import (
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
+// maxDepth bounds how deep folders are followed: a host path of PATH_MAX
+// (4096 bytes) holds at most 2048 names.
+const maxDepth = 2048
+
 // LostFound is the folder, in the destination, of inodes no name reaches.
 const LostFound = "lost+found"
 
@@ -35,7 +39,7 @@ type writer struct {
 func (w *writer) restore() {
 	w.buf = make([]byte, pieceBytes)
 	w.placed = map[uint64]bool{}
-	w.dir(format.RootDirIno, "/", ".")
+	w.dir(format.RootDirIno, "/", ".", 0)
 	w.orphans()
 }
 
@@ -45,8 +49,12 @@ func (w *writer) problem(p string, ino uint64, err error) {
 
 // dir writes the entries of directory ino, then its own attributes
 // (the destination folder itself keeps its own).
-func (w *writer) dir(ino uint64, p, rel string) {
+func (w *writer) dir(ino uint64, p, rel string, depth int) {
 	w.placed[ino] = true
+	if depth > maxDepth {
+		w.problem(p, ino, fmt.Errorf("more than %d folders deep: not followed", maxDepth))
+		return
+	}
 	if rel != "." {
 		if err := w.out.mkdir(rel); err != nil {
 			w.problem(p, ino, err)
@@ -66,7 +74,7 @@ func (w *writer) dir(ino uint64, p, rel string) {
 			w.problem(cp, m[n].Ino, fmt.Errorf("invalid name: %w", format.ErrCorrupt))
 			continue
 		}
-		w.entry(m[n].Ino, cp, path.Join(rel, n))
+		w.entry(m[n].Ino, cp, path.Join(rel, n), depth+1)
 	}
 	if in := w.ns.inodes[ino]; in != nil && rel != "." {
 		if err := w.out.dirAttrs(rel, in, w.ns.xattrs[ino]); err != nil {
@@ -76,11 +84,11 @@ func (w *writer) dir(ino uint64, p, rel string) {
 }
 
 // entry writes one name of inode ino.
-func (w *writer) entry(ino uint64, p, rel string) {
+func (w *writer) entry(ino uint64, p, rel string, depth int) {
 	in := w.ns.inodes[ino]
 	if in == nil && w.ns.entries[ino] != nil {
 		w.problem(p, ino, errors.New("no inode item: made as a folder with mode 0700"))
-		w.dir(ino, p, rel)
+		w.dir(ino, p, rel, depth)
 		return
 	}
 	switch {
@@ -91,7 +99,7 @@ func (w *writer) entry(ino uint64, p, rel string) {
 			w.problem(p, ino, errors.New("directory reached twice (a loop or a second name): not followed"))
 			return
 		}
-		w.dir(ino, p, rel)
+		w.dir(ino, p, rel, depth)
 	case in.FileType() == format.FileTypeRegular:
 		w.regular(ino, in, p, rel)
 	case in.FileType() == format.FileTypeSymlink:
@@ -197,7 +205,7 @@ func (w *writer) orphans() {
 			}
 			w.rep.LostFound++
 			name := strconv.FormatUint(ino, 10)
-			w.entry(ino, path.Join("/"+LostFound, name), path.Join(LostFound, name))
+			w.entry(ino, path.Join("/"+LostFound, name), path.Join(LostFound, name), 1)
 		}
 	}
 }

@@ -316,3 +316,41 @@ func flipData(t *testing.T, devs []*device.MemDevice, p string) {
 		devs[c.DevID-1].Flush()
 	}
 }
+
+// TestRescueKeepsHostEntries: rescue into a folder that already holds
+// entries of the image's names never writes over them nor through them:
+// a file keeps its bytes, a symlink in place of /dir (to a folder outside)
+// is not followed, and each is listed; the rest is copied.
+func TestRescueKeepsHostEntries(t *testing.T) {
+	base, err := corpus.Base(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "small"), []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rescueInto(t, corpus.Snapshots(base), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "small")); string(b) != "keep" {
+		t.Errorf("the host's small now holds %q", b)
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Errorf("rescue wrote %d entries through a symlink out of DIR", len(es))
+	}
+	listed := map[string]bool{}
+	for _, p := range rep.Problems {
+		listed[p.Path] = errors.Is(p.Err, rescue.ErrExists)
+	}
+	if !listed["/small"] || !listed["/dir"] || len(rep.Problems) != 2 {
+		t.Errorf("problems %v, want /small and /dir as existing", rep.Problems)
+	}
+	if got := rescued(dir); !got["/big"] || !got["/last"] || got["/dir/hard"] {
+		t.Errorf("rescued %v", got)
+	}
+}
