@@ -82,36 +82,62 @@ func runRepair(mode check.Mode) func([]*device.MemDevice) error {
 	}
 }
 
-// campaignTools are held to "never worse"; measuredTools are run and
-// their losses logged only under DDFS_CAMPAIGN_ALL (make stress): fsck's
-// repair still loses files (issue 36, open: an EXTENT_ITEM deleted makes
-// -p/-y drop the file's checksums as orphans).
+// campaignTools are held to "never worse": no file that read back
+// correctly before the tool ran reads otherwise after it.
 var campaignTools = []campaignTool{
 	{"trim", runTrim},
 	{"write", runWrite},
-}
-
-var measuredTools = []campaignTool{
 	{"fsck -p", runRepair(check.ModePreen)},
 	{"fsck -y", runRepair(check.ModeRepair)},
 }
 
+// cannotEndClean are the damages after which fsck -n may still find
+// problems once fsck -y ran (issue 36 names each), by variant name.
+var cannotEndClean = []struct{ prefix, why string }{
+	{"sysarray 0 stripe 0 devid", "no superblock copy validates (both stripes of a dup or raid1 system chunk on one device): the set does not open, fsck exits 8"},
+	{"sysarray 0 stripe 1 devid", "as stripe 0"},
+	{"delete chunk/", "the chunk tree is the mapping itself: without a CHUNK_ITEM or DEV_ITEM, space no item maps (a chunk-recover that scans the devices is not written); repair writes nothing through a broken mapping"},
+	{"node chunk/", "as delete chunk/: the chunk tree's only node"},
+	{"node csum/", "the checksums are lost, and -y never invents checksums for data that was never verified (left to a checksum rebuild that reads every copy)"},
+}
+
+// cannotFix are problem codes -y has no fix for that a single damage can
+// leave alone.
+var cannotFix = map[string]string{
+	"SYMLINK_TARGET": "a symlink's target extent deleted: no fix makes a target up",
+}
+
+// mayStayUnclean reports whether the variant's leftovers after -y are of
+// a class listed above.
+func mayStayUnclean(name, left string) bool {
+	for _, c := range cannotEndClean {
+		if strings.HasPrefix(name, c.prefix) {
+			return true
+		}
+	}
+	for _, code := range strings.Fields(left) {
+		if cannotFix[code] == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // TestCampaign: no writing tool makes a file that read back correctly
-// before it ran unreadable or different. make test deletes every item,
-// loses every node's copies and edits the system chunk array;
-// DDFS_CAMPAIGN_FIELDS=N also changes N fields of each item and
-// DDFS_CAMPAIGN_ALL=1 measures fsck's repair as well (make stress).
+// before it ran unreadable or different, and after fsck -y a check
+// (fsck -n) finds nothing but for the classes of cannotEndClean. make
+// test deletes every item, loses every node's copies and edits the
+// system chunk array; DDFS_CAMPAIGN_FIELDS=N also changes N fields of
+// each item (make stress), whose leftovers after -y are logged.
 func TestCampaign(t *testing.T) {
 	fields := 0
 	if s := os.Getenv("DDFS_CAMPAIGN_FIELDS"); s != "" {
 		fmt.Sscan(s, &fields)
 	}
 	tools := campaignTools
-	if os.Getenv("DDFS_CAMPAIGN_ALL") != "" {
-		tools = append(tools, measuredTools...)
-	}
 	for _, ndev := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%ddev", ndev), func(t *testing.T) {
+			t.Parallel()
 			base, err := corpus.Base(ndev)
 			if err != nil {
 				t.Fatal(err)
@@ -145,29 +171,29 @@ func TestCampaign(t *testing.T) {
 						sort.Strings(lost)
 						losses[tool.name] = append(losses[tool.name], fmt.Sprintf("%s: %d lost (%s)", v.Name, len(lost), strings.Join(lost[:min(3, len(lost))], " ")))
 					}
-					if tool.name == "fsck -y" {
-						if left := leftAfter(work); left != "" {
-							unclean = append(unclean, v.Name+": "+left)
-						}
+					if tool.name != "fsck -y" {
+						continue
+					}
+					left := leftAfter(work)
+					switch {
+					case left == "":
+					case strings.HasPrefix(v.Name, "field ") || mayStayUnclean(v.Name, left):
+						unclean = append(unclean, v.Name+": "+left)
+					default:
+						t.Errorf("fsck -n after fsck -y: %s: %s", v.Name, left)
 					}
 				}
 			}
 			t.Logf("%d variants", len(vs))
 			for _, tool := range tools {
-				report := t.Logf
-				if tool.name == "trim" || tool.name == "write" {
-					report = t.Errorf
-				}
 				t.Logf("%s: %d variants lost files", tool.name, len(losses[tool.name]))
 				for _, l := range losses[tool.name] {
-					report("%s made readable files unreadable: %s", tool.name, l)
+					t.Errorf("%s made readable files unreadable: %s", tool.name, l)
 				}
-				if tool.name == "fsck -y" {
-					t.Logf("fsck -n after -y: not clean in %d variants", len(unclean))
-					for _, u := range unclean {
-						t.Logf("not clean after fsck -y: %s", u)
-					}
-				}
+			}
+			t.Logf("fsck -n after -y: not clean in %d variants of classes that may stay so", len(unclean))
+			for _, u := range unclean {
+				t.Logf("not clean after fsck -y: %s", u)
 			}
 		})
 	}
