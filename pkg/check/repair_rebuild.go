@@ -28,13 +28,14 @@ func (f *fixer) rebuildExtent(x *fixData) error {
 	taken := false
 	from := format.Key{ObjectID: k.ObjectID - min(k.ObjectID, format.MaxExtentBytes)}
 	err := f.tree(format.ExtentTree).Scan(from, format.Key{ObjectID: k.ObjectID + k.Offset}, func(it format.Item) (bool, error) {
-		taken = it.Key.Type == format.ExtentItemKey && it.Key.ObjectID+it.Key.Offset > k.ObjectID
+		// An item at k itself does not decode (ITEM_BAD): it is replaced.
+		taken = it.Key.Type == format.ExtentItemKey && it.Key != k && it.Key.ObjectID+it.Key.Offset > k.ObjectID
 		return !taken, nil
 	})
 	if err != nil || taken {
 		return err
 	}
-	if err := f.tree(format.ExtentTree).Insert(k, x.item); err != nil {
+	if err := f.tree(format.ExtentTree).Put(k, x.item); err != nil {
 		return fmt.Errorf("extent item %v: %w", k, err)
 	}
 	f.addUsed(k.ObjectID, k.Offset)
@@ -60,7 +61,8 @@ func (f *fixer) rebuildMeta(l uint64, owner format.TreeID) error {
 	}
 	k := format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(n.Level)}
 	item := format.MarshalMetadataItem(&format.MetadataItem{Refs: 1, Generation: n.Generation, Owner: owner})
-	if err := f.tree(format.ExtentTree).Insert(k, item); err != nil {
+	// Put: an item at k that does not decode (ITEM_BAD) is replaced.
+	if err := f.tree(format.ExtentTree).Put(k, item); err != nil {
 		return fmt.Errorf("metadata item %v: %w", k, err)
 	}
 	f.addUsed(l, uint64(f.st.Super().NodeSize))

@@ -58,6 +58,11 @@ func (fs *FS) loadBlockGroups() error {
 			return fmt.Errorf("block group of chunk %d: %w", c.Logical, err)
 		}
 		item, err := format.UnmarshalBlockGroupItem(b)
+		if err != nil && fs.repair {
+			// fsck reports it and rebuilds it from the chunk (BG_MISSING).
+			fs.bgs = append(fs.bgs, &BlockGroup{Chunk: c, itemUsed: noItem})
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("block group of chunk %d: %w", c.Logical, err)
 		}
