@@ -14,8 +14,9 @@
 package inuse
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
@@ -102,11 +103,16 @@ func Check(fs *store.FS, free []alloc.Range) *Result {
 	return &w.res
 }
 
-// Merge returns rs sorted with overlapping and adjacent ranges joined.
+// Merge returns rs sorted with overlapping and adjacent ranges joined
+// (rs itself is not changed). Free lists mostly come sorted (a million
+// fragments at trim): they are not copied and sorted again.
 func Merge(rs []alloc.Range) []alloc.Range {
-	rs = append([]alloc.Range(nil), rs...)
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
-	var out []alloc.Range
+	byStart := func(a, b alloc.Range) int { return cmp.Compare(a.Start, b.Start) }
+	if !slices.IsSortedFunc(rs, byStart) {
+		rs = slices.Clone(rs)
+		slices.SortFunc(rs, byStart)
+	}
+	out := make([]alloc.Range, 0, len(rs))
 	for _, r := range rs {
 		if n := len(out); n > 0 && out[n-1].End() >= r.Start {
 			out[n-1].Len = max(out[n-1].End(), r.End()) - out[n-1].Start
@@ -118,9 +124,12 @@ func Merge(rs []alloc.Range) []alloc.Range {
 }
 
 // Subtract returns free without the ranges of taken (both sorted and
-// disjoint, as Merge returns them).
+// disjoint, as Merge returns them); with nothing taken it is free itself.
 func Subtract(free, taken []alloc.Range) []alloc.Range {
-	var out []alloc.Range
+	if len(taken) == 0 {
+		return free
+	}
+	out := make([]alloc.Range, 0, len(free))
 	j := 0
 	for _, f := range free {
 		start := f.Start

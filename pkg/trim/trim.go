@@ -185,11 +185,26 @@ func (o Options) stopped() error {
 // merge sorts ranges and joins overlapping or adjacent ones, then cuts out
 // the superblock copies, which are never discarded.
 func merge(rs []alloc.Range) []alloc.Range {
-	var cut []alloc.Range
-	for _, r := range inuse.Merge(rs) {
+	merged := inuse.Merge(rs)
+	cut := make([]alloc.Range, 0, len(merged)+len(protected))
+	for _, r := range merged {
+		if !overlaps(r, protected) {
+			cut = append(cut, r) // most of a million fragments: no copy, no allocation
+			continue
+		}
 		cut = append(cut, exclude(r, protected)...)
 	}
 	return cut
+}
+
+// overlaps reports whether r meets any of holes.
+func overlaps(r alloc.Range, holes []alloc.Range) bool {
+	for _, h := range holes {
+		if h.Start < r.End() && r.Start < h.End() {
+			return true
+		}
+	}
+	return false
 }
 
 // protected are the device areas trim never touches: the first MiB (boot
