@@ -206,7 +206,7 @@ var (
 	DirLoop          = def("DIR_LOOP", PassFS, FixRepair, "directories are each other's ancestors (-y moves the lowest to /lost+found)")
 	EntryDangling    = def("ENTRY_DANGLING", PassFS, FixRepair, "a directory entry names an inode that does not exist")
 	EntryNoRef       = def("ENTRY_NO_REF", PassFS, FixRepair, "a directory entry's inode has no INODE_REF for it (-y makes the name whole; a DIR_ITEM entry with no DIR_INDEX, of an inode named elsewhere, goes instead)")
-	EntryMismatch    = def("ENTRY_MISMATCH", PassFS, FixPreen, "a DIR_INDEX and its DIR_ITEM entry disagree (fixed when both name the same inode, or the DIR_INDEX's inode has the name's INODE_REF)")
+	EntryMismatch    = def("ENTRY_MISMATCH", PassFS, FixPreen, "a DIR_INDEX and its DIR_ITEM entry disagree (fixed when both name the same inode, or one's inode has the name's INODE_REF at this index: the other is pointed at it)")
 	EntryType        = def("ENTRY_TYPE", PassFS, FixPreen, "a directory entry's type differs from its inode")
 	IndexNoItem      = def("INDEX_NO_ITEM", PassFS, FixRepair, "a DIR_INDEX has no DIR_ITEM entry")
 	RefIndexOther    = def("REF_INDEX_OTHER", PassFS, FixRepair, "an INODE_REF's index names another DIR_INDEX (-y points it at the name's own DIR_INDEX, made anew when there is none; a name the DIR_INDEX at that index gives the same inode under another name goes instead)")

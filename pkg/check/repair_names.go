@@ -57,15 +57,21 @@ func (f *fixer) fixNames(p Problem) error {
 		return f.recreateInode(format.RootDirIno)
 	case EntryMismatch:
 		in, err := f.getInode(child)
-		if err != nil || in == nil {
+		if err != nil {
 			return err
+		}
+		if in == nil {
+			return f.indexToItem(x.dir, x.index, x.name)
 		}
 		y := *x
 		y.ftype = in.FileType()
 		if err := f.entryType(&y); err != nil {
 			return err
 		}
-		return f.itemToIndex(x.dir, x.index, x.name, child, y.ftype)
+		if err := f.itemToIndex(x.dir, x.index, x.name, child, y.ftype); err != nil {
+			return err
+		}
+		return f.indexToItem(x.dir, x.index, x.name)
 	case EntryNoRef:
 		// A DIR_ITEM entry that names another inode than the DIR_INDEX
 		// and INODE_REF of its name is the odd one of the three:
@@ -249,6 +255,25 @@ func (f *fixer) itemToIndex(dir, idx uint64, name string, child uint64, t format
 		}
 		return es
 	})
+}
+
+// indexToItem points the DIR_INDEX at idx of dir at the inode the
+// DIR_ITEM entry of name names, when that inode's INODE_REF gives the
+// name this index: the DIR_INDEX is then the odd one of the three.
+func (f *fixer) indexToItem(dir, idx uint64, name string) error {
+	de, ok, err := lookup{f.tree(format.FSTree)}.dirItem(dir, name)
+	if err != nil || !ok {
+		return err
+	}
+	if ok, err := f.refAt(de.Ino, dir, idx, name); err != nil || !ok {
+		return err
+	}
+	in, err := f.getInode(de.Ino)
+	if err != nil || in == nil {
+		return err
+	}
+	e := format.DirEntry{Ino: de.Ino, Type: in.FileType(), Name: name}
+	return f.tree(format.FSTree).Put(dirIndexKey(dir, idx), format.MarshalDirEntry(e))
 }
 
 // dropName removes name → child from dir's DIR_ITEM and DIR_INDEX.

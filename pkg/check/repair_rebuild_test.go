@@ -178,3 +178,27 @@ func TestRepairReplacesBadAccounting(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairDirIndexOdd: a DIR_INDEX that names another inode than its
+// name's DIR_ITEM entry and INODE_REF (the inode number one off, as the
+// campaign's field changes make it) is pointed back by -p: the two that
+// agree win, every name resolves as before and a second -n is clean.
+func TestRepairDirIndexOdd(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	paths := pathsOf(t, base)
+	s := newSurgeon(t, base)
+	idx, e := s.entry(format.RootDirIno, "mid")
+	e.Ino++
+	s.put(format.FSTree, dirIndexKey(format.RootDirIno, idx), format.MarshalDirEntry(e))
+	if rep := s.check(Options{}); !hasCode(rep.Problems, EntryMismatch) {
+		t.Fatalf("not reported: %v", rep.Problems)
+	}
+	repairDevs(t, s.devs, ModePreen)
+	if got := pathsOf(t, s.devs); !maps.Equal(got, paths) {
+		t.Errorf("names after -p differ: %d of %d", len(got), len(paths))
+	}
+	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
+		t.Errorf("-n after -p: %v", rep.Problems)
+	}
+}
