@@ -2,7 +2,6 @@ package rescue
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -60,15 +59,15 @@ func (h *host) create(rel string) (*os.File, error) {
 	return f, err
 }
 
-// attrs sets xattrs, owner, mode and times of a file or folder through
+// attrs sets xattrs (those the host takes), owner, mode and times of a file or folder through
 // an open descriptor, mode after owner (chown clears set-id bits).
 func (h *host) attrs(f *os.File, rel string, in *format.InodeItem, xs []format.Xattr) error {
 	fd := int(f.Fd())
 	var errs []error
 	for _, x := range xs {
-		if err := unix.Fsetxattr(fd, x.Name, x.Value, 0); err != nil {
-			errs = append(errs, fmt.Errorf("xattr %s: %w", x.Name, err))
-		}
+		// As ddfs cp -a: an xattr the host refuses (a namespace the
+		// user may not write, a value its kernel rejects) is skipped.
+		_ = unix.Fsetxattr(fd, x.Name, x.Value, 0)
 	}
 	if h.owners {
 		errs = append(errs, unix.Fchown(fd, int(in.UID), int(in.GID)))

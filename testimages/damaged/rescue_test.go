@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -242,6 +245,7 @@ func TestRescueLostRoots(t *testing.T) {
 				if rep.LostFound != 0 {
 					t.Errorf("%d inodes in lost+found, want 0", rep.LostFound)
 				}
+				checkAttrs(t, dir)
 			})
 		}
 	}
@@ -352,5 +356,27 @@ func TestRescueKeepsHostEntries(t *testing.T) {
 	}
 	if got := rescued(dir); !got["/big"] || !got["/last"] || got["/dir/hard"] {
 		t.Errorf("rescued %v", got)
+	}
+}
+
+// checkAttrs checks what cp -a keeps on populate's files: /big's xattr,
+// /small's mode, owner (as root) and mtime, /link's target.
+func checkAttrs(t *testing.T, dir string) {
+	t.Helper()
+	v := make([]byte, 64)
+	n, err := unix.Getxattr(filepath.Join(dir, "big"), "user.comment", v)
+	if err != nil || string(v[:max(n, 0)]) != "a big file" {
+		t.Errorf("/big xattr user.comment: %q %v", v[:max(n, 0)], err)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "small"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode() != 0o644 || fi.ModTime().Unix() != 1750000000 || (os.Geteuid() == 0 && (st.Uid != 1000 || st.Gid != 1000)) {
+		t.Errorf("/small: mode %v mtime %v owner %d:%d", fi.Mode(), fi.ModTime(), st.Uid, st.Gid)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "link")); err != nil || target != "dir/sub" {
+		t.Errorf("/link: %q %v", target, err)
 	}
 }
