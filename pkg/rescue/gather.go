@@ -56,6 +56,7 @@ func gather(st *store.FS, opt Options, rep *Report) (*namespace, error) {
 	}
 	sort.Slice(g.holes, func(i, j int) bool { return g.holes[i].lo.Less(g.holes[j].lo) })
 	g.fill(leaves, g.holes, 0)
+	rep.Problems = append(rep.Problems, g.ns.unread...)
 	return g.ns, nil
 }
 

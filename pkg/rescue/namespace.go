@@ -15,8 +15,10 @@ type namespace struct {
 	entries map[uint64]map[string]format.DirEntry
 	xattrs  map[uint64][]format.Xattr
 	extents map[uint64][]extent
-	// bad holds, per inode, the first of its items that did not decode.
-	bad map[uint64]error
+	// bad holds, per inode, the first of its file extents that did not
+	// decode; unread, the other items that did not.
+	bad    map[uint64]error
+	unread []Problem
 }
 
 // extent is one EXTENT_DATA item at file offset off.
@@ -58,8 +60,14 @@ func (ns *namespace) add(it format.Item) {
 	case format.FileExtentKey:
 		err = ns.addExtent(ino, it)
 	}
-	if err != nil && ns.bad[ino] == nil {
-		ns.bad[ino] = fmt.Errorf("item %v: %w", it.Key, err)
+	switch {
+	case err == nil:
+	case it.Key.Type == format.FileExtentKey && ns.bad[ino] == nil:
+		ns.bad[ino] = fmt.Errorf("item %v: %w", it.Key, err) // the data is incomplete
+	case it.Key.Type != format.FileExtentKey:
+		// A name, xattr or inode item lost on its own: the file's data
+		// still reads (it is listed; what it costs shows where it is used).
+		ns.unread = append(ns.unread, Problem{Ino: ino, Err: fmt.Errorf("item %v: %w", it.Key, err)})
 	}
 }
 

@@ -87,6 +87,10 @@ func rescued(dir string) map[string]bool {
 // (its node's copies all flipped) get every file back from the scan.
 func TestRescueCampaign(t *testing.T) {
 	start := time.Now()
+	fields := 0 // DDFS_CAMPAIGN_FIELDS=N also changes N fields of each item (make stress)
+	if s := os.Getenv("DDFS_CAMPAIGN_FIELDS"); s != "" {
+		fmt.Sscan(s, &fields)
+	}
 	for _, ndev := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%ddev", ndev), func(t *testing.T) {
 			base, err := corpus.Base(ndev)
@@ -94,7 +98,7 @@ func TestRescueCampaign(t *testing.T) {
 				t.Fatal(err)
 			}
 			fsRoot := fmt.Sprintf("node %v/%d all copies", format.FSTree, superOfBase(t, base).Roots.Root(format.FSTree).Logical)
-			vs, err := corpus.Variants(base, 0, 1)
+			vs, err := corpus.Variants(base, fields, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
