@@ -148,6 +148,11 @@ var crossChecks = map[Code]bool{
 	Counters: true,
 }
 
+// CrossCheck reports whether c is concluded from whole trees (counts,
+// references, coverage): over an incomplete tree it is withheld
+// (Report.Withheld), so a repair that completes the tree may show it.
+func (c Code) CrossCheck() bool { return crossChecks[c] }
+
 // withhold drops the cross-check problems when a tree is incomplete.
 func (c *checker) withhold() {
 	if len(c.rep.Incomplete) == 0 {
