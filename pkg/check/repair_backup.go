@@ -70,6 +70,10 @@ func withRoots(cur format.Superblock, roots format.RootSet) format.Superblock {
 	cand := cur
 	cand.Generation = cur.Generation + 1
 	cand.Roots = roots
+	// The root set is this generation's, as a commit stamps it: the next
+	// commit keeps it as a backup, and a device a crash leaves at this
+	// generation is then one the set remembers (volume.inHistory).
+	cand.Roots.Generation = cand.Generation
 	copy(cand.Backups[1:], cur.Backups[:format.NumBackupRoots-1])
 	cand.Backups[0] = cur.Roots
 	// The counters were those of the old roots; the next writer
