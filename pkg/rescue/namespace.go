@@ -14,11 +14,18 @@ type namespace struct {
 	inodes  map[uint64]*format.InodeItem
 	entries map[uint64]map[string]format.DirEntry
 	xattrs  map[uint64][]format.Xattr
+	refs    map[uint64][]backRef // an inode's names, from its INODE_REFs
 	extents map[uint64][]extent
 	// bad holds, per inode, the first of its file extents that did not
 	// decode; unread, the other items that did not.
 	bad    map[uint64]error
 	unread []Problem
+}
+
+// backRef is a name of an inode as its INODE_REF gives it.
+type backRef struct {
+	parent uint64
+	name   string
 }
 
 // extent is one EXTENT_DATA item at file offset off.
@@ -29,7 +36,7 @@ type extent struct {
 
 func newNamespace() *namespace {
 	return &namespace{inodes: map[uint64]*format.InodeItem{}, entries: map[uint64]map[string]format.DirEntry{},
-		xattrs: map[uint64][]format.Xattr{}, extents: map[uint64][]extent{}, bad: map[uint64]error{}}
+		xattrs: map[uint64][]format.Xattr{}, refs: map[uint64][]backRef{}, extents: map[uint64][]extent{}, bad: map[uint64]error{}}
 }
 
 // add takes one fs-tree item; one that does not decode marks its inode.
@@ -51,6 +58,13 @@ func (ns *namespace) add(it format.Item) {
 		var e format.DirEntry
 		if e, err = format.UnmarshalDirEntry(it.Data); err == nil {
 			ns.name(ino, e)
+		}
+	case format.InodeRefKey:
+		var rs []format.InodeRef
+		if rs, err = format.UnmarshalInodeRefs(it.Data); err == nil {
+			for _, r := range rs {
+				ns.refs[ino] = append(ns.refs[ino], backRef{it.Key.Offset, r.Name})
+			}
 		}
 	case format.XattrItemKey:
 		var xs []format.Xattr

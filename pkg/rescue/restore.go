@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -31,6 +32,7 @@ type writer struct {
 	sums   *sums
 	buf    []byte
 	placed map[uint64]bool   // inodes written (or refused) once
+	dirs   map[uint64]string // folder ino -> image path, for names by INODE_REF
 	links  map[uint64]string // regular file ino -> host path of its first name
 }
 
@@ -38,7 +40,7 @@ type writer struct {
 // name reached under lost+found.
 func (w *writer) restore() {
 	w.buf = make([]byte, pieceBytes)
-	w.placed = map[uint64]bool{}
+	w.placed, w.dirs = map[uint64]bool{}, map[uint64]string{}
 	w.dir(format.RootDirIno, "/", ".", 0)
 	w.orphans()
 }
@@ -51,6 +53,7 @@ func (w *writer) problem(p string, ino uint64, err error) {
 // (the destination folder itself keeps its own).
 func (w *writer) dir(ino uint64, p, rel string, depth int) {
 	w.placed[ino] = true
+	w.dirs[ino] = p
 	if depth > maxDepth {
 		w.problem(p, ino, fmt.Errorf("more than %d folders deep: not followed", maxDepth))
 		return
@@ -184,9 +187,11 @@ func (w *writer) symlink(ino uint64, in *format.InodeItem, p, rel string) {
 	}
 }
 
-// orphans puts the inodes no name reached in lost+found/INO: first those
-// no entry names at all (a folder brings what is in it along), then the
-// rest (named only from folders that were not reached).
+// orphans places the inodes no entry reached: at the name an INODE_REF
+// gives them in a folder that was written (their entries were lost),
+// else in lost+found/INO: first those no entry names at all (a folder
+// brings what is in it along), then the rest (named only from folders
+// that were not reached).
 func (w *writer) orphans() {
 	named := w.ns.named()
 	made := false
@@ -195,6 +200,9 @@ func (w *writer) orphans() {
 			in := w.ns.inodes[ino]
 			if w.placed[ino] || ino < format.RootDirIno || in.Nlink == 0 || (named[ino] && !pass) {
 				continue // an inode without links is one being deleted
+			}
+			if w.byRef(ino) {
+				continue
 			}
 			if !made {
 				if err := w.out.mkdir(LostFound); err != nil {
@@ -208,4 +216,22 @@ func (w *writer) orphans() {
 			w.entry(ino, path.Join("/"+LostFound, name), path.Join(LostFound, name), 1)
 		}
 	}
+}
+
+// byRef writes ino at the first name its INODE_REFs give in a folder
+// already written, if one is free there.
+func (w *writer) byRef(ino uint64) bool {
+	for _, r := range w.ns.refs[ino] {
+		dp, ok := w.dirs[r.parent]
+		if !ok || !format.ValidName(r.name) {
+			continue
+		}
+		if _, taken := w.ns.entries[r.parent][r.name]; taken {
+			continue // the folder has another inode of that name
+		}
+		p := path.Join(dp, r.name)
+		w.entry(ino, p, path.Join(".", strings.TrimPrefix(p, "/")), strings.Count(p, "/"))
+		return true
+	}
+	return false
 }

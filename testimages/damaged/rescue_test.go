@@ -294,27 +294,16 @@ func TestRescueBadData(t *testing.T) {
 // flipData changes a byte of the first data extent of p on every copy.
 func flipData(t *testing.T, devs []*device.MemDevice, p string) {
 	t.Helper()
-	ds := make([]device.Device, len(devs))
-	for i, d := range devs {
-		ds[i] = d
-	}
-	vol, err := volume.FromDevices(ds, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ino, err := inspect.Lookup(st.Tree(format.FSTree), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := inspect.Inode(st, ino)
-	if err != nil || len(d.Extents) == 0 || len(d.Extents[0].Copies) == 0 {
-		t.Fatalf("%s: no data extent (%v)", p, err)
-	}
+	var d *inspect.InodeDump
+	withStore(t, devs, func(st *store.FS) {
+		ino, err := inspect.Lookup(st.Tree(format.FSTree), p)
+		if err == nil {
+			d, err = inspect.Inode(st, ino)
+		}
+		if err != nil || len(d.Extents) == 0 || len(d.Extents[0].Copies) == 0 {
+			t.Fatalf("%s: no data extent (%v)", p, err)
+		}
+	})
 	for _, c := range d.Extents[0].Copies {
 		b := []byte{0}
 		off := int64(c.Offset) + 100
@@ -383,4 +372,55 @@ func checkAttrs(t *testing.T, dir string) {
 	if target, err := os.Readlink(filepath.Join(dir, "link")); err != nil || target != "dir/sub" {
 		t.Errorf("/link: %q %v", target, err)
 	}
+}
+
+// TestRescueNameFromRef: a file whose DIR_ITEM and DIR_INDEX are both
+// deleted (nothing reads it by path) is put back at the name its
+// INODE_REF gives, in its folder, not in lost+found.
+func TestRescueNameFromRef(t *testing.T) {
+	base, err := corpus.Base(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref inspect.Name
+	withStore(t, base, func(st *store.FS) {
+		ino, err := inspect.Lookup(st.Tree(format.FSTree), "/small")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := inspect.Inode(st, ino)
+		if err != nil || len(d.Names) != 1 {
+			t.Fatalf("/small: %v %+v", err, d)
+		}
+		ref = d.Names[0]
+	})
+	devs, err := corpus.Damage(base, func(s *corpus.Surgeon) {
+		s.Del(format.FSTree, format.Key{ObjectID: ref.Parent, Type: format.DirItemKey, Offset: format.NameHash([]byte(ref.Name))})
+		s.Del(format.FSTree, format.Key{ObjectID: ref.Parent, Type: format.DirIndexKey, Offset: ref.Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if corpus.Readable(devs)["/small"] {
+		t.Fatal("/small still reads by path: the damage missed")
+	}
+	dir := t.TempDir()
+	rep, err := rescueInto(t, devs, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rescued(dir); len(got) != len(corpus.Expected()) || rep.LostFound != 0 {
+		t.Errorf("%d of %d files rescued, %d in lost+found; problems %v", len(got), len(corpus.Expected()), rep.LostFound, rep.Problems)
+	}
+}
+
+// withStore opens a read-only store on a copy of devs.
+func withStore(t *testing.T, devs []*device.MemDevice, fn func(*store.FS)) {
+	t.Helper()
+	st, err := openStore(corpus.Snapshots(devs), false) // campaign_test.go's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fn(st)
 }
