@@ -147,7 +147,7 @@ var (
 	DataExtentChunk    = def("DATA_EXTENT_CHUNK", PassExtent, FixNone, "a data extent lies in a chunk that is not a data chunk")
 	ExtentUnreferenced = def("EXTENT_UNREFERENCED", PassExtent, FixRepair, "no file extent points at a data extent (leaked space; -y frees it)")
 	ExtentRefs         = def("EXTENT_REFS", PassExtent, FixPreen, "a data extent's reference count differs from the file extents that point at it")
-	ExtentReadAs       = def("EXTENT_READ_AS", PassExtent, FixNone, "a file extent reads a data extent with another compression or size")
+	ExtentReadAs       = def("EXTENT_READ_AS", PassExtent, FixPreen, "a file extent reads a data extent with another compression or size (when every file extent that points at it reads it alike, as readers do, the extent item takes their view)")
 	FileExtentNoItem   = def("FILE_EXTENT_NO_ITEM", PassExtent, FixPreen, "a file extent points at a data extent with no extent item (the item is rebuilt from the file extents that point there, where no other extent holds the space)")
 )
 

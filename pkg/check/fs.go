@@ -50,15 +50,15 @@ type fsState struct {
 	// (refs.go); missing those pointing at no extent item.
 	uses     bigList[extentUse]
 	missing  map[extentID]*missingUse
-	mismatch map[extentID]string // the file extent that reads an extent differently
-	unsorted bool                // extents is not strictly increasing: find by index
-	index    map[extentID]int    // extents by id, when unsorted
-	cursor   int                 // the extent found last
-	csums    bigList[span]       // logical ranges of the csum items
-	need     bigList[span]       // data extents that need checksums, when unsorted
-	all      bigList[span]       // every data extent, when unsorted
-	union    bigList[span]       // checkCsums' scratch
-	lastCsum uint64              // end of the previous csum item
+	mismatch map[extentID]*readAs // the file extents that read an extent differently
+	unsorted bool                 // extents is not strictly increasing: find by index
+	index    map[extentID]int     // extents by id, when unsorted
+	cursor   int                  // the extent found last
+	csums    bigList[span]        // logical ranges of the csum items
+	need     bigList[span]        // data extents that need checksums, when unsorted
+	all      bigList[span]        // every data extent, when unsorted
+	union    bigList[span]        // checkCsums' scratch
+	lastCsum uint64               // end of the previous csum item
 	// extentLost: a file extent item did not decode, so the reference
 	// counts miss what it points at (their problems get no fix).
 	extentLost bool
@@ -121,6 +121,7 @@ func (e *dataExtent) end() uint64  { return e.logical + uint64(e.length) }
 type extentUse struct {
 	n        uint32 // items (saturates: more cannot fit in an fs tree fsck walks)
 	mismatch bool   // an item reads the extent otherwise than its extent item
+	matched  bool   // an item reads the extent as its extent item says
 	regular  bool   // at least one regular (not prealloc) item: needs checksums
 }
 
@@ -616,7 +617,13 @@ func (c *checker) checkRefs() {
 		case u.mismatch:
 			// A file extent that reads the extent as something else
 			// (compressed or not, another size) would read garbage.
-			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, s.mismatch[e.id()])
+			m := s.mismatch[e.id()]
+			p.Code, p.Message = ExtentReadAs, fmt.Sprintf("data extent is %v with %d bytes decompressed, but %s reads it differently", e.compression, e.ram, m.where)
+			if !u.matched && !m.differ {
+				// Readers go by the file extents, and they all agree:
+				// the item's copy of their view is what is wrong.
+				p.fix = s.refFix(&fixData{key: format.Key{ObjectID: e.logical, Type: format.ExtentItemKey, Offset: uint64(e.length)}, want: m.ram, comp: m.compression})
+			}
 			c.add(p)
 		}
 	}

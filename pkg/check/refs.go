@@ -50,9 +50,14 @@ func (s *fsState) use(id extentID, ino, off uint64, x *format.FileExtentItem) {
 		s.uses.push(extentUse{})
 	}
 	u, e := &s.uses.list[i], &s.extents.list[i]
-	if !u.mismatch && (e.compression != x.Compression || uint64(e.ram) != x.RAMBytes) {
+	switch {
+	case e.compression == x.Compression && uint64(e.ram) == x.RAMBytes:
+		u.matched = true
+	case !u.mismatch:
 		u.mismatch = true
-		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", ino, off))
+		s.mismatchAt(id, fmt.Sprintf("inode %d extent at %d", ino, off), x)
+	default:
+		s.mismatchAgain(id, x)
 	}
 	if u.n < math.MaxUint32 {
 		u.n++
@@ -107,12 +112,29 @@ func (s *fsState) missingRefs() []extentID {
 }
 
 // mismatchAt names the first file extent that reads extent id otherwise
-// than its extent item says.
-func (s *fsState) mismatchAt(id extentID, where string) {
+// than its extent item says, and keeps its view of the extent.
+func (s *fsState) mismatchAt(id extentID, where string, x *format.FileExtentItem) {
 	if s.mismatch == nil {
-		s.mismatch = map[extentID]string{}
+		s.mismatch = map[extentID]*readAs{}
 	}
-	s.mismatch[id] = where
+	s.mismatch[id] = &readAs{where: where, ram: x.RAMBytes, compression: x.Compression}
+}
+
+// mismatchAgain notes another file extent that reads extent id otherwise
+// than its item: whether it shares the first one's view.
+func (s *fsState) mismatchAgain(id extentID, x *format.FileExtentItem) {
+	if m := s.mismatch[id]; m.ram != x.RAMBytes || m.compression != x.Compression {
+		m.differ = true
+	}
+}
+
+// readAs is how the file extents that disagree with an extent item read
+// the extent: the first one's view, and whether others differ from it.
+type readAs struct {
+	where       string
+	ram         uint64
+	compression format.Compression
+	differ      bool
 }
 
 // free returns the big memory of the lists (the pass is over).

@@ -59,8 +59,9 @@ type fixData struct {
 	index uint64        // DIR_INDEX of a name
 	name  string
 	ftype format.FileType
-	end   uint64 // end of a range (CsumOrphan)
-	item  []byte // the item to make at key (FileExtentNoItem)
+	end   uint64             // end of a range (CsumOrphan)
+	item  []byte             // the item to make at key (FileExtentNoItem)
+	comp  format.Compression // with want: how the file extents read an extent (ExtentReadAs)
 }
 
 // problemID identifies a problem across rounds.

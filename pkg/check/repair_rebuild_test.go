@@ -202,3 +202,33 @@ func TestRepairDirIndexOdd(t *testing.T) {
 		t.Errorf("-n after -p: %v", rep.Problems)
 	}
 }
+
+// TestRepairExtentReadAs: an extent item whose decompressed size no
+// longer says what the file extents read (the campaign's one-off field)
+// takes their view back from -p, byte for byte; a second -n is clean.
+func TestRepairExtentReadAs(t *testing.T) {
+	f, base := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	before := contents(t, base)
+	s := newSurgeon(t, base)
+	l, n := s.diskExtent(s.ino("/mid"))
+	k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n}
+	orig := bytes.Clone(s.get(format.ExtentTree, k))
+	e, err := format.UnmarshalExtentItem(orig)
+	must(t, err)
+	e.RAMBytes ^= 1
+	s.put(format.ExtentTree, k, format.MarshalExtentItem(e))
+	expect(t, s.check(Options{}), want{code: ExtentReadAs, logical: l})
+	repairDevs(t, s.devs, ModePreen)
+	after := newSurgeon(t, s.devs)
+	defer after.tx.Abort()
+	if got := after.get(format.ExtentTree, k); !bytes.Equal(got, orig) {
+		t.Errorf("item %x after -p, was %x", got, orig)
+	}
+	if got := contents(t, s.devs); !maps.Equal(got, before) {
+		t.Errorf("%d of %d files read back as before", len(got), len(before))
+	}
+	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
+		t.Errorf("-n after -p: %v", rep.Problems)
+	}
+}

@@ -172,14 +172,9 @@ func (f *fixer) fix(p Problem) error {
 	case EntryType:
 		return f.entryType(x)
 	case ExtentRefs:
-		return f.item(format.ExtentTree, x.key, func(b []byte) ([]byte, error) {
-			e, err := format.UnmarshalExtentItem(b)
-			if err != nil {
-				return nil, err
-			}
-			e.Refs = x.want
-			return format.MarshalExtentItem(e), nil
-		})
+		return f.extentItem(x.key, func(e *format.ExtentItem) { e.Refs = x.want })
+	case ExtentReadAs:
+		return f.extentItem(x.key, func(e *format.ExtentItem) { e.RAMBytes, e.Compression = x.want, x.comp })
 	case DedupeEntries:
 		if x.want != 0 {
 			return nil // several entries: the stale ones are dropped first
@@ -292,6 +287,18 @@ func (f *fixer) inode(ino uint64, change func(*format.InodeItem)) error {
 		}
 		change(in)
 		return format.MarshalInodeItem(in), nil
+	})
+}
+
+// extentItem changes the data extent item at k.
+func (f *fixer) extentItem(k format.Key, change func(*format.ExtentItem)) error {
+	return f.item(format.ExtentTree, k, func(b []byte) ([]byte, error) {
+		e, err := format.UnmarshalExtentItem(b)
+		if err != nil {
+			return nil, err
+		}
+		change(e)
+		return format.MarshalExtentItem(e), nil
 	})
 }
 
