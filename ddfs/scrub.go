@@ -28,7 +28,7 @@ const scrubExamples = `  ddfs scrub a.img                 # report bad copies, c
 // is 0 when nothing bad is left, 1 otherwise.
 func newScrubCmd() *cobra.Command {
 	c, fl, of := newCmd("scrub [--repair] [--resume] [--json] IMAGE\n\nReads every copy of every tree node, checksummed data sector and superblock,\nverifies them, compares copies and reports per device; --repair rewrites bad\ncopies from good ones. Progress is recorded in a state file next to the image\n(.IMAGE.ddfs-scrub, removed when the scrub completes); Ctrl-C stops cleanly and\n--resume continues from it when the set has not changed since.", "read and verify every copy; --repair rewrites bad ones", scrubExamples)
-	c.Annotations = map[string]string{cli.ExitCodesKey: "0 nothing bad left, 1 bad copies left (or an error), 2 usage error"}
+	c.Annotations = map[string]string{cli.ExitCodesKey: scrubExitCodes}
 	repair := fl.Bool("repair", false, "rewrite bad copies from good ones")
 	resume := fl.Bool("resume", false, "continue an interrupted scrub from its state file")
 	asJSON := fl.Bool("json", false, "print the report as JSON")
@@ -62,22 +62,55 @@ func newScrubCmd() *cobra.Command {
 			bar.Done()
 		}
 		printStats(of.stats, inspect.IOStats(fs), 0, "", fs.HealStats())
-		if err != nil {
-			return fmt.Errorf("%s: %w", img, err)
-		}
-		if *asJSON {
-			if err := cli.JSON(stdout, rep); err != nil {
-				return err
+		if rep != nil { // what was scrubbed is reported, whatever stopped it
+			if jerr := printScrubReport(stdout, img, rep, *asJSON); jerr != nil && err == nil {
+				err = jerr
 			}
-		} else {
-			printScrub(stdout, img, rep)
 		}
-		if left, unc := rep.Left(); left > 0 {
-			return fmt.Errorf("%s: %d bad copies left (%d uncorrectable)", img, left, unc)
+		if err != nil {
+			return &cli.CodeError{Code: exitScrubError, Err: fmt.Errorf("%s: %w", img, err)}
 		}
-		return nil
+		return scrubExit(img, rep)
 	}
 	return c
+}
+
+// Exit codes of scrub, as fsck(8)'s.
+const (
+	exitScrubCorrected = 1
+	exitScrubLeft      = cli.ExitUncorrected
+	exitScrubError     = 8
+)
+
+const scrubExitCodes = `as fsck(8):
+  0   nothing bad found
+  1   bad copies found and all rewritten from good ones (--repair)
+  4   bad copies left: uncorrectable (no good copy; a node no copy of
+      which reads counts, and what lies below it is not scrubbed), or
+      found without --repair
+  8   operational error (the set does not open, a write fails, Ctrl-C):
+      the report still says what was scrubbed
+  2   usage error`
+
+func printScrubReport(w io.Writer, img string, rep *scrub.Report, asJSON bool) error {
+	if asJSON {
+		return cli.JSON(w, rep)
+	}
+	printScrub(w, img, rep)
+	return nil
+}
+
+// scrubExit is the exit status for a finished scrub's report: 0, 1 or
+// 4 with one line saying what is left.
+func scrubExit(img string, rep *scrub.Report) error {
+	left, unc := rep.Left()
+	switch {
+	case left > 0:
+		return &cli.CodeError{Code: exitScrubLeft, Err: fmt.Errorf("%s: %d bad copies left (%d uncorrectable)", img, left, unc)}
+	case !rep.Clean():
+		return &cli.CodeError{Code: exitScrubCorrected}
+	}
+	return nil
 }
 
 func printScrub(w io.Writer, img string, rep *scrub.Report) {
@@ -94,6 +127,9 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 		}
 		fmt.Fprintf(w, "  devid %d %s: read %s, errors %d (csum %d, io %d, superblock %d), corrected %d, uncorrectable %d\n",
 			d.DevID, d.Path, units.Human(d.BytesRead), d.ErrorsFound, d.CsumErrors, d.IOErrors, d.SuperErrors, d.ErrorsCorrected, d.ErrorsUncorrectable)
+	}
+	for _, n := range rep.NodesUnread {
+		fmt.Fprintf(w, "  %s tree node at logical %d: no copy reads, what it holds not scrubbed: %s\n", n.Tree, n.Logical, n.Error)
 	}
 	for _, f := range rep.Files {
 		state := "repaired"

@@ -289,7 +289,7 @@ func TestJSONVocabulary(t *testing.T) {
 	// scrub names the bad copy with fsck's keys and numbers.
 	var fsck struct{ Problems []badCopy }
 	json.Unmarshal([]byte(r.stdout), &fsck)
-	sr := must(t, run(t, dir, "ddfs", "scrub", "--json", "a.img"), 1)
+	sr := must(t, run(t, dir, "ddfs", "scrub", "--json", "a.img"), 4)
 	check("ddfs scrub --json (damaged)", sr.stdout)
 	var scrub struct{ Errors []badCopy }
 	json.Unmarshal([]byte(sr.stdout), &scrub)

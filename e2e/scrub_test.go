@@ -133,11 +133,11 @@ func TestScrubRepairE2E(t *testing.T) {
 			for i, s := range sectors {
 				smash(t, filepath.Join(dir, files[i%2]), offs[i%2]+int64(s)*4096)
 			}
-			found, corrected, _, hit := scrubRun(t, dir, 1, tc.imgs[0])
+			found, corrected, _, hit := scrubRun(t, dir, 4, tc.imgs[0])
 			if found != 20 || corrected != 0 || strings.Join(hit, ",") != "/big" {
 				t.Fatalf("scrub: %d found, %d corrected, files %v", found, corrected, hit)
 			}
-			found, corrected, unc, _ := scrubRun(t, dir, 0, "--repair", tc.imgs[0])
+			found, corrected, unc, _ := scrubRun(t, dir, 1, "--repair", tc.imgs[0])
 			if found != 20 || corrected != 20 || unc != 0 {
 				t.Fatalf("scrub --repair: %d found, %d corrected, %d uncorrectable", found, corrected, unc)
 			}
@@ -187,7 +187,7 @@ func TestSelfHealingRead(t *testing.T) {
 
 // TestScrubDegradedLost: raid0 data with a member gone. What lay on it
 // has no copy left: scrub --degraded counts it uncorrectable on the
-// missing device, lists exactly the files that no longer read, exit 1;
+// missing device, lists exactly the files that no longer read, exit 4;
 // fsck --degraded reports DATA_LOST in exactly those files.
 func TestScrubDegradedLost(t *testing.T) {
 	dir := t.TempDir()
@@ -221,7 +221,7 @@ func TestScrubDegradedLost(t *testing.T) {
 	if len(unreadable) == 0 || len(unreadable) == len(files) {
 		t.Fatalf("%d of %d files unreadable: the test needs some of each", len(unreadable), len(files))
 	}
-	out := must(t, run(t, dir, "ddfs", "scrub", "--degraded", "--json", "a.img"), 1)
+	out := must(t, run(t, dir, "ddfs", "scrub", "--degraded", "--json", "a.img"), 4)
 	var rep struct {
 		Devices []struct {
 			DevID               uint64 `json:"devid"`
@@ -288,7 +288,8 @@ func TestScrubDegradedLost(t *testing.T) {
 
 // TestScrubRepairFails: scrub --repair whose rewrites all fail (EIO on
 // the device with the bad copies) leaves the file unrepaired, says so
-// (files[].repaired false) and exits 1; a rerun that can write repairs it.
+// (files[].repaired false) and exits 4; a rerun that can write repairs it
+// (exit 1: corrected).
 func TestScrubRepairFails(t *testing.T) {
 	dir := t.TempDir()
 	_, files, offs := placedFile(t, dir, "raid1", "a.img", "b.img")
@@ -313,11 +314,11 @@ func TestScrubRepairFails(t *testing.T) {
 		}
 		return out
 	}
-	r := must(t, runEnv(t, dir, []string{"DDFS_FAULT=write-eio:0:" + files[1]}, "ddfs", "scrub", "--repair", "--json", "a.img"), 1)
+	r := must(t, runEnv(t, dir, []string{"DDFS_FAULT=write-eio:0:" + files[1]}, "ddfs", "scrub", "--repair", "--json", "a.img"), 4)
 	if got := repaired(r); !slices.Equal(got, []bool{false}) {
 		t.Fatalf("failed rewrite: repaired %v", got)
 	}
-	if got := repaired(must(t, run(t, dir, "ddfs", "scrub", "--repair", "--json", "a.img"), 0)); !slices.Equal(got, []bool{true}) {
+	if got := repaired(must(t, run(t, dir, "ddfs", "scrub", "--repair", "--json", "a.img"), 1)); !slices.Equal(got, []bool{true}) {
 		t.Fatalf("rewrite: repaired %v", got)
 	}
 	must(t, run(t, dir, "ddfs", "scrub", "a.img"), 0)

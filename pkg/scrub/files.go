@@ -23,8 +23,7 @@ func (s *scrubber) mapFiles() error {
 		return nil
 	}
 	inos := map[uint64]badSpan{} // ino -> what its bad ranges add up to
-	t := s.fs.Tree(format.FSTree)
-	err := t.Scan(format.Key{}, format.Key{ObjectID: ^uint64(0), Type: ^format.KeyType(0), Offset: ^uint64(0)}, func(it format.Item) (bool, error) {
+	err := s.scan(format.FSTree, format.Key{}, format.Key{ObjectID: ^uint64(0), Type: ^format.KeyType(0), Offset: ^uint64(0)}, func(it format.Item) (bool, error) {
 		if it.Key.Type != format.FileExtentKey {
 			return true, nil
 		}
@@ -49,10 +48,7 @@ func (s *scrubber) mapFiles() error {
 		return err
 	}
 	for ino, f := range inos {
-		p, err := s.pathOf(ino)
-		if err != nil && !errors.Is(err, format.ErrCorrupt) {
-			return err
-		}
+		p, _ := s.pathOf(ino) // no path: the report gives the inode
 		s.rep.Files = append(s.rep.Files, File{Path: p, Ino: ino, Uncorrectable: f.unc, Repaired: s.opt.Repair && !f.left})
 	}
 	sort.Slice(s.rep.Files, func(a, b int) bool { return s.rep.Files[a].Ino < s.rep.Files[b].Ino })

@@ -84,6 +84,10 @@ type Report struct {
 	Errors []CopyError `json:"errors"`
 	// Truncated counts bad copies left out of Errors.
 	Truncated uint64 `json:"errors_truncated,omitempty"`
+	// NodesUnread are the tree nodes no copy of which read: what they
+	// hold was not scrubbed (their bad copies are in Errors too when
+	// their metadata items read).
+	NodesUnread []UnreadNode `json:"nodes_unread"`
 }
 
 // CopyError is one bad copy of a node or a data sector.
@@ -118,8 +122,11 @@ var ErrNeedWritable = errors.New("repair needs the set opened for writing")
 // ErrInterrupted: Stop ended the scrub; the resume record says where.
 var ErrInterrupted = errors.New("scrub interrupted (continue with --resume)")
 
-// Clean reports whether no bad copy was found.
+// Clean reports whether no bad copy was found and every node read.
 func (r *Report) Clean() bool {
+	if len(r.NodesUnread) > 0 {
+		return false
+	}
 	for _, d := range r.Devices {
 		if d.ErrorsFound > 0 {
 			return false
@@ -128,8 +135,10 @@ func (r *Report) Clean() bool {
 	return true
 }
 
-// Left counts the bad copies not corrected.
+// Left counts the bad copies not corrected; a node that did not read
+// counts as an uncorrectable one (left and uncorrectable).
 func (r *Report) Left() (left, uncorrectable uint64) {
+	left, uncorrectable = uint64(len(r.NodesUnread)), uint64(len(r.NodesUnread))
 	for _, d := range r.Devices {
 		left += d.ErrorsFound - d.ErrorsCorrected
 		uncorrectable += d.ErrorsUncorrectable
@@ -218,7 +227,8 @@ func toRead(fs *store.FS, start uint64) uint64 {
 // newReport lists the set's devices, the missing ones marked.
 func newReport(fs *store.FS, repair bool) *Report {
 	sb := fs.Super()
-	rep := &Report{UUID: uuid.UUID(sb.FSID).String(), Generation: sb.Generation, Repair: repair, Files: []File{}, Errors: []CopyError{}}
+	rep := &Report{UUID: uuid.UUID(sb.FSID).String(), Generation: sb.Generation, Repair: repair, Files: []File{}, Errors: []CopyError{},
+		NodesUnread: []UnreadNode{}}
 	for _, d := range fs.DevItems() {
 		dv := Device{DevID: d.DevID, Path: d.Path, Missing: fs.Vol.IsMissing(d.DevID)}
 		if od, ok := fs.Vol.Device(d.DevID); ok {
@@ -250,6 +260,7 @@ type scrubber struct {
 	// resumed.
 	began time.Time
 	prior float64
+	mu    sync.Mutex // rep.NodesUnread: the producer and mapFiles
 }
 
 func (s *scrubber) run(start uint64) error {

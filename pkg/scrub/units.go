@@ -70,9 +70,8 @@ func (s *scrubber) produce(start uint64, out chan<- *unit) error {
 // produceNodes sends a unit per metadata item of [lo, hi) at or above start.
 func (s *scrubber) produceNodes(lo, hi, start uint64, send func(*unit) error) error {
 	ns := uint64(s.fs.Super().NodeSize)
-	t := s.fs.Tree(format.ExtentTree)
 	from := format.Key{ObjectID: max(lo, start)}
-	return t.Scan(from, format.Key{ObjectID: hi}, func(it format.Item) (bool, error) {
+	return s.scan(format.ExtentTree, from, format.Key{ObjectID: hi}, func(it format.Item) (bool, error) {
 		if it.Key.Type != format.MetadataItemKey || it.Key.ObjectID+ns > hi {
 			return true, nil // a node crossing its chunk is fsck's to report
 		}
@@ -95,8 +94,7 @@ func (s *scrubber) produceData(lo, hi, start uint64, send func(*unit) error) err
 	key := func(l uint64) format.Key {
 		return format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l}
 	}
-	t := s.fs.Tree(format.CsumTree)
-	return t.Scan(key(lo), key(hi), func(it format.Item) (bool, error) {
+	return s.scan(format.CsumTree, key(lo), key(hi), func(it format.Item) (bool, error) {
 		n := uint64(len(it.Data) / cl)
 		l := it.Key.Offset
 		if l%ss != 0 || n == 0 || n > (hi-l)/ss {
