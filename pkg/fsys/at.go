@@ -51,10 +51,7 @@ func (f *FS) LookupAt(dir uint64, name string) (*Inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Type == format.FileTypeDir {
-		return f.lookupDir(dir, e)
-	}
-	return f.entryInode(dir, e)
+	return f.lookupDir(dir, e)
 }
 
 // CreateAt makes a new inode of any type but symlink named name in dir.

@@ -59,15 +59,23 @@ func (f *FS) entryInode(dir uint64, e format.DirEntry) (*Inode, error) {
 
 // lookupDir resolves name in dir as a path component: like entryInode,
 // and a directory must name this entry as its one parent (so no path
-// reaches a directory through a second entry fsck flags).
+// reaches a directory through a second entry fsck flags), any other
+// inode must hold the name under dir (checkRef).
 func (f *FS) lookupDir(dir uint64, e format.DirEntry) (*Inode, error) {
 	in, err := f.entryInode(dir, e)
-	if err == nil && in.IsDir() {
+	switch {
+	case err != nil:
+	case in.IsDir():
 		if err = f.checkParent(dir, nil, e); err != nil {
 			err = fmt.Errorf("directory %d entry %q: %w", dir, e.Name, err)
 		}
+	default:
+		err = f.checkRef(dir, e)
 	}
-	return in, err
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // getOptional returns the value under k, or nil if there is none; an

@@ -28,6 +28,11 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if off == 0 && n == in.Size { // the whole file (cp of a small one)
+		if err := checkNBytes(in, xs); err != nil {
+			return 0, err
+		}
+	}
 	ss := uint64(f.st.Super().SectorSize)
 	if err := f.predecompress(xs); err != nil {
 		return 0, err
@@ -200,6 +205,7 @@ func (f *FS) DataRanges(in *Inode) ([]Range, error) {
 		return nil, syscall.EISDIR
 	}
 	var rs []Range
+	var nbytes uint64 // as fsck counts them: every extent but holes
 	// Decoded in place: nothing of an item outlives the callback, and a
 	// run's three walks over every file made this 45 MB of garbage.
 	var x format.FileExtentItem
@@ -212,11 +218,11 @@ func (f *FS) DataRanges(in *Inode) ([]Range, error) {
 		if err != nil {
 			return false, fmt.Errorf("inode %d extent at %d: %w", in.Ino, it.Key.Offset, err)
 		}
-		s, e := it.Key.Offset, min(it.Key.Offset+x.Len(), in.Size)
-		if s >= in.Size {
-			return false, nil
+		if x.Type == format.FileExtentInline || x.DiskLogical != 0 {
+			nbytes += x.Len()
 		}
-		if x.Type == format.FileExtentPrealloc || x.IsHole() {
+		s, e := it.Key.Offset, min(it.Key.Offset+x.Len(), in.Size)
+		if s >= in.Size || x.Type == format.FileExtentPrealloc || x.IsHole() {
 			return true, nil
 		}
 		if n := len(rs); n > 0 && s <= rs[n-1].Off+rs[n-1].Len {
@@ -226,6 +232,9 @@ func (f *FS) DataRanges(in *Inode) ([]Range, error) {
 		}
 		return true, nil
 	})
+	if err == nil && nbytes != in.NBytes {
+		err = nbytesError(in, nbytes)
+	}
 	return rs, err
 }
 
