@@ -112,6 +112,7 @@ bench: build
 	BIN=$(BIN) bench/tiered.sh
 	BIN=$(BIN) bench/tiered-loop.sh
 	BIN=$(BIN) bench/discard.sh
+	BIN=$(BIN) bench/trimcheck.sh
 	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
