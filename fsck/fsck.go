@@ -47,6 +47,15 @@ image. With a broken chunk mapping or device item nothing is repaired. Each prob
 pass, tree, logical, devid, offset, copy, path, fixed); copies are numbered
 from 0, as every ddfs tool numbers them.
 
+No mode makes checksums for data that has none (CSUM_MISSING): a sum made
+now would vouch for bytes nothing verified, and reads refuse such data.
+--rebuild-csums is that choice, made explicitly: before the check it sums
+the data of every file extent with no checksum at all, as it reads now, and
+prints each file it vouches for ("csums_rebuilt" with --json). It never
+replaces a checksum that fails (that would hide the corruption), and it
+refuses an extent whose mirrored copies differ or do not read
+("csums_refused").
+
 Memory is proportional to the number of data extents (about 40 bytes
 each, 72 where their keys are out of order), runs of adjacent csum items
 (16 bytes), tree nodes (about 100 bytes) and dedupe index entries (about
@@ -72,6 +81,7 @@ const examples = `  fsck.ddfs disk.img
   fsck.ddfs -y --check-data disk.img
   fsck.ddfs --json a.img b.img
   fsck.ddfs --list-codes
+  fsck.ddfs --rebuild-csums disk.img  # vouch for data whose checksums are lost, naming its files
   fsck.ddfs -j 2 --json --from images.txt    # JSON Lines, one object per set
   fsck.ddfs --shard auto/4 --from images.txt # pod $JOB_COMPLETION_INDEX of 4
   fsck.ddfs --device elsewhere/hdd1.img ssd0.img
@@ -81,7 +91,7 @@ const examples = `  fsck.ddfs disk.img
 type options struct {
 	noChange, preen, preenA, yes, repair, force bool
 	listCodes, checkData, asJSON, quiet         bool
-	verbose, degraded                           bool
+	verbose, degraded, rebuildCsums             bool
 	stats                                       cli.Stats
 	batch                                       batch.Flags
 	extra                                       []string
@@ -102,6 +112,7 @@ func (o *options) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print what was checked")
 	fl.StringArrayVar(&o.extra, "device", nil, "another device of the set (repeatable)")
 	o.batch.Add(fl, true)
+	fl.BoolVar(&o.rebuildCsums, "rebuild-csums", false, "sum the data that has no checksum as it reads now, listing the files vouched for (not with -n)")
 	fl.BoolVar(&o.degraded, "degraded", false, "with a device missing: report it and check everything the present devices hold (without: report only the missing device)")
 	cli.StatsVar(fl, &o.stats, "per-device I/O (requests, bytes, seeks, modeled time)")
 }
@@ -121,6 +132,9 @@ func (o *options) pickMode() (check.Mode, error) {
 	}
 	if n > 1 {
 		return 0, fmt.Errorf("-n, -p/-a and -y/--repair exclude each other")
+	}
+	if o.noChange && o.rebuildCsums {
+		return 0, fmt.Errorf("-n changes nothing; --rebuild-csums writes checksums")
 	}
 	return m, nil
 }
@@ -197,7 +211,7 @@ func runCheck(ctx context.Context, o *options, args []string, stdout, stderr io.
 // checkSet checks one set and writes its report to out; bar draws the
 // passes of a single set on stderr (a terminal).
 func checkSet(ctx context.Context, o *options, s *batch.Set, out *batch.Out, inBatch, bar bool, stderr io.Writer) (int, error) {
-	opt := check.Options{Extra: o.extra, CheckData: o.checkData, Degraded: o.degraded, Mode: o.mode, Context: ctx, BatchNodes: cli.BatchNodes()}
+	opt := check.Options{Extra: o.extra, CheckData: o.checkData, Degraded: o.degraded, Mode: o.mode, Context: ctx, BatchNodes: cli.BatchNodes(), RebuildCsums: o.rebuildCsums}
 	var st *progress.Status
 	if bar {
 		st = progress.NewStatus(stderr)
@@ -270,6 +284,9 @@ func usage(stderr io.Writer, msg string) int {
 // when an error is left.
 func exitCode(rep *check.Report) int {
 	code := exitClean
+	if len(rep.CsumsRebuilt) > 0 {
+		code |= exitCorrected
+	}
 	for _, p := range rep.Problems {
 		switch {
 		case p.Fixed:
@@ -297,6 +314,7 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 	if rep.RebuiltTree != "" {
 		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree rebuilt from the nodes that read; what %s held is lost\n", image, rep.RebuiltTree, plural(rep.NodesLost, "unreadable node"))
 	}
+	printRebuilt(w, image, rep)
 	if rep.RestoredFrom != 0 {
 		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
 	}
@@ -331,6 +349,21 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 				fmt.Fprintf(w, "%s%-10s tree: %d nodes\n", indent, id, n)
 			}
 		}
+	}
+}
+
+// printRebuilt names, one line each, the files --rebuild-csums vouched
+// for and the extents it refused.
+func printRebuilt(w io.Writer, image string, rep *check.Report) {
+	for _, f := range rep.CsumsRebuilt {
+		name := f.Path
+		if name == "" {
+			name = fmt.Sprintf("inode %d (no path)", f.Ino)
+		}
+		fmt.Fprintf(w, "fsck.ddfs: %s: checksums made from the data as it reads now: %s\n", image, name)
+	}
+	for _, r := range rep.CsumsRefused {
+		fmt.Fprintf(w, "fsck.ddfs: %s: checksums not made for data extent %d: %s\n", image, r.Logical, r.Message)
 	}
 }
 

@@ -134,6 +134,10 @@ type Report struct {
 	// Withheld counts the cross-check conclusions not reported because
 	// of an incomplete tree.
 	Withheld int `json:"withheld,omitempty"`
+	// CsumsRebuilt and CsumsRefused are what --rebuild-csums vouched for
+	// and left.
+	CsumsRebuilt []CsumRebuilt `json:"csums_rebuilt,omitempty"`
+	CsumsRefused []CsumRefused `json:"csums_refused,omitempty"`
 }
 
 // crossChecks are the codes concluded from whole trees (counts, links,
@@ -214,6 +218,9 @@ type Options struct {
 	// BatchNodes bounds the nodes one repair transaction dirties before
 	// it commits and the next continues (0: maxDirtyNodes).
 	BatchNodes int
+	// RebuildCsums sums, before the check, the data extents files use
+	// that have no checksum (--rebuild-csums; csums_rebuild.go).
+	RebuildCsums bool
 }
 
 func (o Options) progress(pass string, done, total uint64, bytes bool) {
@@ -246,11 +253,29 @@ type checker struct {
 // With a Mode other than ModeCheck it repairs what the mode allows
 // (Repair) and the report marks what was fixed.
 func Check(specs []string, opt Options) (*Report, error) {
-	vo := volume.Options{Extra: opt.Extra, Wait: opt.Wait, Write: opt.Mode != ModeCheck}
-	if opt.Mode != ModeCheck {
-		return Repair(func() (*volume.Volume, error) { return volume.Open(specs, vo) }, opt)
+	vo := volume.Options{Extra: opt.Extra, Wait: opt.Wait, Write: opt.Mode != ModeCheck || opt.RebuildCsums}
+	open := func() (*volume.Volume, error) { return volume.Open(specs, vo) }
+	var rebuilt []CsumRebuilt
+	var refused []CsumRefused
+	if opt.RebuildCsums {
+		var err error
+		if rebuilt, refused, err = RebuildCsums(open, opt); err != nil {
+			return nil, err
+		}
 	}
-	vol, err := volume.Open(specs, vo)
+	rep, err := checkOrRepair(open, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep.CsumsRebuilt, rep.CsumsRefused = rebuilt, refused
+	return rep, nil
+}
+
+func checkOrRepair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
+	if opt.Mode != ModeCheck {
+		return Repair(open, opt)
+	}
+	vol, err := open()
 	if err != nil {
 		return nil, err
 	}

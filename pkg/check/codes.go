@@ -156,7 +156,7 @@ var (
 	CsumItemBad = def("CSUM_ITEM_BAD", PassCsum, FixRepair, "a csum tree item is malformed (key, length, alignment)")
 	CsumOverlap = def("CSUM_OVERLAP", PassCsum, FixNone, "checksum items overlap")
 	CsumOrphan  = def("CSUM_ORPHAN", PassCsum, FixPreen, "checksums for space outside every data extent (freed space)")
-	CsumMissing = def("CSUM_MISSING", PassCsum, FixRepair, "sectors of a data extent have no checksum (-y sums the data as it reads now)")
+	CsumMissing = def("CSUM_MISSING", PassCsum, FixNone, "sectors of a data extent have no checksum: reads refuse them; no mode invents sums for data nothing verified, only --rebuild-csums sums it as it reads now, naming each file it vouches for")
 )
 
 // Data (--check-data).

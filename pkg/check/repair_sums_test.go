@@ -10,7 +10,8 @@ import (
 )
 
 // TestRepairSumsLongExtent: the checksums of a data extent of two full
-// batches (2 × 64 sectors) are rewritten from its bytes: every sector's
+// batches (2 × 64 sectors), left missing by -y, are made by
+// --rebuild-csums from its bytes: every sector's
 // CRC32C, in items that end where the extent ends (none past it), and a
 // second check is clean.
 func TestRepairSumsLongExtent(t *testing.T) {
@@ -35,8 +36,11 @@ func TestRepairSumsLongExtent(t *testing.T) {
 	expect(t, s.check(Options{}), want{code: CsumMissing, logical: l})
 
 	rep := repairDevs(t, s.devs, ModeRepair)
-	if got := codesOf(rep.Problems, false); len(got) != 1 || got[0] != "CSUM_MISSING+" {
-		t.Fatalf("repair: %v", rep.Problems)
+	if got := codesOf(rep.Problems, false); len(got) != 1 || got[0] != "CSUM_MISSING" {
+		t.Fatalf("repair: %v, want CSUM_MISSING left (no invented sums)", rep.Problems)
+	}
+	if rebuilt, _, err := RebuildCsums(opener(s.devs), Options{}); err != nil || len(rebuilt) != 1 {
+		t.Fatalf("rebuild: %v %v", rebuilt, err)
 	}
 	// The sums as the data's bytes make them, not as the checker does.
 	var wantSums []byte
@@ -57,7 +61,7 @@ func TestRepairSumsLongExtent(t *testing.T) {
 	}
 	after.tx.Abort()
 	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-		t.Errorf("after -y: %v", rep.Problems)
+		t.Errorf("after the rebuild: %v", rep.Problems)
 	}
 }
 
@@ -90,7 +94,7 @@ func TestRepairDropsIndexedExtent(t *testing.T) {
 		t.Errorf("%d dedupe entries left", len(left))
 	}
 	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-		t.Errorf("after -y: %v", rep.Problems)
+		t.Errorf("after the rebuild: %v", rep.Problems)
 	}
 }
 

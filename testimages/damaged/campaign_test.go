@@ -98,6 +98,7 @@ var cannotEndClean = []struct{ prefix, why string }{
 	{"sysarray 0 stripe 1 devid", "as stripe 0"},
 	{"delete chunk/", "the chunk tree is the mapping itself: without a CHUNK_ITEM or DEV_ITEM, space no item maps (a chunk-recover that scans the devices is not written); repair writes nothing through a broken mapping"},
 	{"node chunk/", "as delete chunk/: the chunk tree's only node"},
+	{"delete csum/", "as node csum/: that item's checksums are lost (fsck.ddfs --rebuild-csums is the explicit choice)"},
 	{"node csum/", "the checksums are lost, and -y never invents checksums for data that was never verified (left to a checksum rebuild that reads every copy)"},
 }
 
