@@ -25,7 +25,8 @@ tree's root is taken from the superblock, else from its backup root sets
 (newest first), and whatever does not read is made up from the tree's leaves a
 scan of the metadata finds (btrfs-find-root). Files keep modes, owners (as
 root), times and the xattrs the host takes, as cp -a; hard links stay links;
-inodes no name reaches go to DIR/lost+found/INO. File data is verified against
+inodes no entry reaches go back to their INODE_REF name, else to
+DIR/lost+found/INO. File data is verified against
 its checksums, every copy tried: a file with a sector no copy verifies is not
 written. Existing entries of DIR are never overwritten (btrfs restore without
 -o) and are listed; existing folders are merged into.
