@@ -59,9 +59,14 @@ func TestCopyProgress(t *testing.T) {
 func TestCopyProgressInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "512M", "d.img"), 0)
-	// A stream that stalls after 10 MiB keeps the copy running (and its
-	// bar drawn) when the signal comes.
-	out := onTerminal(t, dir, `set -m; (head -c 10M /dev/urandom; sleep 3) | ddfs cp - d.img:/big & p=$!; sleep 1; kill -INT $p; wait $p; echo "exit=$?"`)
+	// A stream that stalls after 10 MiB keeps the copy running; the
+	// signal comes once cp has read the 10 MiB (its rchar), so its bar is
+	// drawn whatever the load (a sleep 1 raced: no bar yet under load).
+	// SIGINT goes to the whole job, as Ctrl-C sends it to the foreground
+	// group (cp alone would wait for its stalled stdin).
+	out := onTerminal(t, dir, `set -m; (head -c 10M /dev/urandom; sleep 600) | ddfs cp - d.img:/big & p=$!; `+
+		`until [ "$(awk '/^rchar/{print $2}' /proc/$p/io 2>/dev/null)" -ge 10485760 ] 2>/dev/null; do sleep 0.05; done; `+
+		`kill -INT %1; wait $p; echo "exit=$?"`)
 	if !strings.Contains(out, "exit=130") {
 		t.Fatalf("cp was not killed by SIGINT: %q", out)
 	}

@@ -267,8 +267,12 @@ func TestRepairSurgery(t *testing.T) {
 					t.Errorf("%s (inode %d): a name -y made up", p, ino)
 				}
 			}
+			// A file the damage made unreadable (readers refuse an inode
+			// whose extents do not add up) has no "after" version: its
+			// repair is judged by the report, not here.
 			for ino, sum := range contents(t, s.devs) {
-				if old, ok := original[ino]; ok && old != sum && damaged[ino] != sum {
+				after, readable := damaged[ino]
+				if old, ok := original[ino]; ok && old != sum && readable && after != sum {
 					t.Errorf("inode %d changed its contents", ino)
 				}
 			}
