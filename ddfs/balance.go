@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -9,7 +10,8 @@ import (
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
-const balanceExamples = `  ddfs device add -b 64G disk.img disk2.img
+const balanceExamples = `  ddfs balance disk.img                      # chunks written degraded back to the set's profiles
+  ddfs device add -b 64G disk.img disk2.img
   ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
   ddfs balance -m raid1c3 disk.img
   ddfs balance -f -m single disk.img        # lowering metadata redundancy needs -f
@@ -17,7 +19,7 @@ const balanceExamples = `  ddfs device add -b 64G disk.img disk2.img
 
 // cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
 func newBalanceCmd() *cobra.Command {
-	c, fl, of := newCmd("balance IMAGE [-d PROFILE] [-m PROFILE]", "convert chunk profiles (-d data, -m metadata)", balanceExamples)
+	c, fl, of := newCmd("balance IMAGE [-d PROFILE] [-m PROFILE]", "convert chunk profiles (-d data, -m metadata); alone, restore chunks written degraded to the set's profiles", balanceExamples)
 	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
 	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
 	force := fl.BoolP("force", "f", false, "allow -m to lower the metadata's redundancy (as btrfs balance -f)")
@@ -27,7 +29,7 @@ func newBalanceCmd() *cobra.Command {
 			return usageErr("want exactly one IMAGE")
 		}
 		if *data == "" && *meta == "" {
-			return usageErr("nothing to do: give -d PROFILE and/or -m PROFILE")
+			return restoreProfiles(fl.Arg(0), of, stdout, stderr)
 		}
 		var dp, mp *format.Profile
 		for _, f := range []struct {
@@ -63,6 +65,25 @@ func newBalanceCmd() *cobra.Command {
 		return nil
 	}
 	return c
+}
+
+// restoreProfiles is `ddfs balance IMAGE`: the chunks a degraded set
+// made below its profiles move back to them (as `fsck.ddfs -y` and
+// `ddfs scrub --repair` do).
+func restoreProfiles(image string, of *openFlags, stdout, stderr io.Writer) error {
+	fs, err := of.open(image, true)
+	if err != nil {
+		return err
+	}
+	defer of.closeStats(fs)
+	n, err := fs.RestoreProfiles(relocProgress())
+	reportReloc(stderr, "balance: "+image, fs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", image, err)
+	}
+	_, dp, mp := fs.BelowProfile()
+	fmt.Fprintf(stdout, "restored %d chunks to the set's profiles (data %v, metadata %v)\n", n, dp, mp)
+	return nil
 }
 
 // keepsMetaRedundancy refuses, as btrfs does without -f, a metadata

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -43,7 +45,20 @@ func (o *openFlags) open(image string, write bool) (*store.FS, error) {
 		return nil, cli.NameImage(image, err)
 	}
 	inspect.ReportHeals(os.Stderr, cli.Prog(o.cmd), image, fs)
+	if write && !fs.Degraded() && o.cmd != nil && o.cmd.Name() != "balance" && o.cmd.Name() != "scrub" { // they restore or report it
+		noteBelowProfile(os.Stderr, cli.Prog(o.cmd), image, fs)
+	}
 	return fs, nil
+}
+
+// noteBelowProfile says, on a writable open with every member present,
+// that chunks written while one was missing are below the set's
+// profiles: the set is whole again but those chunks are not.
+func noteBelowProfile(w io.Writer, prog, image string, fs *store.FS) {
+	if n, dp, mp := fs.BelowProfile(); n > 0 {
+		fmt.Fprintf(w, "%s: %s: %d chunks below the set's profiles (data %v, metadata %v), written while a device was missing; restore them: ddfs balance %s\n",
+			prog, image, n, dp, mp, image)
+	}
 }
 
 // openOnly opens the one IMAGE operand of a command read-only; done

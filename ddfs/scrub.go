@@ -107,6 +107,8 @@ func scrubExit(img string, rep *scrub.Report) error {
 	switch {
 	case left > 0:
 		return &cli.CodeError{Code: exitScrubLeft, Err: fmt.Errorf("%s: %d bad copies left (%d uncorrectable)", img, left, unc)}
+	case rep.ProfilesLeft() > 0:
+		return &cli.CodeError{Code: exitScrubLeft, Err: fmt.Errorf("%s: %d chunks below the set's profiles (restore them: ddfs balance %s)", img, rep.ProfilesLeft(), img)}
 	case !rep.Clean():
 		return &cli.CodeError{Code: exitScrubCorrected}
 	}
@@ -131,6 +133,10 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 	for _, n := range rep.NodesUnread {
 		fmt.Fprintf(w, "  %s tree node at logical %d: no copy reads, what it holds not scrubbed: %s\n", n.Tree, n.Logical, n.Error)
 	}
+	if rep.BelowProfile > 0 {
+		fmt.Fprintf(w, "  %d chunks below the set's profiles (written while a device was missing), %d restored\n", rep.BelowProfile, rep.ProfilesRestored)
+	}
+	cli.PrintExposure(w, "  ", rep.Exposure)
 	for _, f := range rep.Files {
 		state := "repaired"
 		switch {

@@ -96,3 +96,45 @@ func ParseProfile(name string) (Profile, error) {
 	}
 	return 0, fmt.Errorf("unknown profile %q (want single, dup, raid0, raid1, raid1c3 or raid10)", name)
 }
+
+// ProfiledChunk is what the set's profile rule (FORMAT.md §4.5 "The
+// set's profiles") reads of a chunk.
+type ProfiledChunk struct {
+	Type     ChunkType
+	Profile  Profile
+	Fallback bool // its block group item has BlockGroupFallback
+}
+
+// SetProfiles returns the set's profiles from its chunks in logical
+// order: for data, and for metadata and system together, the profile of
+// the last chunk of the kind without BlockGroupFallback, else of the
+// last chunk of the kind (ok false: the set has no chunk of that kind).
+// A chunk a degraded set made below the profile is marked, so it never
+// lowers the profile of the chunks after it.
+func SetProfiles(chunks []ProfiledChunk) (data, meta Profile, dataOK, metaOK bool) {
+	var dataRegular, metaRegular bool
+	for _, c := range chunks {
+		if c.Type == ChunkData {
+			if !c.Fallback || !dataRegular {
+				data, dataOK, dataRegular = c.Profile, true, dataRegular || !c.Fallback
+			}
+			continue
+		}
+		if !c.Fallback || !metaRegular {
+			meta, metaOK, metaRegular = c.Profile, true, metaRegular || !c.Fallback
+		}
+	}
+	return data, meta, dataOK, metaOK
+}
+
+// BelowProfile reports whether a chunk is below the set's profile of its
+// kind: marked BlockGroupFallback and at another profile (a chunk the
+// allocation policy placed outside its preferred tier keeps the set's
+// profile).
+func (c ProfiledChunk) BelowProfile(data, meta Profile) bool {
+	want := meta
+	if c.Type == ChunkData {
+		want = data
+	}
+	return c.Fallback && c.Profile != want
+}

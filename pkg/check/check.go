@@ -138,6 +138,10 @@ type Report struct {
 	// and left.
 	CsumsRebuilt []CsumRebuilt `json:"csums_rebuilt,omitempty"`
 	CsumsRefused []CsumRefused `json:"csums_refused,omitempty"`
+	// Exposure is what losing each device would cost: the chunks whose
+	// set profile means to survive it that it would lose (missing
+	// members counted as lost already).
+	Exposure []volume.Exposure `json:"exposure"`
 }
 
 // crossChecks are the codes concluded from whole trees (counts, links,
@@ -316,6 +320,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		c.checkFS()
 		c.checkDedupe()
 		c.checkCounters()
+		c.checkProfiles() // from the block group items the walks read
 		c.withhold()
 		c.setPaths()
 	}
@@ -339,7 +344,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 
 func newChecker(vol *volume.Volume, opt Options) *checker {
 	return &checker{
-		vol: vol, opt: opt, sb: vol.Super, rep: &Report{Problems: []Problem{}}, seen: map[uint64]format.TreeID{},
+		vol: vol, opt: opt, sb: vol.Super, rep: &Report{Problems: []Problem{}, Exposure: []volume.Exposure{}}, seen: map[uint64]format.TreeID{},
 		devItems: map[uint64]*format.DevItem{}, metaItems: map[uint64]format.Key{}, bgItems: map[uint64]*format.BlockGroupItem{}, bgKeys: map[uint64]format.Key{},
 		reads: &readPool{}, sysTree: map[uint64]*format.ChunkItem{},
 	}

@@ -113,6 +113,9 @@ var (
 	ChunkCoversSuper = def("CHUNK_COVERS_SUPER", PassChunk, FixNone, "a chunk stripe covers a superblock copy")
 	ChunkOverlap     = def("CHUNK_OVERLAP", PassChunk, FixNone, "two chunk stripes overlap on a device")
 	ChunkSysMissing  = def("CHUNK_SYS_MISSING", PassChunk, FixNone, "a system chunk of the superblock is not in the chunk tree")
+	// ChunkBelowProfile is redundancy lost, not a broken mapping: -y
+	// moves the chunk to the set's profile once nothing else is wrong.
+	ChunkBelowProfile = def("CHUNK_BELOW_PROFILE", PassChunk, FixRepair, "a chunk made while a device was missing is below the set's profile (fewer copies than the set's other chunks of its kind)")
 )
 
 // Tree nodes (every tree).

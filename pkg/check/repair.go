@@ -91,7 +91,7 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	var last *Report
 	var restored uint64
 	rebuilt, lost := "", 0
-	sysRewritten := false
+	sysRewritten, profilesRestored := false, false
 	for round := 0; ; round++ {
 		if err := opt.cancelled(); err != nil {
 			return nil, err
@@ -157,6 +157,19 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 			}
 		}
 		todo := opt.fixable(rep.Problems, len(rep.Incomplete) > 0)
+		if opt.Mode == ModeRepair && !profilesRestored && round < maxRounds && onlyBelowProfile(rep.Problems) {
+			profilesRestored = true
+			err := restoreProfiles(vol, opt)
+			if cerr := vol.Close(); err == nil {
+				err = cerr
+			}
+			// No room for the profile: the problem stays, reported.
+			if err != nil && !errors.Is(err, store.ErrCannotRelocate) {
+				return nil, fmt.Errorf("repair: %w", err)
+			}
+			continue
+		}
+		todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 		// A round that changed nothing will not do better next time.
 		if len(todo) == 0 || round == maxRounds || same {
 			vol.Close()
@@ -181,6 +194,16 @@ func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
 	last.RestoredFrom = restored
 	last.RebuiltTree, last.NodesLost = rebuilt, lost
 	return last, nil
+}
+
+func withoutCode(ps []Problem, c Code) []Problem {
+	out := ps[:0:0]
+	for _, p := range ps {
+		if p.Code != c {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func hasCode(ps []Problem, c Code) bool {
@@ -219,7 +242,7 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 func mappingBroken(ps []Problem) bool {
 	for _, p := range ps {
 		switch {
-		case p.Pass == PassChunk, p.Code == SysArrayMismatch, p.Code == DevSize, p.Code == DevNoItem, p.Code == DevCount, p.Code == DevUUID:
+		case p.Pass == PassChunk && p.Code != ChunkBelowProfile, p.Code == SysArrayMismatch, p.Code == DevSize, p.Code == DevNoItem, p.Code == DevCount, p.Code == DevUUID:
 			return true
 		case p.Code == ItemBad && p.Tree == format.ChunkTree.String():
 			return true

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // Options control a scrub.
@@ -88,6 +89,13 @@ type Report struct {
 	// hold was not scrubbed (their bad copies are in Errors too when
 	// their metadata items read).
 	NodesUnread []UnreadNode `json:"nodes_unread"`
+	// BelowProfile counts the chunks below the set's profiles (written
+	// while a member was missing); Repair moved ProfilesRestored of them
+	// back to the profiles once every copy read.
+	BelowProfile     int `json:"below_profile"`
+	ProfilesRestored int `json:"profiles_restored"`
+	// Exposure is what losing each device would cost, after the scrub.
+	Exposure []volume.Exposure `json:"exposure"`
 }
 
 // CopyError is one bad copy of a node or a data sector.
@@ -124,7 +132,7 @@ var ErrInterrupted = errors.New("scrub interrupted (continue with --resume)")
 
 // Clean reports whether no bad copy was found and every node read.
 func (r *Report) Clean() bool {
-	if len(r.NodesUnread) > 0 {
+	if len(r.NodesUnread) > 0 || r.BelowProfile > 0 {
 		return false
 	}
 	for _, d := range r.Devices {
@@ -192,6 +200,9 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 	if err := s.mapFiles(); err != nil {
 		return rep, err
 	}
+	if err := s.profiles(); err != nil {
+		return rep, err
+	}
 	if opt.StatePath != "" {
 		removeState(opt.StatePath)
 	}
@@ -228,7 +239,7 @@ func toRead(fs *store.FS, start uint64) uint64 {
 func newReport(fs *store.FS, repair bool) *Report {
 	sb := fs.Super()
 	rep := &Report{UUID: uuid.UUID(sb.FSID).String(), Generation: sb.Generation, Repair: repair, Files: []File{}, Errors: []CopyError{},
-		NodesUnread: []UnreadNode{}}
+		NodesUnread: []UnreadNode{}, Exposure: []volume.Exposure{}}
 	for _, d := range fs.DevItems() {
 		dv := Device{DevID: d.DevID, Path: d.Path, Missing: fs.Vol.IsMissing(d.DevID)}
 		if od, ok := fs.Vol.Device(d.DevID); ok {
@@ -420,3 +431,24 @@ func (s *scrubber) sortedBad() []uint64 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// profiles reports the chunks below the set's profiles and, with Repair
+// on a set whose every bad copy was rewritten, moves them back to the
+// profiles (store.RestoreProfiles); then what losing each device costs.
+func (s *scrubber) profiles() error {
+	s.rep.BelowProfile, _, _ = s.fs.BelowProfile()
+	if left, _ := s.rep.Left(); s.rep.BelowProfile > 0 && s.opt.Repair && left == 0 && !s.fs.Degraded() {
+		n, err := s.fs.RestoreProfiles(nil)
+		if err != nil && !errors.Is(err, store.ErrCannotRelocate) {
+			return err
+		}
+		if err == nil {
+			s.rep.ProfilesRestored = n
+		}
+	}
+	s.rep.Exposure = s.fs.Exposure()
+	return nil
+}
+
+// ProfilesLeft counts the chunks still below the set's profiles.
+func (r *Report) ProfilesLeft() int { return r.BelowProfile - r.ProfilesRestored }

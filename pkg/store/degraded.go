@@ -100,32 +100,38 @@ func OpenDegraded(vol *volume.Volume) (*FS, error) {
 	return openVolume(vol, volume.Options{Write: vol.Writable(), NoScan: true, Degraded: true})
 }
 
-// setProfiles takes the profiles of new chunks from the newest chunk of
-// each kind, passing over fallback chunks while a regular one exists: a
-// chunk a degraded set made below its profile must not lower the profile
-// of every chunk after it once the set is whole again.
+// setProfiles takes the profiles of new chunks from the set's chunks by
+// FORMAT.md's rule (format.SetProfiles): a chunk a degraded set made
+// below its profile must not lower the profile of every chunk after it
+// once the set is whole again.
 func (fs *FS) setProfiles() {
-	var data, meta bool // a regular chunk of the kind was seen
-	for _, bg := range fs.bgs {
-		c := bg.Chunk
-		isData := c.Type == format.ChunkData
-		regular := !bg.Fallback()
-		switch {
-		case isData && (regular || !data):
-			fs.dataProfile, data = c.Profile, data || regular
-		case !isData && (regular || !meta):
-			fs.metaProfile, meta = c.Profile, meta || regular
-		}
+	data, meta, dok, mok := format.SetProfiles(fs.profiledChunks())
+	if dok {
+		fs.dataProfile = data
+	}
+	if mok {
+		fs.metaProfile = meta
 	}
 }
 
-// belowProfile lists the chunks a degraded set made below its profiles:
-// fallback chunks not at the profile of their kind (a chunk the policy
-// placed outside its preferred tier has the set's profile).
+func (fs *FS) profiledChunks() []format.ProfiledChunk {
+	out := make([]format.ProfiledChunk, len(fs.bgs))
+	for i, bg := range fs.bgs {
+		out[i] = bg.profiled()
+	}
+	return out
+}
+
+func (bg *BlockGroup) profiled() format.ProfiledChunk {
+	return format.ProfiledChunk{Type: bg.Chunk.Type, Profile: bg.Chunk.Profile, Fallback: bg.Fallback()}
+}
+
+// belowProfile lists the chunks a degraded set made below its profiles
+// (format.ProfiledChunk.BelowProfile).
 func (fs *FS) belowProfile() map[*BlockGroup]bool {
 	out := map[*BlockGroup]bool{}
 	for _, bg := range fs.bgs {
-		if bg.Fallback() && bg.Chunk.Profile != fs.profileFor(bg.Chunk.Type) {
+		if bg.profiled().BelowProfile(fs.dataProfile, fs.metaProfile) {
 			out[bg] = true
 		}
 	}
@@ -137,4 +143,52 @@ func (fs *FS) belowProfile() map[*BlockGroup]bool {
 // profiles `ddfs balance` converts them to.
 func (fs *FS) BelowProfile() (n int, data, meta format.Profile) {
 	return len(fs.belowProfile()), fs.dataProfile, fs.metaProfile
+}
+
+// ErrMembersMissing is returned when restoring the profiles is asked of
+// a set opened without some member: the profiles need them all.
+var ErrMembersMissing = errors.New("members missing: restoring the profiles needs every member")
+
+// RestoreProfiles moves the chunks below the set's profiles (written
+// while a member was missing) to those profiles and clears their
+// fallback mark, as `ddfs balance IMAGE`, `fsck.ddfs -y` and `scrub
+// --repair` do; metadata first in one transaction, then one data chunk
+// per transaction (relocateAll). It returns how many chunks moved.
+func (fs *FS) RestoreProfiles(progress Progress) (int, error) {
+	need := func(bg *BlockGroup) (format.Profile, bool) {
+		return fs.profileFor(bg.Chunk.Type), bg.profiled().BelowProfile(fs.dataProfile, fs.metaProfile)
+	}
+	n := len(fs.matching(need))
+	if n == 0 {
+		return 0, nil
+	}
+	if fs.Degraded() {
+		return 0, fmt.Errorf("%d chunks below the set's profiles: %w", n, ErrMembersMissing)
+	}
+	unflag := func(bg *BlockGroup) bool { return true }
+	return n, fs.relocateAll(need, relocOpts{progress: progress, unflag: unflag})
+}
+
+// Exposure is what losing each present member would cost: the chunks of
+// a kind whose profile survives a lost device that it would lose, the
+// missing members counted as lost (volume.ExposureOf).
+func (fs *FS) Exposure() []volume.Exposure {
+	used := make(map[uint64]uint64, len(fs.bgs))
+	for _, bg := range fs.bgs {
+		used[bg.Chunk.Logical] = bg.Used
+	}
+	items := fs.DevItems()
+	ids := make([]uint64, len(items))
+	for i, d := range items {
+		ids[i] = d.DevID
+	}
+	protected := func(c *volume.Chunk) bool {
+		pi, _ := fs.profileFor(c.Type).Info()
+		return pi.DeviceFailures() > 0
+	}
+	out := volume.ExposureOf(fs.Vol.Chunks.All(), ids, fs.Vol.IsMissing, protected, func(c *volume.Chunk) uint64 { return used[c.Logical] })
+	for i := range out {
+		out[i].Path = fs.Vol.PathOf(out[i].DevID, fs.devItems[out[i].DevID].Path)
+	}
+	return out
 }

@@ -77,6 +77,28 @@ func (c *Chunk) Map(off, length uint64) ([]Segment, error) {
 	return segs, nil
 }
 
+// LostWithout reports whether some byte of the chunk has no copy left
+// when the devices gone names are lost: a mirror group (every stripe of
+// a chunk that is not striped; each SubStripes-long run of a striped
+// one) with all its stripes on such devices.
+func (c *Chunk) LostWithout(gone func(devid uint64) bool) bool {
+	pi, _ := c.Profile.Info()
+	group := len(c.Stripes)
+	if pi.Striped {
+		group = max(pi.SubStripes, 1)
+	}
+	for i := 0; i < len(c.Stripes); i += group {
+		lost := true
+		for _, s := range c.Stripes[i:min(i+group, len(c.Stripes))] {
+			lost = lost && gone(s.DevID)
+		}
+		if lost {
+			return true
+		}
+	}
+	return false
+}
+
 // ChunkMap is the logical address space: chunks sorted by logical start.
 // It is safe for concurrent use: background data writes look chunks up
 // while the transaction adds new ones.
