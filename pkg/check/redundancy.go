@@ -35,8 +35,12 @@ func (c *checker) checkProfiles() {
 		pi, _ := want(ch.Type).Info()
 		return pi.DeviceFailures() > 0
 	}
+	away := hasCode(c.rep.Problems, DevMissing)
 	for i, ch := range chunks {
-		if !pcs[i].BelowProfile(data, meta) {
+		// With a member missing, DEV_MISSING is the problem (the chunks
+		// can move back only once it is back or replaced); the exposure
+		// below still says what the next loss would cost.
+		if away || !pcs[i].BelowProfile(data, meta) {
 			continue
 		}
 		c.add(Problem{Code: ChunkBelowProfile, Logical: ch.Logical, Message: fmt.Sprintf(
