@@ -814,6 +814,17 @@ func CheckFileExtentRange(off uint64, f *FileExtentItem) error {
 	return nil
 }
 
+// CheckFileExtentKey is what a reader requires of a file extent item at
+// file offset off: CheckFileExtentRange, and an inline extent at offset
+// 0 only (§6.6; fsck's INLINE_OFFSET): placed further, its bytes would
+// read at the wrong offset with zeros before them.
+func CheckFileExtentKey(off uint64, f *FileExtentItem) error {
+	if f.Type == FileExtentInline && off != 0 {
+		return corruptf(nil, "inline file extent at %d: inline extents live at offset 0 only", off)
+	}
+	return CheckFileExtentRange(off, f)
+}
+
 // ExtentDataRef counts the file extent items of one (tree, ino, offset)
 // that point at a data extent: the value of (extent logical,
 // EXTENT_DATA_REF, ExtentDataRefHash) in the extent tree (FORMAT.md §4.7).

@@ -61,7 +61,7 @@ func (f *FS) extentsOf(out []fileExtent, ino, start, end uint64, inline bool) ([
 		e := fileExtent{off: it.Key.Offset}
 		err := format.DecodeFileExtentItem(it.Data, &e.FileExtentItem)
 		if err == nil {
-			err = format.CheckFileExtentRange(it.Key.Offset, &e.FileExtentItem)
+			err = format.CheckFileExtentKey(it.Key.Offset, &e.FileExtentItem)
 		}
 		if err != nil {
 			return false, fmt.Errorf("inode %d extent at %d: %w", ino, it.Key.Offset, err)

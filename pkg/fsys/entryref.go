@@ -51,3 +51,17 @@ func checkNBytes(in *Inode, xs []fileExtent) error {
 	}
 	return nil
 }
+
+// checkNoEntries refuses a file that holds directory entries (fsck's
+// NOT_DIR_ENTRIES): such an inode is a directory's and a file's at once,
+// and which of its items are the file's is not known. They sort just
+// before its extents, so this is one look at the leaf its read meets.
+func (f *FS) checkNoEntries(in *Inode) error {
+	from, to := format.Key{ObjectID: in.Ino, Type: format.DirItemKey}, format.Key{ObjectID: in.Ino, Type: format.FileExtentKey}
+	found := false
+	err := f.rtree(format.FSTree).Scan(from, to, func(format.Item) (bool, error) { found = true; return false, nil })
+	if err == nil && found {
+		err = fmt.Errorf("inode %d: a file with directory entries: %w", in.Ino, format.ErrCorrupt)
+	}
+	return err
+}

@@ -32,6 +32,9 @@ func (f *FS) ReadAt(in *Inode, p []byte, off uint64) (int, error) {
 		if err := checkNBytes(in, xs); err != nil {
 			return 0, err
 		}
+		if err := f.checkNoEntries(in); err != nil {
+			return 0, err
+		}
 	}
 	ss := uint64(f.st.Super().SectorSize)
 	if err := f.predecompress(xs); err != nil {
@@ -213,7 +216,7 @@ func (f *FS) DataRanges(in *Inode) ([]Range, error) {
 	err := f.rtree(format.FSTree).Scan(start, end, func(it format.Item) (bool, error) {
 		err := format.DecodeFileExtentItem(it.Data, &x)
 		if err == nil {
-			err = format.CheckFileExtentRange(it.Key.Offset, &x)
+			err = format.CheckFileExtentKey(it.Key.Offset, &x)
 		}
 		if err != nil {
 			return false, fmt.Errorf("inode %d extent at %d: %w", in.Ino, it.Key.Offset, err)
@@ -234,6 +237,9 @@ func (f *FS) DataRanges(in *Inode) ([]Range, error) {
 	})
 	if err == nil && nbytes != in.NBytes {
 		err = nbytesError(in, nbytes)
+	}
+	if err == nil {
+		err = f.checkNoEntries(in)
 	}
 	return rs, err
 }

@@ -89,7 +89,7 @@ func (ns *namespace) addExtent(ino uint64, it format.Item) error {
 	x := extent{off: it.Key.Offset}
 	err := format.DecodeFileExtentItem(it.Data, &x.FileExtentItem)
 	if err == nil {
-		err = format.CheckFileExtentRange(x.off, &x.FileExtentItem)
+		err = format.CheckFileExtentKey(x.off, &x.FileExtentItem)
 	}
 	if err != nil {
 		return err

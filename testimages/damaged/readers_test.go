@@ -2,6 +2,8 @@ package damaged
 
 import (
 	"bytes"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ddfs/ddfs/pkg/check"
@@ -83,4 +85,24 @@ func readWrong(devs []*device.MemDevice) []string {
 		}
 	}
 	return out
+}
+
+// TestFrozenReadersNeverWrong is TestReadersNeverWrong over the frozen
+// kinds (every one of which fsck flags): no file reads other bytes than
+// populate wrote without an error. Before readers refused an inline
+// extent past offset 0 and a file holding directory entries,
+// inline-not-at-zero read /small as 8 zeros and "hello", and
+// entries-in-file read /mid with a byte past its data.
+func TestFrozenReadersNeverWrong(t *testing.T) {
+	goldens, _ := filepath.Glob("*.golden")
+	for _, g := range goldens {
+		name := strings.TrimSuffix(g, ".golden")
+		devs, err := corpus.ReadImages(".", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := readWrong(devs); len(bad) > 0 {
+			t.Errorf("%s: %v read other bytes without an error", name, bad)
+		}
+	}
 }
