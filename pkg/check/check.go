@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -114,7 +113,7 @@ type Report struct {
 	NodeCopies int    `json:"node_copies"`
 	Items      int    `json:"items"`
 	// IO is the I/O the check did, per device.
-	IO []inspect.DeviceIO `json:"io,omitempty"`
+	IO []volume.DeviceIO `json:"io,omitempty"`
 	// TreeNodes counts the nodes of each tree.
 	TreeNodes map[string]int `json:"tree_nodes"`
 	Problems  []Problem      `json:"problems"`
@@ -329,7 +328,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	for _, id := range sortedIDs(c.devItems) {
 		items = append(items, c.devItems[id])
 	}
-	c.rep.IO = inspect.VolumeIO(vol, items)
+	c.rep.IO = vol.IO(items)
 	c.rep.Chunks = len(vol.Chunks.All())
 	c.rep.Nodes = len(c.seen)
 	c.rep.TreeNodes = map[string]int{}

@@ -6,50 +6,20 @@ import (
 	"io"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-// DeviceIO is the I/O one command did on one device, and what it would
-// have cost on a device with the item's properties (`--stats`).
-type DeviceIO struct {
-	DevID uint64 `json:"devid"`
-	Path  string `json:"path"`
-	device.Stats
-	Rotational     bool    `json:"rotational"`
-	ModeledSeconds float64 `json:"modeled_seconds"`
-}
+// DeviceIO is volume.DeviceIO, under the name the commands use.
+type DeviceIO = volume.DeviceIO
 
 // IOStats collects the counters of every device of fs.
-func IOStats(fs *store.FS) []DeviceIO { return VolumeIO(fs.Vol, fs.DevItems()) }
+func IOStats(fs *store.FS) []DeviceIO { return fs.Vol.IO(fs.DevItems()) }
 
-// VolumeIO collects the counters of an opened volume (fsck has no FS).
-func VolumeIO(vol *volume.Volume, devItems []*format.DevItem) []DeviceIO {
-	return DevicesIO(vol.Devices(), devItems)
-}
-
-// DevicesIO collects the counters of devices taken from a volume, which
-// may be closed by now (the last writes happen in Close).
+// DevicesIO is volume.DevicesIO (devices taken from a closed volume).
 func DevicesIO(devs []*volume.Dev, devItems []*format.DevItem) []DeviceIO {
-	items := map[uint64]struct {
-		rot        bool
-		seek, band uint64
-	}{}
-	for _, d := range devItems {
-		items[d.DevID] = struct {
-			rot        bool
-			seek, band uint64
-		}{d.Rotational, d.SeekSpeed, d.Bandwidth}
-	}
-	var out []DeviceIO
-	for _, d := range devs {
-		s := d.Stats()
-		it := items[d.ID]
-		out = append(out, DeviceIO{DevID: d.ID, Path: d.Path, Stats: s, Rotational: it.rot, ModeledSeconds: s.ModeledSeconds(it.seek, it.band)})
-	}
-	return out
+	return volume.DevicesIO(devs, devItems)
 }
 
 // PrintIOStats writes one line per device.
