@@ -36,17 +36,13 @@ func TestRepairRebuildsExtentItem(t *testing.T) {
 				if got := strings.Join(codesOf(rep.Problems, false), " "); got != "BG_USED+ FILE_EXTENT_NO_ITEM+" {
 					t.Errorf("repair %s, want the item rebuilt in one round with its references", got)
 				}
-				if got := contents(t, s.devs); !maps.Equal(got, before) {
-					t.Errorf("%d of %d files read back as before", len(got), len(before))
-				}
+				readsAsBefore(t, s.devs, before)
 				after := newSurgeon(t, s.devs)
 				defer after.tx.Abort()
 				if got := after.get(format.ExtentTree, k); !sameRefs(t, got, orig) {
 					t.Errorf("rebuilt item %x, was %x", got, orig)
 				}
-				if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-					t.Errorf("-n after repair: %v", rep.Problems)
-				}
+				cleanAfter(t, s.devs, "-n after repair")
 			})
 		}
 	}
@@ -87,9 +83,7 @@ func TestRepairRebuildsMetaItem(t *testing.T) {
 			if got := after.get(format.ExtentTree, k); !bytes.Equal(got, orig) {
 				t.Errorf("rebuilt item %x, was %x", got, orig)
 			}
-			if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-				t.Errorf("-n after -p: %v", rep.Problems)
-			}
+			cleanAfter(t, s.devs, "-n after -p")
 		})
 	}
 }
@@ -118,9 +112,7 @@ func TestRepairRebuildsFSTree(t *testing.T) {
 			t.Errorf("inode %d read before -y, not after", ino)
 		}
 	}
-	if rep := fsckDevs(t, devs, Options{CheckData: true}); !rep.Clean() {
-		t.Errorf("-n after -y: %v", rep.Problems)
-	}
+	cleanAfter(t, devs, "-n after -y")
 }
 
 // lastFSLeaf is the fs tree's last leaf (an fs tree of two or more).
@@ -169,12 +161,8 @@ func TestRepairReplacesBadAccounting(t *testing.T) {
 			s.put(format.ExtentTree, k, []byte{1, 2, 3})
 			must(t, s.tx.Commit())
 			repairDevs(t, s.devs, ModePreen)
-			if got := contents(t, s.devs); !maps.Equal(got, before) {
-				t.Errorf("%d of %d files read back as before", len(got), len(before))
-			}
-			if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-				t.Errorf("-n after -p: %v", rep.Problems)
-			}
+			readsAsBefore(t, s.devs, before)
+			cleanAfter(t, s.devs, "-n after -p")
 		})
 	}
 }
@@ -198,9 +186,7 @@ func TestRepairDirIndexOdd(t *testing.T) {
 	if got := pathsOf(t, s.devs); !maps.Equal(got, paths) {
 		t.Errorf("names after -p differ: %d of %d", len(got), len(paths))
 	}
-	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-		t.Errorf("-n after -p: %v", rep.Problems)
-	}
+	cleanAfter(t, s.devs, "-n after -p")
 }
 
 // TestRepairExtentReadAs: an extent item whose decompressed size no
@@ -225,10 +211,6 @@ func TestRepairExtentReadAs(t *testing.T) {
 	if got := after.get(format.ExtentTree, k); !bytes.Equal(got, orig) {
 		t.Errorf("item %x after -p, was %x", got, orig)
 	}
-	if got := contents(t, s.devs); !maps.Equal(got, before) {
-		t.Errorf("%d of %d files read back as before", len(got), len(before))
-	}
-	if rep := fsckDevs(t, s.devs, Options{CheckData: true}); !rep.Clean() {
-		t.Errorf("-n after -p: %v", rep.Problems)
-	}
+	readsAsBefore(t, s.devs, before)
+	cleanAfter(t, s.devs, "-n after -p")
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -542,5 +543,23 @@ func TestStrongTailChecked(t *testing.T) {
 		if got := committedDedupeItem(t, s.devs, victim.Key); !bytes.Equal(got, victim.Data) {
 			t.Fatalf("rebuilt entry %x, want the tail-less %x", got, victim.Data)
 		}
+	}
+}
+
+// cleanAfter wants a second check, data read too, to find nothing: a
+// repair leaves nothing for the next run to fix.
+func cleanAfter(t *testing.T, devs []*device.MemDevice, what string) {
+	t.Helper()
+	if rep := fsckDevs(t, devs, Options{CheckData: true}); !rep.Clean() {
+		t.Errorf("%s: %v", what, rep.Problems)
+	}
+}
+
+// readsAsBefore wants every file that read before (contents) to read the
+// same bytes from devs, and no other.
+func readsAsBefore(t *testing.T, devs []*device.MemDevice, before map[uint64][32]byte) {
+	t.Helper()
+	if got := contents(t, devs); !maps.Equal(got, before) {
+		t.Errorf("%d of %d files read back as before", len(got), len(before))
 	}
 }
