@@ -136,7 +136,7 @@ func printScrub(w io.Writer, img string, rep *scrub.Report) {
 	if rep.BelowProfile > 0 {
 		fmt.Fprintf(w, "  %d chunks below the set's profiles (written while a device was missing), %d restored\n", rep.BelowProfile, rep.ProfilesRestored)
 	}
-	cli.PrintExposure(w, "  ", rep.Exposure)
+	inspect.PrintExposure(w, "  ", rep.Exposure)
 	for _, f := range rep.Files {
 		state := "repaired"
 		switch {

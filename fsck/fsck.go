@@ -315,7 +315,7 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree rebuilt from the nodes that read; what %s held is lost\n", image, rep.RebuiltTree, plural(rep.NodesLost, "unreadable node"))
 	}
 	printRebuilt(w, image, rep)
-	cli.PrintExposure(w, "fsck.ddfs: "+image+": ", rep.Exposure)
+	inspect.PrintExposure(w, "fsck.ddfs: "+image+": ", rep.Exposure)
 	if rep.RestoredFrom != 0 {
 		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
 	}
