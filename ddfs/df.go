@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/dedupe"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -31,14 +32,14 @@ func newDFCmd() *cobra.Command {
 
 func runDF(stdout io.Writer, fs *store.FS, path string, inBatch, asJSON, raw bool) error {
 	df := inspect.GetDF(fs)
-	data, err := inspect.GetDedupeStatus(fs)
+	data, err := dedupe.GetStatus(fs)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		return printJSON(stdout, path, inBatch, struct {
 			*inspect.DF
-			Data *inspect.DedupeStatus `json:"data"`
+			Data *dedupe.Status `json:"data"`
 		}{df, data})
 	}
 	size := units.Human

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/dedupe"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -47,14 +49,14 @@ func status(s *batch.Set, stdout, stderr io.Writer, vo volume.Options, stats str
 	}
 	inspect.ReportHeals(stderr, "dedupe-tool: status", s.Path(), fs)
 	defer fs.Close()
-	st, err := inspect.GetDedupeStatus(fs)
+	st, err := dedupe.GetStatus(fs)
 	if err != nil {
 		return err
 	}
 	io := inspect.MaybePrintIOStats(batch.Named(stderr, s.Path(), inBatch), fs, stats)
 	if asJSON {
 		v := struct {
-			*inspect.DedupeStatus
+			*dedupe.Status
 			IO []inspect.DeviceIO `json:"io,omitempty"`
 		}{st, io}
 		if inBatch {
@@ -70,6 +72,6 @@ func status(s *batch.Set, stdout, stderr io.Writer, vo volume.Options, stats str
 	fmt.Fprintf(stdout, "logical bytes:      %s\nphysical bytes:     %s\n", units.Human(st.LogicalBytes), units.Human(st.PhysicalBytes))
 	fmt.Fprintf(stdout, "saved by dedupe:    %s\nsaved by compress:  %s\n", units.Human(st.DedupeSavedBytes), units.Human(st.CompressSavedBytes))
 	fmt.Fprintf(stdout, "dedupe hits:        %d\nindex entries:      %d\n", st.DedupeHits, st.IndexEntries)
-	fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), inspect.IndexEntryMemory)
+	fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), fsys.IndexEntryMemory)
 	return nil
 }

@@ -100,3 +100,17 @@ func TestToolsWithoutManWriter(t *testing.T) {
 		t.Errorf("-tags ddfs_man: no man page writer in ddfs (%v)", err)
 	}
 }
+
+// TestInspectOnlyForCommands: pkg/inspect is the commands' reporting
+// package (docs/ARCHITECTURE.md): no package under pkg/ imports it, so
+// the core owns its data (volume.DeviceIO, dedupe.GetStatus) and the
+// reporting depends on it, never the reverse.
+func TestInspectOnlyForCommands(t *testing.T) {
+	for p, imps := range importsOf(t) {
+		for _, imp := range imps {
+			if imp == "pkg/inspect" && strings.HasPrefix(p, "pkg/") {
+				t.Errorf("%s imports pkg/inspect: only the commands may", p)
+			}
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/inspect"
 )
 
 // RunOptions choose what Run dedupes and how.
@@ -64,7 +63,7 @@ type RunResult struct {
 // image and a rerun continues where the last commit ended.
 func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	t0 := time.Now()
-	before, err := inspect.GetDedupeStatus(f.Store())
+	before, err := GetStatus(f.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +118,7 @@ func Run(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if err := f.Sync(); err != nil {
 		return nil, err
 	}
-	after, err := inspect.GetDedupeStatus(f.Store())
+	after, err := GetStatus(f.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +219,7 @@ func DryRun(f *fsys.FS, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := inspect.GetDedupeStatus(f.Store())
+	st, err := GetStatus(f.Store())
 	if err != nil {
 		return nil, err
 	}

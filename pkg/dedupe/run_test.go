@@ -12,7 +12,6 @@ import (
 	"github.com/ddfs/ddfs/pkg/check"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -182,7 +181,7 @@ func verify(t *testing.T, d *device.MemDevice, model map[string][]byte) {
 func physicalBytes(t *testing.T, d *device.MemDevice) (uint64, uint64) {
 	t.Helper()
 	f := openImage(t, d.Snapshot(), 0)
-	st, err := inspect.GetDedupeStatus(f.Store())
+	st, err := GetStatus(f.Store())
 	if err != nil {
 		t.Fatal(err)
 	}

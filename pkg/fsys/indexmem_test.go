@@ -3,8 +3,6 @@ package fsys
 import (
 	"runtime"
 	"testing"
-
-	"github.com/ddfs/ddfs/pkg/inspect"
 )
 
 // indexMemEntries is the cache size the dedupe index memory is measured at.
@@ -13,13 +11,13 @@ const indexMemEntries = 1 << 20
 // TestDedupeIndexMemory measures the heap in use per entry of a dedupe
 // index cache holding 1M entries (bench/dedupe.sh prints this line), and
 // requires the per-entry figure dedupe-tool status multiplies by
-// (inspect.IndexEntryMemory) to be no smaller than the measurement.
+// (IndexEntryMemory) to be no smaller than the measurement.
 func TestDedupeIndexMemory(t *testing.T) {
 	// The smallest of three: other allocations of the process only add.
 	perEntry := min(measureIndexMemory(indexMemEntries), measureIndexMemory(indexMemEntries), measureIndexMemory(indexMemEntries))
 	t.Logf("dedupe index memory: %d entries, %.1f bytes/entry heap in use", indexMemEntries, perEntry)
-	if perEntry > float64(inspect.IndexEntryMemory) {
-		t.Fatalf("measured %.1f bytes per cached entry, status reports %d", perEntry, inspect.IndexEntryMemory)
+	if perEntry > float64(IndexEntryMemory) {
+		t.Fatalf("measured %.1f bytes per cached entry, status reports %d", perEntry, IndexEntryMemory)
 	}
 	if perEntry < 16 {
 		t.Fatalf("measured %.1f bytes per entry, less than its 16-byte payload: the measurement is broken", perEntry)

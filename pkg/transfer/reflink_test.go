@@ -9,9 +9,9 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/dedupe"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -30,7 +30,7 @@ func physical(t *testing.T, f *fsys.FS) uint64 {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := inspect.GetDedupeStatus(f.Store())
+	st, err := dedupe.GetStatus(f.Store())
 	if err != nil {
 		t.Fatal(err)
 	}

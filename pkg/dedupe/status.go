@@ -1,15 +1,16 @@
-package inspect
+package dedupe
 
 import (
 	"strconv"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
-// DedupeStatus is `dedupe-tool status` and the data part of `ddfs df`.
+// Status is `dedupe-tool status` and the data part of `ddfs df`.
 // The JSON keys are an interface: keep them.
-type DedupeStatus struct {
+type Status struct {
 	Enabled            bool   `json:"enabled"`
 	BlockSize          uint64 `json:"block_size"`
 	Hash               string `json:"hash"`
@@ -25,19 +26,13 @@ type DedupeStatus struct {
 	IndexMemoryBytes   uint64 `json:"index_memory_bytes"` // the in-memory cache a writer keeps for these entries
 }
 
-// IndexEntryMemory is what one cached index entry costs a writer: the
-// prefix and the extent address (16 bytes) plus the map's share: heap in
-// use at 1M entries measured 42.6-43.7 bytes with Go 1.26, rounded up;
-// pkg/fsys TestDedupeIndexMemory fails if the measurement exceeds it.
-const IndexEntryMemory = 48
-
-// GetDedupeStatus reads the superblock counters (FORMAT.md §3.9); on an
+// GetStatus reads the superblock counters (FORMAT.md §3.9); on an
 // image no writer that keeps them has committed to yet, it recounts them
 // by scanning the fs, extent and dedupe trees.
-func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
+func GetStatus(fs *store.FS) (*Status, error) {
 	sb := fs.Super()
 	s := sb.Settings
-	st := &DedupeStatus{Enabled: s.Dedupe, BlockSize: s.DedupeBlockSize(), Hash: "sha256", Chunking: "fixed", Compression: s.Compression.String(), DedupeHits: s.DedupeHits}
+	st := &Status{Enabled: s.Dedupe, BlockSize: s.DedupeBlockSize(), Hash: "sha256", Chunking: "fixed", Compression: s.Compression.String(), DedupeHits: s.DedupeHits}
 	if s.DedupeCDC {
 		st.Chunking = "cdc"
 	}
@@ -58,6 +53,6 @@ func GetDedupeStatus(fs *store.FS) (*DedupeStatus, error) {
 	st.DedupeSavedBytes, st.CompressSavedBytes = c.DedupeSavedBytes, c.CompressSavedBytes
 	st.IndexEntries = c.IndexEntries
 	st.IndexDiskBytes = c.IndexNodes * uint64(sb.NodeSize)
-	st.IndexMemoryBytes = st.IndexEntries * IndexEntryMemory
+	st.IndexMemoryBytes = st.IndexEntries * fsys.IndexEntryMemory
 	return st, nil
 }
