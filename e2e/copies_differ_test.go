@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // TestCatCopiesDiffer (issue 36): copy 0 of the dup fs leaf holding a
@@ -70,19 +68,8 @@ func TestCatCopiesDiffer(t *testing.T) {
 // down as well.
 func halveInCopy0(t *testing.T, image, p string, moveKey bool) {
 	t.Helper()
-	st, err := store.Open([]string{image}, volume.Options{NoScan: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := f.Resolve(p, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := leafOf(t, st, format.Key{ObjectID: in.Ino, Type: format.InodeItemKey})
+	st, ino := openAtIno(t, image, p)
+	leaf := leafOf(t, st, format.Key{ObjectID: ino, Type: format.InodeItemKey})
 	ts, err := st.Vol.Locate(leaf)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +87,7 @@ func halveInCopy0(t *testing.T, image, p string, moveKey bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := sort.Search(len(n.Items), func(i int) bool { return !n.Items[i].Key.Less(format.Key{ObjectID: in.Ino, Type: format.InodeItemKey}) })
+	i := sort.Search(len(n.Items), func(i int) bool { return !n.Items[i].Key.Less(format.Key{ObjectID: ino, Type: format.InodeItemKey}) })
 	inode, err := format.UnmarshalInodeItem(n.Items[i].Data)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,21 @@ func craftImage(t *testing.T, image string, change func(f *fsys.FS, tr *btree.Tr
 	}
 }
 
+// openAtIno opens image read-only for a test to damage by hand once it
+// has closed the store, and finds file p's inode number in it.
+func openAtIno(t *testing.T, image, p string) (*store.FS, uint64) {
+	t.Helper()
+	st, err := store.Open([]string{image}, volume.Options{NoScan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.New(st, fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, resolveIno(t, f, p)
+}
+
 func resolveIno(t *testing.T, f *fsys.FS, p string) uint64 {
 	t.Helper()
 	in, err := f.Resolve(p, false)

@@ -12,9 +12,6 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/fsys"
-	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // TestTarOutPastBadSectors: `ddfs tar-out` of an image with a small file
@@ -100,16 +97,9 @@ func archiveFiles(t *testing.T, b []byte) map[string][]byte {
 // file p.
 func smashDataAt(t *testing.T, image, p string, off uint64) {
 	t.Helper()
-	st, err := store.Open([]string{image}, volume.Options{NoScan: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsys.New(st, fsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ino := resolveIno(t, f, p)
+	st, ino := openAtIno(t, image, p)
 	var x *format.FileExtentItem
+	var err error
 	err = st.Tree(format.FSTree).Scan(format.Key{ObjectID: ino, Type: format.FileExtentKey}, format.Key{ObjectID: ino, Type: format.FileExtentKey, Offset: off + 1},
 		func(it format.Item) (bool, error) {
 			x, err = format.UnmarshalFileExtentItem(it.Data)
