@@ -24,13 +24,11 @@ package check
 // concerned up in its counterparts, so the report names the exact entry.
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
-	"sort"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
@@ -188,7 +186,24 @@ func (in *inodeState) fileType() format.FileType {
 	return in.item.FileType()
 }
 
-// fsItem takes one item of the fs tree, in key order (called by item()).
+// fsItemHandler checks one fs tree item of the current inode cur.
+type fsItemHandler func(c *checker, cur *inodeState, it format.Item)
+
+// fsItems holds the check of each item type the fs tree holds, indexed by
+// key type (an array: fsItem runs for most items of a check); a type
+// without one is FS_ITEM_TYPE. Each check lives in the file of its item.
+var fsItems = [256]fsItemHandler{
+	format.InodeItemKey:  (*checker).inodeItem,
+	format.InodeRefKey:   (*checker).inodeRef,
+	format.XattrItemKey:  (*checker).xattrItem,
+	format.DirItemKey:    (*checker).dirItem,
+	format.DirIndexKey:   (*checker).dirIndex,
+	format.FileExtentKey: (*checker).fileExtentItem,
+	format.PropItemKey:   (*checker).propItem,
+}
+
+// fsItem takes one item of the fs tree, in key order (called by item()),
+// and hands it to the check of its type.
 func (c *checker) fsItem(it format.Item) {
 	s := &c.fs
 	s.init()
@@ -212,296 +227,21 @@ func (c *checker) fsItem(it format.Item) {
 	if k.Type != format.InodeItemKey && !cur.hasItem {
 		cur.orphaned++
 	}
-	bad := func(err error) {
-		c.fsFix(FSItemBad, cur.ino, &fixData{key: k}, "item %v: %s", k, errString(err))
-	}
-	switch k.Type {
-	case format.InodeItemKey:
-		cur.hasItem = true
-		if cur.ino == format.RootDirIno {
-			s.rootSeen = true
-		}
-		var dec format.InodeItem
-		if err := format.DecodeInodeItem(it.Data, &dec); err != nil {
-			bad(err)
-			return
-		}
-		if k.Offset != 0 {
-			c.fsFix(InodeKeyOffset, cur.ino, &fixData{key: k}, "inode item key offset %d, want 0", k.Offset)
-		}
-		// A second inode item (another key offset) replaces the first, as
-		// a pointer to a fresh decode would; in stays the same place.
-		cur.itemBuf = dec
-		in := &cur.itemBuf
-		cur.item = in
-		if cur.ino == format.RootDirIno && in.FileType() != format.FileTypeDir {
-			c.fsProblem(RootNotDir, cur.ino, "the root directory is a %v", in.FileType())
-		}
-	case format.InodeRefKey:
-		// fn runs only on a valid item, so the item is walked once.
-		parent := k.Offset
-		if err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
-			cur.names++
-			cur.parent = parent
-			s.names.add(cur.ino, nameMark(parent, cur.ino, r.Index, format.NameHash(r.Name), cur.fileType()), -1)
-		}); err != nil {
-			bad(err)
-			return
-		}
-		if cur.ino == format.RootDirIno {
-			c.fsProblem(RootHasName, cur.ino, "the root directory has a name in directory %d", parent)
-		}
-		if parent == cur.ino {
-			c.fsFix(RefSelfParent, cur.ino, &fixData{}, "INODE_REF names the inode as its own parent")
-		}
-	case format.XattrItemKey:
-		xs, err := format.UnmarshalXattrs(it.Data)
-		if err != nil {
-			bad(err)
-			return
-		}
-		for _, x := range xs {
-			if h := format.NameHash([]byte(x.Name)); h != k.Offset {
-				c.fsFix(XattrHash, cur.ino, &fixData{key: k, name: x.Name}, "xattr %q is under key offset %#x, its name hash is %#x", x.Name, k.Offset, h)
-			}
-		}
-	case format.DirItemKey:
-		// fn runs only on a valid item, so the item is walked once;
-		// dirEntries reports once, before the entries' problems.
-		if err := format.EachDirEntry(it.Data, func(e format.DirEntryView) {
-			c.dirEntries(cur)
-			h := format.NameHash(e.Name)
-			if h != k.Offset {
-				c.fsFix(DirItemHash, cur.ino, &fixData{key: k, name: string(e.Name), want: e.Ino}, "DIR_ITEM entry %q is under key offset %#x, its name hash is %#x", e.Name, k.Offset, h)
-			}
-			cur.dir.n++
-			cur.dir.h += entryMark(e.Ino, e.Type, h)
-		}); err != nil {
-			bad(err)
-			return
-		}
-	case format.DirIndexKey:
-		e, err := format.UnmarshalDirEntryView(it.Data)
-		if err != nil {
-			bad(err)
-			return
-		}
-		c.dirEntries(cur)
-		idx := k.Offset
-		if in := cur.item; in != nil && in.FileType() == format.FileTypeDir && (idx < 2 || idx >= in.Seq) {
-			c.fsFix(DirIndexRange, cur.ino, &fixData{dir: cur.ino, index: idx}, "DIR_INDEX %d (%q) is outside [2, seq %d)", idx, e.Name, in.Seq)
-		}
-		if e.Ino == cur.ino {
-			c.fsFix(DirEntrySelf, cur.ino, &fixData{dir: cur.ino, index: idx}, "directory entry %q names the directory itself", e.Name)
-		}
-		cur.entries++
-		if e.Type == format.FileTypeDir {
-			cur.subdirs++
-		}
-		cur.dir.n--
-		h := format.NameHash(e.Name)
-		cur.dir.h -= entryMark(e.Ino, e.Type, h)
-		s.names.add(e.Ino, nameMark(cur.ino, e.Ino, idx, h, e.Type), +1)
-	case format.FileExtentKey:
-		var x format.FileExtentItem
-		if err := format.DecodeFileExtentItem(it.Data, &x); err != nil {
-			cur.extentLost = true
-			s.extentLost = true
-			bad(err)
-			return
-		}
-		c.counted.Add(format.FileExtentCounters(&x))
-		c.fileExtent(cur, k.Offset, &x)
-	case format.PropItemKey:
-		c.fsFix(PropItem, cur.ino, &fixData{key: k}, "PROP_ITEM %v (reserved: version 1 writes none)", k)
-	default:
-		c.fsFix(FSItemType, cur.ino, &fixData{key: k}, "item %v of a type the fs tree does not hold", k)
-	}
-}
-
-// dirEntries reports directory entries of an inode that is no directory.
-func (c *checker) dirEntries(cur *inodeState) {
-	if t := cur.fileType(); t != 0 && t != format.FileTypeDir && !cur.notDir {
-		cur.notDir = true
-		c.fsFix(NotDirEntries, cur.ino, &fixData{}, "a %v has directory entries", t)
-	}
-}
-
-// fileExtent checks one EXTENT_DATA item against the inode's others and
-// counts its data extent reference.
-func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentItem) {
-	s := &c.fs
-	key := format.Key{ObjectID: cur.ino, Type: format.FileExtentKey, Offset: off}
-	prevEnd := cur.extEnd
-	// Made only for a problem: this runs for every file extent.
-	at := func() *fixData { return &fixData{key: key, want: prevEnd} }
-	ss := uint64(c.sb.SectorSize)
-	t := cur.fileType()
-	if t != 0 && t != format.FileTypeRegular && t != format.FileTypeSymlink && !cur.notFile {
-		cur.notFile = true
-		c.fsFix(NotFileExtents, cur.ino, &fixData{}, "a %v has file extents", t)
-	}
-	n := x.Len()
-	end := off + n
-	switch {
-	case end < off:
-		c.fsFix(FileExtentWraps, cur.ino, at(), "extent at %d of %d bytes passes the end of the offset space", off, n)
-	case format.CheckFileExtentRange(off, x) != nil:
-		c.fsFix(FileExtentTooBig, cur.ino, at(), "extent at %d of %d bytes passes the largest file size %d", off, n, uint64(format.MaxFileSize))
-	case cur.extents > 0 && off < cur.extEnd:
-		c.fsFix(FileExtentOvlp, cur.ino, at(), "extent at %d overlaps the previous extent, which ends at %d", off, cur.extEnd)
-	}
-	if cur.inline && cur.extents > 0 {
-		c.fsFix(InlineNotOnly, cur.ino, at(), "extent at %d follows an inline extent (inline must be the only extent)", off)
-	}
-	if x.Type == format.FileExtentInline {
-		if off != 0 {
-			c.fsFix(InlineOffset, cur.ino, at(), "inline extent at %d (inline extents live at offset 0 only)", off)
-		} else if cur.extents == 0 {
-			cur.inline = true
-		}
-	}
-	if in := cur.item; in != nil {
-		if limit := (in.Size + ss - 1) / ss * ss; off >= limit {
-			c.fsFix(ExtentBeyondSize, cur.ino, &fixData{want: end, key: key}, "extent at %d lies wholly beyond the size %d", off, in.Size)
-		}
-	}
-	if x.Compression != format.CompressNone && c.sb.Incompat&format.IncompatCompression == 0 {
-		c.fsProblem(CompressFeature, cur.ino, "extent at %d is compressed (%v) but the compression feature is not enabled", off, x.Compression)
-	}
-	cur.extents++
-	cur.extEnd = max(cur.extEnd, end)
-	if t == format.FileTypeSymlink {
-		symlinkExtent(cur, off, end, x)
-	}
-	if x.Type == format.FileExtentInline {
-		cur.nbytes += n
+	if h := fsItems[k.Type]; h != nil {
+		h(c, cur, it)
 		return
 	}
-	if x.DiskLogical == 0 {
-		return // a hole
-	}
-	cur.nbytes += n
-	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
-		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
-	}
-	s.use(extentID{x.DiskLogical, x.DiskLen}, cur.ino, off, x)
+	c.fsFix(FSItemType, cur.ino, &fixData{key: k}, "item %v of a type the fs tree does not hold", k)
 }
 
-// symlinkExtent notes what extent [off, end) adds to a symlink's target:
-// data from where the covered part ends (holes and prealloc are none), and
-// a NUL in inline bytes (a target larger than the inline limit is read,
-// and refused, by the readers).
-func symlinkExtent(cur *inodeState, off, end uint64, x *format.FileExtentItem) {
-	if off == cur.linkData && x.Type != format.FileExtentPrealloc && !x.IsHole() {
-		cur.linkData = end
-	}
-	if x.Type == format.FileExtentInline && bytes.IndexByte(x.Inline, 0) >= 0 {
-		cur.linkNUL = true
-	}
+// fsItemBad reports an item of inode cur that does not decode.
+func (c *checker) fsItemBad(cur *inodeState, k format.Key, err error) {
+	c.fsFix(FSItemBad, cur.ino, &fixData{key: k}, "item %v: %s", k, errString(err))
 }
 
-// finishInode checks what the items of the inode add up to.
-func (c *checker) finishInode() {
-	s := &c.fs
-	cur := &s.cur
-	if cur.ino < format.RootDirIno {
-		return
-	}
-	if !cur.dir.zero() {
-		s.dirFlag[cur.ino] = true
-	}
-	if !cur.hasItem {
-		c.fsFix(InodeMissing, cur.ino, &fixData{}, "%d items but no inode item", cur.orphaned)
-		return
-	}
-	in := cur.item
-	if in == nil {
-		return // the inode item did not decode (reported)
-	}
-	t := in.FileType()
-	isDir := t == format.FileTypeDir
-	switch {
-	case cur.ino == format.RootDirIno:
-		// no name (reported with the INODE_REF otherwise)
-	case cur.names == 0:
-		c.fsFix(Orphan, cur.ino, &fixData{ftype: t}, "a %v with nlink %d has no name (orphan)", t, in.Nlink)
-	case isDir && cur.names > 1:
-		c.fsFix(DirNames, cur.ino, &fixData{}, "directory has %d names, want 1", cur.names)
-	case !isDir && in.Nlink != cur.names:
-		c.fsFix(Nlink, cur.ino, &fixData{want: uint64(cur.names)}, "nlink %d, the inode has %d names", in.Nlink, cur.names)
-	}
-	if isDir {
-		if uint64(in.Nlink) != 2+cur.subdirs {
-			c.fsFix(DirNlink, cur.ino, &fixData{want: 2 + cur.subdirs}, "directory nlink %d, want %d (2 + %d subdirectories)", in.Nlink, 2+cur.subdirs, cur.subdirs)
-		}
-		if in.Size != cur.entries {
-			c.fsFix(DirSize, cur.ino, &fixData{want: cur.entries}, "directory size %d, it has %d entries", in.Size, cur.entries)
-		}
-		if in.Seq < 2 {
-			c.fsFix(DirSeq, cur.ino, &fixData{}, "directory seq %d, want >= 2", in.Seq)
-		}
-		if cur.names == 1 && cur.ino != format.RootDirIno {
-			s.dirParent[cur.ino] = cur.parent
-		}
-	}
-	if t != format.FileTypeRegular && t != format.FileTypeSymlink && !isDir && in.Size != 0 {
-		c.fsFix(SpecialSize, cur.ino, &fixData{}, "a %v with size %d, want 0", t, in.Size)
-	}
-	if t == format.FileTypeSymlink && (in.Size == 0 || cur.linkData < in.Size || cur.linkNUL) {
-		c.fsProblem(SymlinkTarget, cur.ino, "symlink target of %d bytes: %d of them data from offset 0, NUL %v (want a non-empty target without holes or NUL)", in.Size, min(cur.linkData, in.Size), cur.linkNUL)
-	}
-	if t != format.FileTypeCharDev && t != format.FileTypeBlockDev && in.Rdev != 0 {
-		c.fsFix(Rdev, cur.ino, &fixData{}, "a %v with device number %#x, want 0", t, in.Rdev)
-	}
-	if in.Flags&^format.KnownInodeFlags != 0 {
-		c.fsFix(InodeFlags, cur.ino, &fixData{}, "unknown flags %#x", in.Flags)
-	}
-	if !cur.extentLost && in.NBytes != cur.nbytes {
-		c.fsFix(NBytes, cur.ino, &fixData{want: cur.nbytes}, "nbytes %d, its extents hold %d", in.NBytes, cur.nbytes)
-	}
-}
-
-// csumItem takes one item of the csum tree (called by item()).
-func (c *checker) csumItem(it format.Item) {
-	s := &c.fs
-	k := it.Key
-	ss, cl := uint64(c.sb.SectorSize), uint64(c.sb.CsumType.Len())
-	var p Problem // filled in only for a problem: this runs for every csum item
-	switch {
-	case k.ObjectID != format.CsumObjectID || k.Type != format.CsumItemKey:
-		p.Message = fmt.Sprintf("item %v is no checksum item", k)
-	case len(it.Data) == 0 || uint64(len(it.Data))%cl != 0:
-		p.Message = fmt.Sprintf("checksum item of %d bytes, not a positive multiple of %d", len(it.Data), cl)
-	case k.Offset%ss != 0:
-		p.Message = fmt.Sprintf("checksum item starts inside a sector of %d bytes", ss)
-	case k.Offset+uint64(len(it.Data))/cl*ss < k.Offset:
-		p.Message = "checksum item passes the end of the address space"
-	}
-	at := func(code Code) {
-		p.Code, p.Tree, p.Logical, p.fix = code, format.CsumTree.String(), k.Offset, &fixData{key: k}
-		c.add(p)
-	}
-	if p.Message != "" {
-		at(CsumItemBad)
-		return
-	}
-	end := k.Offset + uint64(len(it.Data))/cl*ss
-	if len(s.csums.list) > 0 && k.Offset < s.lastCsum {
-		p.Message = fmt.Sprintf("checksum item overlaps the previous one, which ends at %d", s.lastCsum)
-		at(CsumOverlap)
-	}
-	s.lastCsum = max(s.lastCsum, end)
-	// An item that starts where the previous one ends extends its span:
-	// writers put one item per extent written (16 bytes a small file).
-	if n := len(s.csums.list); n > 0 && s.csums.list[n-1].end == k.Offset {
-		s.csums.list[n-1].end = end
-	} else {
-		s.csums.push(span{k.Offset, end})
-	}
-	if c.opt.CheckData {
-		c.data.verify(c, k.Offset, it.Data)
-	}
+// propItem: version 1 reserves PROP_ITEM keys and writes none.
+func (c *checker) propItem(cur *inodeState, it format.Item) {
+	c.fsFix(PropItem, cur.ino, &fixData{key: it.Key}, "PROP_ITEM %v (reserved: version 1 writes none)", it.Key)
 }
 
 // checkFS finishes the filesystem pass once every tree has been walked.
@@ -523,54 +263,6 @@ func (c *checker) checkFS() {
 	c.dataOwners()
 	c.checkRefs()
 	c.checkCsums()
-}
-
-// checkLoops reports directories whose parent chain loops instead of
-// reaching the root.
-func (c *checker) checkLoops() {
-	s := &c.fs
-	const (
-		unknown = iota
-		walking
-		done
-	)
-	state := map[uint64]int{}
-	dirs := make([]uint64, 0, len(s.dirParent))
-	for d := range s.dirParent {
-		dirs = append(dirs, d)
-	}
-	sort.Slice(dirs, func(i, j int) bool { return dirs[i] < dirs[j] })
-	var path []uint64
-	for _, d := range dirs {
-		path = path[:0]
-		for x := d; ; {
-			if state[x] == done {
-				break
-			}
-			if state[x] == walking {
-				var loop []uint64
-				for i := len(path) - 1; i >= 0; i-- {
-					loop = append(loop, path[i])
-					if path[i] == x {
-						break
-					}
-				}
-				sort.Slice(loop, func(i, j int) bool { return loop[i] < loop[j] })
-				c.fsFix(DirLoop, loop[0], &fixData{}, "directories %v are each other's ancestors, not connected to the root", loop)
-				break
-			}
-			p, ok := s.dirParent[x]
-			if !ok {
-				break // the root, or a parent reported otherwise
-			}
-			state[x] = walking
-			path = append(path, x)
-			x = p
-		}
-		for _, x := range path {
-			state[x] = done
-		}
-	}
 }
 
 // refFix is f, or nil when a file extent item did not decode: then the
@@ -660,118 +352,6 @@ func pointed(missing []span, x span) bool {
 		}
 	}
 	return false
-}
-
-// mergeSpans yields the spans of two sorted sequences in start order.
-func mergeSpans(a, b iter.Seq[span]) iter.Seq[span] {
-	return func(yield func(span) bool) {
-		nb, stop := iter.Pull(b)
-		defer stop()
-		y, ok := nb()
-		for x := range a {
-			for ; ok && y.start < x.start; y, ok = nb() {
-				if !yield(y) {
-					return
-				}
-			}
-			if !yield(x) {
-				return
-			}
-		}
-		for ; ok; y, ok = nb() {
-			if !yield(y) {
-				return
-			}
-		}
-	}
-}
-
-// checkCsums requires exactly one checksum for every sector of the data
-// extents that regular file extents use, and none outside data extents.
-// Extents that are only preallocated (or not referenced at all) may have
-// sums. The extents come sorted from the walk: their spans are read off
-// the list in place (a copy each, 32 bytes an extent, was half of what a
-// check of 4M files held); only keys out of order take copies to sort.
-func (c *checker) checkCsums() {
-	s := &c.fs
-	csums := s.csums.list
-	sortSpans(csums)
-	all, need := s.spans(false), s.spans(true)
-	if s.unsorted {
-		for i, e := range s.extents.list {
-			s.all.push(span{e.logical, e.end()})
-			if s.usedBy(i).regular {
-				s.need.push(span{e.logical, e.end()})
-			}
-		}
-		sortSpans(s.all.list)
-		sortSpans(s.need.list)
-		all, need = slices.Values(s.all.list), slices.Values(s.need.list)
-	}
-	tree := format.CsumTree.String()
-	// Sums over space a file extent points at are not orphans, item or
-	// not: "in use" wins (FILE_EXTENT_NO_ITEM rebuilds the item).
-	uncovered(slices.Values(csums), union(mergeSpans(all, s.missingSpans()), &s.union), func(x span, a, b uint64) {
-		c.add(Problem{Code: CsumOrphan, Tree: tree, Logical: a, fix: &fixData{end: b}, Message: fmt.Sprintf("checksums for [%d, %d) outside every data extent and every file extent", a, b)})
-	})
-	s.union.list = s.union.list[:0]
-	uncovered(need, union(slices.Values(csums), &s.union), func(x span, a, b uint64) {
-		c.add(Problem{Code: CsumMissing, Tree: tree, Logical: x.start, fix: &fixData{index: a, end: b}, Message: fmt.Sprintf("data extent of %d bytes: [%d, %d) has no checksum", x.end-x.start, a, b)})
-	})
-}
-
-// spans yields the spans of the data extents in list order: all of
-// them, or only those a regular file extent uses (they need sums).
-func (s *fsState) spans(needed bool) iter.Seq[span] {
-	return func(yield func(span) bool) {
-		for i, e := range s.extents.list {
-			if (!needed || s.usedBy(i).regular) && !yield(span{e.logical, e.end()}) {
-				return
-			}
-		}
-	}
-}
-
-// sortSpans sorts by start (the lists come sorted from the walk, unless
-// keys are out of order across nodes).
-func sortSpans(s []span) {
-	byStart := func(a, b span) int { return cmp.Compare(a.start, b.start) }
-	if !slices.IsSortedFunc(s, byStart) {
-		slices.SortFunc(s, byStart)
-	}
-}
-
-// union merges sorted spans into disjoint ones, into out (empty).
-func union(s iter.Seq[span], out *bigList[span]) []span {
-	for x := range s {
-		if n := len(out.list); n > 0 && x.start <= out.list[n-1].end {
-			out.list[n-1].end = max(out.list[n-1].end, x.end)
-			continue
-		}
-		out.push(x)
-	}
-	return out.list
-}
-
-// uncovered calls fn for every piece [a, b) of a span of s (sorted) that no
-// span of cover (sorted, disjoint) covers.
-func uncovered(s iter.Seq[span], cover []span, fn func(x span, a, b uint64)) {
-	j := 0
-	for x := range s {
-		for j < len(cover) && cover[j].end <= x.start {
-			j++
-		}
-		pos := x.start
-		for k := j; k < len(cover) && cover[k].start < x.end && pos < x.end; k++ {
-			if cover[k].start > pos {
-				fn(x, pos, cover[k].start)
-			}
-			pos = max(pos, cover[k].end)
-		}
-		if pos < x.end {
-			fn(x, pos, x.end)
-		}
-	}
 }
 
 // nodeReader reads committed nodes from the first copy that validates;
@@ -911,89 +491,4 @@ func (c *checker) matchNames() {
 			}
 		}
 	}
-}
-
-// matchDirItem: a DIR_ITEM entry needs an existing child with an
-// INODE_REF of its name (the INODE_REF's own check then finds the
-// DIR_INDEX).
-func (c *checker) matchDirItem(l lookup, dir uint64, e format.DirEntry) {
-	_, exists, err := l.inode(e.Ino)
-	if err != nil {
-		return
-	}
-	if !exists {
-		c.fsFix(EntryDangling, dir, entryFix(dir, noIndex, e), "directory entry %q names inode %d, which does not exist", e.Name, e.Ino)
-		return
-	}
-	if _, ok, err := l.refIndex(e.Ino, dir, e.Name); err == nil && !ok {
-		c.fsFix(EntryNoRef, dir, entryFix(dir, noIndex, e), "directory entry %q names inode %d, which has no INODE_REF for it", e.Name, e.Ino)
-	}
-}
-
-// noIndex marks a name whose DIR_INDEX is not known.
-const noIndex = ^uint64(0)
-
-// entryFix is the fix data of directory entry e of dir.
-func entryFix(dir, idx uint64, e format.DirEntry) *fixData {
-	return &fixData{dir: dir, index: idx, name: e.Name, ftype: e.Type, want: e.Ino}
-}
-
-// matchDirIndex: a DIR_INDEX entry needs the same entry in the DIR_ITEM,
-// a child of its type, and (when the DIR_ITEM is missing, so that
-// matchDirItem does not look) the child's INODE_REF.
-func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
-	de, hasItem, err := l.dirItem(dir, e.Name)
-	if err != nil {
-		return
-	}
-	if hasItem && (de.Ino != e.Ino || de.Type != e.Type) {
-		c.fsFix(EntryMismatch, dir, entryFix(dir, idx, e), "DIR_INDEX %d names %q inode %d (%v), its DIR_ITEM entry inode %d (%v)", idx, e.Name, e.Ino, e.Type, de.Ino, de.Type)
-	}
-	in, exists, err := l.inode(e.Ino)
-	if err != nil {
-		return
-	}
-	if !exists {
-		if !hasItem { // else matchDirItem reports it
-			c.fsFix(EntryDangling, dir, entryFix(dir, idx, e), "DIR_INDEX %d %q names inode %d, which does not exist", idx, e.Name, e.Ino)
-		}
-		return
-	}
-	if in != nil && in.FileType() != e.Type {
-		c.fsFix(EntryType, dir, &fixData{dir: dir, index: idx, name: e.Name, ftype: in.FileType(), want: e.Ino},
-			"directory entry %q says %v, inode %d is a %v", e.Name, e.Type, e.Ino, in.FileType())
-	}
-	if hasItem {
-		return
-	}
-	ri, hasRef, err := l.refIndex(e.Ino, dir, e.Name)
-	if err != nil {
-		return
-	}
-	missing := "DIR_ITEM entry"
-	if !hasRef || ri != idx {
-		missing += " and no INODE_REF with this index"
-	}
-	c.fsFix(IndexNoItem, dir, entryFix(dir, idx, e), "DIR_INDEX %d %q (inode %d) has no %s", idx, e.Name, e.Ino, missing)
-}
-
-// matchInodeRef: each name of an inode needs the DIR_INDEX its index names.
-func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) {
-	b, ok, err := l.get(format.Key{ObjectID: dir, Type: format.DirIndexKey, Offset: r.Index})
-	if err != nil {
-		return
-	}
-	if ok {
-		e, err := format.UnmarshalDirEntry(b)
-		if err != nil || (e.Ino == child && e.Name == r.Name) {
-			return
-		}
-		c.fsFix(RefIndexOther, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
-		return
-	}
-	if _, exists, err := l.inode(dir); err == nil && !exists {
-		c.fsFix(RefNoDir, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q is in directory %d, which does not exist", r.Name, dir)
-		return
-	}
-	c.fsFix(RefNoIndex, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d (index %d) has no DIR_INDEX", r.Name, dir, r.Index)
 }
