@@ -162,14 +162,7 @@ func TestCampaign(t *testing.T) {
 					work := corpus.Snapshots(damaged)
 					tool.run(work)
 					after := corpus.Readable(work)
-					var lost []string
-					for p := range before {
-						if !after[p] {
-							lost = append(lost, p)
-						}
-					}
-					if len(lost) > 0 {
-						sort.Strings(lost)
+					if lost := missing(before, after); len(lost) > 0 {
 						losses[tool.name] = append(losses[tool.name], fmt.Sprintf("%s: %d lost (%s)", v.Name, len(lost), strings.Join(lost[:min(3, len(lost))], " ")))
 					}
 					if tool.name != "fsck -y" {
@@ -198,6 +191,18 @@ func TestCampaign(t *testing.T) {
 			}
 		})
 	}
+}
+
+// missing is what of want got lacks, sorted.
+func missing(want, got map[string]bool) []string {
+	var out []string
+	for p := range want {
+		if !got[p] {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // leftAfter checks devs as fsck -n does and returns the codes of the

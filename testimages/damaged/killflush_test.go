@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"testing"
 
@@ -137,18 +136,6 @@ func variantKind(name string) string {
 	return name
 }
 
-// killMissing is what of want got lacks, sorted.
-func killMissing(want, got map[string]bool) []string {
-	var out []string
-	for p := range want {
-		if !got[p] {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestKillAtFlush cuts fsck -y and trim at every flush on one variant of
 // each kind of the damage campaign (1 and 2 devices); make stress cuts
 // every variant (DDFS_KILLFLUSH_ALL=1) with DDFS_KILLFLUSH_FIELDS=N
@@ -194,7 +181,7 @@ func TestKillAtFlush(t *testing.T) {
 					// tool that is not strict (measured, not asserted, by
 					// TestCampaign).
 					allowed := map[string]bool{}
-					if lost := killMissing(before, corpus.Readable(end)); len(lost) > 0 {
+					if lost := missing(before, corpus.Readable(end)); len(lost) > 0 {
 						finishedLoss[tool.name]++
 						if tool.strict {
 							t.Errorf("%s: finished %s lost %v", v.Name, tool.name, lost)
@@ -222,7 +209,7 @@ func TestKillAtFlush(t *testing.T) {
 							}
 							states[tool.name]++
 							var lost []string
-							for _, p := range killMissing(before, corpus.Readable(devs)) {
+							for _, p := range missing(before, corpus.Readable(devs)) {
 								if !allowed[p] {
 									lost = append(lost, p)
 								}

@@ -123,7 +123,7 @@ func TestRescueCampaign(t *testing.T) {
 					rootLost++
 					before = everyExpected() // the scan finds every leaf
 				}
-				if lost := notRescued(before, got); len(lost) > 0 {
+				if lost := missing(before, got); len(lost) > 0 {
 					t.Errorf("%s: rescue did not copy %d readable files: %s", v.Name, len(lost), strings.Join(lost[:min(3, len(lost))], " "))
 				}
 				os.RemoveAll(dir)
@@ -153,16 +153,6 @@ func everyExpected() map[string]bool {
 	out := map[string]bool{}
 	for p := range corpus.Expected() {
 		out[p] = true
-	}
-	return out
-}
-
-func notRescued(want, got map[string]bool) []string {
-	var out []string
-	for p := range want {
-		if !got[p] {
-			out = append(out, p)
-		}
 	}
 	return out
 }
@@ -243,7 +233,7 @@ func TestRescueLostRoots(t *testing.T) {
 				if rep.RootsFrom != c.from {
 					t.Errorf("roots from %q, want %q", rep.RootsFrom, c.from)
 				}
-				if lost := notRescued(everyExpected(), rescued(dir)); len(lost) > 0 {
+				if lost := missing(everyExpected(), rescued(dir)); len(lost) > 0 {
 					t.Errorf("%d files not rescued: %v; problems %v", len(lost), lost, rep.Problems)
 				}
 				if rep.LostFound != 0 {
@@ -284,7 +274,7 @@ func TestRescueBadData(t *testing.T) {
 			}
 			want := everyExpected()
 			delete(want, "/mid")
-			if lost := notRescued(want, rescued(dir)); len(lost) > 0 {
+			if lost := missing(want, rescued(dir)); len(lost) > 0 {
 				t.Errorf("%d good files not rescued: %v", len(lost), lost)
 			}
 		})
