@@ -389,3 +389,20 @@ func TestNodesProgressTotal(t *testing.T) {
 		}
 	}
 }
+
+// itemSurgery damages fs tree items of no check of their own (fs.go).
+func itemSurgery() []surgeryCase {
+	fsT := format.FSTree
+	return []surgeryCase{
+		{"prop item", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.put(fsT, format.Key{ObjectID: mid, Type: format.PropItemKey, Offset: 1}, []byte("x"))
+			return []want{{code: PropItem, ino: mid}}
+		}},
+		{"an item of an unknown type", func(s *surgeon) []want {
+			mid := s.ino("/mid")
+			s.put(fsT, format.Key{ObjectID: mid, Type: 200, Offset: 1}, []byte("x"))
+			return []want{{code: FSItemType, ino: mid}}
+		}},
+	}
+}
