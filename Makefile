@@ -100,8 +100,9 @@ test-fuse-ci: build
 stress: build
 	DDFS_STRESS_BUDGET=$(STRESS_BUDGET) DDFS_STRESS=1 $(GO) test -count=1 -timeout 0 -run 'TestStress|TestHammer' -v ./pkg/crashtest/ ./e2e/
 	# The damage campaign at full size: 64 fields of every item changed too
-	# (what fsck -y leaves of field changes is logged).
-	DDFS_CAMPAIGN_FIELDS=64 $(GO) test -count=1 -timeout 0 -run TestCampaign -v ./testimages/damaged/
+	# (what fsck -y leaves of field changes is logged), the writing tools'
+	# (TestCampaign) and rescue's (TestRescueCampaign).
+	DDFS_CAMPAIGN_FIELDS=64 $(GO) test -count=1 -timeout 0 -run '^Test(Rescue)?Campaign$$' -v ./testimages/damaged/
 	# Kill -9 and power cuts at every flush of fsck -y and of trim on every
 	# variant of the campaign, 4 fields of every item changed too (fields=0: 7 min on a loaded 2-core machine).
 	DDFS_KILLFLUSH_FIELDS=4 DDFS_KILLFLUSH_ALL=1 $(GO) test -count=1 -timeout 0 -run TestKillAtFlush ./testimages/damaged/
