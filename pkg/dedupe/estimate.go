@@ -16,8 +16,8 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cdc"
 	"github.com/ddfs/ddfs/pkg/codec"
-	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/units"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // chunkSize is the unit of reading: a multiple of every block size
@@ -298,7 +298,7 @@ func (e *Estimator) cdcEntries(buf []byte, block uint64, last bool) ([]entry, []
 
 // entry hashes one block; false for an all-zero block (a hole in ddfs).
 func (e *Estimator) entry(p []byte) (entry, bool) {
-	if fsys.IsZero(p) { // a hole, as the write path makes it
+	if zeros.Is(p) { // a hole, as the write path makes it
 		return entry{}, false
 	}
 	sum := blake3.Sum256(p)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // Why our own client: libnbd's Go bindings are not on the Go module
@@ -145,7 +147,7 @@ func (d *nbdDevice) WriteAt(p []byte, off int64) (int, error) {
 	}
 	zeroes := d.exp().has(nbdFlagWriteZeroes)
 	err := d.pieces(off, p, func(o int64, b []byte) error {
-		if zeroes && len(b) >= nbdZeroMin && allZero(b) {
+		if zeroes && len(b) >= nbdZeroMin && zeros.Is(b) {
 			return d.conn.do(nbdCmdWriteZeroes, flags, uint64(o), uint32(len(b)), nil, nil)
 		}
 		return d.conn.do(nbdCmdWrite, flags, uint64(o), uint32(len(b)), b, nil)
@@ -159,15 +161,6 @@ func (d *nbdDevice) WriteAt(p []byte, off int64) (int, error) {
 // nbdZeroMin: smaller zero runs go as data; the check costs more than
 // the bytes saved.
 const nbdZeroMin = 64 << 10
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // aligned refuses I/O the export's minimum block size forbids: a
 // read-modify-write here would race with writes to the same block.

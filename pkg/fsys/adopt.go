@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // rededupeBlocks passes [s, e) through dedupe a block at a time, reading
@@ -88,7 +89,7 @@ func (f *FS) readBlock(in *Inode, bo, n uint64, buf []byte, ahead *BlockAhead) (
 	b.data = raw[:n]
 	// The write path leaves zero sectors as holes and pads with zeros; a
 	// block that would be stored otherwise is not adopted.
-	ok = isZero(raw[n:]) && zeroPrefix(b.data, bo, ss) == 0 && dataRun(b.data, bo, ss, maxExtent) == n
+	ok = zeros.Is(raw[n:]) && zeroPrefix(b.data, bo, ss) == 0 && dataRun(b.data, bo, ss, maxExtent) == n
 	return x, b, ok, nil
 }
 

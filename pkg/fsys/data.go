@@ -9,6 +9,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // maxExtent bounds one data extent: big enough for sequential
@@ -303,7 +304,7 @@ func zeroPrefix(p []byte, off, ss uint64) uint64 {
 		if n > uint64(len(p))-z {
 			n = uint64(len(p)) - z
 		}
-		if n == 0 || !isZero(p[z:z+n]) {
+		if n == 0 || !zeros.Is(p[z:z+n]) {
 			return z
 		}
 		z += n
@@ -317,26 +318,12 @@ func dataRun(p []byte, off, ss, max uint64) uint64 {
 	for n < uint64(len(p)) && n < max {
 		step := ss - (off+n)%ss
 		step = min(step, uint64(len(p))-n)
-		if n > 0 && (off+n)%ss == 0 && step == ss && isZero(p[n:n+step]) {
+		if n > 0 && (off+n)%ss == 0 && step == ss && zeros.Is(p[n:n+step]) {
 			break
 		}
 		n += step
 	}
 	return n
-}
-
-var zeroBlock = make([]byte, 64<<10)
-
-// isZero reports whether b is all zero bytes (memcmp speed).
-func isZero(b []byte) bool {
-	for len(b) > 0 {
-		n := min(len(b), len(zeroBlock))
-		if !bytes.Equal(b[:n], zeroBlock[:n]) {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
 }
 
 // writeSplitting writes p as one extent, or as smaller ones when free

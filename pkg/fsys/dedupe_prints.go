@@ -199,7 +199,3 @@ func (c *sumCache) get(logical uint64) ([]byte, error) {
 	i := (logical - c.start) / ss * cl
 	return c.data[i : i+cl], nil
 }
-
-// IsZero reports whether b is all zero bytes: the write path stores such
-// sectors as holes, so estimates skip them too.
-func IsZero(b []byte) bool { return isZero(b) }

@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // outCopier writes below one host directory only. Every directory is
@@ -427,7 +427,7 @@ const holeBlock = 4096
 func writeNonZero(w io.WriterAt, p []byte, off int64) error {
 	for i := 0; i < len(p); {
 		j := i
-		for j < len(p) && !allZero(p[j:min(j+holeBlock, len(p))]) {
+		for j < len(p) && !zeros.Is(p[j:min(j+holeBlock, len(p))]) {
 			j = min(j+holeBlock, len(p))
 		}
 		if j > i {
@@ -435,25 +435,12 @@ func writeNonZero(w io.WriterAt, p []byte, off int64) error {
 				return err
 			}
 		}
-		for j < len(p) && allZero(p[j:min(j+holeBlock, len(p))]) {
+		for j < len(p) && zeros.Is(p[j:min(j+holeBlock, len(p))]) {
 			j = min(j+holeBlock, len(p))
 		}
 		i = j
 	}
 	return nil
-}
-
-var zeroBlock = make([]byte, 64<<10)
-
-func allZero(b []byte) bool {
-	for len(b) > 0 {
-		n := min(len(b), len(zeroBlock))
-		if !bytes.Equal(b[:n], zeroBlock[:n]) {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
 }
 
 // processUmask reads the umask (setting it back at once).

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // tarPipe runs TarOut on two cores. The walk (directories, inodes,
@@ -227,7 +228,7 @@ func (a *assembly) verified(it pipeItem) {
 	}
 	a.put(it.hdr[h:])
 	a.put(p)
-	a.put(zeroBlock[:padLen(int64(it.in.Size))])
+	a.put(zeros.Block(int(padLen(int64(it.in.Size)))))
 }
 
 type assembly struct {
@@ -286,8 +287,8 @@ func (a *assembly) read(in *fsys.Inode, off, end uint64) (uint64, error) {
 
 func (a *assembly) zeros(n uint64) {
 	for n > 0 {
-		k := min(n, uint64(len(zeroBlock)))
-		a.put(zeroBlock[:k])
+		k := min(n, uint64(zeros.BlockSize))
+		a.put(zeros.Block(int(k)))
 		n -= k
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
 // tarVerifyMax is the largest file tar-out reads (and checks) whole
@@ -93,7 +94,7 @@ func (t *tarWriter) regular(h *tar.Header, in *fsys.Inode, src string) error {
 	} else if err := t.salvage(in, []fsys.Range{{Off: 0, Len: in.Size}}, src); err != nil {
 		return err
 	}
-	_, err = t.w.Write(zeroBlock[:padLen(h.Size)]) // zeros (copyout.go)
+	_, err = t.w.Write(zeros.Block(int(padLen(h.Size))))
 	return err
 }
 
@@ -127,7 +128,7 @@ func (t *tarWriter) verifiedHere(hb []byte, in *fsys.Inode, src string) error {
 		t.skip(leftOut(src, err))
 		return nil
 	}
-	for _, b := range [][]byte{hb, p, zeroBlock[:padLen(int64(in.Size))]} {
+	for _, b := range [][]byte{hb, p, zeros.Block(int(padLen(int64(in.Size))))} {
 		if _, err := t.w.Write(b); err != nil {
 			return err
 		}
@@ -166,8 +167,8 @@ func (t *tarWriter) salvage(in *fsys.Inode, rs []fsys.Range, src string) error {
 
 func (t *tarWriter) zeros(n uint64) error {
 	for n > 0 {
-		k := min(n, uint64(len(zeroBlock)))
-		if _, err := t.w.Write(zeroBlock[:k]); err != nil {
+		k := min(n, uint64(zeros.BlockSize))
+		if _, err := t.w.Write(zeros.Block(int(k))); err != nil {
 			return err
 		}
 		n -= k
