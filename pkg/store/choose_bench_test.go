@@ -8,7 +8,6 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // BenchmarkWalkCopies measures a cold walk of a large fs tree (about
@@ -105,16 +104,9 @@ func walkOnce(b *testing.B, paths []string, write bool) device.Stats {
 		}
 		ds = append(ds, device.NewCounting(d))
 	}
-	vol, err := volume.FromDevices(ds, write)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fs, err := OpenVolume(vol)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fs := openOn(b, ds, write)
 	n := 0
-	err = fs.Tree(format.FSTree).Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { n++; return true, nil })
+	err := fs.Tree(format.FSTree).Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { n++; return true, nil })
 	if err != nil || n < 200000 {
 		b.Fatalf("%d items: %v", n, err)
 	}

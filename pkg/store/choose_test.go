@@ -9,7 +9,6 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
 	"github.com/ddfs/ddfs/pkg/device"
-	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // TestCopiesThatDiffer: copy 0 of a raid1 fs leaf (not the first child,
@@ -76,14 +75,7 @@ func reopenHealing(t *testing.T, devs []*device.MemDevice, write bool) (*FS, *[]
 	for i, d := range devs {
 		ds[i] = d
 	}
-	vol, err := volume.FromDevices(ds, write)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := openOn(t, ds, write)
 	heals := new([]Heal)
 	fs.OnHeal(func(h Heal) { *heals = append(*heals, h) })
 	return fs, heals

@@ -43,13 +43,20 @@ func reopen(t *testing.T, devs []*device.MemDevice, crash bool) *FS {
 		}
 		ds = append(ds, d)
 	}
-	vol, err := volume.FromDevices(ds, true)
+	return openOn(t, ds, true)
+}
+
+// openOn opens the set on ds as they are, writable or not; the tests'
+// and benchmarks' one way to open without healing on.
+func openOn(tb testing.TB, ds []device.Device, write bool) *FS {
+	tb.Helper()
+	vol, err := volume.FromDevices(ds, write)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	fs, err := OpenVolume(vol)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return fs
 }
