@@ -363,17 +363,27 @@ const dirEntryHeaderSize = 11
 // MarshalDirEntries encodes entries back to back. Names must be valid
 // (ValidName).
 func MarshalDirEntries(es []DirEntry) []byte {
+	return marshalNamed(es, dirEntryHeaderSize, func(e DirEntry) string { return e.Name }, func(b []byte, e DirEntry) {
+		binary.LittleEndian.PutUint64(b, e.Ino)
+		b[8] = byte(e.Type)
+	})
+}
+
+// marshalNamed encodes records that end in a name back to back (DIR_ITEM
+// entries, INODE_REF names): hdr bytes each, the last two name_len, then
+// the name; head writes the fields before name_len.
+func marshalNamed[T any](rs []T, hdr int, name func(T) string, head func([]byte, T)) []byte {
 	n := 0
-	for _, e := range es {
-		n += dirEntryHeaderSize + len(e.Name)
+	for _, r := range rs {
+		n += hdr + len(name(r))
 	}
 	b := make([]byte, n)
 	o := 0
-	for _, e := range es {
-		binary.LittleEndian.PutUint64(b[o:], e.Ino)
-		b[o+8] = byte(e.Type)
-		binary.LittleEndian.PutUint16(b[o+9:], uint16(len(e.Name)))
-		o += dirEntryHeaderSize + copy(b[o+dirEntryHeaderSize:], e.Name)
+	for _, r := range rs {
+		head(b[o:], r)
+		nm := name(r)
+		binary.LittleEndian.PutUint16(b[o+hdr-2:], uint16(len(nm)))
+		o += hdr + copy(b[o+hdr:], nm)
 	}
 	return b
 }
@@ -490,18 +500,9 @@ const inodeRefHeaderSize = 10
 
 // MarshalInodeRefs encodes refs back to back. Names must be valid (ValidName).
 func MarshalInodeRefs(rs []InodeRef) []byte {
-	n := 0
-	for _, r := range rs {
-		n += inodeRefHeaderSize + len(r.Name)
-	}
-	b := make([]byte, n)
-	o := 0
-	for _, r := range rs {
-		binary.LittleEndian.PutUint64(b[o:], r.Index)
-		binary.LittleEndian.PutUint16(b[o+8:], uint16(len(r.Name)))
-		o += inodeRefHeaderSize + copy(b[o+inodeRefHeaderSize:], r.Name)
-	}
-	return b
+	return marshalNamed(rs, inodeRefHeaderSize, func(r InodeRef) string { return r.Name }, func(b []byte, r InodeRef) {
+		binary.LittleEndian.PutUint64(b, r.Index)
+	})
 }
 
 // UnmarshalInodeRefs decodes an INODE_REF value: one or more refs with
