@@ -13,41 +13,6 @@ import (
 // node).
 const sumBatch = 64
 
-// sumData writes checksums for [start, end) from the data as it reads now
-// (as btrfs check --init-csum-tree does): the first copy that reads. What
-// the data should have been is not known; from here on a change is
-// caught.
-func (f *fixer) sumData(start, end uint64) error {
-	sb := f.st.Super()
-	ss := uint64(sb.SectorSize)
-	cl := sb.CsumType.Len()
-	if start%ss != 0 || end%ss != 0 || end <= start {
-		return nil
-	}
-	// The range comes from an extent item: only within one data chunk
-	// (a crafted length must not make this loop for ever).
-	if ch, ok := f.st.Vol.Chunks.Lookup(start); !ok || ch.Type != format.ChunkData || end > ch.End() {
-		return nil
-	}
-	buf := make([]byte, sumBatch*ss)
-	for at := start; at < end; at += sumBatch * ss {
-		n := min(end-at, sumBatch*ss)
-		b := buf[:n]
-		if err := f.readAny(at, b); err != nil {
-			return err
-		}
-		sums := make([]byte, 0, n/ss*uint64(cl))
-		for i := uint64(0); i < n; i += ss {
-			sum := format.Checksum(sb.CsumType, b[i:i+ss])
-			sums = append(sums, sum[:cl]...)
-		}
-		if err := f.tree(format.CsumTree).Put(csumKey(at), sums); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func csumKey(l uint64) format.Key {
 	return format.Key{ObjectID: format.CsumObjectID, Type: format.CsumItemKey, Offset: l}
 }

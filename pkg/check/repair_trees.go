@@ -209,8 +209,6 @@ func (f *fixer) fix(p Problem) error {
 		return f.tx.DeleteCsums(p.Logical, x.end) // as fsys drops the sums of freed space
 	case CsumItemBad, PropItem:
 		return f.del(tree(p.Code), x.key)
-	case CsumMissing:
-		return f.sumData(x.index, x.end)
 	case ExtentUnreferenced:
 		return f.dropExtent(x.key)
 	case FileExtentNoItem:
@@ -264,14 +262,11 @@ func tree(c Code) format.TreeID {
 }
 
 // fixOrder runs deletions of bad items before the value fixes, those
-// before the name fixes, and new checksums last (a bad item may sit at
-// the key they take).
+// before the name fixes.
 func fixOrder(c Code) int {
 	switch {
 	case c == CsumItemBad || c == FSItemBad:
 		return 0
-	case c == CsumMissing:
-		return 3
 	case isNameFix(c) || isLayoutFix(c):
 		return 2
 	}
