@@ -306,8 +306,10 @@ func flipData(t *testing.T, devs []*device.MemDevice, p string) {
 
 // TestRescueKeepsHostEntries: rescue into a folder that already holds
 // entries of the image's names never writes over them nor through them:
-// a file keeps its bytes, a symlink in place of /dir (to a folder outside)
-// is not followed, and each is listed; the rest is copied.
+// a file keeps its bytes; symlinks out of DIR in place of /dir (to a
+// folder), /mid (dangling: a plain O_CREAT would make its target) and
+// /dup1 (to a file: a truncating open would write it) are not followed;
+// each is listed; the rest is copied.
 func TestRescueKeepsHostEntries(t *testing.T) {
 	base, err := corpus.Base(1)
 	if err != nil {
@@ -317,8 +319,14 @@ func TestRescueKeepsHostEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "small"), []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(dir, "dir")); err != nil {
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("outside"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"dir": outside, "mid": filepath.Join(outside, "mid"), "dup1": victim} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rep, err := rescueInto(t, corpus.Snapshots(base), dir, false)
 	if err != nil {
@@ -327,15 +335,18 @@ func TestRescueKeepsHostEntries(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "small")); string(b) != "keep" {
 		t.Errorf("the host's small now holds %q", b)
 	}
-	if es, _ := os.ReadDir(outside); len(es) != 0 {
-		t.Errorf("rescue wrote %d entries through a symlink out of DIR", len(es))
+	if es, _ := os.ReadDir(outside); len(es) != 1 {
+		t.Errorf("rescue wrote %d entries through a symlink out of DIR", len(es)-1)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "outside" {
+		t.Errorf("a file outside DIR, a symlink's target, now holds %d bytes", len(b))
 	}
 	listed := map[string]bool{}
 	for _, p := range rep.Problems {
 		listed[p.Path] = errors.Is(p.Err, rescue.ErrExists)
 	}
-	if !listed["/small"] || !listed["/dir"] || len(rep.Problems) != 2 {
-		t.Errorf("problems %v, want /small and /dir as existing", rep.Problems)
+	if !listed["/small"] || !listed["/dir"] || !listed["/mid"] || !listed["/dup1"] || len(rep.Problems) != 4 {
+		t.Errorf("problems %v, want /small, /dir, /mid and /dup1 as existing", rep.Problems)
 	}
 	if got := rescued(dir); !got["/big"] || !got["/last"] || got["/dir/hard"] {
 		t.Errorf("rescued %v", got)
