@@ -3,7 +3,10 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +116,34 @@ func TestInspectOnlyForCommands(t *testing.T) {
 				t.Errorf("%s imports pkg/inspect: only the commands may", p)
 			}
 		}
+	}
+}
+
+// TestArchitectureLayers holds docs/ARCHITECTURE.md's layer table to the
+// ranks above: every format/pkg package is in the row of its rank.
+func TestArchitectureLayers(t *testing.T) {
+	doc, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| (\\d+) \\| (.*?) \\|")
+	name := regexp.MustCompile("`([a-z/]+)/?`")
+	inDoc := map[string]int{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		rank, _ := strconv.Atoi(m[1])
+		for _, n := range name.FindAllStringSubmatch(m[2], -1) {
+			inDoc[n[1]] = rank
+		}
+	}
+	for p, rank := range layers {
+		if p != "format" && (!strings.HasPrefix(p, "pkg/") || strings.Count(p, "/") > 1) {
+			continue
+		}
+		if r, ok := inDoc[p]; !ok || r != rank {
+			t.Errorf("%s (layer %d) is not in docs/ARCHITECTURE.md's row %d", p, rank, rank)
+		}
+	}
+	if len(inDoc) < 20 {
+		t.Fatalf("read %d packages from the layer table", len(inDoc))
 	}
 }
