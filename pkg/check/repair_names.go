@@ -33,110 +33,34 @@ func isNameFix(c Code) bool {
 	return false
 }
 
+// nameFixes are the fixes that add or remove names or inodes, by problem
+// code; each lives in the file of its item (repair_dir.go, repair_ref.go,
+// repair_inode.go).
+var nameFixes = map[Code]func(*fixer, Problem) error{
+	EntryDangling: (*fixer).fixEntryDangling,
+	EntryMismatch: (*fixer).fixEntryMismatch,
+	EntryNoRef:    (*fixer).fixEntryNoRef,
+	IndexNoItem:   (*fixer).fixIndexNoItem,
+	DirNames:      (*fixer).fixDirNames,
+	DirLoop:       (*fixer).fixDirLoop,
+	RefNoIndex:    (*fixer).fixRefNoIndex,
+	RefIndexOther: (*fixer).fixRefIndexOther,
+	RefNoDir:      (*fixer).fixRefNoDir,
+	InodeMissing:  (*fixer).fixInodeMissing,
+	RootMissing:   (*fixer).fixRootMissing,
+	Orphan:        (*fixer).fixOrphan,
+}
+
+// fixNames applies a name fix. The directory and the child it names are
+// recounted before the commit, whatever the fix.
 func (f *fixer) fixNames(p Problem) error {
 	x := p.fix
 	if x == nil {
 		return nil
 	}
-	child := x.want
-	f.settle[x.dir], f.settle[child] = true, true
-	switch p.Code {
-	case EntryDangling:
-		if f.recreated[child] {
-			return nil
-		}
-		return f.dropName(x.dir, x.index, x.name, child)
-	case InodeMissing:
-		f.settle[p.Ino] = true
-		return f.recreateInode(p.Ino)
-	case RootMissing:
-		if f.recreated[format.RootDirIno] {
-			return nil
-		}
-		f.recreated[format.RootDirIno] = true
-		return f.recreateInode(format.RootDirIno)
-	case EntryMismatch:
-		in, err := f.getInode(child)
-		if err != nil {
-			return err
-		}
-		if in == nil {
-			return f.indexToItem(x.dir, x.index, x.name)
-		}
-		y := *x
-		y.ftype = in.FileType()
-		if err := f.entryType(&y); err != nil {
-			return err
-		}
-		if err := f.itemToIndex(x.dir, x.index, x.name, child, y.ftype); err != nil {
-			return err
-		}
-		return f.indexToItem(x.dir, x.index, x.name)
-	case EntryNoRef:
-		// A DIR_ITEM entry that names another inode than the DIR_INDEX
-		// and INODE_REF of its name is the odd one of the three:
-		// ENTRY_MISMATCH's fix points it at theirs; no name is made up.
-		if other, err := f.indexOwner(x.dir, x.name); err != nil || other != 0 && other != child {
-			return err
-		}
-		// A DIR_ITEM entry alone (no DIR_INDEX of the name for the
-		// inode) of an inode named elsewhere is not made a new name:
-		// it goes. Only an inode it would leave nameless keeps it.
-		if lone, err := f.loneItem(x.dir, x.name, child); err != nil || lone {
-			if err != nil {
-				return err
-			}
-			return f.dropName(x.dir, noIndex, x.name, child)
-		}
-		f.touched[child] = true
-		return f.completeName(x.dir, x.index, x.name, child, x.ftype)
-	case IndexNoItem, RefNoIndex:
-		f.touched[child] = true
-		t := x.ftype
-		if p.Code == RefNoIndex {
-			in, err := f.getInode(child)
-			if err != nil || in == nil {
-				return err
-			}
-			t = in.FileType()
-		}
-		return f.completeName(x.dir, x.index, x.name, child, t)
-	case RefIndexOther:
-		// The name keeps its place: completeName finds its own DIR_INDEX
-		// (or makes one at a new index) and the INODE_REF is made again
-		// with that index.
-		f.touched[child] = true
-		in, err := f.getInode(child)
-		if err != nil || in == nil {
-			return err
-		}
-		if err := f.dropRef(child, x.dir, x.name); err != nil {
-			return err
-		}
-		if odd, err := f.refNameOdd(x.dir, x.index, x.name, child); err != nil || odd {
-			return err
-		}
-		return f.completeName(x.dir, noIndex, x.name, child, in.FileType())
-	case RefNoDir:
-		if err := f.dropRef(child, x.dir, x.name); err != nil {
-			return err
-		}
-		// Its last name gone, the inode needs one in /lost+found.
-		if n, err := f.names(child); err != nil || n > 0 {
-			return err
-		}
-		return f.reconnect(child)
-	case DirNames:
-		return f.keepFirstName(p.Ino)
-	case DirLoop:
-		// Cut the loop at its lowest directory: it moves to lost+found.
-		return f.relink(p.Ino)
-	case Orphan:
-		f.settle[p.Ino] = true
-		if f.touched[p.Ino] {
-			return nil // a name of it is being restored this round
-		}
-		return f.reconnect(p.Ino)
+	f.settle[x.dir], f.settle[x.want] = true, true
+	if fix := nameFixes[p.Code]; fix != nil {
+		return fix(f, p)
 	}
 	return nil
 }
