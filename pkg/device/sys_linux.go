@@ -73,3 +73,34 @@ func startWriteback(f *os.File, off, n int64) {
 		return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
 	})
 }
+
+// mappedBytes counts the data (not holes) in [off, off+n) by SEEK_DATA and
+// SEEK_HOLE; these move the file offset, which pread and pwrite ignore.
+func mappedBytes(f *os.File, off, n int64) (int64, error) {
+	var total int64
+	err := withFd(f, func(fd int) error {
+		for pos, end := off, off+n; pos < end; {
+			data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+			if errors.Is(err, unix.ENXIO) || (err == nil && data >= end) {
+				return nil // only holes up to end
+			}
+			if errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("%w: SEEK_DATA: %w", ErrNotSupported, err)
+			}
+			if err != nil {
+				return err
+			}
+			hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+			if err != nil {
+				return err
+			}
+			total += min(hole, end) - data
+			pos = hole
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("map %s at %d+%d: %w", f.Name(), off, n, err)
+	}
+	return total, nil
+}

@@ -48,3 +48,7 @@ func regionLock(f *os.File, typ int16, off, n int64, wait bool) error {
 }
 
 func startWriteback(f *os.File, off, n int64) {}
+
+func mappedBytes(f *os.File, off, n int64) (int64, error) {
+	return 0, fmt.Errorf("%w: SEEK_DATA on this OS", ErrNotSupported)
+}
