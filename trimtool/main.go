@@ -136,11 +136,8 @@ func trimSet(args []string, stdout, stderr io.Writer, f *trimFlags, o trim.Optio
 		// Pending discard records stay: the space they name is disputed.
 		return trimReport(stdout, args[0], res, f, ioStats(fs, stderr, args[0], f, inBatch), inBatch, cli.ExitUncorrected)
 	}
-	if !o.DryRun && o.Offset == 0 && o.Length == 0 && o.Minimum == 0 {
-		// Everything free is discarded: pending records are done.
-		if err := fs.ClearDiscardRecords(); err != nil {
-			return err
-		}
+	if err := trim.Finish(fs, o); err != nil {
+		return err
 	}
 	return trimReport(stdout, args[0], res, f, ioStats(fs, stderr, args[0], f, inBatch), inBatch, cli.ExitOK)
 }
@@ -189,16 +186,11 @@ func printTrim(w io.Writer, image string, res []trim.DeviceResult, dry, inBatch 
 	if inBatch {
 		prefix = image + ": "
 	}
-	var total uint64
 	for _, r := range res {
-		total += r.Bytes
-		fmt.Fprintf(w, "%s%s (devid %d): %s %s (%d bytes) in %d discards", prefix, r.Path, r.DevID, verb, units.Human(r.Bytes), r.Bytes, r.Discards)
-		if r.Note != "" {
-			fmt.Fprintf(w, " (%s)", r.Note)
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%s%s\n", prefix, r.Line(dry))
 	}
 	if len(res) > 1 {
+		total := (&trim.Result{Devices: res}).Bytes()
 		fmt.Fprintf(w, "%s: %s %s (%d bytes)\n", image, verb, units.Human(total), total)
 	}
 }

@@ -104,20 +104,8 @@ func Run(fs *store.FS, o Options) (*Result, error) {
 		}
 	}
 	// Free space inside chunks, on every copy.
-	for _, r := range inChunks {
-		c, ok := fs.Vol.Chunks.Lookup(r.Start)
-		if !ok {
-			return nil, fmt.Errorf("free range %d+%d is in no chunk: %w", r.Start, r.Len, store.ErrCorrupt)
-		}
-		segs, err := c.Map(r.Start-c.Logical, r.Len)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range segs {
-			for _, t := range s.Targets {
-				free[t.DevID] = append(free[t.DevID], alloc.Range{Start: t.Physical, Len: uint64(s.Len)})
-			}
-		}
+	if err := onDevices(fs, inChunks, free); err != nil {
+		return nil, err
 	}
 	// What each device will get, then the discards: the total is known
 	// before the first one (a progress bar's ETA).
@@ -171,6 +159,37 @@ func Run(fs *store.FS, o Options) (*Result, error) {
 		return res, ErrDisagree
 	}
 	return res, nil
+}
+
+// onDevices adds the logical ranges rs, on every copy, to the physical
+// ranges of each device.
+func onDevices(fs *store.FS, rs []alloc.Range, free map[uint64][]alloc.Range) error {
+	for _, r := range rs {
+		c, ok := fs.Vol.Chunks.Lookup(r.Start)
+		if !ok {
+			return fmt.Errorf("free range %d+%d is in no chunk: %w", r.Start, r.Len, store.ErrCorrupt)
+		}
+		segs, err := c.Map(r.Start-c.Logical, r.Len)
+		if err != nil {
+			return err
+		}
+		for _, s := range segs {
+			for _, t := range s.Targets {
+				free[t.DevID] = append(free[t.DevID], alloc.Range{Start: t.Physical, Len: uint64(s.Len)})
+			}
+		}
+	}
+	return nil
+}
+
+// Finish ends a run that discarded everything free (no window, no
+// minimum, not a dry run) and found no disagreement: the async policy's
+// records of pending discards are done, and one commit drops them.
+func Finish(fs *store.FS, o Options) error {
+	if o.DryRun || o.Offset != 0 || o.Length != 0 || o.Minimum != 0 {
+		return nil
+	}
+	return fs.ClearDiscardRecords()
 }
 
 // stopped is the context's error once it has ended: a discard is the
