@@ -19,7 +19,9 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // Options tune an FS.
@@ -118,6 +120,19 @@ func New(st *store.FS, opt Options) (*FS, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// OpenDevices opens the set on ds (writable when write) with options opt.
+func OpenDevices(ds []device.Device, write bool, opt Options) (*FS, error) {
+	vol, err := volume.FromDevices(ds, write)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenVolume(vol)
+	if err != nil {
+		return nil, err
+	}
+	return New(st, opt)
 }
 
 // Adopt makes tx (already begun on the store) the running transaction.

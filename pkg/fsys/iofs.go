@@ -65,9 +65,10 @@ const (
 	ioReadFileChunk = 16 << 20
 )
 
-// ioWindow is the read-ahead window of an open file: reads smaller than
-// this are served from one cached, window-aligned block, so byte-sized
-// Read and ReadAt calls do not each walk the extent and csum trees.
+// ioWindow bounds the read-ahead window of an open file: reads smaller
+// than this are served from one cached block, so byte-sized Read and
+// ReadAt calls do not each walk the extent and csum trees. The block is
+// as big as the reads so far warrant (ioAhead).
 const ioWindow = 128 << 10
 
 // Unix permission bits beyond rwx, as in InodeItem.Mode (FORMAT.md §6.2).
@@ -235,6 +236,7 @@ type ioFile struct {
 
 	closed atomic.Bool
 	win    atomic.Pointer[ioWin] // the last window read; never changed once stored
+	ahead  ioAhead               // how much the next window reads
 
 	mu     sync.Mutex // guards the Read position and the directory state
 	off    int64      // Read and Seek position
@@ -347,8 +349,8 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 			}
 			continue
 		}
-		start := pos / ioWindow * ioWindow
-		buf := make([]byte, min(int64(ioWindow), size-start))
+		start, end := fl.ahead.window(pos, len(p)-n, n > 0 || off == fl.ahead.next.Load(), size)
+		buf := make([]byte, end-start)
 		m, err := fl.v.readAt(fl.in, buf, start)
 		if err != nil && err != io.EOF {
 			return n, fl.errf("read", err)
@@ -358,6 +360,7 @@ func (fl *ioFile) readAt(p []byte, off int64) (int, error) {
 		}
 		fl.win.Store(&ioWin{off: start, data: buf[:m]})
 	}
+	fl.ahead.next.Store(off + int64(n))
 	if n < want {
 		return n, io.EOF
 	}

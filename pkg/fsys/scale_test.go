@@ -6,8 +6,6 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
-	"github.com/ddfs/ddfs/pkg/store"
-	"github.com/ddfs/ddfs/pkg/volume"
 	"testing"
 )
 
@@ -70,18 +68,8 @@ func TestReadOnlyWalkReadsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	cd := device.NewCounting(devs[0])
-	vol, err := volume.FromDevices([]device.Device{cd}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(st, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := openCounting(t, cd)
+	st := g.Store()
 	root, err := g.Resolve("/", false)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,12 @@ func needFUSE(t *testing.T) {
 
 func memFS(t *testing.T) *fsys.FS {
 	t.Helper()
-	d := device.NewMemDevice("m0", 512<<20)
+	return memFSOn(t, device.NewMemDevice("m0", 512<<20))
+}
+
+// memFSOn makes a new filesystem on d.
+func memFSOn(t *testing.T, d *device.MemDevice) *fsys.FS {
+	t.Helper()
 	st, err := store.Create(store.CreateParams{FSID: [16]byte{7}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
 		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: d.Name()}}})
 	if err != nil {
