@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/device/nbdkittest"
 )
 
 // Random 4 KiB reads of a file with 8 MiB extents (as ddfs cp and
@@ -16,9 +19,16 @@ import (
 // nodes into the cache (once per image, 1.3 MiB here: leaves read in
 // windows, every copy); the rounds measured after count every read.
 func TestRandomReadWork(t *testing.T) {
-	const size, reads, bs = 64 << 20, 200, 4096
-	want := rnd(37, size) // incompressible: no compression frames
-	cd, g := readOnlyWith(t, want)
+	want := rnd(37, 64<<20) // incompressible: no compression frames
+	d := imageWith(t, want)
+	t.Run("mem", func(t *testing.T) { randomReadWork(t, device.NewCounting(d), want) })
+	t.Run("nbd", func(t *testing.T) { randomReadWork(t, device.NewCounting(nbdCopy(t, d)), want) })
+}
+
+// randomReadWork makes the reads of TestRandomReadWork on cd.
+func randomReadWork(t *testing.T, cd *device.Counting, want []byte) {
+	const reads, bs = 200, 4096
+	g := openCounting(t, cd)
 	in, err := g.Resolve("/f", true)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +48,7 @@ func TestRandomReadWork(t *testing.T) {
 		buf := make([]byte, bs)
 		before := cd.Stats().ReadBytes
 		for range reads {
-			off := int64(rng.IntN(size/bs)) * bs
+			off := int64(rng.IntN(len(want)/bs)) * bs
 			if n, err := paths[name](buf, off); n != bs || err != nil || !bytes.Equal(buf, want[off:off+bs]) {
 				t.Fatalf("%s at %d: %d, %v (or wrong bytes)", name, off, n, err)
 			}
@@ -51,16 +61,41 @@ func TestRandomReadWork(t *testing.T) {
 	}
 }
 
-// readOnlyWith writes data as /f in one call (8 MiB extents) and opens
-// the image read-only on a counting device.
-func readOnlyWith(t *testing.T, data []byte) (*device.Counting, *FS) {
+// imageWith writes data as /f in one call (8 MiB extents, as ddfs cp
+// does) on a new memory device.
+func imageWith(t *testing.T, data []byte) *device.MemDevice {
 	t.Helper()
 	f, devs := newTestFS(t, int64(len(data))+64<<20, 1)
 	write(t, f, "/f", data)
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	cd := device.NewCounting(devs[0])
+	return devs[0]
+}
+
+// nbdCopy serves a copy of d by nbdkit and opens it read-only.
+func nbdCopy(t *testing.T, d *device.MemDevice) device.Device {
+	nbdkittest.Need(t)
+	img := make([]byte, d.Size())
+	if _, err := d.ReadAt(img, 0); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(name, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := nbdkittest.Start(t, true, "file", "file="+name)
+	nd, err := device.Open(srv.URL, device.OpenOptions{Mode: device.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nd.Close() })
+	return nd
+}
+
+// readOnlyWith opens imageWith(data) read-only on a counting device.
+func readOnlyWith(t *testing.T, data []byte) (*device.Counting, *FS) {
+	cd := device.NewCounting(imageWith(t, data))
 	return cd, openCounting(t, cd)
 }
 
