@@ -77,3 +77,14 @@ func (f *fixer) fixDirNames(p Problem) error {
 func (f *fixer) fixDirLoop(p Problem) error {
 	return f.relink(p.Ino)
 }
+
+// fixEntryType sets an entry's type to its inode's.
+func (f *fixer) fixEntryType(p Problem) error {
+	return f.entryType(p.fix)
+}
+
+// fixDirItemHash moves a DIR_ITEM entry under its name's hash.
+func (f *fixer) fixDirItemHash(p Problem) error {
+	x := p.fix
+	return f.rekeyDirItem(p.Ino, x.key, x.name, x.want)
+}

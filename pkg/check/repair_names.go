@@ -36,7 +36,7 @@ func isNameFix(c Code) bool {
 // nameFixes are the fixes that add or remove names or inodes, by problem
 // code; each lives in the file of its item (repair_dir.go, repair_ref.go,
 // repair_inode.go).
-var nameFixes = map[Code]func(*fixer, Problem) error{
+var nameFixes = map[Code]fixFunc{
 	EntryDangling: (*fixer).fixEntryDangling,
 	EntryMismatch: (*fixer).fixEntryMismatch,
 	EntryNoRef:    (*fixer).fixEntryNoRef,

@@ -152,101 +152,53 @@ func (f *fixer) commit() error {
 
 func (f *fixer) tree(id format.TreeID) *btree.Tree { return f.tx.Tree(id) }
 
+// fixFunc applies the fix of problem p to the running transaction.
+type fixFunc func(f *fixer, p Problem) error
+
+// treeFixes are the fixes of one problem each, by problem code; each
+// lives in the file of its item (repair_inode.go, repair_dir.go,
+// repair_xattr.go, repair_fs.go, repair_extents.go, repair_csum.go,
+// repair_dedupe.go). A code without one is a layout fix
+// (repair_layout.go) or a name fix (repair_names.go).
+var treeFixes = map[Code]fixFunc{
+	Nlink:              (*fixer).fixNlink,
+	DirNlink:           (*fixer).fixNlink,
+	DirSize:            (*fixer).fixDirSize,
+	NBytes:             (*fixer).fixNBytes,
+	SpecialSize:        (*fixer).fixSpecialSize,
+	Rdev:               (*fixer).fixRdev,
+	InodeFlags:         (*fixer).fixInodeFlags,
+	ExtentBeyondSize:   (*fixer).fixExtentBeyondSize,
+	EntryType:          (*fixer).fixEntryType,
+	DirItemHash:        (*fixer).fixDirItemHash,
+	XattrHash:          (*fixer).fixXattrHash,
+	FSItemBad:          (*fixer).fixFSItemBad,
+	PropItem:           (*fixer).fixPropItem,
+	ExtentRefs:         (*fixer).fixExtentRefs,
+	ExtentReadAs:       (*fixer).fixExtentReadAs,
+	ExtentUnreferenced: (*fixer).fixExtentUnreferenced,
+	FileExtentNoItem:   (*fixer).fixFileExtentNoItem,
+	MetaLeaked:         (*fixer).fixMetaLeaked,
+	MetaMissing:        (*fixer).fixMetaMissing,
+	BGOrphan:           (*fixer).fixBGOrphan,
+	DiscardBad:         (*fixer).fixDiscardBad,
+	CsumOrphan:         (*fixer).fixCsumOrphan,
+	CsumItemBad:        (*fixer).fixCsumItemBad,
+	DedupeEntries:      (*fixer).fixDedupeEntries,
+	DedupeStale:        (*fixer).fixDedupeStale,
+	DedupeItemBad:      (*fixer).fixDedupeItem,
+	DedupePrefix:       (*fixer).fixDedupeItem,
+	DedupeLength:       (*fixer).fixDedupeItem,
+	DedupeHash:         (*fixer).fixDedupeItem,
+}
+
 // fix applies the fix of one problem to the running transaction.
 func (f *fixer) fix(p Problem) error {
-	x := p.fix
-	if x == nil {
+	if p.fix == nil {
 		return nil // superblocks (any commit rewrites them) or not fixable here
 	}
-	switch p.Code {
-	case Nlink, DirNlink:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.Nlink = uint32(x.want) })
-	case DirSize:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.Size = x.want })
-	case NBytes:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.NBytes = x.want })
-	case SpecialSize:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.Size = 0 })
-	case Rdev:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.Rdev = 0 })
-	case EntryType:
-		return f.entryType(x)
-	case ExtentRefs:
-		return f.extentItem(x.key, func(e *format.ExtentItem) { e.Refs = x.want })
-	case ExtentReadAs:
-		return f.extentItem(x.key, func(e *format.ExtentItem) { e.RAMBytes, e.Compression = x.want, x.comp })
-	case DedupeEntries:
-		if x.want != 0 {
-			return nil // several entries: the stale ones are dropped first
-		}
-		return f.reindex(x.key.ObjectID)
-	case MetaLeaked:
-		if err := f.del(format.ExtentTree, x.key); err != nil {
-			return err
-		}
-		// Its block group's usage, set as checked above, drops with it.
-		for _, bg := range f.st.BlockGroups() {
-			if bg.Chunk.Logical <= p.Logical && p.Logical < bg.Chunk.End() {
-				bg.Used -= min(bg.Used, uint64(f.st.Super().NodeSize))
-			}
-		}
-		return nil
-	case DedupeStale:
-		return f.del(format.DedupeTree, x.key)
-	case BGOrphan:
-		return f.del(format.ExtentTree, x.key)
-	case DedupeItemBad, DedupePrefix, DedupeLength, DedupeHash:
-		if err := f.del(format.DedupeTree, x.key); err != nil {
-			return err
-		}
-		return f.reindex(x.key.Offset)
-	case DiscardBad:
-		if x.key.Type == format.DiscardItemKey {
-			return nil // the store drops a record that fits no chunk at commit
-		}
-		return f.del(format.DiscardTree, x.key)
-	case CsumOrphan:
-		return f.tx.DeleteCsums(p.Logical, x.end) // as fsys drops the sums of freed space
-	case CsumItemBad, PropItem:
-		return f.del(tree(p.Code), x.key)
-	case ExtentUnreferenced:
-		return f.dropExtent(x.key)
-	case FileExtentNoItem:
-		return f.rebuildExtent(x)
-	case MetaMissing:
-		return f.rebuildMeta(p.Logical, x.owner)
-	case InodeFlags:
-		return f.inode(p.Ino, func(in *format.InodeItem) { in.Flags &= format.KnownInodeFlags })
-	case ExtentBeyondSize:
-		if f.dropped[x.key] {
-			return nil
-		}
-		return f.inode(p.Ino, func(in *format.InodeItem) {
-			if in.FileType() == format.FileTypeRegular { // a fifo's extents are the problem
-				in.Size = max(in.Size, x.want)
-			}
-		})
-	case FSItemBad:
-		if x.key.Type == format.FileExtentKey {
-			return nil // it maps file data: dropping it would lose the data
-		}
-		if x.key.Type == format.InodeItemKey {
-			// Made anew in the same transaction, so no state between
-			// has names of an inode that does not exist.
-			if err := f.del(format.FSTree, x.key); err != nil {
-				return err
-			}
-			f.settle[x.key.ObjectID] = true
-			return f.recreateInode(x.key.ObjectID)
-		}
-		// What it held is lost either way; without it the next round
-		// rebuilds the rest (an inode item, a DIR_ITEM from its
-		// DIR_INDEX, a name in lost+found).
-		return f.del(format.FSTree, x.key)
-	case XattrHash:
-		return f.rekeyXattr(p.Ino, x.key, x.name)
-	case DirItemHash:
-		return f.rekeyDirItem(p.Ino, x.key, x.name, x.want)
+	if fix := treeFixes[p.Code]; fix != nil {
+		return fix(f, p)
 	}
 	if isLayoutFix(p.Code) {
 		return f.fixLayout(p)
@@ -254,11 +206,12 @@ func (f *fixer) fix(p Problem) error {
 	return f.fixNames(p)
 }
 
-func tree(c Code) format.TreeID {
-	if c == CsumItemBad {
-		return format.CsumTree
+// fixDiscardBad drops a bad item of the discard tree.
+func (f *fixer) fixDiscardBad(p Problem) error {
+	if p.fix.key.Type == format.DiscardItemKey {
+		return nil // the store drops a record that fits no chunk at commit
 	}
-	return format.FSTree
+	return f.del(format.DiscardTree, p.fix.key)
 }
 
 // fixOrder runs deletions of bad items before the value fixes, those
