@@ -48,35 +48,13 @@ type fixer struct {
 // problems need a commit and nothing more.
 func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 	f := &fixer{st: st, opt: opt, touched: map[uint64]bool{}, recreated: map[uint64]bool{}, settle: map[uint64]bool{}, nbytes: map[uint64]bool{}, dropped: map[format.Key]bool{}}
-	var devs []Problem
-	for _, p := range todo {
-		switch p.Code {
-		case Counters:
-			f.recount = true
-		case DevBytesUsed:
-			devs = append(devs, p)
-		case InodeMissing:
-			f.recreated[p.Ino] = true
-		case InlineNotOnly, InlineOffset, FileExtentWraps, FileExtentTooBig:
-			if p.fix != nil {
-				f.dropped[p.fix.key] = true
-			}
-		}
-	}
+	devs := f.plan(todo)
 	if err := f.begin(); err != nil {
 		return err
 	}
 	// Block group usage first, before this transaction allocates: the
 	// commit then records the checked usage plus its own changes.
-	for _, p := range todo {
-		if (p.Code == BGUsed || p.Code == BGMissing) && p.fix != nil { // a missing item is written by the commit
-			for _, bg := range st.BlockGroups() {
-				if bg.Chunk.Logical == p.Logical {
-					bg.Used = p.fix.want
-				}
-			}
-		}
-	}
+	f.setUsed(todo)
 	// Values first (absolute, as checked), then the name fixes, whose
 	// inodes are recounted before each commit.
 	sort.SliceStable(todo, func(i, j int) bool { return fixOrder(todo[i].Code) < fixOrder(todo[j].Code) })
@@ -107,15 +85,55 @@ func fixTrees(st *store.FS, todo []Problem, opt Options) error {
 	if err := f.commit(); err != nil {
 		return err
 	}
+	return f.updateDevices(devs)
+}
+
+// plan notes what later fixes need to know of the others (a recount, the
+// inodes made anew, the file extents dropped) and returns the device
+// problems, which have their own transaction.
+func (f *fixer) plan(todo []Problem) (devs []Problem) {
+	for _, p := range todo {
+		switch p.Code {
+		case Counters:
+			f.recount = true
+		case DevBytesUsed:
+			devs = append(devs, p)
+		case InodeMissing:
+			f.recreated[p.Ino] = true
+		case InlineNotOnly, InlineOffset, FileExtentWraps, FileExtentTooBig:
+			if p.fix != nil {
+				f.dropped[p.fix.key] = true
+			}
+		}
+	}
+	return devs
+}
+
+// setUsed sets the usage of the block groups todo finds wrong to the
+// checked value.
+func (f *fixer) setUsed(todo []Problem) {
+	for _, p := range todo {
+		if (p.Code == BGUsed || p.Code == BGMissing) && p.fix != nil { // a missing item is written by the commit
+			for _, bg := range f.st.BlockGroups() {
+				if bg.Chunk.Logical == p.Logical {
+					bg.Used = p.fix.want
+				}
+			}
+		}
+	}
+}
+
+// updateDevices sets each device's bytes used, one transaction each.
+func (f *fixer) updateDevices(devs []Problem) error {
 	for _, p := range devs {
 		if p.fix == nil {
 			continue
 		}
-		if err := opt.cancelled(); err != nil {
+		if err := f.opt.cancelled(); err != nil {
 			return err
 		}
 		want := p.fix.want
-		if err := st.UpdateDevice(p.DevID, func(d *format.DevItem) error { d.BytesUsed = want; return nil }); err != nil {
+		if err := f.st.UpdateDevice(p.DevID, func(d *format.DevItem) error { d.BytesUsed = want; return nil }); err != nil {
 			return fmt.Errorf("device %d bytes used: %w", p.DevID, err)
 		}
 	}
