@@ -130,17 +130,37 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 }
 
 // item decodes the items fsck understands and gathers what the
-// cross-checks need.
+// cross-checks need, by tree.
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
-	if id == format.FSTree {
-		c.fsItem(it) // most items: before the closure below is built
-		return
+	switch id {
+	case format.FSTree:
+		c.fsItem(it) // most items
+	case format.ChunkTree:
+		c.chunkTreeItem(node, it)
+	case format.ExtentTree:
+		c.extentTreeItem(node, it)
+	case format.CsumTree:
+		c.csumItem(it)
+	case format.DedupeTree:
+		c.counted.IndexEntries++ // format.ItemCounters: every item counts
+		c.dedupeItem(it)
+	case format.DiscardTree:
+		c.discardItem(it)
 	}
-	bad := func(err error) {
+}
+
+// itemBadFunc reports an item of tree id in node that does not decode.
+func (c *checker) itemBadFunc(id format.TreeID, node uint64, it format.Item) func(error) {
+	return func(err error) {
 		c.add(Problem{Code: ItemBad, Tree: id.String(), Logical: node, Message: fmt.Sprintf("item %v: %s", it.Key, errString(err))})
 	}
-	switch {
-	case id == format.ChunkTree && it.Key.Type == format.DevItemKey:
+}
+
+// chunkTreeItem takes the device and chunk items of the chunk tree.
+func (c *checker) chunkTreeItem(node uint64, it format.Item) {
+	bad := c.itemBadFunc(format.ChunkTree, node, it)
+	switch it.Key.Type {
+	case format.DevItemKey:
 		d, err := format.UnmarshalDevItem(it.Data)
 		if err != nil {
 			bad(err)
@@ -150,7 +170,7 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 			bad(fmt.Errorf("device item for devid %d", d.DevID))
 		}
 		c.devItems[d.DevID] = d
-	case id == format.ChunkTree && it.Key.Type == format.ChunkItemKey:
+	case format.ChunkItemKey:
 		ch, n, err := format.UnmarshalChunkItem(it.Data)
 		if err == nil && n != len(it.Data) {
 			err = fmt.Errorf("%d trailing bytes after the chunk item", len(it.Data)-n)
@@ -165,7 +185,15 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		if ch.Type == format.ChunkSystem {
 			c.sysTree[it.Key.Offset] = ch // against the superblocks' arrays (sysarray.go)
 		}
-	case id == format.ExtentTree && it.Key.Type == format.MetadataItemKey:
+	}
+}
+
+// extentTreeItem takes the metadata, data extent and block group items
+// of the extent tree.
+func (c *checker) extentTreeItem(node uint64, it format.Item) {
+	bad := c.itemBadFunc(format.ExtentTree, node, it)
+	switch it.Key.Type {
+	case format.MetadataItemKey:
 		var m format.MetadataItem
 		if err := format.DecodeMetadataItem(it.Data, &m); err != nil {
 			bad(err)
@@ -173,7 +201,7 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.counted.Add(format.MetadataCounters(&m))
 		c.metaItems[it.Key.ObjectID] = it.Key
-	case id == format.ExtentTree && it.Key.Type == format.ExtentItemKey:
+	case format.ExtentItemKey:
 		var e format.ExtentItem
 		err := format.DecodeExtentItem(it.Data, &e)
 		if err == nil {
@@ -188,7 +216,7 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		if e.Flags&format.ExtentFlagDeduped != 0 {
 			c.dedupe.extent(it.Key, &e)
 		}
-	case id == format.ExtentTree && it.Key.Type == format.BlockGroupKey:
+	case format.BlockGroupKey:
 		g, err := format.UnmarshalBlockGroupItem(it.Data)
 		if err != nil {
 			bad(err)
@@ -196,13 +224,6 @@ func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 		}
 		c.bgItems[it.Key.ObjectID] = g
 		c.bgKeys[it.Key.ObjectID] = it.Key
-	case id == format.CsumTree:
-		c.csumItem(it)
-	case id == format.DedupeTree:
-		c.counted.IndexEntries++ // format.ItemCounters: every item counts
-		c.dedupeItem(it)
-	case id == format.DiscardTree:
-		c.discardItem(it)
 	}
 }
 
