@@ -7,7 +7,11 @@
 # fio 4K random read and write IOPS (O_DIRECT, FIO_TIME seconds on a
 # FIO_MB file, FIO_ROUNDS interleaved rounds, medians; unpinned, and with
 # fio and the servers on CPU 0; for the two FUSE servers also their CPU
-# time per request, which moves less than IOPS on this VM). Prints each row with the ratios ddfs/fuse2fs and
+# time and the bytes they read (rchar) per request, which move less than
+# IOPS on this VM). Random reads run on three layouts of the file (issue
+# 37): from mkfs.ddfs -r and from ddfs cp (8 MiB extents), and written by
+# fio through the mount (4 KiB pieces), with ddfs mounted -o ro for them.
+# Prints each row with the ratios ddfs/fuse2fs and
 # ddfs/btrfs (>1: ddfs ahead), then unmounts and fscks the ddfs image.
 # Needs root (loop device, drop_caches), fuse3, fuse2fs, btrfs-progs, fio.
 # PROFILE=FILE writes a CPU profile of the ddfs mount (whole run) to FILE.
@@ -35,20 +39,34 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$root"/{ddfs,fuse2fs,btrfs}
-"$BIN/mkfs.ddfs" -q -b "${IMG_GB}G" "$root/ddfs.img"
+# The fio files of the first two layouts: in the image before the mount.
+mkdir -p "$root/seed"
+dd if=/dev/urandom of="$root/seed/mkfs.dat" bs=1M count="$FIO_MB" status=none
+"$BIN/mkfs.ddfs" -q -b "${IMG_GB}G" -r "$root/seed" "$root/ddfs.img"
+"$BIN/ddfs" cp "$root/seed/mkfs.dat" "$root/ddfs.img:/cp.dat"
 truncate -s "${IMG_GB}G" "$root/ext4.img" "$root/btrfs.img"
 mkfs.ext4 -q -F "$root/ext4.img"
 loop=$(losetup -f --show "$root/btrfs.img")
 mkfs.btrfs -q -f "$loop" >/dev/null
-DDFS_MOUNT_CPUPROFILE=${PROFILE:-} "$BIN/ddfs" mount "$root/ddfs.img" "$root/ddfs"
-ddfspid=$(pgrep -n -f "ddfs mount $root/ddfs.img")
+# ddmount [OPTS]: (re)mount the ddfs image, its server's pid in ddfspid;
+# a profile (PROFILE) covers the last mount.
+ddfspid=
+ddmount() {
+	if [ -n "$ddfspid" ]; then
+		fusermount3 -u "$root/ddfs"
+		for _ in $(seq 100); do kill -0 "$ddfspid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	DDFS_MOUNT_CPUPROFILE=${PROFILE:-} "$BIN/ddfs" mount "$@" "$root/ddfs.img" "$root/ddfs"
+	ddfspid=$(pgrep -n -f "ddfs mount.* $root/ddfs.img")
+}
+ddmount
 fuse2fs "$root/ext4.img" "$root/fuse2fs" -o rw
 f2fspid=$(pgrep -n -f "fuse2fs $root/ext4.img")
 mount "$loop" "$root/btrfs"
 FSES="ddfs fuse2fs btrfs"
 
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-declare -A val cpu
+declare -A val cpu rd
 # timed ROW FS CMD...: seconds of CMD, kept as val[ROW,FS]
 timed() {
 	local row=$1 fs=$2 t0 t1
@@ -100,52 +118,64 @@ if [ "${FIO_ONLY:-0}" != 1 ]; then
 	for fs in $FSES; do cold; timed grep-r "$fs" sh -c "grep -r -c ddfs-no-such-string '$root/$fs/$tree' >/dev/null || true"; done
 	report grep-r s
 fi
-fiorun() { # fiorun FS RW CPUS: IOPS; for the FUSE servers also their CPU per request in cpu[FS]
-	local pid= a b iops
+# fiorun FS RW CPUS FILE: IOPS; for the FUSE servers also their CPU and
+# bytes read (rchar: from the image) per request in cpu[FS] and rd[FS]
+fiorun() {
+	local pid= a b ra rb iops
 	case $1 in ddfs) pid=$ddfspid ;; fuse2fs) pid=$f2fspid ;; esac
-	[ -n "$pid" ] && a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	iops=$(taskset -c "$3" fio --name=r --directory="$root/$1" --filename=fio.dat --size="${FIO_MB}m" --bs=4k --rw="$2" \
+	[ -n "$pid" ] && a=$(awk '{print $14 + $15}' "/proc/$pid/stat") ra=$(awk '/^rchar/ {print $2}' "/proc/$pid/io")
+	iops=$(taskset -c "$3" fio --name=r --directory="$root/$1" --filename="$4" --size="${FIO_MB}m" --bs=4k --rw="$2" \
 		--ioengine=psync --direct=1 --time_based --runtime="$FIO_TIME" --output-format=json 2>/dev/null |
 		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])')
 	if [ -n "$pid" ]; then
-		b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		b=$(awk '{print $14 + $15}' "/proc/$pid/stat") rb=$(awk '/^rchar/ {print $2}' "/proc/$pid/io")
 		# clock ticks (user + system) over the requests fio made
 		cpu[$1]+="$(echo "($b - $a) * 1000000 / $(getconf CLK_TCK) / ($iops * $FIO_TIME)" | bc -l) "
+		rd[$1]+="$(echo "($rb - $ra) / ($iops * $FIO_TIME)" | bc -l) "
 	fi
 	echo "$iops"
 }
+# The layouts: mkfs.dat and cp.dat (in the ddfs image already; copied in
+# on the others), fio.dat written by fio in 4 KiB pieces.
 for fs in $FSES; do
-	dd if=/dev/urandom of="$root/$fs/fio.dat" bs=1M count="$FIO_MB" conv=fsync status=none
+	[ "$fs" = ddfs ] || { cp "$root/seed/mkfs.dat" "$root/$fs/mkfs.dat"; cp "$root/seed/mkfs.dat" "$root/$fs/cp.dat"; }
+	fio --name=w --filename="$root/$fs/fio.dat" --size="${FIO_MB}m" --bs=4k --rw=write --ioengine=psync --end_fsync=1 --output=/dev/null
 done
 # median of the values on stdin
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # pin CPUS: every thread of the two FUSE servers on CPUS ("0,1": unpinned)
 pin() { taskset -a -c -p "$1" "$ddfspid" >/dev/null; taskset -a -c -p "$1" "$f2fspid" >/dev/null; }
-# fiorows ROW RW CPUS: FIO_ROUNDS rounds, each running fio on the three
+# fiorows ROW RW CPUS FILE: FIO_ROUNDS rounds, each running fio on the three
 # filesystems one after another (load changes hit all three), medians.
 # With CPUS=0, fio and both servers share CPU 0: no cross-CPU wake-ups,
 # so the row compares the work per request. Unpinned, the rate follows
 # where the scheduler puts the server threads (same CPU as fio: 2-3x
 # the IOPS of the other one on this VM), which moves from run to run.
 fiorows() {
-	local row=$1 rw=$2 cpus=$3 fs r iops
+	local row=$1 rw=$2 cpus=$3 file=$4 fs r iops
 	declare -A runs=()
-	cpu=()
+	cpu=() rd=()
 	pin "$cpus"
 	for r in $(seq "$FIO_ROUNDS"); do
 		# fiorun runs in this shell (not $(...)), so its cpu[] entries stay
-		for fs in $FSES; do cold; fiorun "$fs" "$rw" "$cpus" >"$root/iops"; read -r iops <"$root/iops"; runs[$fs]+="$iops "; done
+		for fs in $FSES; do cold; fiorun "$fs" "$rw" "$cpus" "$file" >"$root/iops"; read -r iops <"$root/iops"; runs[$fs]+="$iops "; done
 	done
 	pin 0-$(($(nproc) - 1))
 	for fs in $FSES; do val[$row,$fs]=$(printf '%s\n' ${runs[$fs]} | median); done
 	report "$row" IOPS
-	printf '  server CPU per request (user+system, median): ddfs %.1f us, fuse2fs %.1f us\n' \
-		"$(printf '%s\n' ${cpu[ddfs]} | median)" "$(printf '%s\n' ${cpu[fuse2fs]} | median)"
+	printf '  server per request (medians; CPU user+system, bytes read): ddfs %.1f us %.0f B, fuse2fs %.1f us %.0f B\n' \
+		"$(printf '%s\n' ${cpu[ddfs]} | median)" "$(printf '%s\n' ${rd[ddfs]} | median)" \
+		"$(printf '%s\n' ${cpu[fuse2fs]} | median)" "$(printf '%s\n' ${rd[fuse2fs]} | median)"
 }
-fiorows fio-randread randread 0-$(($(nproc) - 1))
-fiorows fio-randwrite randwrite 0-$(($(nproc) - 1))
-fiorows fio-rr-1cpu randread 0
-fiorows fio-rw-1cpu randwrite 0
+all=0-$(($(nproc) - 1))
+ddmount -o ro
+fiorows rr-mkfs randread "$all" mkfs.dat
+fiorows rr-cp randread "$all" cp.dat
+fiorows rr-fio randread "$all" fio.dat
+fiorows rr-cp-1cpu randread 0 cp.dat
+ddmount
+fiorows fio-randwrite randwrite "$all" fio.dat
+fiorows fio-rw-1cpu randwrite 0 fio.dat
 fusermount3 -u "$root/ddfs"
 for _ in $(seq 100); do kill -0 "$ddfspid" 2>/dev/null || break; sleep 0.1; done
 "$BIN/fsck.ddfs" "$root/ddfs.img" | tail -1
