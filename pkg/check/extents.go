@@ -13,16 +13,29 @@ import (
 // metadata item per reachable node, a block group per chunk, and block
 // group usage equal to the extents inside it.
 func (c *checker) checkExtents() {
-	ns := uint64(c.sb.NodeSize)
-	used := map[uint64]uint64{}
-	account := func(start, n uint64, what string) {
-		ch, ok := c.vol.Chunks.Lookup(start)
-		if !ok || start+n > ch.End() {
-			c.add(Problem{Code: ExtentOutside, Logical: start, Message: what + " outside every chunk"})
-			return
-		}
-		used[ch.Logical] += n
+	used := map[uint64]uint64{} // chunk -> bytes its extents use
+	metas := c.checkMetaItems(used)
+	for _, e := range c.fs.extents.list {
+		c.account(used, e.logical, uint64(e.length), "data extent")
 	}
+	c.checkBlockGroups(used)
+	c.checkOverlaps(metas)
+}
+
+// account adds extent [start, start+n) to the usage of its chunk.
+func (c *checker) account(used map[uint64]uint64, start, n uint64, what string) {
+	ch, ok := c.vol.Chunks.Lookup(start)
+	if !ok || start+n > ch.End() {
+		c.add(Problem{Code: ExtentOutside, Logical: start, Message: what + " outside every chunk"})
+		return
+	}
+	used[ch.Logical] += n
+}
+
+// checkMetaItems requires a metadata item for every node the walk
+// reached and a node for every metadata item, and returns the items'
+// addresses, sorted.
+func (c *checker) checkMetaItems(used map[uint64]uint64) []uint64 {
 	nodes := make([]uint64, 0, len(c.seen))
 	for l := range c.seen {
 		nodes = append(nodes, l)
@@ -42,11 +55,14 @@ func (c *checker) checkExtents() {
 		if _, ok := c.seen[l]; !ok {
 			c.add(Problem{Code: MetaLeaked, Tree: format.ExtentTree.String(), Logical: l, fix: &fixData{key: c.metaItems[l]}, Message: "metadata extent item for a node no tree references (leaked space)"})
 		}
-		account(l, ns, "metadata extent")
+		c.account(used, l, uint64(c.sb.NodeSize), "metadata extent")
 	}
-	for _, e := range c.fs.extents.list {
-		account(e.logical, uint64(e.length), "data extent")
-	}
+	return metas
+}
+
+// checkBlockGroups requires a block group item of the chunk's type and
+// usage for every chunk, and a chunk for every block group item.
+func (c *checker) checkBlockGroups(used map[uint64]uint64) {
 	for _, ch := range c.vol.Chunks.All() {
 		g, ok := c.bgItems[ch.Logical]
 		switch {
@@ -63,9 +79,14 @@ func (c *checker) checkExtents() {
 			c.add(Problem{Code: BGOrphan, Tree: format.ExtentTree.String(), Logical: l, fix: &fixData{key: c.bgKeys[l]}, Message: "block group item without a chunk"})
 		}
 	}
+}
+
+// checkOverlaps requires that no two extents overlap.
+func (c *checker) checkOverlaps(metas []uint64) {
 	// Extents must not overlap each other: the metadata and the data
 	// extents, both in address order (data extents in the walk's key
 	// order), merged, each against the one before it.
+	ns := uint64(c.sb.NodeSize)
 	ext := c.fs.extents.list
 	if c.fs.unsorted { // keys out of order across nodes (reported)
 		ext = slices.Clone(ext)
