@@ -411,20 +411,8 @@ func (c *checker) checkSupers() {
 			current = current || (sc.Err == nil && volume.SameSet(sc.SB, c.sb) && sc.SB.DevID == d.ID && sc.SB.Generation == c.sb.Generation)
 		}
 		for _, sc := range copies {
-			p := Problem{DevID: d.ID, Device: d.Path, Offset: sc.Offset}
-			switch {
-			case sc.Err != nil:
-				p.Code, p.Message = SuperBad, sc.Err.Error()
-			case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
-				p.Code, p.Message = SuperForeign, "copy belongs to another filesystem or device"
-			case sc.SB.Generation != c.sb.Generation:
-				p.Generation = sc.SB.Generation
-				p.Code, p.Message = SuperGeneration, fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
-			case !volume.SameSetFields(sc.SB, c.sb):
-				// FORMAT.md §3.7: copies of one generation are written from
-				// one superblock; a difference is corruption, never a crash.
-				p.Code, p.Message = SuperDiffers, fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
-			default:
+			p, ok := c.superCopyProblem(d, sc)
+			if !ok {
 				continue
 			}
 			// With a current copy on the device, the others are the trace of
@@ -440,6 +428,28 @@ func (c *checker) checkSupers() {
 			c.add(p)
 		}
 	}
+}
+
+// superCopyProblem is the problem of superblock copy sc of device d, if
+// it is not a current copy of the set's superblock.
+func (c *checker) superCopyProblem(d *volume.Dev, sc volume.SuperCopy) (Problem, bool) {
+	p := Problem{DevID: d.ID, Device: d.Path, Offset: sc.Offset}
+	switch {
+	case sc.Err != nil:
+		p.Code, p.Message = SuperBad, sc.Err.Error()
+	case !volume.SameSet(sc.SB, c.sb) || sc.SB.DevID != d.ID:
+		p.Code, p.Message = SuperForeign, "copy belongs to another filesystem or device"
+	case sc.SB.Generation != c.sb.Generation:
+		p.Generation = sc.SB.Generation
+		p.Code, p.Message = SuperGeneration, fmt.Sprintf("generation %d, the set is at %d", sc.SB.Generation, c.sb.Generation)
+	case !volume.SameSetFields(sc.SB, c.sb):
+		// FORMAT.md §3.7: copies of one generation are written from
+		// one superblock; a difference is corruption, never a crash.
+		p.Code, p.Message = SuperDiffers, fmt.Sprintf("differs from the set's superblock of generation %d (root set, system chunks, settings or sizes)", c.sb.Generation)
+	default:
+		return p, false
+	}
+	return p, true
 }
 
 // dropRemoved sets aside a device that the chunk tree does not list and
