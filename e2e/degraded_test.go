@@ -372,5 +372,6 @@ func TestStaleMemberBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "a.img", "2", "c.img"), 0)
+	restoreBelowProfile(t, dir, "a.img") // what the degraded mkdirs made
 	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
 }

@@ -46,7 +46,7 @@ func TestDegradedReplaceInTurn(t *testing.T) {
 			members := wholeSet(t, dir, tc.devs)
 			if tc.profile == "raid1c3" {
 				// The replace of device 2 wrote raid1 with two present.
-				restoreBelowProfile(t, dir)
+				restoreBelowProfile(t, dir, "d0.img")
 			}
 			must(t, run(t, dir, "fsck.ddfs", "-n", "d0.img"), 0)
 			sameFiles(t, dir, "d0.img")
@@ -145,7 +145,7 @@ func TestDegradedReplaceRerun(t *testing.T) {
 			must(t, run(t, dir, "ddfs", replace...), 0)
 			must(t, run(t, dir, "ddfs", "device", "replace", "--degraded", "d0.img", "3", "new3.img"), 0)
 			wholeSet(t, dir, 3)
-			restoreBelowProfile(t, dir)
+			restoreBelowProfile(t, dir, "d0.img")
 			sameFiles(t, dir, "d0.img")
 		})
 	}
@@ -156,12 +156,12 @@ func TestDegradedReplaceRerun(t *testing.T) {
 
 // restoreBelowProfile: fsck reports only chunks below the set's profiles
 // (exit 4), and a bare balance moves them back.
-func restoreBelowProfile(t *testing.T, dir string) {
+func restoreBelowProfile(t *testing.T, dir, image string) {
 	t.Helper()
-	for _, p := range fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", "-n", "--json", "d0.img"), 4)) {
+	for _, p := range fsckProblems(t, must(t, run(t, dir, "fsck.ddfs", "-n", "--json", image), 4)) {
 		if p.Code != "CHUNK_BELOW_PROFILE" {
 			t.Fatalf("unexpected problem %+v", p)
 		}
 	}
-	must(t, run(t, dir, "ddfs", "balance", "d0.img"), 0)
+	must(t, run(t, dir, "ddfs", "balance", image), 0)
 }

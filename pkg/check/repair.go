@@ -86,114 +86,179 @@ func (p Problem) id() problemID {
 // allows, reopening it for every round. The report lists every problem
 // any round found, Fixed when the last check no longer finds it.
 func Repair(open func() (*volume.Volume, error), opt Options) (*Report, error) {
-	all := []Problem{}
-	index := map[problemID]int{}
-	var last *Report
-	var restored uint64
-	rebuilt, lost := "", 0
-	sysRewritten, profilesRestored := false, false
+	r := &repairer{open: open, opt: opt, all: []Problem{}, index: map[problemID]int{}}
 	for round := 0; ; round++ {
-		if err := opt.cancelled(); err != nil {
-			return nil, err
-		}
-		vol, err := open()
+		done, err := r.round(round)
 		if err != nil {
 			return nil, err
 		}
-		rep, err := CheckVolume(vol, opt)
-		if err != nil {
-			vol.Close()
-			return nil, err
-		}
-		same := last != nil && len(last.Problems) == len(rep.Problems)
-		last = rep
-		for _, p := range rep.Problems {
-			if _, ok := index[p.id()]; !ok {
-				index[p.id()] = len(all)
-				all = append(all, p)
-				same = false
-			}
-		}
-		if opt.Mode.allows(FixPreen) && !sysRewritten {
-			// First: every other write goes through the mapping.
-			if sysRewritten, err = fixSysArrays(vol, rep.Problems); sysRewritten || err != nil {
-				vol.Close()
-				if err != nil {
-					return nil, fmt.Errorf("repair: %w", err)
-				}
-				continue
-			}
-		}
-		if opt.Mode == ModeRepair && !mappingBroken(rep.Problems) {
-			dropped, err := dropDerived(vol, rep)
-			if err != nil {
-				vol.Close()
-				return nil, fmt.Errorf("repair: %w", err)
-			}
-			if len(dropped) > 0 {
-				vol.Close()
-				continue // check without them; the next rounds rebuild them
-			}
-		}
-		if opt.Mode == ModeRepair && rebuilt == "" && !mappingBroken(rep.Problems) && rebuildsFS(rep) {
-			lost, err = rebuildFS(vol, opt)
-			vol.Close()
-			if err != nil {
-				return nil, fmt.Errorf("repair: %w", err)
-			}
-			rebuilt = format.FSTree.String()
-			continue // the next rounds make the rest whole
-		}
-		if opt.Mode == ModeRepair && restored == 0 && hasCode(rep.Problems, TreeRootBad) {
-			vol.Close()
-			if restored, err = restoreBackupRoots(open, opt); err != nil {
-				return nil, fmt.Errorf("repair: %w", err)
-			}
-			if restored != 0 {
-				continue // check the restored roots
-			}
-			if vol, err = open(); err != nil {
-				return nil, err
-			}
-		}
-		todo := opt.fixable(rep.Problems, len(rep.Incomplete) > 0)
-		if opt.Mode == ModeRepair && !profilesRestored && round < maxRounds && onlyBelowProfile(rep.Problems) {
-			profilesRestored = true
-			err := restoreProfiles(vol, opt)
-			if cerr := vol.Close(); err == nil {
-				err = cerr
-			}
-			// No room for the profile: the problem stays, reported.
-			if err != nil && !errors.Is(err, store.ErrCannotRelocate) {
-				return nil, fmt.Errorf("repair: %w", err)
-			}
-			continue
-		}
-		todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
-		// A round that changed nothing will not do better next time.
-		if len(todo) == 0 || round == maxRounds || same {
-			vol.Close()
-			break
-		}
-		err = repairRound(vol, todo, opt)
-		if cerr := vol.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("repair: %w", err)
+		if done {
+			return r.report(), nil
 		}
 	}
+}
+
+// repairer is Repair's state across rounds.
+type repairer struct {
+	open  func() (*volume.Volume, error)
+	opt   Options
+	all   []Problem // every problem any round found, in order
+	index map[problemID]int
+	last  *Report
+	// What the whole-set steps did (each at most once).
+	restored                       uint64
+	rebuilt                        string
+	lost                           int
+	sysRewritten, profilesRestored bool
+}
+
+// round checks once and makes one step of fixes; done when nothing is
+// left that a further round could fix.
+func (r *repairer) round(round int) (done bool, err error) {
+	if err := r.opt.cancelled(); err != nil {
+		return false, err
+	}
+	vol, err := r.open()
+	if err != nil {
+		return false, err
+	}
+	rep, err := CheckVolume(vol, r.opt)
+	if err != nil {
+		vol.Close()
+		return false, err
+	}
+	same := r.record(rep)
+	vol, again, err := r.wholeSet(vol, rep, round)
+	if again || err != nil {
+		return false, err
+	}
+	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0)
+	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
+	// A round that changed nothing will not do better next time.
+	if len(todo) == 0 || round == maxRounds || same {
+		vol.Close()
+		return true, nil
+	}
+	err = repairRound(vol, todo, r.opt)
+	if cerr := vol.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("repair: %w", err)
+	}
+	return false, nil
+}
+
+// record adds rep's new problems to all and reports whether rep found
+// the same problems as the round before.
+func (r *repairer) record(rep *Report) (same bool) {
+	same = r.last != nil && len(r.last.Problems) == len(rep.Problems)
+	r.last = rep
+	for _, p := range rep.Problems {
+		if _, ok := r.index[p.id()]; !ok {
+			r.index[p.id()] = len(r.all)
+			r.all = append(r.all, p)
+			same = false
+		}
+	}
+	return same
+}
+
+// wholeSet makes the first whole-set step that applies (system arrays,
+// derived trees dropped, the fs tree rebuilt, backup roots, profiles);
+// again: it did, vol is closed, check again. Backup roots that do not
+// help leave vol reopened.
+func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int) (_ *volume.Volume, again bool, err error) {
+	wrap := func(again bool, err error) (*volume.Volume, bool, error) {
+		if err != nil {
+			return nil, false, fmt.Errorf("repair: %w", err)
+		}
+		return vol, again, nil
+	}
+	repair, broken := r.opt.Mode == ModeRepair, mappingBroken(rep.Problems)
+	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
+		// First: every other write goes through the mapping.
+		if r.sysRewritten, err = fixSysArrays(vol, rep.Problems); r.sysRewritten || err != nil {
+			vol.Close()
+			return wrap(true, err)
+		}
+	}
+	if repair && !broken {
+		if again, err := r.trees(vol, rep); again || err != nil {
+			return wrap(again, err)
+		}
+	}
+	if repair && r.restored == 0 && hasCode(rep.Problems, TreeRootBad) {
+		if vol, again, err = r.backupRoots(vol); again || err != nil {
+			return vol, again, err
+		}
+	}
+	if repair && !r.profilesRestored && round < maxRounds && onlyBelowProfile(rep.Problems) {
+		return wrap(true, r.profiles(vol))
+	}
+	return vol, false, nil
+}
+
+// profiles moves the chunks below the set's profiles back (once), and
+// closes vol.
+func (r *repairer) profiles(vol *volume.Volume) error {
+	r.profilesRestored = true
+	err := restoreProfiles(vol, r.opt)
+	if cerr := vol.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, store.ErrCannotRelocate) {
+		err = nil // no room for the profile: the problem stays, reported
+	}
+	return err
+}
+
+// trees drops the derived trees that need it, else rebuilds the fs tree
+// when its nodes are lost (once); again when it did (vol closed).
+func (r *repairer) trees(vol *volume.Volume, rep *Report) (again bool, err error) {
+	dropped, err := dropDerived(vol, rep)
+	if err != nil || len(dropped) > 0 { // check without them; the next rounds rebuild them
+		vol.Close()
+		return true, err
+	}
+	if r.rebuilt != "" || !rebuildsFS(rep) {
+		return false, nil
+	}
+	r.lost, err = rebuildFS(vol, r.opt)
+	vol.Close()
+	r.rebuilt = format.FSTree.String()
+	return true, err // the next rounds make the rest whole
+}
+
+// backupRoots puts the newest backup root set that reads in place of
+// roots that do not; again when it did (vol closed), else vol reopened.
+func (r *repairer) backupRoots(vol *volume.Volume) (_ *volume.Volume, again bool, err error) {
+	vol.Close()
+	if r.restored, err = restoreBackupRoots(r.open, r.opt); err != nil {
+		return nil, false, fmt.Errorf("repair: %w", err)
+	}
+	if r.restored != 0 {
+		return nil, true, nil // check the restored roots
+	}
+	vol, err = r.open()
+	return vol, false, err
+}
+
+// report is the last check's report listing every problem any round
+// found, Fixed when the last check no longer finds it.
+func (r *repairer) report() *Report {
 	left := map[problemID]bool{}
-	for _, p := range last.Problems {
+	for _, p := range r.last.Problems {
 		left[p.id()] = true
 	}
-	for i := range all {
-		all[i].Fixed = !left[all[i].id()]
+	for i := range r.all {
+		r.all[i].Fixed = !left[r.all[i].id()]
 	}
-	last.Problems = all
-	last.RestoredFrom = restored
-	last.RebuiltTree, last.NodesLost = rebuilt, lost
-	return last, nil
+	last := r.last
+	last.Problems = r.all
+	last.RestoredFrom = r.restored
+	last.RebuiltTree, last.NodesLost = r.rebuilt, r.lost
+	return last
 }
 
 func withoutCode(ps []Problem, c Code) []Problem {
