@@ -114,22 +114,20 @@ func TestChunkBelowProfile(t *testing.T) {
 	}
 }
 
-func writable(devs []*device.MemDevice) (*volume.Volume, error) {
+func writable(devs []*device.MemDevice) (*volume.Volume, error) { return memVolume(devs, true) }
+
+func memVolume(devs []*device.MemDevice, write bool) (*volume.Volume, error) {
 	ds := make([]device.Device, len(devs))
 	for i, d := range devs {
 		ds[i] = d
 	}
-	return volume.FromDevices(ds, true)
+	return volume.FromDevices(ds, write)
 }
 
 // openSet opens devs as a set that may lack members.
 func openSet(t *testing.T, devs []*device.MemDevice, write bool) *store.FS {
 	t.Helper()
-	vol, err := writable(devs)
-	if !write && err == nil {
-		vol.Close()
-		vol = volumeOf(t, devs)
-	}
+	vol, err := memVolume(devs, write)
 	if err != nil {
 		t.Fatal(err)
 	}

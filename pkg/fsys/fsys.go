@@ -130,6 +130,7 @@ func OpenDevices(ds []device.Device, write bool, opt Options) (*FS, error) {
 	}
 	st, err := store.OpenVolume(vol)
 	if err != nil {
+		vol.Close()
 		return nil, err
 	}
 	return New(st, opt)
