@@ -46,13 +46,17 @@ const (
 	// (FORMAT.md §3.8): node headers may carry fsid or new_fsid. A reader
 	// that does not know it would take half the nodes for foreign blocks.
 	IncompatFSIDChange IncompatFeatures = 1 << 3
+	// IncompatFsyncLog: an fsync log is pending (FORMAT.md §3.10): files
+	// have data only its replay makes visible. Set exactly while the
+	// superblock's log_root is non-zero.
+	IncompatFsyncLog IncompatFeatures = 1 << 4
 )
 
 // Feature sets this build understands.
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = RoCompatCounters
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

@@ -203,6 +203,10 @@ type Superblock struct {
 	Roots     RootSet
 	Backups   [NumBackupRoots]RootSet // older generations, best effort
 	SysChunks []SysChunk
+	// LogRoot is the newest block of the fsync log (§3.10), LogSeq its
+	// sequence number; both zero when no log is pending.
+	LogRoot uint64
+	LogSeq  uint64
 }
 
 // Byte offsets of the superblock fields (FORMAT.md §3.1).
@@ -228,6 +232,8 @@ const (
 	sbNewFSID    = 168
 	sbNonce      = 184 // commit_nonce, then backup_nonces (4 x u64)
 	sbBackNonces = sbNonce + 8
+	sbLogRoot    = 224
+	sbLogSeq     = 232
 	sbLabel      = 256
 	sbSettings   = 512
 	sbCounters   = 3824
@@ -339,6 +345,8 @@ func MarshalSuperblock(sb *Superblock) ([]byte, error) {
 	for i := range sb.Backups {
 		putRootSet(b[sbBackups+i*RootSetSize:], &sb.Backups[i])
 	}
+	le.PutUint64(b[sbLogRoot:], sb.LogRoot)
+	le.PutUint64(b[sbLogSeq:], sb.LogSeq)
 	le.PutUint32(b[sbSysSize:], uint32(len(sys)))
 	copy(b[sbSysArray:], sys)
 	sum := Checksum(sb.CsumType, b[CsumSize:])
@@ -381,6 +389,8 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 	sb.DevID = le.Uint64(b[sbDevID:])
 	sb.Bytenr = le.Uint64(b[sbBytenr:])
 	sb.Generation = le.Uint64(b[sbGeneration:])
+	sb.LogRoot = le.Uint64(b[sbLogRoot:])
+	sb.LogSeq = le.Uint64(b[sbLogSeq:])
 	sb.SectorSize = le.Uint32(b[sbSectorSize:])
 	sb.NodeSize = le.Uint32(b[sbNodeSize:])
 	sb.StripeLen = le.Uint32(b[sbStripeLen:])
@@ -473,6 +483,10 @@ func (sb *Superblock) validateRanges() error {
 		return corruptf(nil, "superblock: devid %d of %d devices", sb.DevID, sb.NumDevices)
 	case (sb.NewFSID != [16]byte{}) != (sb.Incompat&IncompatFSIDChange != 0):
 		return corruptf(nil, "superblock: new_fsid %x with incompat 0x%x (§3.8: non-zero exactly while a fsid change is in progress)", sb.NewFSID, uint64(sb.Incompat))
+	case (sb.LogRoot != 0) != (sb.Incompat&IncompatFsyncLog != 0) || sb.LogRoot == 0 && sb.LogSeq != 0:
+		return corruptf(nil, "superblock: log_root %d, log_seq %d with incompat 0x%x (§3.10: a log root exactly while IncompatFsyncLog is set)", sb.LogRoot, sb.LogSeq, uint64(sb.Incompat))
+	case sb.LogSeq >= MaxLogBlocks:
+		return corruptf(nil, "superblock: log_seq %d, at most %d", sb.LogSeq, MaxLogBlocks-1)
 	case sb.NewFSID != [16]byte{} && sb.NewFSID == sb.FSID:
 		return corruptf(nil, "superblock: new_fsid equals fsid")
 	case sb.BytesUsed > sb.TotalBytes:

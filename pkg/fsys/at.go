@@ -273,6 +273,7 @@ func (f *FS) PunchHole(in *Inode, off, n uint64) error {
 	if err := f.punch(in, off, end); err != nil {
 		return err
 	}
+	f.noteWrite(in.Ino, off, end)
 	in.Mtime = f.Now()
 	in.Ctime = in.Mtime
 	return f.putInode(in)

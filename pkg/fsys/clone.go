@@ -21,6 +21,7 @@ func (f *FS) CloneData(src, dst *Inode) error {
 	if src.Ino == dst.Ino {
 		return syscall.EINVAL
 	}
+	f.noteUnloggable(dst.Ino)
 	if xs, err := f.extents(dst.Ino, 0, ^uint64(0)); err != nil || len(xs) > 0 {
 		if err != nil {
 			return err

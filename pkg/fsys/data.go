@@ -190,7 +190,9 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 	if err := tx.DeleteCsums(logical, logical+diskLen); err != nil {
 		return err
 	}
-	return tx.FreeData(logical, diskLen, e.Generation == tx.Generation())
+	// Space a log block names stays taken until the commit: a replay
+	// after a crash claims it.
+	return tx.FreeData(logical, diskLen, e.Generation == tx.Generation() && !f.loggedData[logical])
 }
 
 // WriteAt writes p at off into a regular file.
@@ -225,6 +227,7 @@ func (f *FS) WriteAt(in *Inode, p []byte, off uint64) error {
 	in.Mtime = f.Now()
 	in.Ctime = in.Mtime
 	f.dataBytes += uint64(len(p))
+	f.noteWrite(in.Ino, off, end)
 	return f.putInode(in)
 }
 
@@ -242,6 +245,7 @@ func (f *FS) uninline(in *Inode, off, end uint64) error {
 	if err := f.punch(in, 0, uint64(len(data))); err != nil {
 		return err
 	}
+	f.noteWrite(in.Ino, 0, uint64(len(data)))
 	return f.writeExtents(in, data, 0)
 }
 
@@ -396,6 +400,7 @@ func (f *FS) Truncate(in *Inode, size uint64) error {
 		if err := f.punch(in, size, ^uint64(0)); err != nil {
 			return err
 		}
+		f.noteWrite(in.Ino, size, format.MaxFileSize)
 	}
 	in.Size = size
 	in.Mtime = f.Now()

@@ -49,6 +49,8 @@ type Options struct {
 	// How many do depends on the devices' speed, so builds that must be
 	// reproducible leave it off.
 	StrongTails bool
+	// NoFsyncLog makes Fsync commit instead of writing the fsync log.
+	NoFsyncLog bool
 }
 
 // FS is a filesystem opened for namespace operations. Not safe for
@@ -84,6 +86,13 @@ type FS struct {
 		start, end uint64
 		buf        []byte // the item's data, with room to grow in place
 	}
+	// logs: what each file's next fsync log record must hold;
+	// loggedData: data extents of this transaction a log block names
+	// (fsynclog.go).
+	logs       map[uint64]*logState
+	loggedData map[uint64]bool
+	// scratch: tx is a read-only set's pending log replayed in memory.
+	scratch bool
 }
 
 // New wraps an opened store.
@@ -118,6 +127,11 @@ func New(st *store.FS, opt Options) (*FS, error) {
 		f.nextIno = it.Key.ObjectID + 1
 	} else if err != nil && !errors.Is(err, btree.ErrNotFound) {
 		return nil, err
+	}
+	if st.LogPending() && !st.Vol.Writable() {
+		if err := f.replayInMemory(); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -190,6 +204,9 @@ func (f *FS) Sync() error {
 	if f.tx == nil {
 		return nil
 	}
+	if f.scratch {
+		return store.ErrReadOnly
+	}
 	// The data the commit references must be on the devices first.
 	if err := f.data.drain(); err != nil {
 		f.Abort()
@@ -204,6 +221,7 @@ func (f *FS) Sync() error {
 	}
 	tx := f.tx
 	f.tx = nil
+	f.forgetLogs()
 	tx.AddDedupeHits(f.dedupeHits)
 	f.dedupeHits = 0
 	if err := tx.Commit(); err != nil {
@@ -230,6 +248,7 @@ func (f *FS) Abort() {
 	f.dirs.clear()
 	f.untailed = nil
 	f.data.stop()
+	f.forgetLogs()
 	if f.tx != nil {
 		f.tx.Abort()
 		f.tx = nil
@@ -238,7 +257,10 @@ func (f *FS) Abort() {
 
 // Close commits and closes the store.
 func (f *FS) Close() error {
-	err := f.Sync()
+	var err error
+	if !f.scratch {
+		err = f.Sync()
+	}
 	if derr := f.data.stop(); err == nil {
 		err = derr
 	}

@@ -87,6 +87,7 @@ func (f *FS) newInode(a Attr) (*Inode, error) {
 		in.Compression, in.Dedupe, in.DataTier = p.Compression, p.Dedupe, p.DataTier
 	}
 	f.nextIno++
+	f.noteUnloggable(in.Ino)
 	return in, nil
 }
 

@@ -42,6 +42,7 @@ func (f *FS) GetXattr(in *Inode, name string) ([]byte, error) {
 // SetXattr sets xattr name; values are kept raw (security.capability,
 // POSIX ACLs and user xattrs alike).
 func (f *FS) SetXattr(in *Inode, name string, value []byte) error {
+	f.noteUnloggable(in.Ino)
 	if name == "" || len(name) > 255 {
 		return syscall.EINVAL
 	}
@@ -75,6 +76,7 @@ func (f *FS) SetXattr(in *Inode, name string, value []byte) error {
 
 // RemoveXattr deletes xattr name (ENODATA if absent).
 func (f *FS) RemoveXattr(in *Inode, name string) error {
+	f.noteUnloggable(in.Ino)
 	k := xattrKey(in.Ino, name)
 	xs, err := f.xattrsAt(k)
 	if err != nil {

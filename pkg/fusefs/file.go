@@ -82,15 +82,24 @@ func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 	return uint32(len(data)), 0
 }
 
-// Fsync (fsync, fdatasync, and fsync of a directory) commits the
-// running transaction: all changes so far, not just this file's.
+// Fsync (fsync, fdatasync) of a regular file writes the fsync log when
+// it can say what changed (fsys.Fsync), else commits; an fsync of a
+// directory commits the running transaction.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if n.s.broken != nil {
 		return syscall.EIO
 	}
-	return n.s.commitLocked("fsync")
+	in, err := n.load()
+	if err != nil || !in.IsRegular() || n.s.opt.ReadOnly || n.s.closed {
+		return n.s.commitLocked("fsync")
+	}
+	n.s.epoch++ // pending data writes land
+	if err := n.s.f.Fsync(in); err != nil {
+		return n.s.abort("fsync", err)
+	}
+	return 0
 }
 
 // fallocate(2) modes.

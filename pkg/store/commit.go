@@ -22,6 +22,14 @@ func (tx *Txn) Commit() error {
 	if fs.tx != tx {
 		return fmt.Errorf("commit of a finished transaction")
 	}
+	if tx.scratch {
+		tx.Abort()
+		return ErrReadOnly
+	}
+	if err := tx.releaseLog(); err != nil {
+		tx.Abort()
+		return err
+	}
 	if err := tx.foldAllocations(); err != nil {
 		tx.Abort()
 		return err
@@ -245,6 +253,7 @@ func (tx *Txn) nextSuper() format.Superblock {
 	sb.Counters = tx.counters
 	sb.RoCompat |= format.RoCompatCounters
 	sb.Incompat |= tx.incompat
+	sb = format.WithoutLog(sb) // the commit holds what the log did
 	sb.Roots = format.RootSet{Generation: tx.gen, Nonce: fs.commitNonce(tx.gen)}
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())

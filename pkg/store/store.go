@@ -67,6 +67,11 @@ type FS struct {
 	// space the trees use that the extent tree calls free is kept out of
 	// the free map instead of failing the transaction.
 	repair bool
+	// replaying: the registered replayer runs (a pending log allows no
+	// other transaction); scratch: BeginScratch on a read-only set.
+	replaying, scratch bool
+	// LogBlocks counts the fsync log blocks written since the open.
+	LogBlocks int
 	// leaving are devices new stripes must not use (device remove);
 	// sizeCap lowers a device's usable size for placement (shrink).
 	leaving map[uint64]bool
@@ -129,6 +134,12 @@ func openVolumeWith(vol *volume.Volume, opt volume.Options, repair bool) (*FS, e
 		}
 	}
 	fs.setProfiles()
+	if fs.sb.LogRoot != 0 && opt.Write && !repair {
+		// Before anything can allocate over what the log references.
+		if err := fs.replayLog(); err != nil {
+			return nil, err
+		}
+	}
 	return fs, nil
 }
 

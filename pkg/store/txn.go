@@ -53,6 +53,10 @@ type Txn struct {
 	incompat format.IncompatFeatures
 	// superChange edits the committed superblock (fsid change, §3.8).
 	superChange func(*format.Superblock)
+	// logBlocks are the fsync log blocks this transaction wrote, freed at
+	// its commit; scratch: never commits (BeginScratch).
+	logBlocks []alloc.Range
+	scratch   bool
 }
 
 // SetSettings changes the filesystem settings from this commit on, and
@@ -69,7 +73,14 @@ func (tx *Txn) AddDedupeHits(n uint64) { tx.dedupeHits += n }
 
 // Begin starts a transaction.
 func (fs *FS) Begin() (*Txn, error) {
-	if !fs.Vol.Writable() {
+	if fs.sb.LogRoot != 0 && !fs.replaying {
+		return nil, fmt.Errorf("%w: replay it first (a writable open does)", ErrLogPending)
+	}
+	return fs.begin()
+}
+
+func (fs *FS) begin() (*Txn, error) {
+	if !fs.Vol.Writable() && !fs.scratch {
 		return nil, ErrReadOnly
 	}
 	if fs.tx != nil {

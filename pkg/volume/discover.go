@@ -105,7 +105,7 @@ func SameSet(a, b *format.Superblock) bool {
 // SameSetFields reports whether a and b agree on every set-wide field
 // (all but dev_uuid, devid, bytenr and the checksum, FORMAT.md §3.7).
 func SameSetFields(a, b *format.Superblock) bool {
-	x, y := *a, *b
+	x, y := format.WithoutLog(*a), format.WithoutLog(*b)
 	x.DevID, x.DevUUID, x.Bytenr = 1, [16]byte{}, 0
 	y.DevID, y.DevUUID, y.Bytenr = 1, [16]byte{}, 0
 	bx, err1 := format.MarshalSuperblock(&x)
@@ -119,7 +119,7 @@ func (v *Volume) settle() error {
 	devs := v.Devices() // by devid: the lowest devid wins a tie
 	var from *Dev
 	for _, d := range devs {
-		if from == nil || d.Super.Generation > from.Super.Generation {
+		if from == nil || format.NewerSuper(d.Super, from.Super) {
 			from = d
 		}
 	}

@@ -66,7 +66,7 @@ func BestSuper(copies []SuperCopy) (*format.Superblock, error) {
 			}
 			continue
 		}
-		if best == nil || c.SB.Generation > best.Generation {
+		if best == nil || format.NewerSuper(c.SB, best) {
 			best = c.SB
 		}
 	}
