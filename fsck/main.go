@@ -2,6 +2,10 @@
 package main
 
 import (
+	// Writable opens replay a pending fsync log (FORMAT.md §3.10); the
+	// replayer knows files, so it lives in fsys.
+	_ "github.com/ddfs/ddfs/pkg/fsys"
+
 	"os"
 
 	"github.com/ddfs/ddfs/pkg/cli"

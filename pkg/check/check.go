@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
@@ -141,6 +142,15 @@ type Report struct {
 	// set profile means to survive it that it would lose (missing
 	// members counted as lost already).
 	Exposure []volume.Exposure `json:"exposure"`
+	// FsyncLog is the pending fsync log (nil: none); a writable open
+	// replays it.
+	FsyncLog *FsyncLog `json:"fsync_log,omitempty"`
+}
+
+// FsyncLog summarizes a pending fsync log (FORMAT.md §3.10).
+type FsyncLog struct {
+	Blocks  uint64 `json:"blocks"`
+	Records int    `json:"records"`
 }
 
 // crossChecks are the codes concluded from whole trees (counts, links,
@@ -305,6 +315,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	c.walk(format.ChunkTree)
 	c.dropRemoved()
 	c.checkSupers()
+	c.checkLog()
 	c.checkSysArrays()
 	c.checkDevices()
 	if !c.missingDevices() || c.opt.Degraded {
@@ -401,6 +412,19 @@ func (c *checker) checkCounters() {
 func countersString(k format.Counters) string {
 	return fmt.Sprintf("logical %d, physical %d, dedupe saved %d, compress saved %d, index entries %d, index nodes %d",
 		k.LogicalBytes, k.PhysicalBytes, k.DedupeSavedBytes, k.CompressSavedBytes, k.IndexEntries, k.IndexNodes)
+}
+
+// checkLog decodes the pending fsync log as the replay would.
+func (c *checker) checkLog() {
+	if c.sb.LogRoot == 0 {
+		return
+	}
+	recs, err := store.LogRecords(c.vol, c.sb)
+	if err != nil {
+		c.add(Problem{Code: LogBad, Logical: c.sb.LogRoot, Message: err.Error()})
+		return
+	}
+	c.rep.FsyncLog = &FsyncLog{Blocks: c.sb.LogSeq + 1, Records: len(recs)}
 }
 
 func (c *checker) checkSupers() {

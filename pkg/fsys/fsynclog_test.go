@@ -88,6 +88,9 @@ func TestFsyncLogSurvivesCrash(t *testing.T) {
 		t.Fatalf("log blocks written: %d, want 40", n)
 	}
 	devs[0].Crash()
+	if rep := checkVol(t, devs[0]); len(rep.Problems) > 0 || rep.FsyncLog == nil || rep.FsyncLog.Blocks != 40 || rep.FsyncLog.Records != 40 {
+		t.Fatalf("fsck -n of a set with a pending log: problems %v, log %+v", rep.Problems, rep.FsyncLog)
+	}
 
 	ro := openReadOnly(t, devs[0])
 	if got := readAll(t, ro, "/f"); !bytes.Equal(got, model) {
@@ -126,7 +129,7 @@ func openReadOnly(t *testing.T, d *device.MemDevice) *FS {
 	return f
 }
 
-func checkClean(t *testing.T, d *device.MemDevice) {
+func checkVol(t *testing.T, d *device.MemDevice) *check.Report {
 	t.Helper()
 	vol, err := volume.FromDevices([]device.Device{d}, false)
 	if err != nil {
@@ -136,8 +139,13 @@ func checkClean(t *testing.T, d *device.MemDevice) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Problems) > 0 {
-		t.Fatalf("fsck: %v", rep.Problems)
+	return rep
+}
+
+func checkClean(t *testing.T, d *device.MemDevice) {
+	t.Helper()
+	if rep := checkVol(t, d); len(rep.Problems) > 0 || rep.FsyncLog != nil {
+		t.Fatalf("fsck: %v, log %+v", rep.Problems, rep.FsyncLog)
 	}
 }
 
@@ -293,5 +301,41 @@ func TestFsyncLogRefusesBadRecords(t *testing.T) {
 	}
 	if _, err := New(st, Options{}); !errors.Is(err, format.ErrCorrupt) {
 		t.Fatalf("read-only open: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestFsyncLogBadBlock: a log block that no copy reads is LOG_BAD to
+// fsck, and writable opens refuse the set.
+func TestFsyncLogBadBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 6))
+	f, devs := newTestFS(t, 256<<20, 1)
+	in, model := fsyncFile(t, f, rng, 1<<20)
+	overwrite(t, f, in, model, rng)
+	if err := f.Fsync(in); err != nil {
+		t.Fatal(err)
+	}
+	sb := f.st.Super()
+	targets, err := f.st.Vol.Locate(sb.LogRoot)
+	if err != nil || len(targets) == 0 {
+		t.Fatal(targets, err)
+	}
+	for _, tg := range targets { // every copy: a bit flipped in the payload
+		b := make([]byte, 1)
+		devs[0].ReadAt(b, int64(tg.Physical)+100)
+		b[0] ^= 1
+		devs[0].WriteAt(b, int64(tg.Physical)+100)
+	}
+	devs[0].Flush()
+	devs[0].Crash()
+	rep := checkVol(t, devs[0])
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != check.LogBad {
+		t.Fatalf("fsck: %v, want one LOG_BAD", rep.Problems)
+	}
+	vol, err := volume.FromDevices([]device.Device{devs[0]}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.OpenVolume(vol); !errors.Is(err, format.ErrChecksum) {
+		t.Fatalf("writable open: %v, want a checksum error", err)
 	}
 }

@@ -43,29 +43,11 @@ func (f *FS) replayInMemory() error {
 	return f.replayLog()
 }
 
-// LogRecords decodes the pending log (nil when there is none); fsck and
-// the replay share it, so what one refuses the other does.
-func LogRecords(st *store.FS) ([]format.LogRecord, error) {
-	payloads, err := st.ReadLog()
-	if err != nil {
-		return nil, err
-	}
-	sb := st.Super()
-	var out []format.LogRecord
-	for i, p := range payloads {
-		recs, err := format.UnmarshalLogRecords(p, sb.SectorSize, sb.CsumType)
-		if err != nil {
-			return nil, fmt.Errorf("fsync log block %d: %w", i, err)
-		}
-		out = append(out, recs...)
-	}
-	return out, nil
-}
-
 // replayLog applies every record, oldest first, to the running
 // transaction.
 func (f *FS) replayLog() error {
-	recs, err := LogRecords(f.st)
+	sb := f.st.Super()
+	recs, err := store.LogRecords(f.st.Vol, &sb)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // The fsync log (FORMAT.md §3.10): an fsync writes its file's records in
@@ -54,8 +55,11 @@ func (fs *FS) replayLog() error {
 // ReadLog returns the payloads of the pending log's blocks, oldest
 // first. Every block was durable before the superblock named it, so one
 // that does not validate on any copy is corruption.
-func (fs *FS) ReadLog() ([][]byte, error) {
-	sb := fs.sb
+func (fs *FS) ReadLog() ([][]byte, error) { return ReadLog(fs.Vol, &fs.sb) }
+
+// ReadLog is FS.ReadLog on a volume with superblock sb (fsck reads the
+// log without opening the store).
+func ReadLog(vol *volume.Volume, sb *format.Superblock) ([][]byte, error) {
 	if sb.LogRoot == 0 {
 		return nil, nil
 	}
@@ -65,7 +69,7 @@ func (fs *FS) ReadLog() ([][]byte, error) {
 	out := make([][]byte, sb.LogSeq+1)
 	at := sb.LogRoot
 	for seq := int(sb.LogSeq); seq >= 0; seq-- {
-		b, err := fs.readLogBlock(at, uint64(seq))
+		b, err := readLogBlock(vol, sb, at, uint64(seq))
 		if err != nil {
 			return nil, fmt.Errorf("fsync log block %d at %d: %w", seq, at, err)
 		}
@@ -74,25 +78,44 @@ func (fs *FS) ReadLog() ([][]byte, error) {
 	return out, nil
 }
 
-func (fs *FS) readLogBlock(at, seq uint64) (*format.LogBlock, error) {
-	copies := fs.Vol.Copies(at)
-	if copies == 0 || at%uint64(fs.sb.NodeSize) != 0 {
+func readLogBlock(vol *volume.Volume, sb *format.Superblock, at, seq uint64) (*format.LogBlock, error) {
+	copies := vol.Copies(at)
+	if copies == 0 || at%uint64(sb.NodeSize) != 0 {
 		return nil, fmt.Errorf("not in any chunk or not node aligned: %w", ErrCorrupt)
 	}
 	var errs error
 	for m := 0; m < copies; m++ {
-		raw := make([]byte, fs.sb.NodeSize)
-		if err := fs.Vol.ReadCopy(at, raw, m); err != nil {
+		raw := make([]byte, sb.NodeSize)
+		if err := vol.ReadCopy(at, raw, m); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
 			continue
 		}
-		b, err := format.UnmarshalLogBlock(raw, fs.sb.CsumType, fs.sb.FSID, fs.sb.Generation, seq)
+		b, err := format.UnmarshalLogBlock(raw, sb.CsumType, sb.FSID, sb.Generation, seq)
 		if err == nil {
 			return b, nil
 		}
 		errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
 	}
 	return nil, errs
+}
+
+// LogRecords decodes every record of the pending log of vol (nil when
+// there is none); fsck and the replay share it, so what one refuses the
+// other does.
+func LogRecords(vol *volume.Volume, sb *format.Superblock) ([]format.LogRecord, error) {
+	payloads, err := ReadLog(vol, sb)
+	if err != nil {
+		return nil, err
+	}
+	var out []format.LogRecord
+	for i, p := range payloads {
+		recs, err := format.UnmarshalLogRecords(p, sb.SectorSize, sb.CsumType)
+		if err != nil {
+			return nil, fmt.Errorf("fsync log block %d: %w", i, err)
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
 }
 
 // logSafe: the log can express this transaction's part that an fsync

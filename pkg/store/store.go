@@ -134,7 +134,7 @@ func openVolumeWith(vol *volume.Volume, opt volume.Options, repair bool) (*FS, e
 		}
 	}
 	fs.setProfiles()
-	if fs.sb.LogRoot != 0 && opt.Write && !repair {
+	if fs.sb.LogRoot != 0 && opt.Write {
 		// Before anything can allocate over what the log references.
 		if err := fs.replayLog(); err != nil {
 			return nil, err
