@@ -93,8 +93,8 @@ var (
 	// Decided by reading the chunk tree's nodes through both (sysarray.go).
 	SysArrayMismatch = def("SYS_ARRAY_MISMATCH", PassSuper, FixPreen, "a superblock copy's system chunk array disagrees with the chunk tree's system chunks (-p/-y rewrite the array of every copy from the chunk tree when its chunks read the chunk tree's nodes where the two differ; else nothing is repaired)")
 	// Writers refuse such a set: its replay would guess.
-	LogBad = def("LOG_BAD", PassSuper, FixNone, "the pending fsync log (FORMAT.md §3.10) does not read or decode: the fsynced data it holds cannot be replayed")
-	SuperDiffers     = def("SUPER_DIFFERS", PassSuper, FixNone, "a superblock copy of the set's generation differs in a set-wide field (root set, system chunks, settings, sizes)")
+	LogBad       = def("LOG_BAD", PassSuper, FixNone, "the pending fsync log (FORMAT.md §3.10) does not read or decode: the fsynced data it holds cannot be replayed")
+	SuperDiffers = def("SUPER_DIFFERS", PassSuper, FixNone, "a superblock copy of the set's generation differs in a set-wide field (root set, system chunks, settings, sizes)")
 )
 
 // Devices.
