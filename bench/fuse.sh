@@ -13,6 +13,12 @@
 # fio through the mount (4 KiB pieces), with ddfs mounted -o ro for them.
 # Prints each row with the ratios ddfs/fuse2fs and
 # ddfs/btrfs (>1: ddfs ahead), then unmounts and fscks the ddfs image.
+# The fsync rows (issue 37): FSYNC_IOS random 4 KiB overwrites of fio.dat
+# with an fsync after each (fsync-1) and after every 1000 (fsync-1000),
+# ddfs against kernel btrfs on its loop device: bytes written to the image
+# per byte fio wrote (ddfs: the server's wchar; btrfs: the loop device's
+# sectors written), through a final sync, and the time; FSYNC_ROUNDS
+# interleaved rounds, medians. FSYNC_ONLY=1 runs only them.
 # Needs root (loop device, drop_caches), fuse3, fuse2fs, btrfs-progs, fio.
 # PROFILE=FILE writes a CPU profile of the ddfs mount (whole run) to FILE.
 set -euo pipefail
@@ -23,6 +29,8 @@ FIO_MB=${FIO_MB:-256}
 FIO_TIME=${FIO_TIME:-8}
 FIO_ROUNDS=${FIO_ROUNDS:-5}
 IMG_GB=${IMG_GB:-8}
+FSYNC_IOS=${FSYNC_IOS:-2000}
+FSYNC_ROUNDS=${FSYNC_ROUNDS:-3}
 OUT=${OUT:-}
 for t in fuse2fs mkfs.btrfs fio fusermount3; do
 	command -v "$t" >/dev/null || { echo "bench/fuse.sh: needs $t" >&2; exit 1; }
@@ -167,7 +175,41 @@ fiorows() {
 		"$(printf '%s\n' ${cpu[ddfs]} | median)" "$(printf '%s\n' ${rd[ddfs]} | median)" \
 		"$(printf '%s\n' ${cpu[fuse2fs]} | median)" "$(printf '%s\n' ${rd[fuse2fs]} | median)"
 }
+# written FS: bytes written so far to the image of FS
+written() {
+	case $1 in
+	ddfs) awk '/^wchar/ {print $2}' "/proc/$ddfspid/io" ;;
+	btrfs) awk '{printf "%.0f\n", $7 * 512}' "/sys/block/$(basename "$loop")/stat" ;;
+	esac
+}
+# fsyncrows ROW EVERY: FSYNC_IOS random 4K overwrites, fsync every EVERY
+fsyncrows() {
+	local row=$1 every=$2 fs r a b t0 t1
+	declare -A bpb=() secs=()
+	for r in $(seq "$FSYNC_ROUNDS"); do
+		for fs in ddfs btrfs; do
+			sync
+			a=$(written "$fs") t0=$(date +%s.%N)
+			fio --name=s --filename="$root/$fs/fio.dat" --size="${FIO_MB}m" --bs=4k --rw=randwrite --ioengine=psync \
+				--fsync="$every" --number_ios="$FSYNC_IOS" --output=/dev/null
+			sync -f "$root/$fs/fio.dat"
+			t1=$(date +%s.%N) b=$(written "$fs")
+			bpb[$fs]+="$(echo "($b - $a) / ($FSYNC_IOS * 4096)" | bc -l) "
+			secs[$fs]+="$(echo "$t1 - $t0" | bc -l) "
+		done
+	done
+	local db bb dt bt
+	db=$(printf '%s\n' ${bpb[ddfs]} | median) bb=$(printf '%s\n' ${bpb[btrfs]} | median)
+	dt=$(printf '%s\n' ${secs[ddfs]} | median) bt=$(printf '%s\n' ${secs[btrfs]} | median)
+	printf '%-12s %10.1f %10s %10.1f  %-5s %7s %7.2f\n' "$row" "$db" - "$bb" B/B - "$(echo "$bb / $db" | bc -l)"
+	printf '%-12s %10.2f %10s %10.2f  %-5s %7s %7.2f\n' "$row-time" "$dt" - "$bt" s - "$(echo "$bt / $dt" | bc -l)"
+}
 all=0-$(($(nproc) - 1))
+if [ "${FSYNC_ONLY:-0}" = 1 ]; then
+	fsyncrows fsync-1 1
+	fsyncrows fsync-1000 1000
+	exit 0
+fi
 ddmount -o ro
 fiorows rr-mkfs randread "$all" mkfs.dat
 fiorows rr-cp randread "$all" cp.dat
@@ -176,6 +218,8 @@ fiorows rr-cp-1cpu randread 0 cp.dat
 ddmount
 fiorows fio-randwrite randwrite "$all" fio.dat
 fiorows fio-rw-1cpu randwrite 0 fio.dat
+fsyncrows fsync-1 1
+fsyncrows fsync-1000 1000
 fusermount3 -u "$root/ddfs"
 for _ in $(seq 100); do kill -0 "$ddfspid" 2>/dev/null || break; sleep 0.1; done
 "$BIN/fsck.ddfs" "$root/ddfs.img" | tail -1
