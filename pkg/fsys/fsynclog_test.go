@@ -44,6 +44,9 @@ func overwrite(t *testing.T, f *FS, in *Inode, model []byte, rng *rand.Rand) {
 	for i := range p {
 		p[i] = byte(rng.Uint32())
 	}
+	if rng.IntN(2) == 0 { // a block seen before, compressible; or zeros: a hole
+		p = bytes.Repeat([]byte{byte(rng.IntN(3))}, 4096)
+	}
 	if err := f.WriteAt(in, p, uint64(off)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +58,27 @@ func overwrite(t *testing.T, f *FS, in *Inode, model []byte, rng *rand.Rand) {
 // the fsynced data, the first writable open replays it in one commit,
 // and fsck finds the result clean.
 func TestFsyncLogSurvivesCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings func(*format.Settings)
+	}{
+		{"plain", nil},
+		// Shared blocks (committed and of this transaction) and compressed
+		// extents, clipped by later overwrites.
+		{"dedupe+s2", func(s *format.Settings) { s.Dedupe, s.Compression = true, format.CompressS2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { fsyncSurvives(t, tc.settings) })
+	}
+}
+
+func fsyncSurvives(t *testing.T, settings func(*format.Settings)) {
 	rng := rand.New(rand.NewPCG(37, 1))
 	f, devs := newTestFS(t, 256<<20, 1)
+	if settings != nil {
+		if err := f.st.UpdateSettings(func(s *format.Settings) error { settings(s); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	in, model := fsyncFile(t, f, rng, 1<<20)
 	gen := f.st.Super().Generation
 	for i := 0; i < 40; i++ {
