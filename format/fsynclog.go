@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 )
 
-// The fsync log (FORMAT.md §3.10): blocks of node_size bytes in metadata
+// The fsync log (FORMAT.md §3.10): blocks of LogBlockSize bytes in metadata
 // chunks, chained backwards from the superblock's log_root, each holding
 // the records of one fsync.
 
@@ -15,6 +15,12 @@ const LogMagic = "_DDFSLOG"
 // MaxLogBlocks bounds a log: a writer commits instead of writing block
 // MaxLogBlocks, so a replay holds at most this many blocks.
 const MaxLogBlocks = 256
+
+// LogBlockSize is the size and alignment of the log blocks of a set:
+// 4 KiB, or the sector size when larger. Not node_size: an fsync writes
+// one block to every copy, and at 16 KiB nodes a block was most of what
+// an fsync of 4 KiB wrote.
+func LogBlockSize(sb *Superblock) uint32 { return max(sb.SectorSize, 4096) }
 
 // LogHeaderSize is the size of a log block's header; the payload follows.
 const LogHeaderSize = 88
@@ -29,11 +35,11 @@ type LogBlock struct {
 }
 
 // MarshalLogBlock encodes b into a node-size block with its checksum.
-func MarshalLogBlock(b *LogBlock, nodesize uint32, csum CsumType) ([]byte, error) {
-	if len(b.Payload) > int(nodesize)-LogHeaderSize {
-		return nil, corruptf(nil, "log block: %d bytes of records, at most %d", len(b.Payload), int(nodesize)-LogHeaderSize)
+func MarshalLogBlock(b *LogBlock, size uint32, csum CsumType) ([]byte, error) {
+	if len(b.Payload) > int(size)-LogHeaderSize {
+		return nil, corruptf(nil, "log block: %d bytes of records, at most %d", len(b.Payload), int(size)-LogHeaderSize)
 	}
-	out := make([]byte, nodesize)
+	out := make([]byte, size)
 	le := binary.LittleEndian
 	copy(out[32:], LogMagic)
 	copy(out[40:], b.FSID[:])

@@ -80,12 +80,13 @@ func ReadLog(vol *volume.Volume, sb *format.Superblock) ([][]byte, error) {
 
 func readLogBlock(vol *volume.Volume, sb *format.Superblock, at, seq uint64) (*format.LogBlock, error) {
 	copies := vol.Copies(at)
-	if copies == 0 || at%uint64(sb.NodeSize) != 0 {
+	size := format.LogBlockSize(sb)
+	if copies == 0 || at%uint64(size) != 0 {
 		return nil, fmt.Errorf("not in any chunk or not node aligned: %w", ErrCorrupt)
 	}
 	var errs error
 	for m := 0; m < copies; m++ {
-		raw := make([]byte, sb.NodeSize)
+		raw := make([]byte, size)
 		if err := vol.ReadCopy(at, raw, m); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("copy %d: %w", m, err))
 			continue
@@ -134,7 +135,7 @@ func (tx *Txn) logSafe() bool {
 // ErrLogFull asks for a commit instead.
 func (tx *Txn) WriteLog(payload []byte) error {
 	fs := tx.fs
-	if fs.tx != tx || !tx.logSafe() || len(payload) > int(fs.sb.NodeSize)-format.LogHeaderSize {
+	if fs.tx != tx || !tx.logSafe() || len(payload) > int(format.LogBlockSize(&fs.sb))-format.LogHeaderSize {
 		return ErrLogFull
 	}
 	b := format.LogBlock{FSID: fs.sb.FSID, Generation: fs.sb.Generation, Payload: payload}
@@ -144,13 +145,13 @@ func (tx *Txn) WriteLog(payload []byte) error {
 	if b.Seq >= format.MaxLogBlocks {
 		return ErrLogFull
 	}
-	ns := uint64(fs.sb.NodeSize)
+	ns := uint64(format.LogBlockSize(&fs.sb))
 	at, ok, err := tx.takeFrom(format.ChunkMetadata, ns, ns, func(bg *BlockGroup) bool { return !bg.isNew })
 	if err != nil || !ok {
 		return errors.Join(ErrLogFull, err)
 	}
 	tx.logBlocks = append(tx.logBlocks, alloc.Range{Start: at, Len: ns})
-	raw, err := format.MarshalLogBlock(&b, fs.sb.NodeSize, fs.sb.CsumType)
+	raw, err := format.MarshalLogBlock(&b, uint32(ns), fs.sb.CsumType)
 	if err != nil {
 		return err
 	}
