@@ -243,7 +243,9 @@ func (o Options) progress(pass string, done, total uint64, bytes bool) {
 }
 
 type checker struct {
-	vol  *volume.Volume
+	// logNew: the new data extents of the pending fsync log (checkLogSpace)
+	logNew []format.LogData
+	vol    *volume.Volume
 	opt  Options
 	sb   *format.Superblock
 	rep  *Report
@@ -327,6 +329,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 			return nil, err
 		}
 		c.checkExtents()
+		c.checkLogSpace()
 		c.checkFS()
 		c.checkDedupe()
 		c.checkCounters()
@@ -425,6 +428,9 @@ func (c *checker) checkLog() {
 		return
 	}
 	c.rep.FsyncLog = &FsyncLog{Blocks: c.sb.LogSeq + 1, Records: len(recs)}
+	for _, r := range recs {
+		c.logNew = append(c.logNew, r.New...)
+	}
 }
 
 func (c *checker) checkSupers() {

@@ -306,6 +306,9 @@ func TestFsyncLogRefusesBadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	devs[0].Crash()
+	if rep := checkVol(t, devs[0]); len(rep.Problems) != 1 || rep.Problems[0].Code != check.LogBad {
+		t.Fatalf("fsck: %v, want one LOG_BAD", rep.Problems)
+	}
 	vol, err := volume.FromDevices([]device.Device{devs[0]}, true)
 	if err != nil {
 		t.Fatal(err)
