@@ -246,10 +246,10 @@ type checker struct {
 	// logNew: the new data extents of the pending fsync log (checkLogSpace)
 	logNew []format.LogData
 	vol    *volume.Volume
-	opt  Options
-	sb   *format.Superblock
-	rep  *Report
-	seen map[uint64]format.TreeID
+	opt    Options
+	sb     *format.Superblock
+	rep    *Report
+	seen   map[uint64]format.TreeID
 	// gathered from the trees
 	devItems  map[uint64]*format.DevItem
 	metaItems map[uint64]format.Key
