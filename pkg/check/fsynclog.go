@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -15,15 +16,7 @@ func (c *checker) checkLogSpace() {
 		return
 	}
 	news := slices.Clone(c.logNew)
-	slices.SortFunc(news, func(a, b format.LogData) int {
-		if a.Logical < b.Logical {
-			return -1
-		}
-		if a.Logical > b.Logical {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(news, func(a, b format.LogData) int { return cmp.Compare(a.Logical, b.Logical) })
 	for _, d := range news {
 		ch, ok := c.vol.Chunks.Lookup(d.Logical)
 		if !ok || ch.Type != format.ChunkData || d.Logical+d.DiskLen > ch.End() {

@@ -2,6 +2,7 @@ package fsys
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,7 +67,7 @@ func (f *FS) forgetLogs() {
 
 func mergeRanges(rs []format.LogRange) []format.LogRange {
 	slices.SortFunc(rs, func(a, b format.LogRange) int {
-		return cmpU64(a.Start, b.Start)
+		return cmp.Compare(a.Start, b.Start)
 	})
 	out := rs[:0]
 	for _, r := range rs {
@@ -77,16 +78,6 @@ func mergeRanges(rs []format.LogRange) []format.LogRange {
 		out = append(out, r)
 	}
 	return out
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Fsync makes in's data and attributes durable: a log block when the

@@ -45,18 +45,7 @@ const crashFsyncs = 5
 func fsyncRun(t *testing.T, d *device.MemDevice, budget int) (models [][]byte, done, left int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(37, 7))
-	vol, err := volume.FromDevices([]device.Device{cutDev{d, &budget}}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := New(st, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openWith(t, []device.Device{cutDev{d, &budget}}, true, Options{})
 	in, err := f.Resolve("/f", true)
 	if err != nil {
 		t.Fatal(err)

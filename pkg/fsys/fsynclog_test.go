@@ -136,19 +136,7 @@ func fsyncSurvives(t *testing.T, settings func(*format.Settings)) {
 
 func openReadOnly(t *testing.T, d *device.MemDevice) *FS {
 	t.Helper()
-	vol, err := volume.FromDevices([]device.Device{d}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenVolume(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := New(st, Options{Now: func() time.Time { return epoch }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return openWith(t, []device.Device{d}, false, Options{Now: func() time.Time { return epoch }})
 }
 
 func checkVol(t *testing.T, d *device.MemDevice) *check.Report {
@@ -193,18 +181,7 @@ func TestFsyncLogWritesLittle(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n atomic.Int64
-		vol, err := volume.FromDevices([]device.Device{countingDev{devs[0], &n}}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := store.OpenVolume(vol)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := New(st, Options{NoFsyncLog: !log})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := openWith(t, []device.Device{countingDev{devs[0], &n}}, true, Options{NoFsyncLog: !log})
 		in, err := g.Resolve("/f", true)
 		if err != nil {
 			t.Fatal(err)

@@ -65,7 +65,13 @@ func reopenFS(t testing.TB, devs []*device.MemDevice) *FS {
 // openDevices opens a filesystem on devices (writable).
 func openDevices(t testing.TB, ds []device.Device) *FS {
 	t.Helper()
-	vol, err := volume.FromDevices(ds, true)
+	return openWith(t, ds, true, Options{Now: func() time.Time { return epoch }})
+}
+
+// openWith opens a filesystem on devices with options opt.
+func openWith(t testing.TB, ds []device.Device, write bool, opt Options) *FS {
+	t.Helper()
+	vol, err := volume.FromDevices(ds, write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +79,7 @@ func openDevices(t testing.TB, ds []device.Device) *FS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(st, Options{Now: func() time.Time { return epoch }})
+	f, err := New(st, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
