@@ -353,6 +353,9 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 	}
 	ss := uint64(f.st.Super().SectorSize)
 	diskLen := (uint64(len(p)) + ss - 1) / ss * ss
+	if ok, err := f.extendLast(in, p, off, diskLen); ok || err != nil {
+		return err
+	}
 	logical, err := tx.AllocDataOn(diskLen, in.DataTier)
 	if err != nil {
 		return err
@@ -380,6 +383,73 @@ func (f *FS) writeExtent(in *Inode, p []byte, off uint64) error {
 	}
 	in.NBytes += uint64(len(p))
 	return nil
+}
+
+// extendLast writes p (diskLen on disk) at off by growing the file's
+// extent that ends at off, when this transaction wrote it, nothing else
+// references it and the space after it is free: sequential small writes
+// (a mount's 4 KiB requests) then make one extent, not one per request.
+func (f *FS) extendLast(in *Inode, p []byte, off, diskLen uint64) (bool, error) {
+	if off == 0 {
+		return false, nil
+	}
+	var arr [1]fileExtent
+	xs, err := f.extentsOf(arr[:0], in.Ino, off-1, off, false)
+	if err != nil || len(xs) != 1 {
+		return false, err
+	}
+	x, tx := xs[0], f.tx
+	if !growable(x, off, tx.Generation()) || x.DiskLen+diskLen > maxExtent || f.loggedData[x.DiskLogical] {
+		return false, nil
+	}
+	ext := tx.Tree(format.ExtentTree)
+	k := format.Key{ObjectID: x.DiskLogical, Type: format.ExtentItemKey, Offset: x.DiskLen}
+	b, err := getOptional(ext, k)
+	if err != nil || b == nil {
+		return false, err
+	}
+	e, err := format.UnmarshalExtentItem(b)
+	if err != nil {
+		return false, err
+	}
+	if e.Refs != 1 || e.Generation != tx.Generation() || e.Flags != 0 || e.RAMBytes != x.DiskLen {
+		return false, nil
+	}
+	at := x.DiskLogical + x.DiskLen
+	if ok, err := tx.ExtendData(x.DiskLogical, x.DiskLen, diskLen); !ok || err != nil {
+		return false, err
+	}
+	buf, sums := f.bufferSummed(int(diskLen), p)
+	if err := f.putSums(at, buf, sums); err != nil {
+		putBuffer(buf)
+		return false, err
+	}
+	if err := f.data.write(at, buf); err != nil {
+		return false, err
+	}
+	if err := ext.Delete(k); err != nil {
+		return false, err
+	}
+	k.Offset += diskLen
+	e.RAMBytes = k.Offset
+	if err := ext.Insert(k, format.MarshalExtentItem(e)); err != nil {
+		return false, err
+	}
+	x.DiskLen, x.RAMBytes, x.NumBytes = k.Offset, k.Offset, x.NumBytes+uint64(len(p))
+	if err := tx.Tree(format.FSTree).Put(extentKey(in.Ino, x.off), format.MarshalFileExtentItem(&x.FileExtentItem)); err != nil {
+		return false, err
+	}
+	in.NBytes += uint64(len(p))
+	return true, nil
+}
+
+// growable says whether file extent x, ending at off, may grow in place:
+// plain data this transaction wrote, all of whose disk bytes the file
+// uses.
+func growable(x fileExtent, off, gen uint64) bool {
+	return x.end() == off && x.Type == format.FileExtentRegular && x.Compression == format.CompressNone &&
+		x.DiskLogical != 0 && x.Offset == 0 && x.NumBytes == x.DiskLen && x.RAMBytes == x.DiskLen &&
+		x.Generation == gen
 }
 
 // Truncate sets the size of a regular file.

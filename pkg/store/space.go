@@ -328,6 +328,43 @@ func (tx *Txn) FreeData(logical, n uint64, allocatedNow bool) error {
 	return tx.freeExtent(logical, n, allocatedNow)
 }
 
+// ExtendData grows the data extent [logical, +diskLen) by n bytes,
+// taking [logical+diskLen, +n) when that space is free in the extent's
+// own writable data group: a file written in small appends then keeps
+// one extent instead of one per write (each an item in three trees that
+// a later random write dirties). False when it cannot; the caller
+// allocates elsewhere. An extent the small-data tier holds does not
+// grow past that tier's bound.
+func (tx *Txn) ExtendData(logical, diskLen, n uint64) (bool, error) {
+	end := logical + diskLen
+	if diskLen == 0 || n == 0 || end < logical || end+n < end {
+		return false, nil
+	}
+	s := tx.fs.sb.Settings
+	if s.SmallDataMax > 0 && s.AllocPolicy != format.AllocClassic && diskLen <= s.SmallDataMax && diskLen+n > s.SmallDataMax {
+		return false, nil
+	}
+	bg := tx.fs.blockGroup(logical)
+	if bg == nil || bg.Chunk.Type != format.ChunkData || end+n > bg.Chunk.Logical+bg.Chunk.Length ||
+		!tx.fs.writableGroup(bg) || bg.Free() < n {
+		return false, nil
+	}
+	if bg.free == nil {
+		if err := tx.fs.loadFree(bg); err != nil {
+			return false, err
+		}
+	}
+	if !bg.free.Contains(end, n) {
+		return false, nil
+	}
+	if err := bg.free.Remove(end, n); err != nil {
+		return false, err
+	}
+	bg.Used += n
+	tx.hint[format.ChunkData] = end + n
+	return true, nil
+}
+
 var _ btree.Store = (*Txn)(nil)
 
 // FreeRanges returns the free logical ranges of a block group as of the
