@@ -191,8 +191,8 @@ done
 rm -f "$root/img"
 "$BIN/mkfs.ddfs" -q -b 4G --dedupe --dedupe-block 4K -r /usr/local/go "$root/img"
 # Memory per cached index entry is measured (heap in use of the writer's
-# cache at 1M entries, pkg/fsys TestDedupeIndexMemory), not taken from status.
-mem=$({ go test ./pkg/fsys -run '^TestDedupeIndexMemory$' -count=1 -v || true; } | sed -n 's/.* entries, \([0-9.]*\) bytes\/entry heap in use.*/\1/p')
+# cache at 1M entries, pkg/inband TestCacheMemory), not taken from status.
+mem=$({ go test ./pkg/inband -run '^TestCacheMemory$' -count=1 -v || true; } | sed -n 's/.* entries, \([0-9.]*\) bytes\/entry heap in use.*/\1/p')
 [ -n "$mem" ] || { echo "dedupe.sh: index memory not measured" >&2; exit 1; }
 "$BIN/dedupe-tool" status --json "$root/img" | awk -F'[:,]' -v m="$mem" '
 	/"index_entries"/{e=$2} /"index_disk_bytes"/{d=$2}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
-	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 const indexExamples = `  dedupe-tool index rebuild backup.img          # the index again from the extents' data
@@ -40,11 +40,11 @@ func newIndexCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var res fsys.IndexStats
+		var res inband.Stats
 		if args[0] == "rebuild" {
-			res, err = f.RebuildIndex()
+			res, err = f.Index().Rebuild()
 		} else {
-			res, err = f.PruneIndex(*maxEntries)
+			res, err = f.Index().Prune(*maxEntries)
 		}
 		if err := finish(f, err, stderr, string(stats)); err != nil {
 			return err

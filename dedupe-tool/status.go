@@ -10,7 +10,7 @@ import (
 	"github.com/ddfs/ddfs/pkg/batch"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/dedupe"
-	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/units"
@@ -72,6 +72,6 @@ func status(s *batch.Set, stdout, stderr io.Writer, vo volume.Options, stats str
 	fmt.Fprintf(stdout, "logical bytes:      %s\nphysical bytes:     %s\n", units.Human(st.LogicalBytes), units.Human(st.PhysicalBytes))
 	fmt.Fprintf(stdout, "saved by dedupe:    %s\nsaved by compress:  %s\n", units.Human(st.DedupeSavedBytes), units.Human(st.CompressSavedBytes))
 	fmt.Fprintf(stdout, "dedupe hits:        %d\nindex entries:      %d\n", st.DedupeHits, st.IndexEntries)
-	fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), fsys.IndexEntryMemory)
+	fmt.Fprintf(stdout, "index on disk:      %s\nindex in memory:    %s (%d bytes per entry)\n", units.Human(st.IndexDiskBytes), units.Human(st.IndexMemoryBytes), inband.EntryMemory)
 	return nil
 }

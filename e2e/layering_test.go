@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,23 +23,25 @@ var layers = map[string]int{
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/zeros":    0, // zero-byte runs: holes, discards, write-zeroes
 	"pkg/progress": 2, "pkg/volume": 2,
-	"pkg/cli":   2, // names remote devices in error lines (device.RemoteError)
-	"pkg/batch": 3, // operands into sets, jobs, shards: on cli, volume
-	"pkg/store": 3,
-	"pkg/fsys":  4, "pkg/inspect": 4, "pkg/scrub": 4,
-	"pkg/inuse":    4, // what every tree references, against a free list: on store
-	"pkg/rescue":   4, // salvage to a host folder: on store, read-only
-	"pkg/trim":     5, // discards only what pkg/inuse agrees is free
-	"pkg/transfer": 5, "pkg/check": 5,
-	"pkg/dedupe": 5, // estimate, offline dedupe, index upkeep: on fsys
-	"pkg/mkfs":   6, "pkg/crashtest": 6,
-	"pkg/fusefs": 6, // the FUSE mount: on fsys
+	"pkg/cli":    2, // names remote devices in error lines (device.RemoteError)
+	"pkg/batch":  3, // operands into sets, jobs, shards: on cli, volume
+	"pkg/store":  3,
+	"pkg/inband": 4, // the inband dedupe index: on store, below the fs that calls it
+	"pkg/inuse":  4, // what every tree references, against a free list: on store
+	"pkg/rescue": 4, // salvage to a host folder: on store, read-only
+	"pkg/scrub":  4,
+	"pkg/fsys":   5, "pkg/inspect": 5,
+	"pkg/trim":     6, // discards only what pkg/inuse agrees is free
+	"pkg/transfer": 6, "pkg/check": 6,
+	"pkg/dedupe": 6, // estimate, offline dedupe, index upkeep: on fsys
+	"pkg/mkfs":   7, "pkg/crashtest": 7,
+	"pkg/fusefs": 7, // the FUSE mount: on fsys
 	// The five mains and the tools around them.
 	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,
 	"bench/gen": 10, "bench/dedupegen": 10, "bench/fragment": 10,
 	"bench/postmark": 10, "bench/plot": 10, "bench/randwrite": 10, "bench/fsckdamage": 10,
 	"testimages/gen": 10, "testimages": 10, "e2e": 10,
-	"testimages/damaged/corpus": 7, "testimages/damaged": 10, "testimages/damaged/gen": 10,
+	"testimages/damaged/corpus": 8, "testimages/damaged": 10, "testimages/damaged/gen": 10,
 }
 
 // importsOf lists each package of the module with its module imports
@@ -115,6 +118,29 @@ func TestInspectOnlyForCommands(t *testing.T) {
 			if imp == "pkg/inspect" && strings.HasPrefix(p, "pkg/") {
 				t.Errorf("%s imports pkg/inspect: only the commands may", p)
 			}
+		}
+	}
+}
+
+// TestDedupeIndexInOnePackage: the dedupe tree, its entries and the
+// extents' deduped mark are pkg/inband's (docs/ARCHITECTURE.md): the
+// filesystem's files call its interface and name none of them.
+func TestDedupeIndexInOnePackage(t *testing.T) {
+	names := regexp.MustCompile(`format\.(DedupeTree|DedupeItem\w*|MarshalDedupeItem|UnmarshalDedupeItem|DedupeHashPrefix|ExtentFlagDeduped|StrongDedupeHash|RebuildDedupeItem)\b`)
+	files, err := filepath.Glob("../pkg/fsys/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no pkg/fsys sources: %v", err)
+	}
+	for _, p := range files {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := names.Find(b); m != nil {
+			t.Errorf("%s names %s: the dedupe index is pkg/inband's", p, m)
 		}
 	}
 }

@@ -110,7 +110,7 @@ func TestRunCutsInPlace(t *testing.T) {
 		}
 		want := dedupeItems(t, d)
 		f = openImage(t, d, 0)
-		st, err := f.RebuildIndex()
+		st, err := f.Index().Rebuild()
 		if err == nil {
 			err = f.Close()
 		}

@@ -134,7 +134,7 @@ func testIndexRebuild(t *testing.T, hash format.CsumType) {
 	}
 	damageIndex(t, d, want)
 	f := openImage(t, d, 0)
-	st, err := f.RebuildIndex()
+	st, err := f.Index().Rebuild()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestIndexPrune(t *testing.T) {
 	d, blocks, counts := dedupeImage(t, format.CsumXXH3)
 	keep := 3
 	f := openImage(t, d, 0)
-	st, err := f.PruneIndex(uint64(keep))
+	st, err := f.Index().Prune(uint64(keep))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -53,6 +53,6 @@ func GetStatus(fs *store.FS) (*Status, error) {
 	st.DedupeSavedBytes, st.CompressSavedBytes = c.DedupeSavedBytes, c.CompressSavedBytes
 	st.IndexEntries = c.IndexEntries
 	st.IndexDiskBytes = c.IndexNodes * uint64(sb.NodeSize)
-	st.IndexMemoryBytes = st.IndexEntries * fsys.IndexEntryMemory
+	st.IndexMemoryBytes = st.IndexEntries * inband.EntryMemory
 	return st, nil
 }

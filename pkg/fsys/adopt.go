@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/zeros"
 )
 
@@ -106,12 +107,12 @@ func (f *FS) rewriteFrom(in *Inode, bo uint64, data []byte, pol dataPolicy) erro
 // the block where it lies (cut).
 func (f *FS) dedupeAdoptable(in *Inode, x fileExtent, b block, pol dataPolicy, st *RededupeStats) error {
 	data := b.data
-	h, err := f.lookupBlock(b.hash, pol.hash, uint64(len(data)))
+	h, err := f.index.Lookup(b.hash, pol.hash, uint64(len(data)))
 	if err != nil {
 		return err
 	}
 	if h != nil && pol.verify {
-		same, err := f.sameData(h, data)
+		same, err := f.index.Same(h, data)
 		if err != nil {
 			return err
 		}
@@ -205,14 +206,9 @@ func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, 
 	head := *e
 	head.RAMBytes = nd
 	if index != nil {
-		head.Flags, head.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(hash)
-		d := &format.DedupeItem{Hash: hash, Length: n, HashAlgo: index.hash}
-		dk := format.Key{ObjectID: head.HashPrefix, Type: format.DedupeItemKey, Offset: l}
-		if err := tx.Tree(format.DedupeTree).Insert(dk, format.MarshalDedupeItem(d)); err != nil {
+		if err := f.index.Enter(tx, &head, l, nd, inband.Entry{Hash: hash, Algo: index.hash, Length: n}); err != nil {
 			return false, err
 		}
-		f.index.put(head.HashPrefix, l)
-		f.noteUntailed(untailed{key: dk, hash: hash, length: n, diskLen: nd, ram: nd}, index.hash)
 	}
 	if err := ext.Delete(k); err != nil {
 		return false, err

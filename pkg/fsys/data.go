@@ -184,7 +184,7 @@ func (f *FS) addRefs(logical, diskLen uint64, delta int) error {
 		f.lastExtent.data = nil // its space may be reused
 	}
 	delete(f.decomp, logical)
-	if err := f.dropDedupe(logical, e); err != nil {
+	if err := f.index.Drop(tx, logical, e); err != nil {
 		return err
 	}
 	if err := tx.DeleteCsums(logical, logical+diskLen); err != nil {
@@ -404,16 +404,9 @@ func (f *FS) extendLast(in *Inode, p []byte, off, diskLen uint64) (bool, error) 
 	}
 	ext := tx.Tree(format.ExtentTree)
 	k := format.Key{ObjectID: x.DiskLogical, Type: format.ExtentItemKey, Offset: x.DiskLen}
-	b, err := getOptional(ext, k)
-	if err != nil || b == nil {
+	e, err := f.soleNewExtent(ext, k)
+	if err != nil || e == nil {
 		return false, err
-	}
-	e, err := format.UnmarshalExtentItem(b)
-	if err != nil {
-		return false, err
-	}
-	if e.Refs != 1 || e.Generation != tx.Generation() || e.Flags != 0 || e.RAMBytes != x.DiskLen {
-		return false, nil
 	}
 	at := x.DiskLogical + x.DiskLen
 	if ok, err := tx.ExtendData(x.DiskLogical, x.DiskLen, diskLen); !ok || err != nil {
@@ -441,6 +434,21 @@ func (f *FS) extendLast(in *Inode, p []byte, off, diskLen uint64) (bool, error) 
 	}
 	in.NBytes += uint64(len(p))
 	return true, nil
+}
+
+// soleNewExtent returns the extent item at k when the running
+// transaction made it, it has one reference and nothing indexes it;
+// else nil.
+func (f *FS) soleNewExtent(ext *btree.Tree, k format.Key) (*format.ExtentItem, error) {
+	b, err := getOptional(ext, k)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	e, err := format.UnmarshalExtentItem(b)
+	if err != nil || e.Refs != 1 || e.Generation != f.tx.Generation() || e.Flags != 0 || e.RAMBytes != k.Offset {
+		return nil, err
+	}
+	return e, nil
 }
 
 // growable says whether file extent x, ending at off, may grow in place:

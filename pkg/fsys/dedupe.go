@@ -1,16 +1,11 @@
 package fsys
 
 import (
-	"errors"
-	"fmt"
-
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ddfs/ddfs/pkg/cdc"
-	"github.com/ddfs/ddfs/pkg/codec"
-
 	"github.com/ddfs/ddfs/format"
-	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/codec"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 // compressUnit is the block size of compression without dedupe (as btrfs).
@@ -104,17 +99,17 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 		hashBlocks(blocks, pol)
 	}
 	// Look up every block first, so only new ones are compressed.
-	hits := make([]*dedupeHit, len(blocks))
+	hits := make([]*inband.Hit, len(blocks))
 	if pol.dedupe {
 		for i := range blocks {
-			h, err := f.lookupBlock(blocks[i].hash, pol.hash, uint64(len(blocks[i].data)))
+			h, err := f.index.Lookup(blocks[i].hash, pol.hash, uint64(len(blocks[i].data)))
 			if err != nil {
 				return err
 			}
 			hits[i] = h
 		}
 		if pol.verify {
-			if err := f.verifyHits(blocks, hits, pol); err != nil {
+			if err := f.index.Verify(candidates(blocks), hits, pol.tails); err != nil {
 				return err
 			}
 		}
@@ -150,7 +145,16 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 	return nil
 }
 
-func countNil(h []*dedupeHit) int {
+// candidates are the blocks as the index verifies them.
+func candidates(blocks []block) []inband.Block {
+	c := make([]inband.Block, len(blocks))
+	for i, b := range blocks {
+		c[i] = inband.Block{Data: b.data, Sums: b.sums}
+	}
+	return c
+}
+
+func countNil(h []*inband.Hit) int {
 	n := 0
 	for _, x := range h {
 		if x == nil {
@@ -160,83 +164,21 @@ func countNil(h []*dedupeHit) int {
 	return n
 }
 
-// dedupeHit is an existing extent holding a block.
-type dedupeHit struct {
-	logical, diskLen, ram uint64
-	compression           format.Compression
-	strong                *[format.DedupeHashLen]byte // the entry's strong tail, if any
-}
-
-// lookupBlock finds an extent whose block has this hash (of algo) and
-// length: the in-memory cache first, then the dedupe tree (prefix,
-// DEDUPE_ITEM, *). Entries of another algorithm never match (§6.8).
-func (f *FS) lookupBlock(hash [format.CsumSize]byte, algo format.CsumType, n uint64) (*dedupeHit, error) {
-	prefix := format.DedupeHashPrefix(hash)
-	t := f.rtree(format.DedupeTree)
-	var found uint64
-	var strong *[format.DedupeHashLen]byte
-	check := func(it format.Item) (bool, error) {
-		d, err := format.UnmarshalDedupeItem(prefix, it.Data)
-		if err != nil {
-			return false, err
-		}
-		if d.Hash == hash && d.Length == n && d.HashAlgo == algo {
-			found = it.Key.Offset
-			strong = d.Strong
-			return false, nil
-		}
-		return true, nil
-	}
-	if l, ok := f.index.get(prefix); ok {
-		b, err := getOptional(t, format.Key{ObjectID: prefix, Type: format.DedupeItemKey, Offset: l})
-		if err != nil {
-			return nil, err
-		}
-		if b != nil {
-			if _, err := check(format.Item{Key: format.Key{Offset: l}, Data: b}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if found == 0 {
-		start := format.Key{ObjectID: prefix, Type: format.DedupeItemKey}
-		if err := t.Scan(start, format.Key{ObjectID: prefix, Type: format.DedupeItemKey + 1}, check); err != nil {
-			return nil, err
-		}
-	}
-	if found == 0 {
-		return nil, nil
-	}
-	f.index.put(prefix, found)
-	it := f.rtree(format.ExtentTree).Seek(format.Key{ObjectID: found, Type: format.ExtentItemKey})
-	if !it.Valid() || it.Key().ObjectID != found || it.Key().Type != format.ExtentItemKey {
-		return nil, errors.Join(it.Err(), fmt.Errorf("dedupe entry for %d without its extent: %w", found, format.ErrCorrupt))
-	}
-	e, err := format.UnmarshalExtentItem(it.Item().Data)
-	if err == nil {
-		err = format.CheckExtentItemKey(it.Key()) // the length sizes a verify read
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &dedupeHit{logical: found, diskLen: it.Key().Offset, ram: e.RAMBytes, compression: e.Compression, strong: strong}, nil
-}
-
 // referenceBlock maps the block of n bytes at off of the file onto an
 // existing extent.
-func (f *FS) referenceBlock(in *Inode, off, n uint64, h *dedupeHit) error {
+func (f *FS) referenceBlock(in *Inode, off, n uint64, h *inband.Hit) error {
 	tx, err := f.txn()
 	if err != nil {
 		return err
 	}
 	x := &format.FileExtentItem{
-		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: h.compression,
-		DiskLogical: h.logical, DiskLen: h.diskLen, NumBytes: n, RAMBytes: h.ram,
+		Generation: tx.Generation(), Type: format.FileExtentRegular, Compression: h.Compression,
+		DiskLogical: h.Logical, DiskLen: h.DiskLen, NumBytes: n, RAMBytes: h.RAM,
 	}
 	if err := tx.Tree(format.FSTree).Insert(extentKey(in.Ino, off), format.MarshalFileExtentItem(x)); err != nil {
 		return err
 	}
-	if err := f.addRefs(h.logical, h.diskLen, 1); err != nil {
+	if err := f.addRefs(h.Logical, h.DiskLen, 1); err != nil {
 		return err
 	}
 	in.NBytes += n
@@ -246,7 +188,7 @@ func (f *FS) referenceBlock(in *Inode, off, n uint64, h *dedupeHit) error {
 
 // writeBlock writes a new extent for a block (compressed if that saved
 // space) and indexes it when dedupe is on.
-func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) (*dedupeHit, error) {
+func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) (*inband.Hit, error) {
 	tx, err := f.txn()
 	if err != nil {
 		return nil, err
@@ -272,7 +214,7 @@ func (f *FS) writeBlock(in *Inode, b block, pol dataPolicy) (*dedupeHit, error) 
 // recordBlock enters a block written at logical (diskLen bytes on disk):
 // its extent item, its index entry when dedupe is on, and the file's
 // extent. The returned hit is the extent, for later copies of the block.
-func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen uint64) (*dedupeHit, error) {
+func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen uint64) (*inband.Hit, error) {
 	tx, err := f.txn()
 	if err != nil {
 		return nil, err
@@ -287,15 +229,10 @@ func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen ui
 	}
 	e := &format.ExtentItem{Refs: 1, Generation: tx.Generation(), RAMBytes: ram, Compression: comp}
 	if pol.dedupe {
-		e.Flags, e.HashPrefix = format.ExtentFlagDeduped, format.DedupeHashPrefix(b.hash)
-		d := &format.DedupeItem{Hash: b.hash, Length: uint64(len(b.data)), HashAlgo: pol.hash}
-		k := format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical}
-		if err := tx.Tree(format.DedupeTree).Insert(k, format.MarshalDedupeItem(d)); err != nil {
+		ie := inband.Entry{Hash: b.hash, Algo: pol.hash, Length: uint64(len(b.data)), Sums: b.sums}
+		if err := f.index.Enter(tx, e, logical, diskLen, ie); err != nil {
 			return nil, err
 		}
-		f.index.put(e.HashPrefix, logical)
-		f.noteUntailed(untailed{key: k, hash: b.hash, length: uint64(len(b.data)), sums: b.sums,
-			diskLen: diskLen, ram: e.RAMBytes, compression: comp}, pol.hash)
 	}
 	if err := tx.Tree(format.ExtentTree).Insert(format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: diskLen}, format.MarshalExtentItem(e)); err != nil {
 		return nil, err
@@ -308,54 +245,5 @@ func (f *FS) recordBlock(in *Inode, b block, pol dataPolicy, logical, diskLen ui
 		return nil, err
 	}
 	in.NBytes += uint64(len(b.data))
-	return &dedupeHit{logical: logical, diskLen: diskLen, ram: ram, compression: comp}, nil
+	return &inband.Hit{Logical: logical, DiskLen: diskLen, RAM: ram, Compression: comp}, nil
 }
-
-// dropDedupe removes the index entry of a freed extent.
-func (f *FS) dropDedupe(logical uint64, e *format.ExtentItem) error {
-	if e.Flags&format.ExtentFlagDeduped == 0 {
-		return nil
-	}
-	f.index.del(e.HashPrefix, logical)
-	err := f.tx.Tree(format.DedupeTree).Delete(format.Key{ObjectID: e.HashPrefix, Type: format.DedupeItemKey, Offset: logical})
-	if errors.Is(err, btree.ErrNotFound) {
-		return fmt.Errorf("extent %d is marked deduped but has no index entry: %w", logical, format.ErrCorrupt)
-	}
-	return err
-}
-
-// dedupeIndex is the in-memory cache in front of the dedupe tree: hash
-// prefix -> extent logical, 16 bytes of payload per entry, bounded.
-type dedupeIndex struct {
-	m   map[uint64]uint64
-	max int
-}
-
-func (x *dedupeIndex) get(prefix uint64) (uint64, bool) {
-	l, ok := x.m[prefix]
-	return l, ok
-}
-
-func (x *dedupeIndex) put(prefix, logical uint64) {
-	if x.m == nil {
-		x.m = map[uint64]uint64{}
-	}
-	if len(x.m) >= x.max {
-		for k := range x.m { // evict an arbitrary entry: the tree still has it
-			delete(x.m, k)
-			break
-		}
-	}
-	x.m[prefix] = logical
-}
-
-func (x *dedupeIndex) del(prefix, logical uint64) {
-	if x.m[prefix] == logical {
-		delete(x.m, prefix)
-	}
-}
-
-// Len is the number of cached entries.
-func (x *dedupeIndex) Len() int { return len(x.m) }
-
-func cdcCut(p []byte, avg uint64) int { return cdc.Cut(p, cdc.ForAverage(int(avg))) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -14,12 +15,12 @@ import (
 // not a syscall, writer hand-off and allocation per block.
 // A block repeating an earlier new block of this write references it.
 // It reports whether any block was stored compressed.
-func (f *FS) storeBlocks(in *Inode, p []byte, off uint64, blocks []block, hits []*dedupeHit, pol dataPolicy) (bool, error) {
+func (f *FS) storeBlocks(in *Inode, p []byte, off uint64, blocks []block, hits []*inband.Hit, pol dataPolicy) (bool, error) {
 	type hashLen struct {
 		h [format.CsumSize]byte
 		n int
 	}
-	made := make([]*dedupeHit, len(blocks))
+	made := make([]*inband.Hit, len(blocks))
 	first := map[hashLen]int{}
 	var run []int
 	shrunk := false
@@ -62,7 +63,7 @@ func (f *FS) storeBlocks(in *Inode, p []byte, off uint64, blocks []block, hits [
 // records each one's extent in made. The run takes one allocation unless
 // small-data placement applies to its blocks or free space has no range
 // that big; then each block is written on its own.
-func (f *FS) writeRun(in *Inode, p []byte, off uint64, blocks []block, run []int, made []*dedupeHit, pol dataPolicy) error {
+func (f *FS) writeRun(in *Inode, p []byte, off uint64, blocks []block, run []int, made []*inband.Hit, pol dataPolicy) error {
 	if len(run) == 0 {
 		return nil
 	}

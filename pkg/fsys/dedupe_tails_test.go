@@ -128,37 +128,6 @@ func TestStrongTailsOff(t *testing.T) {
 	}
 }
 
-// TestTailOfChecksWhatWasWritten: a tail is only made from bytes whose
-// sector sums are those the write computed.
-func TestTailOfChecksWhatWasWritten(t *testing.T) {
-	const bs = 128 << 10
-	f, _ := newTailFS(t, true, 0)
-	a := rnd(33, bs)
-	in := write(t, f, "/a", a)
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	xs, err := f.extents(in.Ino, 0, bs)
-	if err != nil || len(xs) != 1 {
-		t.Fatalf("extents %v %v", xs, err)
-	}
-	b := block{off: 0, data: a}
-	hashBlock(&b, f.policy(in))
-	u := untailed{key: format.Key{Offset: xs[0].DiskLogical}, hash: b.hash, length: bs, sums: b.sums, diskLen: bs, ram: bs}
-	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); !ok {
-		t.Fatal("no tail for the block as written")
-	}
-	u.sums = bytes.Clone(b.sums)
-	u.sums[5] ^= 1
-	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); ok {
-		t.Fatal("a tail from bytes whose sums differ from the write's")
-	}
-	u.sums, u.hash[3] = nil, u.hash[3]^1
-	if _, ok := f.tailOf(&u, 4096, format.CsumCRC32C); ok {
-		t.Fatal("a tail from bytes whose xxh3 differs from the entry's")
-	}
-}
-
 // TestStrongTailsCompressed: blocks stored compressed get their tail too
 // (the BLAKE3 of the block, not of its frame), as does a file's last
 // block that ends inside a sector.

@@ -5,17 +5,18 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
-// collideOn64 makes blockHash see only a block's first 64 bytes, so any
+// collideOn64 makes inband.BlockHash see only a block's first 64 bytes, so any
 // two blocks that start alike collide, as crafted xxh3 inputs could.
 func collideOn64(t *testing.T) {
-	old := blockHash
-	blockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
+	old := inband.BlockHash
+	inband.BlockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
 		return old(algo, p[:min(len(p), 64)])
 	}
-	t.Cleanup(func() { blockHash = old })
+	t.Cleanup(func() { inband.BlockHash = old })
 }
 
 // TestDedupeXXH3Collision: with the xxh3 dedupe hash every match is
@@ -90,13 +91,13 @@ func TestDedupeVerifyDamagedCopy(t *testing.T) {
 // hook makes them agree): after a switch from blake3 to xxh3 the same data
 // is stored again, then shared under xxh3.
 func TestDedupeHashAlgoApart(t *testing.T) {
-	old := blockHash
-	blockHash = func(_ format.CsumType, p []byte) [format.CsumSize]byte {
+	old := inband.BlockHash
+	inband.BlockHash = func(_ format.CsumType, p []byte) [format.CsumSize]byte {
 		h := old(format.CsumBLAKE3, p)
 		clear(h[16:]) // an xxh3 entry has 16 bytes
 		return h
 	}
-	t.Cleanup(func() { blockHash = old })
+	t.Cleanup(func() { inband.BlockHash = old })
 	a := rnd(23, 4<<17)
 	f, _ := newDedupeFS(t, format.Settings{Dedupe: true, DedupeHash: format.CsumBLAKE3})
 	write(t, f, "/a", a)
@@ -164,7 +165,7 @@ func TestSumSharesXXH3Collision(t *testing.T) {
 		rededupeAll(t, f, in, o, &rs)
 		// As after a reopen: the tree's first entry of the hash, /a's
 		// extent, is what a lookup finds.
-		clear(f.index.m)
+		f.index.DropCache()
 	}
 	for p, want := range map[string][]byte{"/a": a, "/b": b, "/c": b} {
 		if !bytes.Equal(readAll(t, f, p), want) {

@@ -20,6 +20,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -45,7 +46,7 @@ type Options struct {
 	// a commit that reports an error may still have become durable).
 	BeforeCommit func(gen uint64)
 	// StrongTails: while a commit waits for the devices to take its data,
-	// new xxh3 index entries get their strong tail (dedupe_tails.go).
+	// new xxh3 index entries get their strong tail (pkg/inband).
 	// How many do depends on the devices' speed, so builds that must be
 	// reproducible leave it off.
 	StrongTails bool
@@ -61,8 +62,7 @@ type FS struct {
 	opt       Options
 	nextIno   uint64
 	dataBytes uint64
-	index     dedupeIndex
-	untailed  []untailed // new xxh3 entries of the running transaction
+	index     *inband.Index
 	// dedupeHits counts references made in the running transaction.
 	dedupeHits uint64
 	// data writes extents in the background (drained before commits and reads).
@@ -116,10 +116,8 @@ func New(st *store.FS, opt Options) (*FS, error) {
 		opt.MaxInline = 2048
 	}
 	opt.MaxInline = min(opt.MaxInline, format.MaxInlineData) // readers reject more
-	if opt.IndexCache == 0 {
-		opt.IndexCache = 1 << 20 // entries: ~32 MiB
-	}
-	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno, index: dedupeIndex{max: opt.IndexCache}}
+	f := &FS{st: st, opt: opt, nextIno: format.FirstFreeIno}
+	f.index = inband.New(st, indexHost{f}, inband.Options{Cache: opt.IndexCache, StrongTails: opt.StrongTails})
 	f.data.vol = st.Vol
 	// The next inode number follows the largest object id in the fs tree.
 	it, err := st.Tree(format.FSTree).SeekLE(format.Key{ObjectID: format.CsumObjectID - 1, Type: 0xFF, Offset: ^uint64(0)})
@@ -212,7 +210,7 @@ func (f *FS) Sync() error {
 		f.Abort()
 		return err
 	}
-	if err := f.tailWhileFlushing(); err != nil {
+	if err := f.index.TailWhileFlushing(f.tx); err != nil {
 		f.Abort()
 		return err
 	}
@@ -246,7 +244,7 @@ func (f *FS) MaybeCommit() error {
 // FS can no longer change anything.
 func (f *FS) Abort() {
 	f.dirs.clear()
-	f.untailed = nil
+	f.index.Abort()
 	f.data.stop()
 	f.forgetLogs()
 	if f.tx != nil {

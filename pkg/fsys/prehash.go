@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 // DataPolicy is how a file's new data will be cut and hashed. It is
@@ -74,20 +75,11 @@ func (f *FS) WriteAtHashed(in *Inode, p []byte, off uint64, h *Hashes) error {
 func cutBlocks(p []byte, off uint64, pol dataPolicy) []block {
 	var blocks []block
 	for len(p) > 0 {
-		n := min(uint64(len(p)), pol.block-off%pol.block)
-		if pol.dedupe && pol.cdc {
-			n = uint64(cdcCut(p, pol.block))
-		}
+		n := inband.Cut(p, off, pol.block, pol.dedupe && pol.cdc)
 		blocks = append(blocks, block{off: off, data: p[:n]})
 		p, off = p[n:], off+n
 	}
 	return blocks
-}
-
-// blockHash is the dedupe hash of a block as the index keeps it. A
-// variable so tests can make two different blocks collide.
-var blockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
-	return format.DedupeHash(format.Checksum(algo, p))
 }
 
 // hashBlocks hashes blocks in parallel (bounded by GOMAXPROCS), skipping
@@ -127,14 +119,9 @@ func hashBlocks(blocks []block, pol dataPolicy) {
 // with compression: such a block is mostly stored framed, with the sums
 // of its frame).
 func hashBlock(b *block, pol dataPolicy) {
-	b.hash = blockHash(pol.hash, b.data)
-	if pol.ss == 0 || uint64(len(b.data))%pol.ss != 0 || pol.compress != format.CompressNone {
-		return
+	spec := inband.HashSpec{Algo: pol.hash, Csum: pol.csum, SS: pol.ss}
+	if pol.compress != format.CompressNone {
+		spec.SS = 0
 	}
-	cl := pol.csum.Len()
-	b.sums = make([]byte, 0, uint64(len(b.data))/pol.ss*uint64(cl))
-	for s := uint64(0); s < uint64(len(b.data)); s += pol.ss {
-		sum := format.Checksum(pol.csum, b.data[s:s+pol.ss])
-		b.sums = append(b.sums, sum[:cl]...)
-	}
+	b.hash, b.sums = inband.Hash(b.data, spec)
 }

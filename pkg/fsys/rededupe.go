@@ -7,6 +7,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/btree"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 // RededupeOptions choose how Rededupe cuts and hashes data.
@@ -198,5 +199,5 @@ func (f *FS) indexedBlock(x fileExtent) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return e.Flags&format.ExtentFlagDeduped != 0, nil
+	return inband.Indexed(e), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 // BlockAhead reads, sums and hashes on a second goroutine the blocks a
@@ -122,7 +123,7 @@ func (r *BlockAhead) fill(b *aheadBlock) {
 			sum := format.Checksum(c, raw[s:s+ss])
 			b.sums = append(b.sums, sum[:c.Len()]...)
 		}
-		b.hash = blockHash(r.pol.hash, raw[:b.n])
+		b.hash = inband.BlockHash(r.pol.hash, raw[:b.n])
 		b.ok = true
 	}
 	b.state.Store(aheadDone)

@@ -3,10 +3,10 @@ package fsys
 import (
 	"bytes"
 	"fmt"
+	"testing"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
-	"testing"
 )
 
 // Small files written one after the other are gathered into batches of

@@ -6,6 +6,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/inband"
 )
 
 // SumShares lets Rededupe share a block without reading it when the
@@ -92,7 +93,7 @@ func (f *FS) shareBySums(in *Inode, bo, n uint64, pol dataPolicy, s *SumShares) 
 	}
 	var hash [format.CsumSize]byte // as format.DedupeHash makes it
 	copy(hash[:], h20[:])
-	h, err := f.lookupBlock(hash, pol.hash, n)
+	h, err := f.index.Lookup(hash, pol.hash, n)
 	if err != nil || h == nil {
 		return d, true, false, err // no longer indexed: read it
 	}
@@ -123,17 +124,17 @@ func (f *FS) shareBySums(in *Inode, bo, n uint64, pol dataPolicy, s *SumShares) 
 // by sector, the stored sums digest d was made of (as sumDigest makes
 // it): with strong sums, the same bytes. A compressed extent's sums are
 // of its stored bytes: false.
-func (f *FS) sameSums(h *dedupeHit, n uint64, d [32]byte, s *SumShares) (bool, error) {
+func (f *FS) sameSums(h *inband.Hit, n uint64, d [32]byte, s *SumShares) (bool, error) {
 	sb := f.st.Super()
 	ss := uint64(sb.SectorSize)
-	if h.compression != format.CompressNone || n > h.diskLen {
+	if h.Compression != format.CompressNone || n > h.DiskLen {
 		return false, nil
 	}
 	c := &sumCache{f: f}
 	b := binary.LittleEndian.AppendUint16(s.buf[:0], uint16(sb.CsumType))
 	b = binary.LittleEndian.AppendUint64(b, n)
 	for off := uint64(0); off < n; off += ss {
-		sum, err := c.get(h.logical + off)
+		sum, err := c.get(h.Logical + off)
 		if err != nil || sum == nil {
 			return false, err
 		}

@@ -1,12 +1,14 @@
-package fsys
+package inband
 
 import (
 	"bytes"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/codec"
+	"github.com/ddfs/ddfs/pkg/store"
 )
 
 // Strong tails (FORMAT.md §6.8). An xxh3 match must be proven before it
@@ -36,12 +38,12 @@ type untailed struct {
 const maxUntailed = 1 << 16
 
 // noteUntailed remembers a new entry (of the hash algo) for
-// tailWhileFlushing, if it is xxh3 and tails are asked for.
-func (f *FS) noteUntailed(u untailed, algo format.CsumType) {
-	if !f.opt.StrongTails || algo != format.CsumXXH3 || len(f.untailed) >= maxUntailed {
+// TailWhileFlushing, if it is xxh3 and tails are asked for.
+func (x *Index) noteUntailed(u untailed, algo format.CsumType) {
+	if !x.opt.StrongTails || algo != format.CsumXXH3 || len(x.untailed) >= maxUntailed {
 		return
 	}
-	f.untailed = append(f.untailed, u)
+	x.untailed = append(x.untailed, u)
 }
 
 type tailed struct {
@@ -49,29 +51,30 @@ type tailed struct {
 	strong [format.DedupeHashLen]byte
 }
 
-// tailWhileFlushing flushes the devices (the data the commit will
-// reference is written) and, until the flush returns, gives the
+// TailWhileFlushing flushes the devices (the data the commit of tx
+// will reference is written) and, until the flush returns, gives the
 // transaction's new xxh3 entries their tails, hashed on every core.
-func (f *FS) tailWhileFlushing() error {
-	list := f.untailed
-	f.untailed = nil
-	if len(list) == 0 || f.tx == nil {
+func (x *Index) TailWhileFlushing(tx *store.Txn) error {
+	list := x.untailed
+	x.untailed = nil
+	if len(list) == 0 || tx == nil {
 		return nil
 	}
-	sb := f.st.Super()
+	sb := x.st.Super()
 	ss, csum := uint64(sb.SectorSize), sb.CsumType
 	flushed := make(chan error, 1)
-	go func() { flushed <- f.st.Vol.Flush() }()
+	go func() { flushed <- x.st.Vol.Flush() }()
 	var stop atomic.Bool
 	work := make(chan *untailed)
-	results := make(chan tailed, cpus())
+	cpus := runtime.GOMAXPROCS(0)
+	results := make(chan tailed, cpus)
 	var wg sync.WaitGroup
-	for range cpus() {
+	for range cpus {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for u := range work {
-				if t, ok := f.tailOf(u, ss, csum); ok {
+				if t, ok := x.tailOf(u, ss, csum); ok {
 					results <- t
 				}
 			}
@@ -101,7 +104,7 @@ func (f *FS) tailWhileFlushing() error {
 				continue
 			}
 			if terr == nil {
-				terr = f.putTail(t)
+				terr = putTail(tx, t)
 				if terr != nil {
 					stop.Store(true)
 				}
@@ -117,8 +120,8 @@ func (f *FS) tailWhileFlushing() error {
 // tailOf reads u's block back and hashes it, if it is still the block u
 // describes: its xxh3, and the sector sums the write computed when it
 // has them. A compressed block is decompressed first. Safe from any
-// goroutine: it uses nothing of the FS but the volume.
-func (f *FS) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool) {
+// goroutine: it uses nothing but the volume.
+func (x *Index) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool) {
 	n := u.diskLen
 	if u.compression == format.CompressNone {
 		n = (u.length + ss - 1) / ss * ss
@@ -126,9 +129,9 @@ func (f *FS) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool)
 	if n == 0 || n > u.diskLen {
 		return tailed{}, false
 	}
-	buf := rawBuffer(int(n))
-	defer putBuffer(buf)
-	if f.st.Vol.ReadCopy(u.key.Offset, buf, 0) != nil {
+	buf := getBuf(int(n))
+	defer putBuf(buf)
+	if x.st.Vol.ReadCopy(u.key.Offset, buf, 0) != nil {
 		return tailed{}, false
 	}
 	data := buf
@@ -141,7 +144,7 @@ func (f *FS) tailOf(u *untailed, ss uint64, csum format.CsumType) (tailed, bool)
 	} else if u.sums != nil && !sumsMatch(buf, u.sums, ss, csum) {
 		return tailed{}, false
 	}
-	if uint64(len(data)) < u.length || blockHash(format.CsumXXH3, data[:u.length]) != u.hash {
+	if uint64(len(data)) < u.length || BlockHash(format.CsumXXH3, data[:u.length]) != u.hash {
 		return tailed{}, false
 	}
 	return tailed{u: u, strong: format.StrongDedupeHash(data[:u.length])}, true
@@ -164,8 +167,8 @@ func sumsMatch(p, sums []byte, ss uint64, csum format.CsumType) bool {
 
 // putTail adds t's tail to its entry, if the entry is still the one
 // noted (the block may have been freed and its entry dropped since).
-func (f *FS) putTail(t tailed) error {
-	tr := f.tx.Tree(format.DedupeTree)
+func putTail(tx *store.Txn, t tailed) error {
+	tr := tx.Tree(format.DedupeTree)
 	b, err := getOptional(tr, t.u.key)
 	if err != nil || b == nil {
 		return err

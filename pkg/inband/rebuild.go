@@ -1,4 +1,4 @@
-package fsys
+package inband
 
 import (
 	"container/heap"
@@ -9,12 +9,6 @@ import (
 	"github.com/ddfs/ddfs/pkg/btree"
 )
 
-// IndexEntryMemory is what one cached index entry costs a writer: the
-// prefix and the extent address (16 bytes) plus the map's share: heap in
-// use at 1M entries measured 42.6-43.7 bytes with Go 1.26, rounded up;
-// TestDedupeIndexMemory fails if the measurement exceeds it.
-const IndexEntryMemory = 48
-
 // indexBatch is how many items an index pass handles between safe points.
 const indexBatch = 256
 
@@ -22,34 +16,34 @@ const indexBatch = 256
 // most 8 MiB; compressed ones are smaller on disk).
 const maxRebuildData = 8 << 20
 
-// IndexStats counts what an index pass did.
-type IndexStats struct {
+// Stats counts what an index pass did.
+type Stats struct {
 	Entries  uint64 `json:"index_entries"` // entries in the index at the end
 	Rebuilt  uint64 `json:"rebuilt"`       // entries written from their extent's data
 	Unmarked uint64 `json:"unmarked"`      // extents whose data no longer gives their prefix: no longer indexed
 	Dropped  uint64 `json:"dropped"`       // entries deleted (stale, or pruned)
 }
 
-// RebuildIndex rebuilds the dedupe tree from the extents: every extent
+// Rebuild rebuilds the dedupe tree from the extents: every extent
 // marked deduped gets the entry its data gives (format.RebuildDedupeItem,
 // the entry the inband path made; an xxh3 entry with its strong tail,
 // since the data is read and checked here anyway), then entries without
-// such an extent are deleted. Each extent is one whole change, and the FS commits at
-// safe points between batches (MaybeCommit): a kill leaves a consistent
-// index.
-func (f *FS) RebuildIndex() (IndexStats, error) {
-	var st IndexStats
-	prefer := f.st.Super().Settings.DedupeHash
-	err := f.batches(format.ExtentTree, format.ExtentItemKey, func(it format.Item) error {
+// such an extent are deleted. Each extent is one whole change, and the
+// host commits at safe points between batches: a kill leaves a
+// consistent index.
+func (x *Index) Rebuild() (Stats, error) {
+	var st Stats
+	prefer := x.st.Super().Settings.DedupeHash
+	err := x.batches(format.ExtentTree, format.ExtentItemKey, func(it format.Item) error {
 		e, err := format.UnmarshalExtentItem(it.Data)
 		if err != nil || e.Flags&format.ExtentFlagDeduped == 0 {
 			return err
 		}
-		data, err := f.extentData(it.Key, e)
+		data, err := x.extentData(it.Key, e)
 		if err != nil {
 			return err
 		}
-		tx, err := f.txn()
+		tx, err := x.host.Txn()
 		if err != nil {
 			return err
 		}
@@ -63,38 +57,33 @@ func (f *FS) RebuildIndex() (IndexStats, error) {
 			return tx.Tree(format.DedupeTree).Put(k, format.MarshalDedupeItem(d))
 		}
 		st.Unmarked++
-		return f.unindex(it.Key, e)
+		return x.unindex(it.Key, e)
 	})
 	if err != nil {
 		return st, err
 	}
-	err = f.batches(format.DedupeTree, format.DedupeItemKey, func(it format.Item) error {
-		keep, err := f.indexedAs(it.Key)
+	err = x.batches(format.DedupeTree, format.DedupeItemKey, func(it format.Item) error {
+		keep, err := x.indexedAs(it.Key)
 		if err != nil || keep {
 			return err
 		}
 		st.Dropped++
-		return f.dropEntry(it.Key)
+		return x.dropEntry(it.Key)
 	})
 	if err != nil {
 		return st, err
 	}
-	st.Entries, err = f.countIndex()
+	st.Entries, err = x.countIndex()
 	return st, err
 }
 
 // extentData reads a data extent: decompressed, or whole with its padding.
-func (f *FS) extentData(k format.Key, e *format.ExtentItem) ([]byte, error) {
+func (x *Index) extentData(k format.Key, e *format.ExtentItem) ([]byte, error) {
 	if k.Offset == 0 || k.Offset > maxRebuildData || e.RAMBytes > maxRebuildData {
 		return nil, fmt.Errorf("data extent %d+%d (%d decompressed): too big for a dedupe block: %w", k.ObjectID, k.Offset, e.RAMBytes, format.ErrCorrupt)
 	}
-	if e.Compression != format.CompressNone {
-		x := fileExtent{FileExtentItem: format.FileExtentItem{Type: format.FileExtentRegular, Compression: e.Compression,
-			DiskLogical: k.ObjectID, DiskLen: k.Offset, NumBytes: e.RAMBytes, RAMBytes: e.RAMBytes}}
-		return f.decompressed(x)
-	}
-	data := make([]byte, k.Offset)
-	if err := f.readVerified(k.ObjectID, data); err != nil {
+	data, err := x.host.Extent(k.ObjectID, k.Offset, e.RAMBytes, e.Compression)
+	if err != nil {
 		return nil, fmt.Errorf("data extent %d: %w", k.ObjectID, err)
 	}
 	return data, nil
@@ -102,8 +91,8 @@ func (f *FS) extentData(k format.Key, e *format.ExtentItem) ([]byte, error) {
 
 // unindex clears an extent's deduped mark and deletes its entry, in one
 // change.
-func (f *FS) unindex(k format.Key, e *format.ExtentItem) error {
-	tx, err := f.txn()
+func (x *Index) unindex(k format.Key, e *format.ExtentItem) error {
+	tx, err := x.host.Txn()
 	if err != nil {
 		return err
 	}
@@ -111,26 +100,26 @@ func (f *FS) unindex(k format.Key, e *format.ExtentItem) error {
 	if err := tx.Tree(format.DedupeTree).Delete(dk); err != nil && !errors.Is(err, btree.ErrNotFound) {
 		return err
 	}
-	f.index.del(e.HashPrefix, k.ObjectID)
+	x.cache.del(e.HashPrefix, k.ObjectID)
 	e.Flags &^= format.ExtentFlagDeduped
 	e.HashPrefix = 0
 	return tx.Tree(format.ExtentTree).Put(k, format.MarshalExtentItem(e))
 }
 
 // dropEntry deletes the index entry at k.
-func (f *FS) dropEntry(k format.Key) error {
-	tx, err := f.txn()
+func (x *Index) dropEntry(k format.Key) error {
+	tx, err := x.host.Txn()
 	if err != nil {
 		return err
 	}
-	f.index.del(k.ObjectID, k.Offset)
+	x.cache.del(k.ObjectID, k.Offset)
 	return tx.Tree(format.DedupeTree).Delete(k)
 }
 
 // indexedAs reports whether the entry at k belongs to a marked extent with
 // its prefix.
-func (f *FS) indexedAs(k format.Key) (bool, error) {
-	_, e, err := f.extentAt(k.Offset)
+func (x *Index) indexedAs(k format.Key) (bool, error) {
+	_, e, err := x.extentAt(k.Offset)
 	if err != nil || e == nil {
 		return false, err
 	}
@@ -138,10 +127,10 @@ func (f *FS) indexedAs(k format.Key) (bool, error) {
 }
 
 // extentAt finds the extent item at logical (nil when there is none).
-func (f *FS) extentAt(logical uint64) (format.Key, *format.ExtentItem, error) {
+func (x *Index) extentAt(logical uint64) (format.Key, *format.ExtentItem, error) {
 	var k format.Key
 	var e *format.ExtentItem
-	err := f.rtree(format.ExtentTree).Scan(format.Key{ObjectID: logical, Type: format.ExtentItemKey}, format.Key{ObjectID: logical, Type: format.ExtentItemKey + 1}, func(it format.Item) (bool, error) {
+	err := x.host.Tree(format.ExtentTree).Scan(format.Key{ObjectID: logical, Type: format.ExtentItemKey}, format.Key{ObjectID: logical, Type: format.ExtentItemKey + 1}, func(it format.Item) (bool, error) {
 		x, err := format.UnmarshalExtentItem(it.Data)
 		k, e = it.Key, x
 		return false, err
@@ -152,11 +141,11 @@ func (f *FS) extentAt(logical uint64) (format.Key, *format.ExtentItem, error) {
 // batches calls fn for every item of type typ in tree, a batch at a time
 // (the items are copied first: fn may change the tree), committing at the
 // safe points between batches.
-func (f *FS) batches(tree format.TreeID, typ format.KeyType, fn func(format.Item) error) error {
+func (x *Index) batches(tree format.TreeID, typ format.KeyType, fn func(format.Item) error) error {
 	from := format.Key{}
 	for {
 		var items []format.Item
-		err := f.rtree(tree).Scan(from, format.MaxKey, func(it format.Item) (bool, error) {
+		err := x.host.Tree(tree).Scan(from, format.MaxKey, func(it format.Item) (bool, error) {
 			if it.Key.Type == typ {
 				items = append(items, format.Item{Key: it.Key, Data: append([]byte(nil), it.Data...)})
 			}
@@ -174,7 +163,7 @@ func (f *FS) batches(tree format.TreeID, typ format.KeyType, fn func(format.Item
 		if len(items) < indexBatch {
 			return nil
 		}
-		if err := f.MaybeCommit(); err != nil {
+		if err := x.host.SafePoint(); err != nil {
 			return err
 		}
 		if from == format.MaxKey {
@@ -184,9 +173,9 @@ func (f *FS) batches(tree format.TreeID, typ format.KeyType, fn func(format.Item
 	}
 }
 
-func (f *FS) countIndex() (uint64, error) {
+func (x *Index) countIndex() (uint64, error) {
 	var n uint64
-	err := f.rtree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { n++; return true, nil })
+	err := x.host.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(format.Item) (bool, error) { n++; return true, nil })
 	return n, err
 }
 
@@ -203,15 +192,15 @@ func keyAfter(k format.Key) format.Key {
 	return k
 }
 
-// PruneIndex keeps the max entries most likely to hit and drops the rest
+// Prune keeps the max entries most likely to hit and drops the rest
 // (each with its extent's mark, in one change): an entry whose extent is
 // shared more often ranks first (its block repeats), then the newer one.
 // Memory is bounded by max, not by the index.
-func (f *FS) PruneIndex(max uint64) (IndexStats, error) {
-	var st IndexStats
+func (x *Index) Prune(max uint64) (Stats, error) {
+	var st Stats
 	keep := &rankHeap{}
-	err := f.rtree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		_, e, err := f.extentAt(it.Key.Offset)
+	err := x.host.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		_, e, err := x.extentAt(it.Key.Offset)
 		if err != nil {
 			return false, err
 		}
@@ -234,24 +223,24 @@ func (f *FS) PruneIndex(max uint64) (IndexStats, error) {
 	for _, r := range keep.rs {
 		kept[r.logical] = true
 	}
-	err = f.batches(format.DedupeTree, format.DedupeItemKey, func(it format.Item) error {
+	err = x.batches(format.DedupeTree, format.DedupeItemKey, func(it format.Item) error {
 		if kept[it.Key.Offset] {
 			return nil
 		}
-		k, e, err := f.extentAt(it.Key.Offset)
+		k, e, err := x.extentAt(it.Key.Offset)
 		if err != nil {
 			return err
 		}
 		st.Dropped++
 		if e == nil || e.Flags&format.ExtentFlagDeduped == 0 || e.HashPrefix != it.Key.ObjectID {
-			return f.dropEntry(it.Key) // stale entry
+			return x.dropEntry(it.Key) // stale entry
 		}
-		return f.unindex(k, e)
+		return x.unindex(k, e)
 	})
 	if err != nil {
 		return st, err
 	}
-	st.Entries, err = f.countIndex()
+	st.Entries, err = x.countIndex()
 	return st, err
 }
 
