@@ -75,13 +75,18 @@ func build(t *testing.T, l layout, items int) []*device.MemDevice {
 	return devs
 }
 
-func volumeOf(t *testing.T, devs []*device.MemDevice) *volume.Volume {
-	t.Helper()
+// asDevices is devs as the device list volume.FromDevices takes.
+func asDevices(devs []*device.MemDevice) []device.Device {
 	var ds []device.Device
 	for _, d := range devs {
 		ds = append(ds, d)
 	}
-	vol, err := volume.FromDevices(ds, false)
+	return ds
+}
+
+func volumeOf(t *testing.T, devs []*device.MemDevice) *volume.Volume {
+	t.Helper()
+	vol, err := volume.FromDevices(asDevices(devs), false)
 	if err != nil {
 		t.Fatal(err)
 	}

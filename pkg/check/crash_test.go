@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -30,89 +31,127 @@ func TestCrashReplay(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%v-%v", l.devs, l.data, l.meta), func(t *testing.T) {
 			const size = 160 << 20
 			log := device.NewLog()
-			p := store.CreateParams{FSID: [16]byte{3}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: l.data, Metadata: l.meta}
-			for i := 0; i < l.devs; i++ {
-				d := device.NewMemDevice(fmt.Sprintf("d%d", i), size)
-				p.Devices = append(p.Devices, store.NewDevice{Dev: log.Wrap(d, i), Path: d.Name()})
-			}
-			// Generation 1 holds the root directory; the transactions
-			// then put and delete xattrs of it.
-			fs, tx, err := store.CreateTx(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rootKey := format.Key{ObjectID: format.RootDirIno, Type: format.InodeItemKey}
-			rootItem := format.MarshalInodeItem(&format.InodeItem{Generation: 1, Nlink: 2, Mode: format.ModeDir | 0o755, Seq: 2})
-			if err := tx.Tree(format.FSTree).Insert(rootKey, rootItem); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			made := len(log.Ops()) // a crash inside mkfs promises nothing
-			models := map[uint64]snapshot{1: {rootKey: string(rootItem)}}
-			cur := snapshot{rootKey: string(rootItem)}
 			r := rand.New(rand.NewPCG(11, uint64(l.devs)))
-			for g := 0; g < 6; g++ {
-				tx, err := fs.Begin()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := 0; i < 120; i++ {
-					name := fmt.Sprintf("user.k%d", r.IntN(300))
-					k := format.Key{ObjectID: format.RootDirIno, Type: format.XattrItemKey, Offset: format.NameHash([]byte(name))}
-					if _, ok := cur[k]; ok && r.IntN(3) == 0 {
-						if err := tx.Tree(format.FSTree).Delete(k); err != nil {
-							t.Fatal(err)
-						}
-						delete(cur, k)
-						continue
-					}
-					v := fmt.Sprintf("gen %d item %d %s", g, i, bytes.Repeat([]byte("x"), r.IntN(200)))
-					b := format.MarshalXattrs([]format.Xattr{{Name: name, Value: []byte(v)}})
-					if err := tx.Tree(format.FSTree).Put(k, b); err != nil {
-						t.Fatal(err)
-					}
-					cur[k] = string(b)
-				}
-				if err := tx.Commit(); err != nil {
-					t.Fatal(err)
-				}
-				snap := snapshot{}
-				for k, v := range cur {
-					snap[k] = v
-				}
-				models[tx.Generation()] = snap
-			}
+			models, made := recordXattrGenerations(t, log, l, size, r)
 			ops := log.Ops()
-			points := 0
-			for upto := made; upto <= len(ops); upto++ {
-				devs := fresh(l.devs, size)
-				if err := device.Replay(ops, upto, devs); err != nil {
-					t.Fatal(err)
-				}
-				if verifyCrashState(t, devs, models, fmt.Sprintf("prefix %d/%d", upto, len(ops))) {
-					points++
-				}
-			}
-			// Crashes with unflushed writes: per device, what it had before
-			// its own last flush and a random subset of the rest.
-			for trial := 0; trial < 200; trial++ {
-				upto := made + 1 + r.IntN(len(ops)-made)
-				devs := fresh(l.devs, size)
-				if err := device.ReplayCrash(ops, upto, devs, r); err != nil {
-					t.Fatal(err)
-				}
-				if verifyCrashState(t, devs, models, fmt.Sprintf("crash with unflushed writes after op %d", upto)) {
-					points++
-				}
-			}
+			points := replayEveryPrefix(t, ops, made, l.devs, size, models)
+			points += replayUnflushed(t, ops, made, l.devs, size, models, r)
 			if points < len(ops)/2 {
 				t.Fatalf("only %d of %d crash points held a filesystem", points, len(ops))
 			}
 			t.Logf("%d crash points verified (%d ops)", points, len(ops))
 		})
 	}
+}
+
+// loggedParams are mkfs parameters for l.devs memory devices of size
+// bytes, each wrapped so that log records its writes and flushes.
+func loggedParams(log *device.Log, fsid byte, l layout, size int64) store.CreateParams {
+	p := store.CreateParams{FSID: [16]byte{fsid}, Csum: format.CsumCRC32C, NodeSize: 4096, SectorSize: 4096, Data: l.data, Metadata: l.meta}
+	for i := 0; i < l.devs; i++ {
+		d := device.NewMemDevice(fmt.Sprintf("d%d", i), size)
+		p.Devices = append(p.Devices, store.NewDevice{Dev: log.Wrap(d, i), Path: d.Name()})
+	}
+	return p
+}
+
+// recordXattrGenerations makes a filesystem on logged devices and commits
+// generations of xattr puts and deletes on its root directory: it returns
+// the FS tree of every committed generation and how many of the log's
+// operations mkfs made.
+func recordXattrGenerations(t *testing.T, log *device.Log, l layout, size int64, r *rand.Rand) (map[uint64]snapshot, int) {
+	t.Helper()
+	// Generation 1 holds the root directory; the transactions
+	// then put and delete xattrs of it.
+	fs, tx, err := store.CreateTx(loggedParams(log, 3, l, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootKey := format.Key{ObjectID: format.RootDirIno, Type: format.InodeItemKey}
+	rootItem := format.MarshalInodeItem(&format.InodeItem{Generation: 1, Nlink: 2, Mode: format.ModeDir | 0o755, Seq: 2})
+	if err := tx.Tree(format.FSTree).Insert(rootKey, rootItem); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	made := len(log.Ops()) // a crash inside mkfs promises nothing
+	models := map[uint64]snapshot{1: {rootKey: string(rootItem)}}
+	cur := snapshot{rootKey: string(rootItem)}
+	for g := 0; g < 6; g++ {
+		gen := commitXattrs(t, fs, g, cur, r)
+		models[gen] = maps.Clone(cur)
+	}
+	return models, made
+}
+
+// commitXattrs commits one transaction (the g-th) of 120 random xattr
+// puts and deletes on the root directory, applies them to cur, and
+// returns the transaction's generation.
+func commitXattrs(t *testing.T, fs *store.FS, g int, cur snapshot, r *rand.Rand) uint64 {
+	t.Helper()
+	tx, err := fs.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		name := fmt.Sprintf("user.k%d", r.IntN(300))
+		k := format.Key{ObjectID: format.RootDirIno, Type: format.XattrItemKey, Offset: format.NameHash([]byte(name))}
+		if _, ok := cur[k]; ok && r.IntN(3) == 0 {
+			if err := tx.Tree(format.FSTree).Delete(k); err != nil {
+				t.Fatal(err)
+			}
+			delete(cur, k)
+			continue
+		}
+		v := fmt.Sprintf("gen %d item %d %s", g, i, bytes.Repeat([]byte("x"), r.IntN(200)))
+		b := format.MarshalXattrs([]format.Xattr{{Name: name, Value: []byte(v)}})
+		if err := tx.Tree(format.FSTree).Put(k, b); err != nil {
+			t.Fatal(err)
+		}
+		cur[k] = string(b)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return tx.Generation()
+}
+
+// replayEveryPrefix rebuilds the devices after every operation past mkfs
+// (in order) and verifies each state; it returns how many held a
+// filesystem.
+func replayEveryPrefix(t *testing.T, ops []device.Op, made, n int, size int64, models map[uint64]snapshot) int {
+	t.Helper()
+	points := 0
+	for upto := made; upto <= len(ops); upto++ {
+		devs := fresh(n, size)
+		if err := device.Replay(ops, upto, devs); err != nil {
+			t.Fatal(err)
+		}
+		if verifyCrashState(t, devs, models, fmt.Sprintf("prefix %d/%d", upto, len(ops))) {
+			points++
+		}
+	}
+	return points
+}
+
+// replayUnflushed verifies crashes with unflushed writes: per device,
+// what it had before its own last flush and a random subset of the rest.
+// It returns how many states held a filesystem.
+func replayUnflushed(t *testing.T, ops []device.Op, made, n int, size int64, models map[uint64]snapshot, r *rand.Rand) int {
+	t.Helper()
+	points := 0
+	for trial := 0; trial < 200; trial++ {
+		upto := made + 1 + r.IntN(len(ops)-made)
+		devs := fresh(n, size)
+		if err := device.ReplayCrash(ops, upto, devs, r); err != nil {
+			t.Fatal(err)
+		}
+		if verifyCrashState(t, devs, models, fmt.Sprintf("crash with unflushed writes after op %d", upto)) {
+			points++
+		}
+	}
+	return points
 }
 
 func fresh(n int, size int64) []*device.MemDevice {
@@ -127,11 +166,7 @@ func fresh(n int, size int64) []*device.MemDevice {
 // crash hit mkfs itself), and fails the test on any other problem.
 func verifyCrashState(t *testing.T, devs []*device.MemDevice, models map[uint64]snapshot, where string) bool {
 	t.Helper()
-	var ds []device.Device
-	for _, d := range devs {
-		ds = append(ds, d)
-	}
-	vol, err := volume.FromDevices(ds, false)
+	vol, err := volume.FromDevices(asDevices(devs), false)
 	if errors.Is(err, volume.ErrNoSuperblock) {
 		return false
 	}
@@ -157,6 +192,14 @@ func verifyCrashState(t *testing.T, devs []*device.MemDevice, models map[uint64]
 	if n != len(want) {
 		t.Fatalf("%s: generation %d: %d items, model has %d", where, gen, n, len(want))
 	}
+	checkCrashClean(t, vol, fmt.Sprintf("%s: generation %d", where, gen))
+	return true
+}
+
+// checkCrashClean checks vol and fails the test, naming where, on any
+// problem but the traces a crash may leave.
+func checkCrashClean(t *testing.T, vol *volume.Volume, where string) {
+	t.Helper()
 	rep, err := CheckVolume(vol)
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +208,7 @@ func verifyCrashState(t *testing.T, devs []*device.MemDevice, models map[uint64]
 		// A superblock copy one generation behind is expected mid-commit;
 		// everything else must be clean.
 		if !CrashTrace(p, rep.Generation) {
-			t.Fatalf("%s: generation %d: %v", where, gen, p)
+			t.Fatalf("%s: %v", where, p)
 		}
 	}
-	return true
 }
