@@ -30,18 +30,24 @@ func (f *FS) noteWrite(ino, start, end uint64) {
 		return
 	}
 	s := f.logState(ino)
+	if s.unloggable {
+		return // its fsync commits: the ranges are not wanted
+	}
 	s.ranges = append(s.ranges, format.LogRange{Start: start, End: end})
 	if len(s.ranges) > maxLogRanges {
 		s.ranges = mergeRanges(s.ranges)
 		if len(s.ranges) > maxLogRanges {
-			s.unloggable = true
+			// Kept, every later write sorted them all again: random writes
+			// through a mount spent 61% of the server's CPU here.
+			s.unloggable, s.ranges = true, nil
 		}
 	}
 }
 
 // noteUnloggable: file ino changed in a way a log record cannot say.
 func (f *FS) noteUnloggable(ino uint64) {
-	f.logState(ino).unloggable = true
+	s := f.logState(ino)
+	s.unloggable, s.ranges = true, nil
 }
 
 // maxLogRanges bounds what one file accumulates between fsyncs (a

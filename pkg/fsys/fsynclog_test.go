@@ -341,3 +341,31 @@ func TestFsyncLogBadBlock(t *testing.T) {
 		t.Fatalf("writable open: %v, want a checksum error", err)
 	}
 }
+
+// TestFsyncLogRangesBounded: a file written in more disjoint pieces than
+// a record holds stops collecting them (its fsync commits), so random
+// writes do not re-sort an ever-growing list on every write.
+func TestFsyncLogRangesBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 11))
+	f, _ := newTestFS(t, 256<<20, 1)
+	in, _ := fsyncFile(t, f, rng, 4<<20)
+	p := bytes.Repeat([]byte{9}, 4096)
+	for i := 0; i <= 2*maxLogRanges; i += 2 {
+		if err := f.WriteAt(in, p, uint64(i)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if s := f.logs[in.Ino]; len(s.ranges) > maxLogRanges+1 {
+			t.Fatalf("write %d: %d ranges kept", i/2, len(s.ranges))
+		}
+	}
+	if s := f.logs[in.Ino]; !s.unloggable || s.ranges != nil {
+		t.Fatalf("after %d disjoint writes: unloggable %v, %d ranges", maxLogRanges+1, s.unloggable, len(s.ranges))
+	}
+	gen := f.st.Super().Generation
+	if err := f.Fsync(in); err != nil {
+		t.Fatal(err)
+	}
+	if f.st.Super().Generation != gen+1 {
+		t.Fatal("the fsync of an unloggable file did not commit")
+	}
+}
