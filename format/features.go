@@ -50,6 +50,11 @@ const (
 	// have data only its replay makes visible. Set exactly while the
 	// superblock's log_root is non-zero.
 	IncompatFsyncLog IncompatFeatures = 1 << 4
+	// IncompatSnapshots: the image may hold snapshots (FORMAT.md §6.12):
+	// the snapshot tree and fs-tree nodes and data extents shared by
+	// several trees. Defined, not yet supported: the tools that free or
+	// move space do not walk snapshot trees yet.
+	IncompatSnapshots IncompatFeatures = 1 << 5
 )
 
 // Feature sets this build understands.

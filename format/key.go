@@ -17,14 +17,15 @@ const (
 	DedupeTree    TreeID = 5 // dedupe index: hash -> data extent
 	FreeSpaceTree TreeID = 6 // free ranges per block group (RoCompatFreeSpaceTree)
 	DiscardTree   TreeID = 7 // freed ranges not yet discarded (CompatDiscardTree)
+	SnapshotTree  TreeID = 8 // one SNAPSHOT_ITEM per snapshot (IncompatSnapshots)
 
-	// NumTrees is the number of root slots in a root set; id 8 is reserved.
+	// NumTrees is the number of root slots in a root set.
 	NumTrees = 8
 )
 
 var treeNames = map[TreeID]string{
 	ChunkTree: "chunk", ExtentTree: "extent", FSTree: "fs", CsumTree: "csum",
-	DedupeTree: "dedupe", FreeSpaceTree: "free-space", DiscardTree: "discard",
+	DedupeTree: "dedupe", FreeSpaceTree: "free-space", DiscardTree: "discard", SnapshotTree: "snapshot",
 }
 
 func (t TreeID) String() string {
@@ -50,6 +51,7 @@ const (
 	ExtentItemKey    KeyType = 168 // ExtentTree: (logical, 168, disk length) -> ExtentItem
 	MetadataItemKey  KeyType = 169 // ExtentTree: (logical, 169, level) -> MetadataItem
 	ExtentDataRefKey KeyType = 178 // ExtentTree: (logical, 178, ref hash) -> ExtentDataRef
+	SnapshotItemKey  KeyType = 190 // SnapshotTree: (snapshot id, 190, 0) -> SnapshotItem
 	BlockGroupKey    KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
 	FreeSpaceInfoKey KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
 	FreeSpaceExtKey  KeyType = 199 // FreeSpaceTree: (start, 199, length), no data

@@ -495,6 +495,9 @@ func (sb *Superblock) validateRanges() error {
 		// Less only after fsck restored a backup root set (§3.3).
 		return corruptf(nil, "superblock: root set of generation %d in a superblock of generation %d", sb.Roots.Generation, sb.Generation)
 	}
+	if r := sb.Roots.Root(SnapshotTree); r.Logical != 0 && sb.Incompat&IncompatSnapshots == 0 {
+		return corruptf(nil, "superblock: a snapshot tree root without IncompatSnapshots (§3.3)")
+	}
 	for _, t := range []TreeID{ChunkTree, ExtentTree, FSTree} {
 		if r := sb.Roots.Root(t); r.Logical == 0 || r.Level >= MaxLevel {
 			return corruptf(nil, "superblock: %v tree root %d level %d", t, r.Logical, r.Level)
