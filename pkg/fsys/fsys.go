@@ -63,6 +63,10 @@ type FS struct {
 	nextIno   uint64
 	dataBytes uint64
 	index     *inband.Index
+	// snap is the fs tree of the snapshot this FS shows (read-only), or nil.
+	snap *btree.Tree
+	// borrowed: the store is another FS's (a snapshot view): Close leaves it open.
+	borrowed bool
 	// dedupeHits counts references made in the running transaction.
 	dedupeHits uint64
 	// data writes extents in the background (drained before commits and reads).
@@ -170,6 +174,9 @@ func (f *FS) txn() (*store.Txn, error) {
 	if f.tx != nil {
 		return f.tx, nil
 	}
+	if f.snap != nil {
+		return nil, syscall.EROFS // snapshots are read-only
+	}
 	tx, err := f.st.Begin()
 	if err != nil {
 		return nil, err
@@ -191,6 +198,9 @@ func (f *FS) tree() (*btree.Tree, error) {
 // rtree returns the tree to read from: the running transaction's view if
 // there is one, else the committed one.
 func (f *FS) rtree(id format.TreeID) *btree.Tree {
+	if f.snap != nil && id == format.FSTree {
+		return f.snap
+	}
 	if f.tx != nil {
 		return f.tx.Tree(id)
 	}
@@ -261,6 +271,9 @@ func (f *FS) Close() error {
 	}
 	if derr := f.data.stop(); err == nil {
 		err = derr
+	}
+	if f.borrowed {
+		return err
 	}
 	if cerr := f.st.Close(); err == nil {
 		err = cerr

@@ -154,6 +154,11 @@ func (tx *Txn) foldAllocations() error {
 				}
 			}
 		}
+		if folded, err := tx.foldRefChanges(); err != nil {
+			return err
+		} else if folded {
+			progressed = true
+		}
 		if len(tx.newMeta) > 0 || len(tx.freedMeta) > 0 {
 			progressed = true
 			added, freed := tx.newMeta, tx.freedMeta

@@ -44,6 +44,9 @@ type FS struct {
 	// broken is set when a transaction failed half-way: the in-memory
 	// state no longer matches the disk, so no new transaction may start.
 	broken bool
+	// sharedGen: fs-tree nodes of this generation or older may be shared
+	// with a snapshot (the newest snapshot root's generation; §6.12).
+	sharedGen uint64
 	// Compact makes new chunks small and packed low on the devices (mkfs
 	// --shrink); it is not stored.
 	Compact bool

@@ -24,7 +24,9 @@ type Txn struct {
 	// delete at commit.
 	newMeta   map[uint64]metaRef
 	freedMeta map[uint64]metaRef
-	pinned    []alloc.Range
+	// refChanges are pending refs changes of shared nodes (snapshot.go).
+	refChanges map[uint64]refChange
+	pinned     []alloc.Range
 	// freedStripes are device ranges a relocation took chunk stripes off:
 	// the committed state still uses them, so nothing may be placed there
 	// before the commit.
@@ -181,12 +183,22 @@ func (tx *Txn) FreeNode(n *format.Node) error {
 		delete(tx.newMeta, n.Logical)
 		return tx.freeExtent(n.Logical, ns, true)
 	}
+	if shared, err := tx.unshare(n); err != nil || shared {
+		return err
+	}
+	return tx.freeCommittedNode(n)
+}
+
+// freeCommittedNode frees a node of the committed state: its space once
+// the commit is durable, its metadata item at the commit.
+func (tx *Txn) freeCommittedNode(n *format.Node) error {
 	if _, dup := tx.freedMeta[n.Logical]; dup {
 		return fmt.Errorf("node %d freed twice: %w", n.Logical, ErrCorrupt)
 	}
 	tx.freedMeta[n.Logical] = metaRef{n.Owner, n.Level}
+	delete(tx.refChanges, n.Logical)
 	tx.fs.cache.drop(n.Logical)
-	return tx.freeExtent(n.Logical, ns, false)
+	return tx.freeExtent(n.Logical, uint64(tx.fs.sb.NodeSize), false)
 }
 
 // NodeSize implements btree.Store.

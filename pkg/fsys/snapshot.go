@@ -1,0 +1,76 @@
+package fsys
+
+import (
+	"crypto/rand"
+	"fmt"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// CreateSnapshot commits what is pending and then keeps the committed
+// namespace as snapshot name (FORMAT.md §6.12), in a commit of its own.
+func (f *FS) CreateSnapshot(name string) (uint64, error) {
+	if !format.ValidName(name) {
+		return 0, fmt.Errorf("snapshot name %q: %w", name, syscall.EINVAL)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	tx, err := f.txn()
+	if err != nil {
+		return 0, err
+	}
+	s := format.SnapshotItem{Ctime: f.Now(), Name: name}
+	if _, err := rand.Read(s.UUID[:]); err != nil {
+		return 0, err
+	}
+	id, err := tx.CreateSnapshot(s)
+	if err != nil {
+		f.Abort()
+		return 0, err
+	}
+	return id, f.Sync()
+}
+
+// DeleteSnapshot deletes snapshot name: what only it referenced is
+// freed (nodes, data extents with their sums and index entries).
+func (f *FS) DeleteSnapshot(name string) error {
+	s, err := f.st.FindSnapshot(name)
+	if err != nil {
+		return err
+	}
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	err = tx.DropSnapshot(s.ID, func(x *format.FileExtentItem) error {
+		return f.addRefs(x.DiskLogical, x.DiskLen, -1)
+	})
+	if err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Sync()
+}
+
+// Snapshots lists the snapshots.
+func (f *FS) Snapshots() ([]store.Snapshot, error) { return f.st.Snapshots() }
+
+// OpenSnapshot returns a read-only view of snapshot name: its namespace
+// reads as the snapshot keeps it, and every change fails with EROFS.
+// f must not be changed while the view is in use; closing the view
+// leaves f's store open.
+func (f *FS) OpenSnapshot(name string) (*FS, error) {
+	s, err := f.st.FindSnapshot(name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := New(f.st, f.opt)
+	if err != nil {
+		return nil, err
+	}
+	v.snap, v.borrowed = f.st.TreeAt(s.Root), true
+	return v, nil
+}

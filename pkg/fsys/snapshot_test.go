@@ -1,0 +1,282 @@
+package fsys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// snapFiles is how many files the workload uses: enough extents that
+// the fs tree grows internal nodes, whose sharing is what is tested.
+const snapFiles = 40
+
+// snapModel is the content of every file of a namespace.
+type snapModel map[string][]byte
+
+func (m snapModel) clone() snapModel {
+	c := snapModel{}
+	for k, v := range m {
+		c[k] = bytes.Clone(v)
+	}
+	return c
+}
+
+// snapOp applies one random change to the live namespace and the model.
+func snapOp(t *testing.T, f *FS, m snapModel, rng *rand.Rand) {
+	t.Helper()
+	p := fmt.Sprintf("/f%d", rng.IntN(snapFiles))
+	data, exists := m[p]
+	switch op := rng.IntN(10); {
+	case !exists || op < 6: // write a random range (the file made if new)
+		in, err := f.Resolve(p, true)
+		if errors.Is(err, syscall.ENOENT) || err != nil && !exists {
+			in, err = f.Create(p, Attr{Mode: 0o644})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := rng.IntN(256 << 10)
+		buf := make([]byte, 1+rng.IntN(24<<10))
+		for i := range buf {
+			buf[i] = byte(rng.IntN(4)) // compressible, with zero runs
+		}
+		if err := f.WriteAt(in, buf, uint64(off)); err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < off+len(buf) {
+			data = append(data, make([]byte, off+len(buf)-len(data))...)
+		}
+		copy(data[off:], buf)
+		m[p] = data
+	case op < 8: // truncate
+		in, err := f.Resolve(p, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rng.IntN(len(data) + 1)
+		if err := f.Truncate(in, uint64(n)); err != nil {
+			t.Fatal(err)
+		}
+		m[p] = data[:n]
+	default:
+		if err := f.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, p)
+	}
+}
+
+// checkNamespace compares every file of f with the model.
+func checkNamespace(t *testing.T, f *FS, m snapModel, what string) {
+	t.Helper()
+	for i := 0; i < snapFiles; i++ {
+		p := fmt.Sprintf("/f%d", i)
+		want, ok := m[p]
+		_, err := f.Resolve(p, true)
+		if !ok {
+			if !errors.Is(err, syscall.ENOENT) {
+				t.Fatalf("%s: %s: %v, want ENOENT", what, p, err)
+			}
+			continue
+		}
+		if got := readAll(t, f, p); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %s reads back %d bytes, want %d (or different bytes)", what, p, len(got), len(want))
+		}
+	}
+}
+
+// checkRefs counts, independently of the code under test, the pointers
+// to every node reachable from the committed roots and the snapshots
+// (each node visited once) and the EXTENT_DATA items of distinct leaves
+// pointing at each data extent, and compares them with every
+// METADATA_ITEM's and EXTENT_ITEM's refs (FORMAT.md §6.12). A node or
+// extent with an item but no pointer is a leak.
+func checkRefs(t *testing.T, f *FS) {
+	t.Helper()
+	st := f.st
+	nodes, data := map[uint64]uint64{}, map[uint64]uint64{}
+	seen := map[uint64]bool{}
+	var walk func(owner format.TreeID, r format.RootPtr)
+	walk = func(owner format.TreeID, r format.RootPtr) {
+		nodes[r.Logical]++
+		if seen[r.Logical] {
+			return
+		}
+		seen[r.Logical] = true
+		n, err := st.ReadNode(owner, r.Logical, r.Generation, int(r.Level))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range n.Ptrs {
+			walk(owner, format.RootPtr{Logical: p.Logical, Generation: p.Generation, Level: r.Level - 1})
+		}
+		for _, it := range n.Items {
+			if owner != format.FSTree || it.Key.Type != format.FileExtentKey {
+				continue
+			}
+			x, err := format.UnmarshalFileExtentItem(it.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Type != format.FileExtentInline && x.DiskLogical != 0 {
+				data[x.DiskLogical]++
+			}
+		}
+	}
+	sb := st.Super()
+	for id := format.TreeID(1); id <= format.NumTrees; id++ {
+		if r := sb.Roots.Root(id); r.Logical != 0 {
+			walk(id, r)
+		}
+	}
+	snaps, err := st.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		walk(format.FSTree, s.Root)
+	}
+	items := 0
+	err = st.Tree(format.ExtentTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		l := it.Key.ObjectID
+		switch it.Key.Type {
+		case format.MetadataItemKey:
+			m, err := format.UnmarshalMetadataItem(it.Data)
+			if err != nil {
+				return false, err
+			}
+			if m.Refs != nodes[l] {
+				t.Errorf("node %d (%v): refs %d, %d pointers", l, m.Owner, m.Refs, nodes[l])
+			}
+			delete(nodes, l)
+		case format.ExtentItemKey:
+			e, err := format.UnmarshalExtentItem(it.Data)
+			if err != nil {
+				return false, err
+			}
+			if e.Refs != data[l] {
+				t.Errorf("data extent %d: refs %d, %d pointing leaf items", l, e.Refs, data[l])
+			}
+			delete(data, l)
+		}
+		items++
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) > 0 || len(data) > 0 {
+		t.Errorf("reachable without an item: nodes %v, data extents %v", slices.Sorted(maps.Keys(nodes)), slices.Sorted(maps.Keys(data)))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// TestSnapshotsModel: random changes with snapshots taken and deleted at
+// random; every snapshot keeps reading as the namespace was when it was
+// taken, the live one as the model says, writes to a snapshot fail with
+// EROFS, the reference counts match an independent count after every
+// step, and once every snapshot and file is gone nothing is left
+// allocated to them.
+func TestSnapshotsModel(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { snapshotsModel(t, seed) })
+	}
+}
+
+func snapshotsModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(39, seed))
+	f, _ := newTestFS(t, 512<<20, 1)
+	f.opt.MaxInline = 64
+	live := snapModel{}
+	snaps := map[string]snapModel{}
+	next := 0
+	for step := 0; step < 400; step++ {
+		snapOp(t, f, live, rng)
+		switch r := rng.IntN(20); {
+		case r < 3:
+			name := fmt.Sprintf("s%d", next)
+			next++
+			if _, err := f.CreateSnapshot(name); err != nil {
+				t.Fatal(err)
+			}
+			snaps[name] = live.clone()
+		case r < 5 && len(snaps) > 0:
+			names := slices.Sorted(maps.Keys(snaps))
+			name := names[rng.IntN(len(names))]
+			if err := f.DeleteSnapshot(name); err != nil {
+				t.Fatal(err)
+			}
+			delete(snaps, name)
+		case r < 8:
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			checkRefs(t, f)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkRefs(t, f)
+	checkNamespace(t, f, live, "live")
+	for name, m := range snaps {
+		v, err := f.OpenSnapshot(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNamespace(t, v, m, "snapshot "+name)
+		in, err := v.Resolve("/", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Create("/new", Attr{Mode: 0o644}); !errors.Is(err, syscall.EROFS) {
+			t.Fatalf("create in snapshot %s: %v, want EROFS", name, err)
+		}
+		_ = in
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.CreateSnapshot("s0"); len(snaps) > 0 && snaps["s0"] != nil && !errors.Is(err, store.ErrSnapshotExists) {
+		t.Fatalf("second snapshot s0: %v", err)
+	}
+	// Everything gone: nothing of the data may stay allocated.
+	all, err := f.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if err := f.DeleteSnapshot(s.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := range live {
+		if err := f.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkRefs(t, f)
+	n := 0
+	err = f.st.Tree(format.ExtentTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		if it.Key.Type == format.ExtentItemKey {
+			n++
+		}
+		return true, nil
+	})
+	if err != nil || n != 0 {
+		t.Fatalf("%d data extents left after every file and snapshot went (%v)", n, err)
+	}
+}
