@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/inuse"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -278,5 +280,50 @@ func snapshotsModel(t *testing.T, seed uint64) {
 	})
 	if err != nil || n != 0 {
 		t.Fatalf("%d data extents left after every file and snapshot went (%v)", n, err)
+	}
+}
+
+// TestInuseSeesSnapshots: the walk trim and free-space checks trust
+// (pkg/inuse) counts what only a snapshot references: a file removed
+// from the live tree keeps its data and nodes in use.
+func TestInuseSeesSnapshots(t *testing.T) {
+	f, _ := newTestFS(t, 256<<20, 1)
+	data := bytes.Repeat([]byte("snapshot data "), 50000)
+	in, err := f.Create("/f", Attr{Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteAt(in, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	xs, err := f.extents(in.Ino, 0, in.Size)
+	if err != nil || len(xs) == 0 {
+		t.Fatalf("extents %v %v", xs, err)
+	}
+	if _, err := f.CreateSnapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove("/f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var all []alloc.Range // call everything free: every reference conflicts
+	for _, c := range f.st.Vol.Chunks.All() {
+		all = append(all, alloc.Range{Start: c.Logical, Len: c.Length})
+	}
+	res := inuse.Check(f.st, all)
+	if !res.Sure() {
+		t.Fatalf("walk not sure: %+v", res)
+	}
+	for _, x := range xs {
+		found := false
+		for _, c := range res.Conflicts {
+			found = found || c.What == "file extent" && c.Logical == x.DiskLogical
+		}
+		if !found {
+			t.Fatalf("extent %d of the removed file, kept by the snapshot, is not in use", x.DiskLogical)
+		}
 	}
 }

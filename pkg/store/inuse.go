@@ -102,8 +102,13 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 		return fs.live.nodes, nil
 	}
 	var out []uint64
+	seen := map[uint64]bool{} // snapshots share fs-tree nodes
 	var walk func(id format.TreeID, l, gen uint64, level, depth int) error
 	walk = func(id format.TreeID, l, gen uint64, level, depth int) error {
+		if seen[l] {
+			return nil
+		}
+		seen[l] = true
 		out = append(out, l)
 		if level == 0 || depth > format.MaxLevel {
 			return nil
@@ -122,6 +127,17 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		if r := fs.sb.Roots.Root(id); r.Logical != 0 {
 			if err := walk(id, r.Logical, r.Generation, int(r.Level), 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if fs.sb.Roots.Root(format.SnapshotTree).Logical != 0 {
+		snaps, err := fs.committedSnapshots()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range snaps {
+			if err := walk(format.FSTree, s.Root.Logical, s.Root.Generation, int(s.Root.Level), 0); err != nil {
 				return nil, err
 			}
 		}

@@ -36,10 +36,18 @@ type refChange struct {
 // Snapshots lists the snapshots as the running transaction sees them
 // (the committed ones without one), by id.
 func (fs *FS) Snapshots() ([]Snapshot, error) {
-	t := fs.Tree(format.SnapshotTree)
 	if fs.tx != nil {
-		t = fs.tx.trees[format.SnapshotTree]
+		return snapshotsIn(fs.tx.trees[format.SnapshotTree])
 	}
+	return fs.committedSnapshots()
+}
+
+// committedSnapshots lists the committed state's snapshots.
+func (fs *FS) committedSnapshots() ([]Snapshot, error) {
+	return snapshotsIn(fs.Tree(format.SnapshotTree))
+}
+
+func snapshotsIn(t *btree.Tree) ([]Snapshot, error) {
 	var out []Snapshot
 	err := t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		if it.Key.Type != format.SnapshotItemKey || it.Key.Offset != 0 || it.Key.ObjectID == 0 {

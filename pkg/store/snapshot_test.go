@@ -1,0 +1,63 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+)
+
+// TestLiveNodesHoldSnapshots: the nodes only a snapshot keeps are in
+// use for every check of free space (verifyFree's node list): after the
+// live fs tree has replaced all of them, they are still listed once.
+func TestLiveNodesHoldSnapshots(t *testing.T) {
+	fs := create(t, memDevs(1, 256<<20), format.ProfileSingle, format.ProfileDup)
+	put := func(val byte) {
+		tx, err := fs.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := uint64(0); i < 2000; i++ {
+			k := format.Key{ObjectID: 300 + i, Type: format.XattrItemKey, Offset: 1}
+			if err := tx.Tree(format.FSTree).Put(k, []byte(fmt.Sprint(val, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1)
+	tx, err := fs.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := fs.sb.Roots.Root(format.FSTree)
+	if _, err := tx.CreateSnapshot(format.SnapshotItem{Name: "s", UUID: [16]byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	put(2) // every leaf and the root copied: the old ones are the snapshot's alone
+	var snapNodes []uint64
+	if err := fs.TreeAt(kept).WalkNodes(func(n *format.Node) error { snapNodes = append(snapNodes, n.Logical); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fs.sb.Roots.Root(format.FSTree).Logical == kept.Logical || len(snapNodes) < 3 {
+		t.Fatalf("live root %d, snapshot root %d, %d snapshot nodes: nothing to test", fs.sb.Roots.Root(format.FSTree).Logical, kept.Logical, len(snapNodes))
+	}
+	nodes, err := fs.liveNodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range snapNodes {
+		if _, ok := slices.BinarySearch(nodes, l); !ok {
+			t.Fatalf("snapshot node %d is not among the nodes in use", l)
+		}
+	}
+	if c := slices.Compact(slices.Clone(nodes)); len(c) != len(nodes) {
+		t.Fatalf("%d nodes listed, %d distinct", len(nodes), len(c))
+	}
+}
