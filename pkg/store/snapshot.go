@@ -80,6 +80,24 @@ func (fs *FS) FindSnapshot(name string) (Snapshot, error) {
 	return Snapshot{}, fmt.Errorf("%q: %w", name, ErrNoSnapshot)
 }
 
+// loadSharedGen finds the generation up to which fs-tree nodes may be
+// shared: the newest snapshot root's (a node is never newer than its
+// parent). An unreadable snapshot tree fails the open: a writer that
+// took shared nodes for its own would free a snapshot's.
+func (fs *FS) loadSharedGen() error {
+	if fs.sb.Roots.Root(format.SnapshotTree).Logical == 0 {
+		return nil
+	}
+	snaps, err := fs.committedSnapshots()
+	if err != nil {
+		return fmt.Errorf("snapshots: %w", err)
+	}
+	for _, s := range snaps {
+		fs.sharedGen = max(fs.sharedGen, s.Root.Generation)
+	}
+	return nil
+}
+
 // TreeAt is a read-only handle of the fs tree rooted at root (a
 // snapshot's).
 func (fs *FS) TreeAt(root format.RootPtr) *btree.Tree {

@@ -40,6 +40,12 @@ func TestLiveNodesHoldSnapshots(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	// As an open finds it: nodes up to the snapshot root's generation
+	// may be shared.
+	fs.sharedGen = 0
+	if err := fs.loadSharedGen(); err != nil || fs.sharedGen != kept.Generation {
+		t.Fatalf("shared generation %d (%v), want %d", fs.sharedGen, err, kept.Generation)
+	}
 	put(2) // every leaf and the root copied: the old ones are the snapshot's alone
 	var snapNodes []uint64
 	if err := fs.TreeAt(kept).WalkNodes(func(n *format.Node) error { snapNodes = append(snapNodes, n.Logical); return nil }); err != nil {

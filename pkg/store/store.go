@@ -137,6 +137,9 @@ func openVolumeWith(vol *volume.Volume, opt volume.Options, repair bool) (*FS, e
 		}
 	}
 	fs.setProfiles()
+	if err := fs.loadSharedGen(); err != nil {
+		return nil, err
+	}
 	if fs.sb.LogRoot != 0 && opt.Write {
 		// Before anything can allocate over what the log references.
 		if err := fs.replayLog(); err != nil {
