@@ -186,6 +186,12 @@ func (f *FS) cut(in *Inode, x fileExtent, n uint64, hash [format.CsumSize]byte, 
 	}
 	ext, fst := tx.Tree(format.ExtentTree), tx.Tree(format.FSTree)
 	l, dl := x.DiskLogical, x.DiskLen
+	// The file's leaf first, as it is: a leaf a snapshot shares counts
+	// once in the extent's refs (§6.12), so only once it is the file's own
+	// copy does refs 1 mean no other tree points at the extent.
+	if err := fst.Put(extentKey(in.Ino, x.off), format.MarshalFileExtentItem(&x.FileExtentItem)); err != nil {
+		return false, err
+	}
 	k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: dl}
 	raw, err := getOptional(ext, k)
 	if err != nil {
