@@ -55,6 +55,32 @@ func (f *FS) DeleteSnapshot(name string) error {
 	return f.Sync()
 }
 
+// Rollback makes the live namespace snapshot name's, in a commit of its
+// own after what is pending; what only the replaced namespace held is
+// freed. The snapshot stays, and so do later ones.
+func (f *FS) Rollback(name string) error {
+	s, err := f.st.FindSnapshot(name)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	tx, err := f.txn()
+	if err != nil {
+		return err
+	}
+	f.dirs.clear() // paths resolved in the replaced namespace
+	err = tx.RollbackTo(s.ID, func(x *format.FileExtentItem) error {
+		return f.addRefs(x.DiskLogical, x.DiskLen, -1)
+	})
+	if err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Sync()
+}
+
 // Snapshots lists the snapshots.
 func (f *FS) Snapshots() ([]store.Snapshot, error) { return f.st.Snapshots() }
 

@@ -183,8 +183,8 @@ func checkRefs(t *testing.T, f *FS) {
 	}
 }
 
-// TestSnapshotsModel: random changes with snapshots taken and deleted at
-// random; every snapshot keeps reading as the namespace was when it was
+// TestSnapshotsModel: random changes with snapshots taken, deleted and
+// rolled back to at random; every snapshot keeps reading as the namespace was when it was
 // taken, the live one as the model says, writes to a snapshot fail with
 // EROFS, the reference counts match an independent count after every
 // step, and once every snapshot and file is gone nothing is left
@@ -219,6 +219,14 @@ func snapshotsModel(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 			delete(snaps, name)
+		case r < 6 && len(snaps) > 0:
+			names := slices.Sorted(maps.Keys(snaps))
+			name := names[rng.IntN(len(names))]
+			if err := f.Rollback(name); err != nil {
+				t.Fatal(err)
+			}
+			live = snaps[name].clone()
+			checkNamespace(t, f, live, "after rollback to "+name)
 		case r < 8:
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)

@@ -159,6 +159,29 @@ func (tx *Txn) DropSnapshot(id uint64, dropData func(x *format.FileExtentItem) e
 	return tx.dropRef(s.Root.Logical, s.Root.Generation, int(s.Root.Level), dropData)
 }
 
+// RollbackTo makes snapshot id's tree the live fs tree: the snapshot
+// root gains the root set's reference and the old live tree loses it
+// (dropData as for DropSnapshot). The snapshot stays. As for
+// CreateSnapshot, the running transaction must not have changed the fs
+// tree.
+func (tx *Txn) RollbackTo(id uint64, dropData func(x *format.FileExtentItem) error) error {
+	old := tx.fs.sb.Roots.Root(format.FSTree)
+	if tx.trees[format.FSTree].Root() != old {
+		return fmt.Errorf("rollback: the fs tree has uncommitted changes: %w", ErrBusy)
+	}
+	b, err := tx.trees[format.SnapshotTree].Get(format.Key{ObjectID: id, Type: format.SnapshotItemKey})
+	if err != nil {
+		return fmt.Errorf("snapshot %d: %w", id, err)
+	}
+	s, err := format.UnmarshalSnapshotItem(b)
+	if err != nil {
+		return err
+	}
+	tx.addNodeRef(s.Root.Logical, s.Root.Level, 1)
+	tx.trees[format.FSTree] = btree.New(tx, format.FSTree, s.Root)
+	return tx.dropRef(old.Logical, old.Generation, int(old.Level), dropData)
+}
+
 // dropRef removes one pointer to a committed fs-tree node: the node is
 // freed when it was the last, and its own pointers dropped in turn.
 func (tx *Txn) dropRef(logical, gen uint64, level int, dropData func(*format.FileExtentItem) error) error {
