@@ -61,22 +61,48 @@ func (s *scrubber) fitsPlace(u *unit, b []byte) bool {
 	if err != nil || n.Owner < 1 || n.Owner > format.NumTrees {
 		return false
 	}
-	if root := sb.Roots.Root(n.Owner); root.Logical == u.logical {
-		return root.Generation == n.Generation && int(root.Level) == int(n.Level)
+	for _, root := range s.rootsOf(n.Owner) {
+		if root.Logical == u.logical {
+			if root.Generation == n.Generation && int(root.Level) == int(n.Level) {
+				return true
+			}
+			continue
+		}
+		if n.NumItems() == 0 || int(root.Level) <= int(n.Level) {
+			continue
+		}
+		p, err := s.pointerTo(n.Owner, root, n.FirstKey(), int(n.Level)+1)
+		if err == nil && p.Logical == u.logical && p.Key == n.FirstKey() && p.Generation == n.Generation {
+			return true
+		}
 	}
-	if n.NumItems() == 0 {
-		return false
-	}
-	p, err := s.pointerTo(n.Owner, n.FirstKey(), int(n.Level)+1)
-	return err == nil && p.Logical == u.logical && p.Key == n.FirstKey() && p.Generation == n.Generation
+	return false
 }
 
-// pointerTo descends tree id from its root toward key, each node's copy
+// rootsOf lists the roots of tree id: the root set's, and for the fs
+// tree every snapshot's too (a node a snapshot shares or alone keeps
+// has its place there, FORMAT.md §6.12).
+func (s *scrubber) rootsOf(id format.TreeID) []format.RootPtr {
+	sb := s.fs.Super()
+	roots := []format.RootPtr{sb.Roots.Root(id)}
+	if id != format.FSTree {
+		return roots
+	}
+	snaps, err := s.fs.Snapshots()
+	if err != nil {
+		return roots // no place found there: reported, not repaired
+	}
+	for _, sn := range snaps {
+		roots = append(roots, sn.Root)
+	}
+	return roots
+}
+
+// pointerTo descends tree id from root r toward key, each node's copy
 // chosen as readers choose it (store.ReadCopies: no cache, so workers run
 // it side by side), and returns the pointer the node at level follows.
-func (s *scrubber) pointerTo(id format.TreeID, key format.Key, level int) (format.KeyPtr, error) {
+func (s *scrubber) pointerTo(id format.TreeID, r format.RootPtr, key format.Key, level int) (format.KeyPtr, error) {
 	sb := s.fs.Super()
-	r := sb.Roots.Root(id)
 	p := format.KeyPtr{Logical: r.Logical, Generation: r.Generation}
 	var first *format.Key // none for the root
 	for l := int(r.Level); l >= level; l-- {
