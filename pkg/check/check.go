@@ -128,8 +128,10 @@ type Report struct {
 	RebuiltTree string `json:"rebuilt_tree,omitempty"`
 	NodesLost   int    `json:"nodes_lost,omitempty"`
 	// Incomplete names the trees with a node no copy of which could be
-	// read: the cross-checks over them are unreliable, so repair then
-	// makes only the fixes that do not depend on them.
+	// read (or whose address holds no node), or that a lookup of a later
+	// pass could not read through (a node a reader refuses:
+	// checker.unread): the cross-checks over them are unreliable, so
+	// repair then makes only the fixes that do not depend on them.
 	Incomplete []string `json:"incomplete,omitempty"`
 	// Withheld counts the cross-check conclusions not reported because
 	// of an incomplete tree.
@@ -336,6 +338,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		c.checkProfiles() // from the block group items the walks read
 		c.withhold()
 		c.setPaths()
+		c.withhold() // setPaths may find the fs tree incomplete
 	}
 	c.rep.Devices = len(vol.Devices())
 	items := make([]*format.DevItem, 0, len(c.devItems))

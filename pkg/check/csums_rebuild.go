@@ -214,7 +214,11 @@ func readAlike(vol *volume.Volume, logical, n uint64) ([]byte, string) {
 func vouched(fs *btree.Tree, inos map[uint64]bool) []CsumRebuilt {
 	out := make([]CsumRebuilt, 0, len(inos))
 	for ino := range inos {
-		out = append(out, CsumRebuilt{Path: pathOf(fs, ino), Ino: ino})
+		// A path that does not read leaves the file named by its inode
+		// only: the sums are committed, and the check before refused an
+		// incomplete fs tree.
+		path, _ := pathOf(fs, ino)
+		out = append(out, CsumRebuilt{Path: path, Ino: ino})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {

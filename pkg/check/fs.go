@@ -391,15 +391,38 @@ func (r *nodeReader) FreeNode(*format.Node) error                        { retur
 func (r *nodeReader) NodeSize() uint32                                   { return r.c.sb.NodeSize }
 
 // lookup is one item of the fs tree; ok false if absent, err for a node
-// that cannot be read (then nothing is concluded).
-type lookup struct{ t *btree.Tree }
+// that cannot be read (then nothing is concluded, and the fs tree is
+// marked incomplete: a key behind a node that does not read is not
+// absent, and what the check concludes without it must not be acted on).
+// A repair's lookups have no checker: their errors abort the fix.
+type lookup struct {
+	c *checker // nil: a repair's
+	t *btree.Tree
+}
 
 func (l lookup) get(k format.Key) (b []byte, ok bool, err error) {
 	b, err = l.t.Get(k)
 	if errors.Is(err, btree.ErrNotFound) {
 		return nil, false, nil
 	}
+	if l.c != nil {
+		l.c.unread(err)
+	}
 	return b, err == nil, err
+}
+
+// unread marks the fs tree incomplete when err, from a lookup or scan of
+// it in a later pass, is a node that does not read (ErrNotFound is an
+// answer, not a failure). The walk reads each node once and checks it
+// against its parent; a reader (btree, as the filesystem) also refuses
+// one the walk only reports (empty below the root, a first key off its
+// parent's pointer, a newer generation), and a node no copy of which
+// reads at the second read. Either way what lies behind it is unknown,
+// as for a node the walk could not read (visit).
+func (c *checker) unread(err error) {
+	if err != nil && !errors.Is(err, btree.ErrNotFound) {
+		c.rep.markIncomplete(format.FSTree.String())
+	}
 }
 
 // inode returns the inode item of ino: exists says whether the key is
@@ -456,18 +479,19 @@ func (c *checker) matchNames() {
 	s := &c.fs
 	root := c.sb.Roots.Root(format.FSTree)
 	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
-	l := lookup{t}
+	l := lookup{c: c, t: t}
 	flagged := func(dir, child uint64) bool {
 		return s.names.has(child) || s.dirFlag[dir]
 	}
-	for it := t.First(); it.Valid(); it.Next() {
+	it := t.First()
+	for ; it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key
 		switch k.Type {
 		case format.DirItemKey:
 			es, err := format.UnmarshalDirEntries(item.Data)
 			if err != nil {
-				continue
+				continue // FS_ITEM_BAD, from the walk
 			}
 			for _, e := range es {
 				if flagged(k.ObjectID, e.Ino) {
@@ -491,4 +515,7 @@ func (c *checker) matchNames() {
 			}
 		}
 	}
+	// The iteration stops at a node it cannot read: the names after it
+	// are not matched, which is not their being matched.
+	c.unread(it.Err())
 }

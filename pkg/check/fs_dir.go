@@ -118,7 +118,7 @@ func (c *checker) checkLoops() {
 func (c *checker) matchDirItem(l lookup, dir uint64, e format.DirEntry) {
 	_, exists, err := l.inode(e.Ino)
 	if err != nil {
-		return
+		return // unread: the fs tree is incomplete (lookup.get), nothing concluded
 	}
 	if !exists {
 		c.fsFix(EntryDangling, dir, entryFix(dir, noIndex, e), "directory entry %q names inode %d, which does not exist", e.Name, e.Ino)
@@ -143,6 +143,8 @@ func entryFix(dir, idx uint64, e format.DirEntry) *fixData {
 func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 	de, hasItem, err := l.dirItem(dir, e.Name)
 	if err != nil {
+		// Unread (the fs tree is incomplete: lookup.get) or a DIR_ITEM
+		// that does not decode (FS_ITEM_BAD): nothing concluded.
 		return
 	}
 	if hasItem && (de.Ino != e.Ino || de.Type != e.Type) {
@@ -150,7 +152,7 @@ func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 	}
 	in, exists, err := l.inode(e.Ino)
 	if err != nil {
-		return
+		return // unread: the fs tree is incomplete, nothing concluded
 	}
 	if !exists {
 		if !hasItem { // else matchDirItem reports it
@@ -167,7 +169,7 @@ func (c *checker) matchDirIndex(l lookup, dir, idx uint64, e format.DirEntry) {
 	}
 	ri, hasRef, err := l.refIndex(e.Ino, dir, e.Name)
 	if err != nil {
-		return
+		return // unread (incomplete) or an INODE_REF that does not decode (FS_ITEM_BAD)
 	}
 	missing := "DIR_ITEM entry"
 	if !hasRef || ri != idx {

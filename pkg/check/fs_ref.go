@@ -33,7 +33,7 @@ func (c *checker) inodeRef(cur *inodeState, it format.Item) {
 func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) {
 	b, ok, err := l.get(format.Key{ObjectID: dir, Type: format.DirIndexKey, Offset: r.Index})
 	if err != nil {
-		return
+		return // unread: the fs tree is incomplete (lookup.get), nothing concluded
 	}
 	if ok {
 		e, err := format.UnmarshalDirEntry(b)
@@ -43,7 +43,13 @@ func (c *checker) matchInodeRef(l lookup, child, dir uint64, r format.InodeRef) 
 		c.fsFix(RefIndexOther, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q in directory %d has index %d, but that DIR_INDEX is %q (inode %d)", r.Name, dir, r.Index, e.Name, e.Ino)
 		return
 	}
-	if _, exists, err := l.inode(dir); err == nil && !exists {
+	_, exists, err := l.inode(dir)
+	if err != nil {
+		// Unread: whether the directory exists is not known, so neither
+		// is which fix the name needs.
+		return
+	}
+	if !exists {
 		c.fsFix(RefNoDir, child, &fixData{dir: dir, index: r.Index, name: r.Name, want: child}, "name %q is in directory %d, which does not exist", r.Name, dir)
 		return
 	}

@@ -44,9 +44,10 @@ func (c *checker) dataOwners() {
 		return
 	}
 	t := btree.New(&nodeReader{c: c, cache: map[uint64]*format.Node{}}, format.FSTree, root)
-	// A node that cannot be read (the node pass reports it) leaves the
-	// owners after it unset.
-	_ = t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+	// A node that cannot be read leaves the owners after it unset, and
+	// the fs tree incomplete (it may be one the walk read but a reader
+	// refuses: unread).
+	err := t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		var x format.FileExtentItem
 		if it.Key.Type != format.FileExtentKey || format.DecodeFileExtentItem(it.Data, &x) != nil || x.Type == format.FileExtentInline {
 			return true, nil
@@ -58,11 +59,13 @@ func (c *checker) dataOwners() {
 		delete(want, id)
 		return len(want) > 0, nil
 	})
+	c.unread(err)
 }
 
 // setPaths names the file of every problem about an inode, walking its
 // first INODE_REF up to the root. An inode without a way to the root has
-// no path.
+// no path; one whose way does not read has none either, and the fs tree
+// is incomplete (CheckVolume withholds again).
 func (c *checker) setPaths() {
 	root := c.sb.Roots.Root(format.FSTree)
 	if root.Logical == 0 {
@@ -76,21 +79,24 @@ func (c *checker) setPaths() {
 			continue
 		}
 		if _, ok := known[p.Ino]; !ok {
-			known[p.Ino] = pathOf(t, p.Ino)
+			path, err := pathOf(t, p.Ino)
+			c.unread(err)
+			known[p.Ino] = path
 		}
 		p.Path = known[p.Ino]
 	}
 }
 
-// pathOf returns the path of ino, "" if it does not lead to the root.
-func pathOf(t *btree.Tree, ino uint64) string {
+// pathOf returns the path of ino, "" if it does not lead to the root or
+// a node on the way does not read (err).
+func pathOf(t *btree.Tree, ino uint64) (string, error) {
 	if ino == format.RootDirIno {
-		return "/"
+		return "/", nil
 	}
 	var names []string
 	for depth := 0; ino != format.RootDirIno; depth++ {
 		if depth == maxPathDepth {
-			return ""
+			return "", nil
 		}
 		var name string
 		var parent uint64
@@ -102,8 +108,11 @@ func pathOf(t *btree.Tree, ino uint64) string {
 			name, parent = refs[0].Name, it.Key.Offset
 			return false, nil
 		})
-		if err != nil && !errors.Is(err, btree.ErrNotFound) || name == "" {
-			return ""
+		if err != nil && !errors.Is(err, btree.ErrNotFound) {
+			return "", err
+		}
+		if name == "" {
+			return "", nil
 		}
 		names = append(names, name)
 		ino = parent
@@ -111,5 +120,5 @@ func pathOf(t *btree.Tree, ino uint64) string {
 	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
 		names[i], names[j] = names[j], names[i]
 	}
-	return "/" + strings.Join(names, "/")
+	return "/" + strings.Join(names, "/"), nil
 }

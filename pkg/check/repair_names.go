@@ -160,7 +160,7 @@ func (f *fixer) indexOwner(dir uint64, name string) (uint64, error) {
 
 // refAt reports whether child's INODE_REF names name at idx in dir.
 func (f *fixer) refAt(child, dir, idx uint64, name string) (bool, error) {
-	ri, ok, err := lookup{f.tree(format.FSTree)}.refIndex(child, dir, name)
+	ri, ok, err := lookup{t: f.tree(format.FSTree)}.refIndex(child, dir, name)
 	return ok && ri == idx, err
 }
 
@@ -185,7 +185,7 @@ func (f *fixer) itemToIndex(dir, idx uint64, name string, child uint64, t format
 // DIR_ITEM entry of name names, when that inode's INODE_REF gives the
 // name this index: the DIR_INDEX is then the odd one of the three.
 func (f *fixer) indexToItem(dir, idx uint64, name string) error {
-	de, ok, err := lookup{f.tree(format.FSTree)}.dirItem(dir, name)
+	de, ok, err := lookup{t: f.tree(format.FSTree)}.dirItem(dir, name)
 	if err != nil || !ok {
 		return err
 	}
@@ -511,9 +511,12 @@ func (f *fixer) recreateInode(ino uint64) error {
 		if ino == format.RootDirIno {
 			in.Mode = syscall.S_IFDIR | 0o755
 		}
-		// Past every index the directory holds.
+		// Past every index the directory holds (as raiseSeq: one that
+		// does not read is not none, and seq 2 would reuse its indexes).
 		if it, err := f.tree(format.FSTree).SeekLE(dirIndexKey(ino, noIndex)); err == nil && it.Key.ObjectID == ino && it.Key.Type == format.DirIndexKey {
 			in.Seq = max(in.Seq, it.Key.Offset+1)
+		} else if err = ignoreNotFound(err); err != nil {
+			return err
 		}
 	}
 	return f.tree(format.FSTree).Insert(format.Key{ObjectID: ino, Type: format.InodeItemKey}, format.MarshalInodeItem(in))

@@ -26,7 +26,7 @@ func (c *checker) walk(id format.TreeID) {
 // step is a helper of its own; the order of the checks, and so of the
 // problems reported, is the walk's.
 func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstKey *format.Key, b bounds, isRoot bool, pre *nodeRead) {
-	if !c.claimNode(id, logical) {
+	if !c.claimNode(id, logical, isRoot) {
 		return
 	}
 	r := pre
@@ -37,12 +37,7 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 	}
 	node := c.goodCopy(id, logical, gen, level, firstKey, r)
 	if node == nil {
-		// Every copy is bad: its subtree cannot be checked, and what the
-		// cross-checks conclude about this tree is unreliable.
-		c.rep.markIncomplete(id.String())
-		if isRoot {
-			c.nodeProblem(id, logical, TreeRootBad, "no copy of the root node reads")
-		}
+		c.lostNode(id, logical, isRoot) // every copy is bad
 		return
 	}
 	c.checkNodeHeader(id, logical, node, firstKey, isRoot)
@@ -54,6 +49,16 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 	c.reads.put(r) // nothing keeps item data: item() decodes or copies
 }
 
+// lostNode notes a node of tree id that cannot be read: its subtree
+// cannot be checked, and what the cross-checks conclude about this tree
+// is unreliable (its items are unread, not absent).
+func (c *checker) lostNode(id format.TreeID, logical uint64, isRoot bool) {
+	c.rep.markIncomplete(id.String())
+	if isRoot {
+		c.nodeProblem(id, logical, TreeRootBad, "no copy of the root node reads")
+	}
+}
+
 // nodeProblem reports a problem of the node at logical in tree id.
 func (c *checker) nodeProblem(id format.TreeID, logical uint64, code Code, msg string, args ...any) {
 	c.add(Problem{Code: code, Tree: id.String(), Logical: logical, Message: fmt.Sprintf(msg, args...)})
@@ -61,8 +66,9 @@ func (c *checker) nodeProblem(id format.TreeID, logical uint64, code Code, msg s
 
 // claimNode marks the node at logical seen and checks where it lives: it
 // reports false when the node is not to be read (the check was cancelled,
-// the node was visited before, or its address holds no node).
-func (c *checker) claimNode(id format.TreeID, logical uint64) bool {
+// the node was visited before, or its address holds no node: then it is
+// a lost node, as one no copy of which reads).
+func (c *checker) claimNode(id format.TreeID, logical uint64, isRoot bool) bool {
 	if c.opt.cancelled() != nil {
 		return false // CheckVolume reports ErrCancelled
 	}
@@ -75,6 +81,7 @@ func (c *checker) claimNode(id format.TreeID, logical uint64) bool {
 	ch, ok := c.vol.Chunks.Lookup(logical)
 	if !ok {
 		c.nodeProblem(id, logical, NodeNoChunk, "node address is in no chunk")
+		c.lostNode(id, logical, isRoot)
 		return false
 	}
 	wantType := format.ChunkMetadata
@@ -86,6 +93,7 @@ func (c *checker) claimNode(id format.TreeID, logical uint64) bool {
 	}
 	if logical%uint64(c.sb.NodeSize) != 0 || logical+uint64(c.sb.NodeSize) > ch.End() {
 		c.nodeProblem(id, logical, NodeAlign, "node is misaligned or crosses its chunk's end")
+		c.lostNode(id, logical, isRoot)
 		return false
 	}
 	return true
