@@ -308,7 +308,7 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 		fmt.Fprintf(w, "%s\n", p)
 	}
 	if len(rep.Incomplete) > 0 {
-		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree incomplete (a node no copy of which reads): %d conclusions about counts and references withheld\n",
+		fmt.Fprintf(w, "fsck.ddfs: %s: %s tree incomplete (a node or lookup that does not read): %d conclusions about counts and references withheld\n",
 			image, strings.Join(rep.Incomplete, ", "), rep.Withheld)
 	}
 	if rep.RebuiltTree != "" {
