@@ -26,6 +26,16 @@ func catOperands(of *openFlags, args []string, stdin io.Reader, stdout io.Writer
 	files := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-" })
 	var im *image
 	var paths []string
+	if fim, paths, err := foreignOperands(files); fim != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer fim.Close()
+		if len(files) != len(args) {
+			return usageErr("- (stdin) with a foreign image's files is not supported")
+		}
+		return catForeign(stdout, fim, paths)
+	}
 	if len(files) > 0 || len(args) == 0 { // no operand at all: its usage error
 		var err error
 		if im, paths, err = openOperands(of, files, false); err != nil {

@@ -87,6 +87,18 @@ func newCpCmd() *cobra.Command {
 		if dst.image != "" {
 			return copyInto(of, srcs, dst, o)
 		}
+		if len(srcs) == 1 && srcs[0].image != "" && dst.path != "-" {
+			if fim, err := openForeign(srcs[0].image); fim != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				defer fim.Close()
+				if o.Follow {
+					return usageErr("-L on a foreign image is not supported yet")
+				}
+				return copyOutForeign(stderr, fim, cli.Prog(c), []string{abs(srcs[0].path)}, dst.path, o.Recursive, o.Archive || o.Preserve)
+			}
+		}
 		return copyOut(of, srcs, dst, o)
 	}
 	return c

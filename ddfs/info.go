@@ -16,6 +16,15 @@ func newInfoCmd() *cobra.Command {
 		"  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks\n  ddfs info --json --from images.txt   # JSON Lines, one object per set")
 	asJSON := c.Flags().Bool("json", false, "print JSON")
 	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			if fim, err := openForeign(args[0]); fim != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				defer fim.Close()
+				return infoForeign(c.OutOrStdout(), fim, *asJSON)
+			}
+		}
 		return eachSet(c, of, bf, args, *asJSON, func(fs *store.FS, w io.Writer, path string, inBatch bool) error {
 			return runInfo(w, fs, path, inBatch, *asJSON)
 		})

@@ -48,6 +48,15 @@ func newLsCmd() *cobra.Command {
 	fl.BoolVar(&o.json, "json", false, "print a JSON array of entries (stat --json keys)")
 	quoting := fl.String("quoting-style", "", "literal or shell-escape (default: shell-escape on a terminal, else literal)")
 	c.RunE = func(c *cobra.Command, args []string) error {
+		if fim, paths, err := foreignOperands(args); fim != nil || err != nil {
+			if err != nil {
+				return err
+			}
+			defer fim.Close()
+			o.long = o.long || o.numeric
+			o.quote = *quoting == quoteShell || *quoting == "" && isTerminal(os.Stdout) && c.OutOrStdout() == os.Stdout
+			return lsForeign(c.OutOrStdout(), fim, paths, o)
+		}
 		im, paths, err := openOperands(of, args, false)
 		if err != nil {
 			return err
@@ -367,11 +376,16 @@ func (l *lister) indicator(in *fsys.Inode) string {
 	if !l.classify {
 		return ""
 	}
-	switch in.Mode & syscall.S_IFMT {
+	return modeIndicator(in.Mode, l.long)
+}
+
+// modeIndicator is ls -F's mark of a file of mode m.
+func modeIndicator(m uint32, long bool) string {
+	switch m & syscall.S_IFMT {
 	case syscall.S_IFDIR:
 		return "/"
 	case syscall.S_IFLNK:
-		if l.long {
+		if long {
 			return ""
 		}
 		return "@"
@@ -380,7 +394,7 @@ func (l *lister) indicator(in *fsys.Inode) string {
 	case syscall.S_IFSOCK:
 		return "="
 	case syscall.S_IFREG:
-		if in.Mode&0o111 != 0 {
+		if m&0o111 != 0 {
 			return "*"
 		}
 	}

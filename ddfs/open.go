@@ -42,6 +42,9 @@ func (o *openFlags) addFlags(fl *pflag.FlagSet, wait bool) {
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
 	fs, err := store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices, Degraded: o.degraded})
 	if err != nil {
+		if ferr := foreignRefusal(image, write, o.cmd); ferr != nil {
+			return nil, ferr
+		}
 		return nil, cli.NameImage(image, err)
 	}
 	inspect.ReportHeals(os.Stderr, cli.Prog(o.cmd), image, fs)

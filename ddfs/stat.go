@@ -48,6 +48,16 @@ func newStatCmd() *cobra.Command {
 		if n := btoi(*asJSON) + btoi(c.Flags().Changed("format")) + btoi(c.Flags().Changed("printf")); n > 1 {
 			return usageErr("--json, --format and --printf exclude each other")
 		}
+		if fim, paths, err := foreignOperands(args); fim != nil || err != nil {
+			if err != nil {
+				return err
+			}
+			defer fim.Close()
+			if c.Flags().Changed("format") || c.Flags().Changed("printf") {
+				return usageErr("-c/--printf on a foreign image is not supported yet (use --json)")
+			}
+			return statForeign(stdout, fim, paths, *follow, *asJSON)
+		}
 		im, paths, err := openOperands(of, args, false)
 		if err != nil {
 			return err
@@ -81,20 +91,25 @@ func newStatCmd() *cobra.Command {
 			}
 			return cli.JSON(stdout, out)
 		}
-		for _, s := range out {
-			fmt.Fprintf(stdout, "  File: %s:%s", im.name, string(s.Path))
-			if s.Target != "" {
-				fmt.Fprintf(stdout, " -> %s", string(s.Target))
-			}
-			fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
-			fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
-			for _, x := range s.Xattrs {
-				fmt.Fprintf(stdout, " Xattr: %s=%s\n", string(x.Name), xattrText(string(x.Value)))
-			}
-		}
+		printStatText(stdout, im.name, out)
 		return nil
 	}
 	return c
+}
+
+// printStatText is stat's text form of each object, in image name.
+func printStatText(stdout io.Writer, name string, out []statJSON) {
+	for _, s := range out {
+		fmt.Fprintf(stdout, "  File: %s:%s", name, string(s.Path))
+		if s.Target != "" {
+			fmt.Fprintf(stdout, " -> %s", string(s.Target))
+		}
+		fmt.Fprintf(stdout, "\n  Size: %-12d Bytes: %-12d %s\nInode: %-12d Links: %d\nAccess: (%s) Uid: %d Gid: %d\n", s.Size, s.Bytes, s.Type, s.Ino, s.Nlink, s.Mode, s.UID, s.GID)
+		fmt.Fprintf(stdout, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", s.Atime, s.Mtime, s.Ctime, s.Btime)
+		for _, x := range s.Xattrs {
+			fmt.Fprintf(stdout, " Xattr: %s=%s\n", string(x.Name), xattrText(string(x.Value)))
+		}
+	}
 }
 
 // printStatFormat prints one operand of stat -c/--printf.

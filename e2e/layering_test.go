@@ -23,14 +23,15 @@ var layers = map[string]int{
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
 	"pkg/zeros":    0, // zero-byte runs: holes, discards, write-zeroes
 	"pkg/progress": 2, "pkg/volume": 2,
-	"pkg/cli":    2, // names remote devices in error lines (device.RemoteError)
-	"pkg/batch":  3, // operands into sets, jobs, shards: on cli, volume
-	"pkg/store":  3,
-	"pkg/inband": 4, // the inband dedupe index: on store, below the fs that calls it
-	"pkg/inuse":  4, // what every tree references, against a free list: on store
-	"pkg/rescue": 4, // salvage to a host folder: on store, read-only
-	"pkg/scrub":  4,
-	"pkg/fsys":   5, "pkg/inspect": 5,
+	"pkg/cli":     2, // names remote devices in error lines (device.RemoteError)
+	"pkg/foreign": 2, // other filesystems' images, read-only through go-diskfs: on device (and format's magic)
+	"pkg/batch":   3, // operands into sets, jobs, shards: on cli, volume
+	"pkg/store":   3,
+	"pkg/inband":  4, // the inband dedupe index: on store, below the fs that calls it
+	"pkg/inuse":   4, // what every tree references, against a free list: on store
+	"pkg/rescue":  4, // salvage to a host folder: on store, read-only
+	"pkg/scrub":   4,
+	"pkg/fsys":    5, "pkg/inspect": 5,
 	"pkg/trim":     6, // discards only what pkg/inuse agrees is free
 	"pkg/transfer": 6, "pkg/check": 6,
 	"pkg/dedupe": 6, // estimate, offline dedupe, index upkeep: on fsys
