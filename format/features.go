@@ -52,8 +52,7 @@ const (
 	IncompatFsyncLog IncompatFeatures = 1 << 4
 	// IncompatSnapshots: the image may hold snapshots (FORMAT.md §6.12):
 	// the snapshot tree and fs-tree nodes and data extents shared by
-	// several trees. Defined, not yet supported: the tools that free or
-	// move space do not walk snapshot trees yet.
+	// several trees. fsck does not check such an image yet: it refuses.
 	IncompatSnapshots IncompatFeatures = 1 << 5
 )
 
@@ -61,7 +60,7 @@ const (
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = RoCompatCounters
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

@@ -33,6 +33,11 @@ const (
 // a repair stops between two transactions, so nothing is half-done.
 var ErrCancelled = errors.New("cancelled")
 
+// ErrSnapshots: the image holds snapshots (FORMAT.md §6.12), which this
+// fsck does not check: it refuses rather than report their shared nodes
+// as damage or free them in a repair.
+var ErrSnapshots = errors.New("image has snapshots")
+
 // allows reports whether the mode makes fixes of level f.
 func (m Mode) allows(f Fix) bool {
 	return f != FixNone && (m == ModeRepair || (m == ModePreen && f == FixPreen))

@@ -12,8 +12,11 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
+	"github.com/ddfs/ddfs/pkg/check"
+	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/inuse"
 	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
 )
 
 // snapFiles is how many files the workload uses: enough extents that
@@ -364,5 +367,47 @@ func TestRededupeKeepsSnapshots(t *testing.T) {
 	}
 	if !bytes.Equal(readAll(t, v, "/a"), a) || !bytes.Equal(readAll(t, f, "/a"), a) {
 		t.Fatal("a reads back wrong after the dedupe")
+	}
+}
+
+// TestSnapshotsSurviveReopen: after a crash and a reopen the snapshots
+// still read as taken, the open knows which nodes may be shared (a write
+// after it must unshare, not free, what a snapshot keeps), and fsck
+// refuses the image instead of calling shared nodes damage.
+func TestSnapshotsSurviveReopen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 7))
+	f, devs := newTestFS(t, 256<<20, 1)
+	f.opt.MaxInline = 64
+	live := snapModel{}
+	for i := 0; i < 60; i++ {
+		snapOp(t, f, live, rng)
+	}
+	if _, err := f.CreateSnapshot("before"); err != nil {
+		t.Fatal(err)
+	}
+	kept := live.clone()
+	g := reopenFS(t, devs) // every fs-tree node still shared
+	for i := 0; i < 60; i++ { // changes after the open rewrite shared leaves
+		snapOp(t, g, live, rng)
+	}
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkRefs(t, g)
+	checkNamespace(t, g, live, "live after reopen")
+	v, err := g.OpenSnapshot("before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNamespace(t, v, kept, "snapshot after reopen")
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vol, err := volume.FromDevices([]device.Device{devs[0]}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := check.CheckVolume(vol, check.Options{}); !errors.Is(err, check.ErrSnapshots) {
+		t.Fatalf("fsck of an image with snapshots: %v, want ErrSnapshots", err)
 	}
 }
