@@ -13,7 +13,7 @@ import (
 
 func newCatCmd() *cobra.Command {
 	c, _, of := newCmd("cat IMAGE:PATH|-...\n\n\"-\" is stdin, read to its end, as GNU cat.", "print files",
-		"  ddfs cat disk.img:/etc/hostname\n  echo '# this host:' | ddfs cat - disk.img:/etc/hostname   # - is stdin\n")
+		"  ddfs cat disk.img:/etc/hostname\n  echo '# this host:' | ddfs cat - disk.img:/etc/hostname   # - is stdin\n  ddfs cat rootfs.squashfs:/etc/os-release                 # a foreign image, read-only\n")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		return catOperands(of, args, c.InOrStdin(), c.OutOrStdout())
 	}

@@ -28,6 +28,7 @@ const cpExamples = `  ddfs cp -r ./tree disk.img:/              # host tree into
   echo hello | ddfs cp - disk.img:/motd       # stdin into a file (mode 0666 less the umask)
   ddfs cp disk.img:/motd - | wc -c            # a file to stdout (holes as zeros)
   ddfs cp 'disk.img:/etc/*.conf' ./out/       # a pattern, expanded inside the image
+  ddfs cp -a efi.img:/EFI ./efi-copy          # out of a foreign image (ext4, squashfs, ISO 9660, FAT)
 `
 
 const cpLong = `SRC "-" is stdin: the file DST is created or replaced with its bytes. DST "-" is

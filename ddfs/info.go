@@ -13,7 +13,7 @@ import (
 
 func newInfoCmd() *cobra.Command {
 	c, of, bf := newBatchCmd("info [--json] IMAGE... [--from FILE]", "show superblock, devices, chunks and tree roots",
-		"  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks\n  ddfs info --json --from images.txt   # JSON Lines, one object per set")
+		"  ddfs info disk.img\n  ddfs info --json disk.img | jq .chunks\n  ddfs info --json --from images.txt   # JSON Lines, one object per set\n  ddfs info disk.img                   # a foreign image: type, label, UUID, size, partitions")
 	asJSON := c.Flags().Bool("json", false, "print JSON")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) == 1 {

@@ -38,7 +38,8 @@ func newStatCmd() *cobra.Command {
 	c, fl, of := newCmd("stat [--json] [-L] [-c FORMAT|--printf FORMAT] IMAGE:PATH...", "show inode details (--json)",
 		"  ddfs stat disk.img:/etc/passwd\n  ddfs stat --json disk.img:/bin/ping | jq .xattrs\n"+
 			"  ddfs stat -c '%a %U:%G %s %n' disk.img:/etc/shadow   # GNU stat format directives\n"+
-			"  ddfs stat --printf '%i\\t%y\\n' disk.img:/etc/passwd\n")
+			"  ddfs stat --printf '%i\\t%y\\n' disk.img:/etc/passwd\n"+
+			"  ddfs stat --json cidata.iso:/user-data            # a foreign image, read-only\n")
 	asJSON := fl.Bool("json", false, "print JSON (an array when several paths are given)")
 	follow := fl.BoolP("dereference", "L", false, "follow a symbolic link named as an operand")
 	cfmt := fl.StringP("format", "c", "", "print FORMAT for each operand, then a newline (GNU stat directives: %a %A %b %B %f %F %g %G %h %i %n %N %s %t %T %u %U %w %W %x %X %y %Y %z %Z ...)")

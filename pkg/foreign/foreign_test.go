@@ -20,7 +20,7 @@ import (
 type builder struct {
 	kind      Kind
 	tools     []string
-	build     func(t *testing.T, src, img string)
+	build     func(t testing.TB, src, img string)
 	symlinks  bool   // keeps symlinks
 	permMask  uint32 // permission bits it keeps (as go-diskfs reads them)
 	owners    bool   // keeps uid/gid
@@ -30,7 +30,7 @@ type builder struct {
 	hardLinks bool   // nlink counts them
 }
 
-func sh(t *testing.T, name string, args ...string) {
+func sh(t testing.TB, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
@@ -39,26 +39,26 @@ func sh(t *testing.T, name string, args ...string) {
 
 var builders = []builder{
 	{kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true,
-		build: func(t *testing.T, src, img string) {
+		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
 	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o777, owners: true, mtime: true, specials: true, kernelFS: "squashfs",
-		build: func(t *testing.T, src, img string) {
+		build: func(t testing.TB, src, img string) {
 			sh(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress")
 		}},
 	{kind: ISO9660, tools: []string{"xorriso"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "iso9660", hardLinks: true,
-		build: func(t *testing.T, src, img string) {
+		build: func(t testing.TB, src, img string) {
 			sh(t, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-o", img, src)
 		}},
 	{kind: FAT32, tools: []string{"mkfs.vfat", "mcopy"}, kernelFS: "vfat",
-		build: func(t *testing.T, src, img string) { buildFAT(t, src, img, "32", "70000") }},
+		build: func(t testing.TB, src, img string) { buildFAT(t, src, img, "32", "70000") }},
 	{kind: FAT16, tools: []string{"mkfs.vfat", "mcopy"}, kernelFS: "vfat",
-		build: func(t *testing.T, src, img string) { buildFAT(t, src, img, "16", "20000") }},
+		build: func(t testing.TB, src, img string) { buildFAT(t, src, img, "16", "20000") }},
 	{kind: FAT12, tools: []string{"mkfs.vfat", "mcopy"}, kernelFS: "vfat",
-		build: func(t *testing.T, src, img string) { buildFAT(t, src, img, "12", "4000") }},
+		build: func(t testing.TB, src, img string) { buildFAT(t, src, img, "12", "4000") }},
 }
 
-func buildFAT(t *testing.T, src, img, bits, kib string) {
+func buildFAT(t testing.TB, src, img, bits, kib string) {
 	sh(t, "mkfs.vfat", "-F", bits, "-n", "TESTVOL", "-C", img, kib)
 	ents, _ := os.ReadDir(src)
 	args := []string{"-s", "-p", "-m", "-i", img}
@@ -118,7 +118,7 @@ func makeTree(t *testing.T, f builder) string {
 		must(t, syscall.Mkfifo(filepath.Join(src, "fifo"), 0o640))
 	}
 	if f.permMask != 0 {
-		must(t, os.Chmod(filepath.Join(src, "one"), 0o4755))
+		must(t, os.Chmod(filepath.Join(src, "one"), 0o755|os.ModeSetuid|os.ModeSetgid))
 		must(t, os.Chmod(filepath.Join(src, "dir/block-and-a-bit"), 0o600))
 	}
 	if f.owners {
