@@ -124,10 +124,13 @@ func boundSquashfs(r io.ReaderAt, size int64) error {
 
 // ISO 9660 primary volume descriptor fields (ECMA-119 8.4).
 const (
-	isoVolumeID   = 40  // 32 bytes, d-characters
-	isoSpaceSize  = 80  // u32 LE: logical blocks in the volume
-	isoBlockSize  = 128 // u16 LE: logical block size
-	isoCreateDate = 813 // 17 bytes: YYYYMMDDHHMMSScc + zone
+	isoVolumeID       = 40  // 32 bytes, d-characters
+	isoSpaceSize      = 80  // u32 LE: logical blocks in the volume
+	isoBlockSize      = 128 // u16 LE: logical block size
+	isoCreateDate     = 813 // 17 bytes: YYYYMMDDHHMMSScc + zone
+	isoPathTableSize  = 132 // u32 LE: bytes of the path table
+	isoRootRecord     = 156 // the root directory's record; its data length at +10 (u32 LE)
+	maxISODescriptors = 64  // volume descriptors read before the terminator
 )
 
 func boundISO(r io.ReaderAt, size int64) (identity, error) {
@@ -143,6 +146,25 @@ func boundISO(r io.ReaderAt, size int64) (identity, error) {
 	}
 	if n := int64(binary.LittleEndian.Uint32(pvd[isoSpaceSize:])); n*2048 > size {
 		return identity{}, corruptf("ISO 9660 volume of %d blocks, image of %d bytes", n, size)
+	}
+	// go-diskfs allocates each volume descriptor's path table and root
+	// directory at their recorded sizes (u32): bounded by the image.
+	for i := int64(0); i < maxISODescriptors; i++ {
+		vd, err := readExact(r, 2048, isoPVDOff+i*2048)
+		if err != nil {
+			return identity{}, err
+		}
+		if vd[0] == 255 { // set terminator
+			break
+		}
+		if vd[0] != 1 && vd[0] != 2 {
+			continue
+		}
+		pt := int64(binary.LittleEndian.Uint32(vd[isoPathTableSize:]))
+		root := int64(binary.LittleEndian.Uint32(vd[isoRootRecord+10:]))
+		if pt > size || root > size {
+			return identity{}, corruptf("ISO 9660 descriptor %d: path table of %d bytes, root directory of %d, image of %d", i, pt, root, size)
+		}
 	}
 	// blkid's UUID of an ISO: its creation date as YYYY-MM-DD-HH-MM-SS-cc.
 	d := pvd[isoCreateDate : isoCreateDate+16]

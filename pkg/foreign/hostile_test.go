@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -219,5 +220,19 @@ func TestExtHolesRefused(t *testing.T) {
 	defer im.Close()
 	if _, err := im.Open("/sparse"); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("a sparse ext4 file opened: %v", err)
+	}
+}
+
+// TestISOSizesBounded: a path table recorded bigger than the image is
+// refused before go-diskfs allocates it.
+func TestISOSizesBounded(t *testing.T) {
+	img := smallImage(t, ISO9660)
+	binary.LittleEndian.PutUint32(img[isoPVDOff+isoPathTableSize:], 0xfffffff0)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := OpenReader("pt.iso", bytes.NewReader(img), int64(len(img)))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
+		t.Fatalf("a 4 GiB path table: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
 	}
 }
