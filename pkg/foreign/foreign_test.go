@@ -278,7 +278,7 @@ func kernelMount(t *testing.T, f builder, img string) string {
 	mnt := t.TempDir()
 	opts := "loop,ro"
 	if f.kernelFS == "vfat" {
-		return "" // vfat shows every file 0755 and no symlinks: the source is the better oracle
+		opts += ",utf8" // long names as mcopy wrote them
 	}
 	if out, err := exec.Command("mount", "-t", f.kernelFS, "-o", opts, img, mnt).CombinedOutput(); err != nil {
 		t.Logf("no kernel mount here (%v: %s): compared with the source tree only", err, bytes.TrimSpace(out))

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -234,5 +235,30 @@ func TestISOSizesBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
 		t.Fatalf("a 4 GiB path table: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
+// TestSymlinkLoop: a symlink cycle ends as ELOOP, and a path that walks
+// up past the root stays at the root.
+func TestSymlinkLoop(t *testing.T) {
+	needTools(t, "mke2fs")
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
+	must(t, os.Symlink("b", filepath.Join(src, "a")))
+	must(t, os.Symlink("a", filepath.Join(src, "b")))
+	must(t, os.Symlink("../../../d", filepath.Join(src, "d/up")))
+	img := filepath.Join(t.TempDir(), "x.img")
+	run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-d", src, img, "8M")
+	im, err := Open(img)
+	must(t, err)
+	defer im.Close()
+	if _, err := im.Stat("/a"); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("a symlink cycle: %v", err)
+	}
+	if st, err := im.Stat("/d/up/up/up"); err != nil || !st.IsDir() {
+		t.Errorf("/d/up/up/up: %v %v", st, err)
+	}
+	if _, err := im.Lstat("/a"); err != nil {
+		t.Errorf("Lstat of a link in a cycle: %v", err)
 	}
 }
