@@ -194,6 +194,8 @@ var setups = []struct{ has, script string }{
 	{"copy-a.img", "cp --sparse=always a.img copy-a.img; cp --sparse=always b.img copy-b.img"},
 	{"vm-snap", "ddfs cp -a disk.img:/vm disk.img:/vm-snap"},
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
+	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
+	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 }
 
 func setupFor(line string) string {

@@ -184,6 +184,9 @@ func TestJSONVocabulary(t *testing.T) {
 	os.Remove(filepath.Join(dir, "deg/y.img"))
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "--alloc-policy", "ssd-metadata", "s.img", "h.img:rotational=1"), 0)
 	logical := strconv.FormatUint(getInfo(t, dir, "a.img").Roots[0].Logical, 10)
+	// A snapshot of its own image: fsck refuses images with snapshots.
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "snap.img"), 0)
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "snap.img", "s1"), 0)
 
 	runs := []jsonRun{
 		{"ddfs info", []string{"info", "--json", "a.img"}, 0},
@@ -220,6 +223,7 @@ func TestJSONVocabulary(t *testing.T) {
 		{"dedupe-tool index", []string{"index", "prune", "--max-entries", "10", "--json", "a.img"}, 0},
 		{"ddfs rescue", []string{"rescue", "--json", "a.img", "rescued"}, 0},
 		{"ddfs set-uuid", []string{"set-uuid", "--json", "a.img"}, 0},
+		{"ddfs snapshot list", []string{"snapshot", "list", "--json", "snap.img"}, 0},
 	}
 	ran := map[string]bool{}
 	for _, r := range runs {

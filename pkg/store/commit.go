@@ -263,6 +263,11 @@ func (tx *Txn) nextSuper() format.Superblock {
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		sb.Roots.SetRoot(id, tx.trees[id].Root())
 	}
+	if sb.Roots.Root(format.SnapshotTree).Logical == 0 {
+		// The last snapshot is gone, and with it every shared node: the
+		// image is again one older builds and fsck read (§6.12).
+		sb.Incompat &^= format.IncompatSnapshots
+	}
 	if tx.superChange != nil {
 		tx.superChange(&sb)
 	}

@@ -156,7 +156,29 @@ func (tx *Txn) DropSnapshot(id uint64, dropData func(x *format.FileExtentItem) e
 	if err := t.Delete(k); err != nil {
 		return err
 	}
+	if err := tx.dropEmptySnapshotTree(); err != nil {
+		return err
+	}
 	return tx.dropRef(s.Root.Logical, s.Root.Generation, int(s.Root.Level), dropData)
+}
+
+// dropEmptySnapshotTree frees the snapshot tree's root once it holds no
+// snapshot: with no root the commit clears IncompatSnapshots.
+func (tx *Txn) dropEmptySnapshotTree() error {
+	t := tx.trees[format.SnapshotTree]
+	r := t.Root()
+	if r.Logical == 0 || r.Level != 0 || t.First().Valid() {
+		return nil
+	}
+	n, err := tx.ReadNode(format.SnapshotTree, r.Logical, r.Generation, 0)
+	if err != nil {
+		return err
+	}
+	if err := tx.FreeNode(n); err != nil {
+		return err
+	}
+	tx.trees[format.SnapshotTree] = btree.New(tx, format.SnapshotTree, format.RootPtr{})
+	return nil
 }
 
 // RollbackTo makes snapshot id's tree the live fs tree: the snapshot
@@ -179,6 +201,7 @@ func (tx *Txn) RollbackTo(id uint64, dropData func(x *format.FileExtentItem) err
 	}
 	tx.addNodeRef(s.Root.Logical, s.Root.Level, 1)
 	tx.trees[format.FSTree] = btree.New(tx, format.FSTree, s.Root)
+	tx.RecountCounters() // the live file extents changed without an item change
 	return tx.dropRef(old.Logical, old.Generation, int(old.Level), dropData)
 }
 

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/ddfs/ddfs/pkg/cli"
+)
+
+const snapshotExamples = `  ddfs snapshot create disk.img before-upgrade
+  ddfs snapshot list disk.img
+  ddfs snapshot list --json disk.img
+  ddfs rollback disk.img before-upgrade
+  ddfs snapshot delete disk.img before-upgrade`
+
+// newSnapshotCmd groups the snapshot commands (FORMAT.md §6.12), as
+// btrfs subvolume snapshot/list/delete and zfs snapshot/destroy do.
+func newSnapshotCmd() *cobra.Command {
+	c := cli.NewCommand("snapshot", "make, list and delete read-only snapshots of the namespace", snapshotExamples)
+	c.AddCommand(newSnapshotCreateCmd(), newSnapshotListCmd(), newSnapshotDeleteCmd())
+	return c
+}
+
+func newSnapshotCreateCmd() *cobra.Command {
+	c, fl, of := newCmd("create IMAGE NAME\n\nKeeps the namespace as it is now, read-only, under NAME: one commit, whatever the\nnumber of files. Space the live files then stop using stays with the snapshot until\nit is deleted. fsck.ddfs refuses an image with snapshots for now.", "make a snapshot", snapshotExamples)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if fl.NArg() != 2 {
+			return usageErr("want IMAGE NAME")
+		}
+		im, err := of.openImage(fl.Arg(0), true)
+		if err != nil {
+			return err
+		}
+		if _, err := im.f.CreateSnapshot(fl.Arg(1)); err != nil {
+			im.close()
+			return fmt.Errorf("%s: %w", fl.Arg(0), err)
+		}
+		return im.close()
+	}
+	return c
+}
+
+func newSnapshotListCmd() *cobra.Command {
+	c, fl, of := newCmd("list [--json] IMAGE", "list the snapshots", snapshotExamples)
+	asJSON := fl.Bool("json", false, `print {"snapshots": [{"id", "name", "uuid", "generation", "ctime"}]} as JSON`)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if fl.NArg() != 1 {
+			return usageErr("want IMAGE")
+		}
+		im, err := of.openImage(fl.Arg(0), false)
+		if err != nil {
+			return err
+		}
+		defer im.close()
+		snaps, err := im.f.Snapshots()
+		if err != nil {
+			return fmt.Errorf("%s: %w", fl.Arg(0), err)
+		}
+		type row struct {
+			ID         uint64 `json:"id"`
+			Name       string `json:"name"`
+			UUID       string `json:"uuid"`
+			Generation uint64 `json:"generation"`
+			Ctime      string `json:"ctime"`
+		}
+		rows := []row{}
+		for _, s := range snaps {
+			rows = append(rows, row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime)})
+		}
+		if *asJSON {
+			return cli.JSON(c.OutOrStdout(), struct {
+				Snapshots []row `json:"snapshots"`
+			}{rows})
+		}
+		w := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tNAME\tGENERATION\tCREATED\tUUID")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", r.ID, shellQuote(r.Name), r.Generation, r.Ctime, r.UUID)
+		}
+		return w.Flush()
+	}
+	return c
+}
+
+func newSnapshotDeleteCmd() *cobra.Command {
+	c, fl, of := newCmd("delete IMAGE NAME...\n\nFrees what only the snapshot kept (trimtool then gives it back to the host).", "delete snapshots", snapshotExamples)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if fl.NArg() < 2 {
+			return usageErr("want IMAGE NAME...")
+		}
+		im, err := of.openImage(fl.Arg(0), true)
+		if err != nil {
+			return err
+		}
+		for _, name := range fl.Args()[1:] {
+			if err := im.f.DeleteSnapshot(name); err != nil {
+				im.close()
+				return fmt.Errorf("%s: %w", fl.Arg(0), err)
+			}
+		}
+		return im.close()
+	}
+	return c
+}
+
+func newRollbackCmd() *cobra.Command {
+	c, fl, of := newCmd("rollback IMAGE NAME\n\nThe live namespace becomes snapshot NAME's; what only the replaced namespace held is\nfreed. The snapshot stays, and so do later ones.", "make the live namespace a snapshot's again", snapshotExamples)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if fl.NArg() != 2 {
+			return usageErr("want IMAGE NAME")
+		}
+		im, err := of.openImage(fl.Arg(0), true)
+		if err != nil {
+			return err
+		}
+		if err := im.f.Rollback(fl.Arg(1)); err != nil {
+			im.close()
+			return fmt.Errorf("%s: rollback to %s: %w", fl.Arg(0), fl.Arg(1), err)
+		}
+		return im.close()
+	}
+	return c
+}
