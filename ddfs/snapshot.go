@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/fsys"
 )
 
 const snapshotExamples = `  ddfs snapshot create disk.img before-upgrade
@@ -25,7 +26,14 @@ func newSnapshotCmd() *cobra.Command {
 }
 
 func newSnapshotCreateCmd() *cobra.Command {
-	c, fl, of := newCmd("create IMAGE NAME\n\nKeeps the namespace as it is now, read-only, under NAME: one commit, whatever the\nnumber of files. Space the live files then stop using stays with the snapshot until\nit is deleted. fsck.ddfs refuses an image with snapshots for now.", "make a snapshot", snapshotExamples)
+	return namedSnapshotCmd("create IMAGE NAME\n\nKeeps the namespace as it is now, read-only, under NAME: one commit, whatever the\nnumber of files. Space the live files then stop using stays with the snapshot until\nit is deleted. fsck.ddfs refuses an image with snapshots for now.", "make a snapshot",
+		func(f *fsys.FS, name string) error { _, err := f.CreateSnapshot(name); return err })
+}
+
+// namedSnapshotCmd is a command IMAGE NAME that runs op on the opened
+// image (commits it when op succeeds).
+func namedSnapshotCmd(use, short string, op func(f *fsys.FS, name string) error) *cobra.Command {
+	c, fl, of := newCmd(use, short, snapshotExamples)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 2 {
 			return usageErr("want IMAGE NAME")
@@ -34,7 +42,7 @@ func newSnapshotCreateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if _, err := im.f.CreateSnapshot(fl.Arg(1)); err != nil {
+		if err := op(im.f, fl.Arg(1)); err != nil {
 			im.close()
 			return fmt.Errorf("%s: %w", fl.Arg(0), err)
 		}
@@ -107,20 +115,6 @@ func newSnapshotDeleteCmd() *cobra.Command {
 }
 
 func newRollbackCmd() *cobra.Command {
-	c, fl, of := newCmd("rollback IMAGE NAME\n\nThe live namespace becomes snapshot NAME's; what only the replaced namespace held is\nfreed. The snapshot stays, and so do later ones.", "make the live namespace a snapshot's again", snapshotExamples)
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if fl.NArg() != 2 {
-			return usageErr("want IMAGE NAME")
-		}
-		im, err := of.openImage(fl.Arg(0), true)
-		if err != nil {
-			return err
-		}
-		if err := im.f.Rollback(fl.Arg(1)); err != nil {
-			im.close()
-			return fmt.Errorf("%s: rollback to %s: %w", fl.Arg(0), fl.Arg(1), err)
-		}
-		return im.close()
-	}
-	return c
+	return namedSnapshotCmd("rollback IMAGE NAME\n\nThe live namespace becomes snapshot NAME's; what only the replaced namespace held is\nfreed. The snapshot stays, and so do later ones.", "make the live namespace a snapshot's again",
+		(*fsys.FS).Rollback)
 }
