@@ -386,7 +386,7 @@ func TestSnapshotsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := live.clone()
-	g := reopenFS(t, devs) // every fs-tree node still shared
+	g := reopenFS(t, devs)    // every fs-tree node still shared
 	for i := 0; i < 60; i++ { // changes after the open rewrite shared leaves
 		snapOp(t, g, live, rng)
 	}
