@@ -411,3 +411,44 @@ func TestSnapshotsSurviveReopen(t *testing.T) {
 		t.Fatalf("fsck of an image with snapshots: %v, want ErrSnapshots", err)
 	}
 }
+
+// TestChangeFSIDKeepsSnapshots: set-uuid rewrites the header of every
+// node a snapshot keeps too (its shared ones once): after the change,
+// the snapshot reads as taken under the new fsid.
+func TestChangeFSIDKeepsSnapshots(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 30))
+	f, devs := newTestFS(t, 256<<20, 1)
+	f.opt.MaxInline = 64
+	live := snapModel{}
+	for i := 0; i < 60; i++ {
+		snapOp(t, f, live, rng)
+	}
+	if _, err := f.CreateSnapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	kept := live.clone()
+	for i := 0; i < 60; i++ {
+		snapOp(t, f, live, rng)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.ChangeFSID([16]byte{9, 9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g := reopenFS(t, devs)
+	defer g.Close()
+	if g.st.Super().FSID != [16]byte{9, 9} {
+		t.Fatal("fsid not changed")
+	}
+	checkNamespace(t, g, live, "live after the fsid change")
+	v, err := g.OpenSnapshot("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNamespace(t, v, kept, "snapshot after the fsid change")
+	checkRefs(t, g)
+}

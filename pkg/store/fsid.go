@@ -84,11 +84,28 @@ func (fs *FS) resealAll(to [16]byte, res *FSIDChange) error {
 			return err
 		}
 	}
+	if fs.sb.Roots.Root(format.SnapshotTree).Logical == 0 {
+		return nil
+	}
+	// Each snapshot's fs tree: the nodes only it keeps would be read
+	// under the old fsid no more (FORMAT.md §6.12).
+	snaps, err := fs.committedSnapshots()
+	if err != nil {
+		return fmt.Errorf("fsid change: %w", err)
+	}
+	for _, s := range snaps {
+		if err := fs.resealTree(format.FSTree, s.Root.Logical, s.Root.Generation, int(s.Root.Level), to, seen, res); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (fs *FS) resealTree(owner format.TreeID, logical, gen uint64, level int, to [16]byte, seen map[uint64]bool, res *FSIDChange) error {
 	if seen[logical] {
+		if owner == format.FSTree && fs.sb.Incompat&format.IncompatSnapshots != 0 {
+			return nil // shared with a snapshot: resealed once
+		}
 		return fmt.Errorf("%v tree: node %d reached twice: %w", owner, logical, ErrCorrupt)
 	}
 	seen[logical] = true
