@@ -28,6 +28,9 @@ type Image struct {
 	dev  device.Device
 	be   *roBackend
 	fs   filesystem.FileSystem // nil for a partition table
+	// dirs caches directory listings by walked path (cached entries in all).
+	dirs   map[string][]*Stat
+	cached int
 }
 
 // Info is what `ddfs info` says of a foreign image.

@@ -149,6 +149,25 @@ func (im *Image) call(op, p string, fn func() error) error {
 
 // readDir lists directory real (a walked path without symlinks).
 func (im *Image) readDir(p, real string) ([]*Stat, error) {
+	if ents, ok := im.dirs[real]; ok {
+		return ents, nil
+	}
+	ents, err := im.listDir(p, real)
+	if err != nil {
+		return nil, err
+	}
+	// The image never changes under us: a listing is kept, so a walk
+	// reads each directory once (not once per path through it), up to
+	// maxEntries entries kept in all.
+	if im.cached += len(ents); im.dirs == nil || im.cached > maxEntries {
+		im.dirs, im.cached = map[string][]*Stat{}, len(ents)
+	}
+	im.dirs[real] = ents
+	return ents, nil
+}
+
+// listDir reads directory real from the image.
+func (im *Image) listDir(p, real string) ([]*Stat, error) {
 	var ents []iofs.DirEntry
 	err := im.call("read directory", p, func() (err error) {
 		ents, err = im.fs.ReadDir(fsPath(real))
