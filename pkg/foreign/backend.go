@@ -16,7 +16,7 @@ import (
 // crafted image (an extent tree or a directory chain naming itself) hits
 // them after bounded memory and time.
 const (
-	opBudget       = 256 << 20 // bytes read by one operation
+	opBudget       = 256 << 20 // bytes read by one operation (less for a small image: 64 times its size and 16 MiB)
 	offsetRevisits = 1 << 13   // reads of one offset in one operation
 )
 
@@ -57,8 +57,8 @@ func (b *roBackend) ReadAt(p []byte, off int64) (int, error) {
 		n, eof = int(b.size-off), io.EOF
 	}
 	b.read += int64(n)
-	if b.read > opBudget {
-		panic(errBudget{fmt.Sprintf("one operation read over %d MiB", opBudget>>20)})
+	if limit := min(opBudget, 64*b.size+16<<20); b.read > limit {
+		panic(errBudget{fmt.Sprintf("one operation read over %d bytes (64 times the image and 16 MiB, at most 256 MiB)", limit)})
 	}
 	if b.seen == nil {
 		b.seen = map[int64]int{}

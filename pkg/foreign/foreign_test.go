@@ -48,7 +48,7 @@ var builders = []builder{
 		}},
 	{kind: ISO9660, tools: []string{"xorriso"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "iso9660", hardLinks: true,
 		build: func(t testing.TB, src, img string) {
-			sh(t, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-o", img, src)
+			sh(t, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-no-pad", "-o", img, src)
 		}},
 	{kind: FAT32, tools: []string{"mkfs.vfat", "mcopy"}, kernelFS: "vfat",
 		build: func(t testing.TB, src, img string) { buildFAT(t, src, img, "32", "70000") }},

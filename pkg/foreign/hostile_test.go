@@ -53,7 +53,7 @@ func smallImage(t testing.TB, k Kind) []byte {
 		run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-b", "1024", "-N", "32", "-d", src, img, "192K")
 	case FAT12:
 		os.Remove(filepath.Join(src, "d/l"))
-		run(t, "mkfs.vfat", "-F", "12", "-C", img, "200")
+		run(t, "mkfs.vfat", "-F", "12", "-C", img, "64")
 		run(t, "mcopy", "-s", "-i", img, filepath.Join(src, "a"), filepath.Join(src, "d"), "::/")
 	default:
 		f.build(t, src, img)
