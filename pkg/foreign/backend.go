@@ -42,21 +42,27 @@ var _ backend.Storage = (*roBackend)(nil)
 // errNoWrite: go-diskfs asked to write (or for the raw file).
 var errNoWrite = errors.New("foreign images are opened read-only")
 
+// minReadCost is what one read call costs of an operation's budget at
+// least.
+const minReadCost = 512
+
 func (b *roBackend) reset() { b.read, b.seen = 0, nil }
 
 func (b *roBackend) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("read %s at %d: %w", b.name, off, ErrCorrupt)
 	}
-	if off >= b.size {
-		return 0, io.EOF
-	}
 	n := len(p)
 	var eof error
-	if int64(n) > b.size-off {
+	if off >= b.size {
+		n, eof = 0, io.EOF
+	} else if int64(n) > b.size-off {
 		n, eof = int(b.size-off), io.EOF
 	}
-	b.read += int64(n)
+	// Every call costs at least minReadCost of the budget: go-diskfs read
+	// 2-byte squashfs headers past the end of a crafted image forever
+	// (each at a new offset, each nothing), which no byte count stopped.
+	b.read += max(int64(n), minReadCost)
 	if limit := min(opBudget, 64*b.size+16<<20); b.read > limit {
 		panic(errBudget{fmt.Sprintf("one operation read over %d bytes (64 times the image and 16 MiB, at most 256 MiB)", limit)})
 	}
@@ -65,6 +71,9 @@ func (b *roBackend) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if b.seen[off]++; b.seen[off] > offsetRevisits {
 		panic(errBudget{fmt.Sprintf("one operation read offset %d over %d times (a loop?)", off, offsetRevisits)})
+	}
+	if n == 0 {
+		return 0, eof
 	}
 	m, err := b.r.ReadAt(p[:n], off)
 	if err == nil {
