@@ -27,7 +27,7 @@ On a terminal names are quoted so no byte of a name reaches it raw
 (--quoting-style=shell-escape); piped, they are printed as they are (literal).`
 
 func newLsCmd() *cobra.Command {
-	c, fl, of := newCmd(lsUse, "list directory contents", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n  ddfs ls -lt disk.img:/var/log\n  ddfs ls --json disk.img:/etc | jq '.[].name'\n  ddfs ls -l rootfs.ext4:/etc          # a foreign image (ext4, squashfs, ISO 9660, FAT), read-only\n  ddfs ls -R disk.img@2:/              # partition 2 of a disk image\n")
+	c, fl, of := newCmd(lsUse, "list directory contents", "  ddfs ls disk.img:/\n  ddfs ls -lhR disk.img:/etc\n  ddfs ls -lt disk.img:/var/log\n  ddfs ls --json disk.img:/etc | jq '.[].name'\n  ddfs ls -l rootfs.ext4:/etc          # a foreign image (ext4, squashfs, ISO 9660, FAT), read-only\n  ddfs ls -R whole.img@2:/             # partition 2 of a disk image\n")
 	cli.NoHelpShorthand(c)
 	o := &lsOpts{}
 	fl.BoolVarP(&o.long, "long", "l", false, "long listing")

@@ -196,6 +196,12 @@ var setups = []struct{ has, script string }{
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
 	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
+	// Foreign images (issue 41), made by their own tools (.ci/run installs them).
+	{"rootfs.ext4:", "mkdir -p t/etc && echo h > t/etc/hostname && mke2fs -q -t ext4 -d t rootfs.ext4 8M"},
+	{"rootfs.squashfs:", "mkdir -p t/etc && echo ID=t > t/etc/os-release && mksquashfs t rootfs.squashfs -quiet -noappend -no-progress"},
+	{"cidata.iso:", "mkdir -p t && echo '#cloud-config' > t/user-data && xorriso -as mkisofs -quiet -R -o cidata.iso t"},
+	{"efi.img:", "mkfs.vfat -C efi.img 8192 >/dev/null && mmd -i efi.img ::/EFI && echo x > t.efi && mcopy -i efi.img t.efi ::/EFI/"},
+	{"whole.img@2", "mkdir -p t/etc && echo h > t/etc/hostname && truncate -s 24M whole.img && sgdisk -n 1:2048:+2M -n 2:0:+10M whole.img >/dev/null && mke2fs -q -t ext4 -d t -E offset=3145728 whole.img 10M"},
 }
 
 func setupFor(line string) string {
