@@ -41,18 +41,7 @@ func (f *FS) DeleteSnapshot(name string) error {
 	if err != nil {
 		return err
 	}
-	tx, err := f.txn()
-	if err != nil {
-		return err
-	}
-	err = tx.DropSnapshot(s.ID, func(x *format.FileExtentItem) error {
-		return f.addRefs(x.DiskLogical, x.DiskLen, -1)
-	})
-	if err != nil {
-		f.Abort()
-		return err
-	}
-	return f.Sync()
+	return f.dropping(func(tx *store.Txn) error { return tx.DropSnapshot(s.ID, f.dropData) })
 }
 
 // Rollback makes the live namespace snapshot name's, in a commit of its
@@ -66,19 +55,28 @@ func (f *FS) Rollback(name string) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	f.dirs.clear() // paths resolved in the replaced namespace
+	return f.dropping(func(tx *store.Txn) error { return tx.RollbackTo(s.ID, f.dropData) })
+}
+
+// dropping runs op, which drops a tree's references, in a commit of its
+// own (the FS is aborted when op fails half-way).
+func (f *FS) dropping(op func(tx *store.Txn) error) error {
 	tx, err := f.txn()
 	if err != nil {
 		return err
 	}
-	f.dirs.clear() // paths resolved in the replaced namespace
-	err = tx.RollbackTo(s.ID, func(x *format.FileExtentItem) error {
-		return f.addRefs(x.DiskLogical, x.DiskLen, -1)
-	})
-	if err != nil {
+	if err := op(tx); err != nil {
 		f.Abort()
 		return err
 	}
 	return f.Sync()
+}
+
+// dropData drops a leaf's reference to its data extent (a tree node
+// freed by a snapshot delete or a rollback).
+func (f *FS) dropData(x *format.FileExtentItem) error {
+	return f.addRefs(x.DiskLogical, x.DiskLen, -1)
 }
 
 // Snapshots lists the snapshots.

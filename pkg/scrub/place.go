@@ -88,14 +88,11 @@ func (s *scrubber) rootsOf(id format.TreeID) []format.RootPtr {
 	if id != format.FSTree {
 		return roots
 	}
-	snaps, err := s.fs.Snapshots()
+	snaps, err := s.fs.SnapshotRoots()
 	if err != nil {
 		return roots // no place found there: reported, not repaired
 	}
-	for _, sn := range snaps {
-		roots = append(roots, sn.Root)
-	}
-	return roots
+	return append(roots, snaps...)
 }
 
 // pointerTo descends tree id from root r toward key, each node's copy

@@ -84,17 +84,14 @@ func (fs *FS) resealAll(to [16]byte, res *FSIDChange) error {
 			return err
 		}
 	}
-	if fs.sb.Roots.Root(format.SnapshotTree).Logical == 0 {
-		return nil
-	}
 	// Each snapshot's fs tree: the nodes only it keeps would be read
 	// under the old fsid no more (FORMAT.md §6.12).
-	snaps, err := fs.committedSnapshots()
+	roots, err := fs.SnapshotRoots()
 	if err != nil {
 		return fmt.Errorf("fsid change: %w", err)
 	}
-	for _, s := range snaps {
-		if err := fs.resealTree(format.FSTree, s.Root.Logical, s.Root.Generation, int(s.Root.Level), to, seen, res); err != nil {
+	for _, r := range roots {
+		if err := fs.resealTree(format.FSTree, r.Logical, r.Generation, int(r.Level), to, seen, res); err != nil {
 			return err
 		}
 	}

@@ -131,15 +131,13 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 			}
 		}
 	}
-	if fs.sb.Roots.Root(format.SnapshotTree).Logical != 0 {
-		snaps, err := fs.committedSnapshots()
-		if err != nil {
+	roots, err := fs.SnapshotRoots()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range roots {
+		if err := walk(format.FSTree, r.Logical, r.Generation, int(r.Level), 0); err != nil {
 			return nil, err
-		}
-		for _, s := range snaps {
-			if err := walk(format.FSTree, s.Root.Logical, s.Root.Generation, int(s.Root.Level), 0); err != nil {
-				return nil, err
-			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

@@ -42,6 +42,24 @@ func (fs *FS) Snapshots() ([]Snapshot, error) {
 	return fs.committedSnapshots()
 }
 
+// SnapshotRoots lists the fs tree roots the committed snapshots keep
+// (none without a snapshot tree): what every walk of all the space the
+// fs trees use must visit besides the root set's.
+func (fs *FS) SnapshotRoots() ([]format.RootPtr, error) {
+	if fs.sb.Roots.Root(format.SnapshotTree).Logical == 0 {
+		return nil, nil
+	}
+	snaps, err := fs.committedSnapshots()
+	if err != nil {
+		return nil, fmt.Errorf("snapshots: %w", err)
+	}
+	roots := make([]format.RootPtr, len(snaps))
+	for i, s := range snaps {
+		roots[i] = s.Root
+	}
+	return roots, nil
+}
+
 // committedSnapshots lists the committed state's snapshots.
 func (fs *FS) committedSnapshots() ([]Snapshot, error) {
 	return snapshotsIn(fs.Tree(format.SnapshotTree))
@@ -85,17 +103,11 @@ func (fs *FS) FindSnapshot(name string) (Snapshot, error) {
 // parent). An unreadable snapshot tree fails the open: a writer that
 // took shared nodes for its own would free a snapshot's.
 func (fs *FS) loadSharedGen() error {
-	if fs.sb.Roots.Root(format.SnapshotTree).Logical == 0 {
-		return nil
+	roots, err := fs.SnapshotRoots()
+	for _, r := range roots {
+		fs.sharedGen = max(fs.sharedGen, r.Generation)
 	}
-	snaps, err := fs.committedSnapshots()
-	if err != nil {
-		return fmt.Errorf("snapshots: %w", err)
-	}
-	for _, s := range snaps {
-		fs.sharedGen = max(fs.sharedGen, s.Root.Generation)
-	}
-	return nil
+	return err
 }
 
 // TreeAt is a read-only handle of the fs tree rooted at root (a
