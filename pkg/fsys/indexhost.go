@@ -11,6 +11,10 @@ import (
 // prunes it through this).
 func (f *FS) Index() *inband.Index { return f.index }
 
+// DedupeHits is how many blocks inband dedupe has shared since the
+// filesystem was made: the committed count plus the running transaction's.
+func (f *FS) DedupeHits() uint64 { return f.st.Super().Settings.DedupeHits + f.dedupeHits }
+
 // indexHost serves the dedupe index from the FS: its transaction, its
 // checked reads and its commit points.
 type indexHost struct{ f *FS }

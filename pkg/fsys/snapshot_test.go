@@ -452,3 +452,18 @@ func TestChangeFSIDKeepsSnapshots(t *testing.T) {
 	checkNamespace(t, v, kept, "snapshot after the fsid change")
 	checkRefs(t, g)
 }
+
+// rededupeAll passes a whole file through Rededupe and commits.
+func rededupeAll(t *testing.T, f *FS, in *Inode, o RededupeOptions, st *RededupeStats) {
+	t.Helper()
+	step := f.Rededupe(in, o, st)
+	for more := true; more; {
+		var err error
+		if more, err = step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,23 +1,14 @@
-package fsys
+package inband_test
 
 import (
 	"bytes"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inband"
 	"github.com/ddfs/ddfs/pkg/store"
 )
-
-// collideOn64 makes inband.BlockHash see only a block's first 64 bytes, so any
-// two blocks that start alike collide, as crafted xxh3 inputs could.
-func collideOn64(t *testing.T) {
-	old := inband.BlockHash
-	inband.BlockHash = func(algo format.CsumType, p []byte) [format.CsumSize]byte {
-		return old(algo, p[:min(len(p), 64)])
-	}
-	t.Cleanup(func() { inband.BlockHash = old })
-}
 
 // TestDedupeXXH3Collision: with the xxh3 dedupe hash every match is
 // byte-compared, so a block whose hash collides with another's is stored
@@ -38,8 +29,8 @@ func TestDedupeXXH3Collision(t *testing.T) {
 		f, _ := newDedupeFS(t, format.Settings{Dedupe: true, DedupeHash: c.hash})
 		write(t, f, "/a", a)
 		write(t, f, "/b", b)
-		if f.dedupeHits != c.hits {
-			t.Fatalf("%v: %d blocks shared, want %d", c.hash, f.dedupeHits, c.hits)
+		if f.DedupeHits() != c.hits {
+			t.Fatalf("%v: %d blocks shared, want %d", c.hash, f.DedupeHits(), c.hits)
 		}
 		got := readAll(t, f, "/b")
 		if c.readsBAs != nil && !bytes.Equal(got, c.readsBAs) {
@@ -66,11 +57,11 @@ func TestDedupeVerifyDamagedCopy(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	xs, err := f.extents(in.Ino, 2*bs, 3*bs)
+	xs, err := extents(f, in.Ino, 2*bs, 3*bs)
 	if err != nil || len(xs) != 1 {
 		t.Fatalf("extents %v %v", xs, err)
 	}
-	tg, err := f.st.Vol.Locate(xs[0].DiskLogical)
+	tg, err := f.Store().Vol.Locate(xs[0].DiskLogical)
 	if err != nil || len(tg) != 2 {
 		t.Fatalf("copies %v %v", tg, err)
 	}
@@ -78,8 +69,8 @@ func TestDedupeVerifyDamagedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, f, "/b", a)
-	if f.dedupeHits != 4 {
-		t.Fatalf("%d blocks shared, want 4 (the damaged one through its mirror)", f.dedupeHits)
+	if f.DedupeHits() != 4 {
+		t.Fatalf("%d blocks shared, want 4 (the damaged one through its mirror)", f.DedupeHits())
 	}
 	if !bytes.Equal(readAll(t, f, "/b"), a) {
 		t.Fatal("b reads back wrong")
@@ -104,16 +95,16 @@ func TestDedupeHashAlgoApart(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.st.UpdateSettings(func(s *format.Settings) error { s.DedupeHash = format.CsumXXH3; return nil }); err != nil {
+	if err := f.Store().UpdateSettings(func(s *format.Settings) error { s.DedupeHash = format.CsumXXH3; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	write(t, f, "/b", a)
-	if f.dedupeHits != 0 {
-		t.Fatalf("%d blake3 entries matched xxh3 blocks", f.dedupeHits)
+	if f.DedupeHits() != 0 {
+		t.Fatalf("%d blake3 entries matched xxh3 blocks", f.DedupeHits())
 	}
 	write(t, f, "/c", a)
-	if f.dedupeHits != 4 || !bytes.Equal(readAll(t, f, "/c"), a) {
-		t.Fatalf("%d xxh3 blocks shared, want 4", f.dedupeHits)
+	if f.DedupeHits() != 4 || !bytes.Equal(readAll(t, f, "/c"), a) {
+		t.Fatalf("%d xxh3 blocks shared, want 4", f.DedupeHits())
 	}
 }
 
@@ -127,13 +118,13 @@ func TestRededupeXXH3Collision(t *testing.T) {
 	a := rnd(24, 4*bs)
 	b := bytes.Clone(a)
 	b[2*bs+100] ^= 0xff
-	ins := []*Inode{write(t, f, "/a", a), write(t, f, "/b", b)}
+	ins := []*fsys.Inode{write(t, f, "/a", a), write(t, f, "/b", b)}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	var st RededupeStats
+	var st fsys.RededupeStats
 	for _, in := range ins {
-		rededupeAll(t, f, in, RededupeOptions{Block: bs, Hash: format.CsumXXH3}, &st)
+		rededupeAll(t, f, in, fsys.RededupeOptions{Block: bs, Hash: format.CsumXXH3}, &st)
 	}
 	if st.Shared != 3 {
 		t.Fatalf("%d blocks shared, want 3 (%+v)", st.Shared, st)
@@ -155,17 +146,17 @@ func TestSumSharesXXH3Collision(t *testing.T) {
 	a := rnd(25, bs)
 	b := bytes.Clone(a)
 	b[1000] ^= 0xff
-	ins := []*Inode{write(t, f, "/a", a), write(t, f, "/b", b), write(t, f, "/c", b)}
+	ins := []*fsys.Inode{write(t, f, "/a", a), write(t, f, "/b", b), write(t, f, "/c", b)}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	var rs RededupeStats
-	o := RededupeOptions{Block: bs, Hash: format.CsumXXH3, Sums: NewSumShares(1 << 20)}
+	var rs fsys.RededupeStats
+	o := fsys.RededupeOptions{Block: bs, Hash: format.CsumXXH3, Sums: fsys.NewSumShares(1 << 20)}
 	for _, in := range ins {
 		rededupeAll(t, f, in, o, &rs)
 		// As after a reopen: the tree's first entry of the hash, /a's
 		// extent, is what a lookup finds.
-		f.index.DropCache()
+		f.Index().DropCache()
 	}
 	for p, want := range map[string][]byte{"/a": a, "/b": b, "/c": b} {
 		if !bytes.Equal(readAll(t, f, p), want) {
@@ -176,20 +167,5 @@ func TestSumSharesXXH3Collision(t *testing.T) {
 	// kept apart too, a share missed, never a wrong one.
 	if rs.Shared != 0 || rs.SumShared != 0 {
 		t.Fatalf("%d blocks shared: %+v", rs.Shared, rs)
-	}
-}
-
-// rededupeAll passes a whole file through Rededupe and commits.
-func rededupeAll(t *testing.T, f *FS, in *Inode, o RededupeOptions, st *RededupeStats) {
-	t.Helper()
-	step := f.Rededupe(in, o, st)
-	for more := true; more; {
-		var err error
-		if more, err = step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
 	}
 }

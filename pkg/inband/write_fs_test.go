@@ -1,4 +1,4 @@
-package fsys
+package inband_test
 
 import (
 	"bytes"
@@ -25,10 +25,13 @@ func TestDedupeWriteRuns(t *testing.T) {
 		}
 		data := bytes.Join([][]byte{a, b, a, c, c, d, rnd(25, 1000)}, nil)
 		in := write(t, f, "/x", data)
-		if f.dedupeHits != 2 {
-			t.Fatalf("%+v: %d hits, want 2", s, f.dedupeHits)
+		if f.DedupeHits() != 2 {
+			t.Fatalf("%+v: %d hits, want 2", s, f.DedupeHits())
 		}
-		xs, err := f.extents(in.Ino, 0, in.Size)
+		if err := f.Sync(); err != nil { // extents reads the committed tree
+			t.Fatal(err)
+		}
+		xs, err := extents(f, in.Ino, 0, in.Size)
 		if err != nil || len(xs) != 7 {
 			t.Fatalf("%+v: %d extents, %v", s, len(xs), err)
 		}

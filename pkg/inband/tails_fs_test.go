@@ -1,4 +1,4 @@
-package fsys
+package inband_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 )
 
@@ -34,19 +35,19 @@ func (d *slowDisk) ReadAt(p []byte, off int64) (int, error) {
 	return d.MemDevice.ReadAt(p, off)
 }
 
-func newTailFS(t *testing.T, tails bool, flush time.Duration) (*FS, *slowDisk) {
+func newTailFS(t *testing.T, tails bool, flush time.Duration) (*fsys.FS, *slowDisk) {
 	t.Helper()
 	d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: flush}
 	f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{9}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
-		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3}}, Options{StrongTails: tails})
+		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3}}, fsys.Options{StrongTails: tails})
 	return f, d
 }
 
 // tails maps each dedupe entry's extent to its strong tail (nil: none).
-func tails(t *testing.T, f *FS) map[uint64]*[format.DedupeHashLen]byte {
+func tails(t *testing.T, f *fsys.FS) map[uint64]*[format.DedupeHashLen]byte {
 	t.Helper()
 	m := map[uint64]*[format.DedupeHashLen]byte{}
-	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+	err := f.Store().Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		d, err := format.UnmarshalDedupeItem(it.Key.ObjectID, it.Data)
 		if err != nil {
 			return false, err
@@ -79,7 +80,7 @@ func TestStrongTails(t *testing.T) {
 	if len(got) != 8 {
 		t.Fatalf("%d entries, want 8", len(got))
 	}
-	xs, err := f.extents(in.Ino, 0, 8*bs)
+	xs, err := extents(f, in.Ino, 0, 8*bs)
 	if err != nil || len(xs) != 8 {
 		t.Fatalf("extents %d %v", len(xs), err)
 	}
@@ -92,11 +93,11 @@ func TestStrongTails(t *testing.T) {
 	c := bytes.Clone(a)
 	c[3*bs+100] ^= 0xff // block 3 collides on the hook's xxh3, not on BLAKE3
 	d.bigReads.Store(0)
-	f.dedupeHits = 0
+	h0 := f.DedupeHits()
 	write(t, f, "/b", a)
 	write(t, f, "/c", c)
-	if f.dedupeHits != 15 {
-		t.Fatalf("%d blocks shared, want 8 + 7", f.dedupeHits)
+	if f.DedupeHits()-h0 != 15 {
+		t.Fatalf("%d blocks shared, want 8 + 7", f.DedupeHits()-h0)
 	}
 	if n := d.bigReads.Load(); n != 0 {
 		t.Fatalf("%d block reads: tailed matches should be proven unread", n)
@@ -135,14 +136,14 @@ func TestStrongTailsCompressed(t *testing.T) {
 	const bs = 128 << 10
 	d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: 100 * time.Millisecond}
 	f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{10}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
-		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: format.CompressZstd, CompressionLevel: 3}}, Options{StrongTails: true})
+		Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: format.CompressZstd, CompressionLevel: 3}}, fsys.Options{StrongTails: true})
 	a := append(bytes.Repeat([]byte("compressible "), 2*bs/13), rnd(34, bs+1000)...)
 	in := write(t, f, "/a", a)
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	got := tails(t, f)
-	xs, err := f.extents(in.Ino, 0, uint64(len(a)))
+	xs, err := extents(f, in.Ino, 0, uint64(len(a)))
 	if err != nil || len(xs) != len(got) || len(got) < 3 {
 		t.Fatalf("%d extents, %d entries %v", len(xs), len(got), err)
 	}
@@ -181,7 +182,7 @@ func TestLyingTailNotTrusted(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := &slowDisk{MemDevice: device.NewMemDevice("m", 1<<30), flush: 100 * time.Millisecond}
 			f := newFSOn(t, d, store.CreateParams{FSID: [16]byte{12}, Csum: format.CsumCRC32C, Data: format.ProfileSingle,
-				Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: c.compress, CompressionLevel: 3}}, Options{StrongTails: true})
+				Settings: format.Settings{Dedupe: true, DedupeHash: format.CsumXXH3, Compression: c.compress, CompressionLevel: 3}}, fsys.Options{StrongTails: true})
 			x := rnd(41, bs)
 			if c.compressible {
 				x = append(rnd(41, 64), bytes.Repeat([]byte("compressible "), bs/13)...)[:bs]
@@ -190,19 +191,19 @@ func TestLyingTailNotTrusted(t *testing.T) {
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			if xs, err := f.extents(in.Ino, 0, bs); err != nil || len(xs) != 1 || (xs[0].Compression != format.CompressNone) != c.compressible {
+			if xs, err := extents(f, in.Ino, 0, bs); err != nil || len(xs) != 1 || (xs[0].Compression != format.CompressNone) != c.compressible {
 				t.Fatalf("extent of /x: %+v %v", xs, err)
 			}
 			y := bytes.Clone(x)
 			y[100] ^= 0xff // same first 64 bytes: the same xxh3 under the hook
 			lieAbout(t, f, y)
-			f.dedupeHits = 0
+			h0 := f.DedupeHits()
 			write(t, f, "/y", y)
 			if got := readAll(t, f, "/y"); !bytes.Equal(got, y) {
 				t.Fatalf("/y reads back other bytes (first difference at %d): the lying tail was trusted", firstDiff(got, y))
 			}
-			if f.dedupeHits != 0 {
-				t.Fatalf("%d blocks shared, want 0", f.dedupeHits)
+			if f.DedupeHits()-h0 != 0 {
+				t.Fatalf("%d blocks shared, want 0", f.DedupeHits()-h0)
 			}
 		})
 	}
@@ -210,11 +211,11 @@ func TestLyingTailNotTrusted(t *testing.T) {
 
 // lieAbout gives the image's one dedupe entry, which must have a tail,
 // the tail of block y instead, and commits it.
-func lieAbout(t *testing.T, f *FS, y []byte) {
+func lieAbout(t *testing.T, f *fsys.FS, y []byte) {
 	t.Helper()
 	lie := blake3.Sum256(y)
 	var items []format.Item
-	err := f.st.Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+	err := f.Store().Tree(format.DedupeTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		items = append(items, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
 		return true, nil
 	})
@@ -226,10 +227,11 @@ func lieAbout(t *testing.T, f *FS, y []byte) {
 		t.Fatal(err)
 	}
 	d.Strong = (*[format.DedupeHashLen]byte)(lie[:format.DedupeHashLen])
-	tx, err := f.txn()
+	tx, err := f.Store().Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Adopt(tx)
 	if err := tx.Tree(format.DedupeTree).Put(items[0].Key, format.MarshalDedupeItem(d)); err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +270,10 @@ func TestTailPartSectorUnread(t *testing.T) {
 		}
 	}
 	d.bigReads.Store(0)
-	f.dedupeHits = 0
+	h0 := f.DedupeHits()
 	write(t, f, "/b", a)
-	if f.dedupeHits != 3 || d.bigReads.Load() != 0 {
-		t.Fatalf("%d blocks shared with %d block reads, want 3 unread", f.dedupeHits, d.bigReads.Load())
+	if f.DedupeHits()-h0 != 3 || d.bigReads.Load() != 0 {
+		t.Fatalf("%d blocks shared with %d block reads, want 3 unread", f.DedupeHits()-h0, d.bigReads.Load())
 	}
 	if !bytes.Equal(readAll(t, f, "/b"), a) {
 		t.Fatal("copy reads back wrong")
