@@ -26,7 +26,7 @@ func newSnapshotCmd() *cobra.Command {
 }
 
 func newSnapshotCreateCmd() *cobra.Command {
-	return namedSnapshotCmd("create IMAGE NAME\n\nKeeps the namespace as it is now, read-only, under NAME: one commit, whatever the\nnumber of files. Space the live files then stop using stays with the snapshot until\nit is deleted. fsck.ddfs refuses an image with snapshots for now.", "make a snapshot",
+	return namedSnapshotCmd("create IMAGE NAME\n\nKeeps the namespace as it is now, read-only, under NAME: one commit, whatever the\nnumber of files. Space the live files then stop using stays with the snapshot until\nit is deleted. fsck.ddfs checks snapshots; it repairs only copies and superblocks of\nan image that has them.", "make a snapshot",
 		func(f *fsys.FS, name string) error { _, err := f.CreateSnapshot(name); return err })
 }
 

@@ -184,7 +184,7 @@ func TestJSONVocabulary(t *testing.T) {
 	os.Remove(filepath.Join(dir, "deg/y.img"))
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-m", "raid1", "--alloc-policy", "ssd-metadata", "s.img", "h.img:rotational=1"), 0)
 	logical := strconv.FormatUint(getInfo(t, dir, "a.img").Roots[0].Logical, 10)
-	// A snapshot of its own image: fsck refuses images with snapshots.
+	// A snapshot of its own image: fsck checks its tree too.
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "snap.img"), 0)
 	must(t, run(t, dir, "ddfs", "snapshot", "create", "snap.img", "s1"), 0)
 
@@ -214,6 +214,7 @@ func TestJSONVocabulary(t *testing.T) {
 		{"mkfs.ddfs", []string{"--json", "-b", "64M", "m.img"}, 0},
 		{"fsck.ddfs", []string{"--list-codes", "--json"}, 0},
 		{"fsck.ddfs", []string{"--json", "a.img"}, 0},
+		{"fsck.ddfs", []string{"--json", "snap.img"}, 0},
 		{"trimtool", []string{"--json", "-n", "a.img"}, 0},
 		{"trimtool policy", []string{"policy", "--json", "a.img"}, 0},
 		{"dedupe-tool status", []string{"status", "--json", "a.img"}, 0},

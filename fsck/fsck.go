@@ -316,6 +316,9 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 	}
 	printRebuilt(w, image, rep)
 	inspect.PrintExposure(w, "fsck.ddfs: "+image+": ", rep.Exposure)
+	if rep.RepairLimited != "" {
+		fmt.Fprintf(w, "fsck.ddfs: %s: repair limited: %s\n", image, rep.RepairLimited)
+	}
 	if rep.RestoredFrom != 0 {
 		fmt.Fprintf(w, "fsck.ddfs: %s: roots restored from backup generation %d; the generations after it are lost\n", image, rep.RestoredFrom)
 	}

@@ -144,6 +144,12 @@ type Report struct {
 	// set profile means to survive it that it would lose (missing
 	// members counted as lost already).
 	Exposure []volume.Exposure `json:"exposure"`
+	// Snapshots counts the snapshots checked (FORMAT.md §6.12). Their
+	// trees are read-only and share nodes: a repair of such an image
+	// rewrites only node and data copies and superblocks (RepairLimited).
+	Snapshots int `json:"snapshots_checked,omitempty"`
+	// RepairLimited says why a repair left fixable problems alone.
+	RepairLimited string `json:"repair_limited,omitempty"`
 	// FsyncLog is the pending fsync log (nil: none); a writable open
 	// replays it.
 	FsyncLog *FsyncLog `json:"fsync_log,omitempty"`
@@ -159,7 +165,7 @@ type FsyncLog struct {
 // references, coverage): over a tree with an unreadable node they may
 // only reflect the unread part, so they are withheld.
 var crossChecks = map[Code]bool{
-	MetaLeaked: true, BGUsed: true, DevBytesUsed: true, DevCount: true, DevNoItem: true,
+	MetaLeaked: true, MetaRefs: true, BGUsed: true, DevBytesUsed: true, DevCount: true, DevNoItem: true,
 	ExtentUnreferenced: true, ExtentRefs: true, FileExtentNoItem: true, CsumOrphan: true, CsumMissing: true,
 	Orphan: true, RootMissing: true, InodeMissing: true, Nlink: true, DirNlink: true, DirSize: true, NBytes: true,
 	EntryDangling: true, EntryNoRef: true, IndexNoItem: true, RefNoDir: true, RefNoIndex: true, RefIndexOther: true,
@@ -263,6 +269,10 @@ type checker struct {
 	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
 	sysTree   map[uint64]*format.ChunkItem // the chunk tree's system chunks
+	snaps     snapshotState                // the snapshot pass (snapshots.go)
+	// view names the snapshot whose namespace this checker checks
+	// (checkSnapshotNames; "": the live tree and everything else).
+	view string
 }
 
 // Check checks the filesystem that specs belong to. The error is for
@@ -310,11 +320,6 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 	if err := openHinted(vol, opt); err != nil {
 		return nil, err
 	}
-	if vol.Super.Incompat&format.IncompatSnapshots != 0 {
-		// Its snapshot trees share nodes the checks below would call
-		// referenced twice or leaked, and a repair would free them.
-		return nil, fmt.Errorf("%w: checking snapshots is not supported yet", ErrSnapshots)
-	}
 	c := newChecker(vol, opt)
 	defer c.reads.arena.free() // after the walks: no node read is in use
 	defer c.fs.free()
@@ -332,12 +337,15 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		for id := format.TreeID(2); id <= format.NumTrees; id++ {
 			c.walk(id)
 		}
+		c.visitSnapshots()
 		if err := c.opt.cancelled(); err != nil {
 			return nil, err
 		}
 		c.checkExtents()
 		c.checkLogSpace()
 		c.checkFS()
+		c.checkSnapshotNames()
+		c.rep.Snapshots = len(c.snaps.list)
 		c.checkDedupe()
 		c.checkCounters()
 		c.checkProfiles() // from the block group items the walks read

@@ -135,12 +135,14 @@ var (
 	NodeKeyRange     = def("NODE_KEY_RANGE", PassNode, FixNone, "a key lies outside the range its parent gives")
 	NodeCopiesDiffer = def("NODE_COPIES_DIFFER", PassNode, FixPreen, "two copies of a node both validate but differ byte for byte (both locations reported); the one that does not fit the node's place (its parent pointer's first key) is rewritten from the one that does, none when the place cannot decide")
 	NodePtrGen       = def("NODE_PTR_GEN", PassNode, FixNone, "a child pointer is newer than its node")
-	ItemBad          = def("ITEM_BAD", PassNode, FixNone, "a chunk, device or extent tree item does not decode or contradicts its key")
+	ItemBad          = def("ITEM_BAD", PassNode, FixNone, "a chunk, device, extent or snapshot tree item does not decode or contradicts its key")
+	SnapshotBad      = def("SNAPSHOT_BAD", PassNode, FixNone, "a snapshot item contradicts the image: made after the filesystem's generation, a name or UUID another snapshot has, more than 4096 snapshots, or the snapshots feature off (its tree is not checked)")
 )
 
 // Extents and block groups.
 var (
 	MetaMissing        = def("META_MISSING", PassExtent, FixPreen, "a node has no metadata extent item (the item is rebuilt from the node)")
+	MetaRefs           = def("META_REFS", PassExtent, FixNone, "a node's metadata item refs differs from the pointers to it (parent nodes, the root set, snapshots)")
 	MetaLeaked         = def("META_LEAKED", PassExtent, FixPreen, "a metadata extent item for a node no tree references (leaked space)")
 	ExtentOutside      = def("EXTENT_OUTSIDE", PassExtent, FixNone, "an extent lies outside every chunk")
 	ExtentOverlap      = def("EXTENT_OVERLAP", PassExtent, FixNone, "two extents overlap")

@@ -44,6 +44,8 @@ func (c *checker) checkMetaItems(used map[uint64]uint64) []uint64 {
 	for _, l := range nodes {
 		if _, ok := c.metaItems[l]; !ok {
 			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, fix: &fixData{owner: c.seen[l]}, Message: "node has no metadata extent item"})
+		} else {
+			c.checkMetaRef(l)
 		}
 	}
 	metas := make([]uint64, 0, len(c.metaItems))

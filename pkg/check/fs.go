@@ -246,9 +246,19 @@ func (c *checker) propItem(cur *inodeState, it format.Item) {
 
 // checkFS finishes the filesystem pass once every tree has been walked.
 func (c *checker) checkFS() {
+	c.data.finish(c) // the data problems are all in before dataOwners names them
+	c.checkNames()
+	c.lostData()
+	c.dataOwners()
+	c.checkRefs()
+	c.checkCsums()
+}
+
+// checkNames finishes the namespace checks: the last inode, the root,
+// loops and the names whose halves did not balance.
+func (c *checker) checkNames() {
 	s := &c.fs
 	s.init()
-	c.data.finish(c) // the data problems are all in before dataOwners names them
 	if s.started {
 		c.finishInode()
 	}
@@ -259,10 +269,6 @@ func (c *checker) checkFS() {
 	if s.names.len() > 0 || len(s.dirFlag) > 0 {
 		c.matchNames()
 	}
-	c.lostData()
-	c.dataOwners()
-	c.checkRefs()
-	c.checkCsums()
 }
 
 // refFix is f, or nil when a file extent item did not decode: then the

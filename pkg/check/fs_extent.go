@@ -60,7 +60,9 @@ func (c *checker) fileExtent(cur *inodeState, off uint64, x *format.FileExtentIt
 	if x.DiskLogical%ss != 0 || x.DiskLen%ss != 0 {
 		c.fsProblem(FileExtentAlign, cur.ino, "extent at %d points at %d+%d, not whole sectors of %d bytes", off, x.DiskLogical, x.DiskLen, ss)
 	}
-	s.use(extentID{x.DiskLogical, x.DiskLen}, cur.ino, off, x)
+	if c.view == "" { // a snapshot's references are counted by the node walk
+		s.use(extentID{x.DiskLogical, x.DiskLen}, cur.ino, off, x)
+	}
 }
 
 // symlinkExtent notes what extent [off, end) adds to a symlink's target:

@@ -16,7 +16,13 @@ import (
 func (c *checker) item(id format.TreeID, node uint64, it format.Item) {
 	switch id {
 	case format.FSTree:
+		if c.snaps.inSnapshot {
+			c.snapshotFSItem(it)
+			return
+		}
 		c.fsItem(it) // most items
+	case format.SnapshotTree:
+		c.snapshotItem(node, it)
 	case format.ChunkTree:
 		c.chunkTreeItem(node, it)
 	case format.ExtentTree:
@@ -83,6 +89,7 @@ func (c *checker) extentTreeItem(node uint64, it format.Item) {
 		}
 		c.counted.Add(format.MetadataCounters(&m))
 		c.metaItems[it.Key.ObjectID] = it.Key
+		c.metaRef(it.Key.ObjectID, &m)
 	case format.ExtentItemKey:
 		var e format.ExtentItem
 		err := format.DecodeExtentItem(it.Data, &e)

@@ -33,11 +33,6 @@ const (
 // a repair stops between two transactions, so nothing is half-done.
 var ErrCancelled = errors.New("cancelled")
 
-// ErrSnapshots: the image holds snapshots (FORMAT.md §6.12), which this
-// fsck does not check: it refuses rather than report their shared nodes
-// as damage or free them in a repair.
-var ErrSnapshots = errors.New("image has snapshots")
-
 // allows reports whether the mode makes fixes of level f.
 func (m Mode) allows(f Fix) bool {
 	return f != FixNone && (m == ModeRepair || (m == ModePreen && f == FixPreen))
@@ -115,6 +110,7 @@ type repairer struct {
 	rebuilt                        string
 	lost                           int
 	sysRewritten, profilesRestored bool
+	limited                        string // why fixes were left (Report.RepairLimited)
 }
 
 // round checks once and makes one step of fixes; done when nothing is
@@ -133,11 +129,15 @@ func (r *repairer) round(round int) (done bool, err error) {
 		return false, err
 	}
 	same := r.record(rep)
-	vol, again, err := r.wholeSet(vol, rep, round)
+	shared := vol.Super.Incompat&format.IncompatSnapshots != 0
+	vol, again, err := r.wholeSet(vol, rep, round, shared)
 	if again || err != nil {
 		return false, err
 	}
-	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0)
+	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
+	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
+		r.limited = "the image has snapshots: only node and data copies and superblocks are repaired (the other fixes are not yet aware of shared nodes)"
+	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
 	if len(todo) == 0 || round == maxRounds || same {
@@ -173,14 +173,16 @@ func (r *repairer) record(rep *Report) (same bool) {
 // derived trees dropped, the fs tree rebuilt, backup roots, profiles);
 // again: it did, vol is closed, check again. Backup roots that do not
 // help leave vol reopened.
-func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int) (_ *volume.Volume, again bool, err error) {
+func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared bool) (_ *volume.Volume, again bool, err error) {
 	wrap := func(again bool, err error) (*volume.Volume, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("repair: %w", err)
 		}
 		return vol, again, nil
 	}
-	repair, broken := r.opt.Mode == ModeRepair, mappingBroken(rep.Problems)
+	// Shared nodes: dropping or rebuilding trees, older roots and chunk
+	// moves are not snapshot-aware; only the system arrays are rewritten.
+	repair, broken := r.opt.Mode == ModeRepair && !shared, mappingBroken(rep.Problems)
 	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
 		// First: every other write goes through the mapping.
 		if r.sysRewritten, err = fixSysArrays(vol, rep.Problems); r.sysRewritten || err != nil {
@@ -262,6 +264,7 @@ func (r *repairer) report() *Report {
 	last := r.last
 	last.Problems = r.all
 	last.RestoredFrom = r.restored
+	last.RepairLimited = r.limited
 	last.RebuiltTree, last.NodesLost = r.rebuilt, r.lost
 	return last
 }

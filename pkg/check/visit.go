@@ -73,6 +73,9 @@ func (c *checker) claimNode(id format.TreeID, logical uint64, isRoot bool) bool 
 		return false // CheckVolume reports ErrCancelled
 	}
 	if other, dup := c.seen[logical]; dup {
+		if c.sharedNode(id, other, logical) {
+			return false
+		}
 		c.nodeProblem(id, logical, NodeTwice, "node referenced twice (also by the %v tree)", other)
 		return false
 	}

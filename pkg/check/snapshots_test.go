@@ -1,0 +1,164 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// snapImage is a populated image with two snapshots: s1 of the populated
+// tree, then /big removed and /mid overwritten, s2, then /small removed
+// from the live tree. bigIno is /big's inode (only s1 has it).
+func snapImage(t *testing.T) (devs []*device.MemDevice, bigIno uint64) {
+	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	bigIno = resolve(t, f, "/big").Ino
+	must(t, f.Sync())
+	_, err := f.CreateSnapshot("s1")
+	must(t, err)
+	must(t, f.Remove("/big"))
+	must(t, f.Remove("/dir/hard")) // /big's other name
+	must(t, f.WriteAt(resolve(t, f, "/mid"), pattern(4096, 9), 0))
+	_, err = f.CreateSnapshot("s2")
+	must(t, err)
+	must(t, f.Remove("/small"))
+	must(t, f.Sync())
+	return devs, bigIno
+}
+
+// snapshotRoot is the root of the snapshot named name.
+func snapshotRoot(t *testing.T, st *store.FS, name string) format.RootPtr {
+	t.Helper()
+	all, err := st.Snapshots()
+	must(t, err)
+	for _, s := range all {
+		if s.Name == name {
+			return s.Root
+		}
+	}
+	t.Fatalf("no snapshot %q", name)
+	return format.RootPtr{}
+}
+
+// leafOf descends from root to the leaf that holds key k.
+func leafOf(t *testing.T, vol *volume.Volume, root uint64, k format.Key) *format.Node {
+	t.Helper()
+	n := readNode(t, vol, root)
+	for !n.IsLeaf() {
+		next := n.Ptrs[0].Logical
+		for _, p := range n.Ptrs {
+			if !k.Less(p.Key) {
+				next = p.Logical
+			}
+		}
+		n = readNode(t, vol, next)
+	}
+	return n
+}
+
+// TestSnapshotImageClean: an image whose snapshots share nodes and data
+// with the live tree and each other checks clean, data included, with
+// each shared node read once and counted under its several pointers.
+func TestSnapshotImageClean(t *testing.T) {
+	devs, _ := snapImage(t)
+	rep := fsckDevs(t, devs, Options{CheckData: true})
+	expect(t, rep)
+	if rep.Snapshots != 2 {
+		t.Fatalf("%d snapshots checked, want 2", rep.Snapshots)
+	}
+	if got := repairDevs(t, devs, ModeRepair); !got.Clean() || got.RepairLimited != "" {
+		t.Fatalf("repair of a clean snapshot image: %v %q", got.Problems, got.RepairLimited)
+	}
+}
+
+// TestSnapshotSurgery: damage that only the snapshots' trees or counts
+// show is found and placed.
+func TestSnapshotSurgery(t *testing.T) {
+	base, bigIno := snapImage(t)
+	t.Run("meta-refs", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		root := snapshotRoot(t, s.st, "s2")
+		k := format.Key{ObjectID: root.Logical, Type: format.MetadataItemKey, Offset: uint64(root.Level)}
+		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
+		must(t, err)
+		m.Refs++
+		s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
+		expect(t, s.check(Options{}), want{code: MetaRefs, logical: root.Logical})
+	})
+	t.Run("snapshot-only-extent-refs", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		var logical, length uint64
+		for _, it := range s.items(format.ExtentTree, format.Key{}, format.MaxKey) {
+			if it.Key.Type != format.ExtentItemKey {
+				continue
+			}
+			// /big's first extent: only s1 points at it.
+			leaf := leafOf(t, s.st.Vol, snapshotRoot(t, s.st, "s1").Logical, format.Key{ObjectID: bigIno, Type: format.FileExtentKey})
+			for _, fx := range leaf.Items {
+				var x format.FileExtentItem
+				if fx.Key.ObjectID == bigIno && fx.Key.Type == format.FileExtentKey && format.DecodeFileExtentItem(fx.Data, &x) == nil && x.DiskLogical == it.Key.ObjectID {
+					logical, length = it.Key.ObjectID, it.Key.Offset
+				}
+			}
+		}
+		if logical == 0 {
+			t.Fatal("no extent of /big found")
+		}
+		k := format.Key{ObjectID: logical, Type: format.ExtentItemKey, Offset: length}
+		e, err := format.UnmarshalExtentItem(s.get(format.ExtentTree, k))
+		must(t, err)
+		e.Refs += 5
+		s.put(format.ExtentTree, k, format.MarshalExtentItem(e))
+		expect(t, s.check(Options{}), want{code: ExtentRefs, logical: logical})
+	})
+	t.Run("snapshot-namespace", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		must(t, s.tx.Commit())
+		leaf := leafOf(t, s.st.Vol, snapshotRoot(t, s.st, "s1").Logical, format.Key{ObjectID: bigIno, Type: format.InodeItemKey})
+		found := false
+		for i, it := range leaf.Items {
+			if it.Key.ObjectID == bigIno && it.Key.Type == format.InodeItemKey {
+				in, err := format.UnmarshalInodeItem(it.Data)
+				must(t, err)
+				in.Nlink = 7
+				leaf.Items[i].Data = format.MarshalInodeItem(in)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("no inode item of /big in s1")
+		}
+		writeNode(t, s.st.Vol, leaf)
+		rep := fsckDevs(t, s.devs, Options{})
+		expect(t, rep, want{code: Nlink, ino: bigIno})
+		if p := rep.Problems[0]; p.Tree != "fs@s1" {
+			t.Fatalf("problem in tree %q, want fs@s1", p.Tree)
+		}
+		// Snapshots are read-only: a repair leaves it, and says so.
+		got := repairDevs(t, s.devs, ModeRepair)
+		if got.Clean() || got.Problems[0].Fixed {
+			t.Fatalf("repair changed a snapshot: %v", got.Problems)
+		}
+	})
+	t.Run("duplicate-name", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		all, err := s.st.Snapshots()
+		must(t, err)
+		dup := all[0].SnapshotItem
+		dup.UUID[0] ^= 0xff
+		s.put(format.SnapshotTree, format.Key{ObjectID: 99, Type: format.SnapshotItemKey}, format.MarshalSnapshotItem(&dup))
+		expect(t, s.check(Options{}), want{code: SnapshotBad})
+	})
+	t.Run("live-fix-limited", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		s.inode(s.ino("/mid"), func(in *format.InodeItem) { in.Nlink = 5 })
+		expect(t, s.check(Options{}), want{code: Nlink, ino: s.ino("/mid")})
+		got := repairDevs(t, s.devs, ModeRepair)
+		if got.Clean() || got.RepairLimited == "" {
+			t.Fatalf("repair of a live-tree count on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
+		}
+	})
+}
