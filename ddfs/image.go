@@ -3,14 +3,17 @@ package main
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/inspect"
+	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/transfer"
 )
 
@@ -51,16 +54,34 @@ func parseOperand(arg string) operand {
 }
 
 // namesImage reports whether img is an existing file or device, or
-// FILE@N of one.
+// FILE@N (a partition) or FILE@NAME (a snapshot) of one, in turn.
 func namesImage(img string) bool {
-	check := img
-	if at := strings.LastIndexByte(img, '@'); at > 0 {
-		if _, err := os.Stat(img); err != nil {
-			check = img[:at]
+	if st, err := os.Stat(img); err == nil {
+		return !st.IsDir()
+	}
+	at := strings.LastIndexByte(img, '@')
+	return at > 0 && namesImage(img[:at])
+}
+
+// splitSnapshot splits IMAGE@NAME into the image and the snapshot name
+// (""). A name that exists as a file is an image whatever it holds, and
+// FILE@N whose partition N opens is that partition: a snapshot named
+// by digits is reached through a partitioned disk as disk.img@2@NAME.
+func splitSnapshot(name string) (img, snap string) {
+	if _, err := os.Stat(name); err == nil || device.IsRemote(name) {
+		return name, ""
+	}
+	at := strings.LastIndexByte(name, '@')
+	if at <= 0 || at == len(name)-1 || !namesImage(name[:at]) {
+		return name, ""
+	}
+	if strings.Trim(name[at+1:], "0123456789") == "" {
+		if d, err := device.Open(name, device.OpenOptions{}); err == nil {
+			d.Close()
+			return name, ""
 		}
 	}
-	st, err := os.Stat(check)
-	return err == nil && !st.IsDir()
+	return name[:at], name[at+1:]
 }
 
 // image is an opened image with the name the user gave it.
@@ -68,10 +89,18 @@ type image struct {
 	name  string
 	f     *fsys.FS
 	stats cli.Stats
+	// live is the filesystem f is a snapshot of (nil: f is the live one).
+	live *fsys.FS
 }
 
+// openImage opens an image, or with IMAGE@NAME its snapshot NAME
+// (read-only: a command that writes is refused with EROFS).
 func (of *openFlags) openImage(name string, write bool) (*image, error) {
-	st, err := of.open(name, write)
+	img, snap := splitSnapshot(name)
+	if snap != "" && write {
+		return nil, fmt.Errorf("%s: a snapshot: %w", name, syscall.EROFS)
+	}
+	st, err := of.open(img, write)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +109,20 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 		st.Close()
 		return nil, err
 	}
+	im := &image{name: name, f: f, stats: of.stats}
+	if snap != "" {
+		v, err := f.OpenSnapshot(snap)
+		if err != nil {
+			f.Close()
+			if errors.Is(err, store.ErrNoSnapshot) {
+				err = store.ErrNoSnapshot // the name is in the operand
+			}
+			return nil, cli.NameImage(name, err)
+		}
+		im.f, im.live = v, f
+	}
 	openedNames = append(openedNames, name)
-	return &image{name: name, f: f, stats: of.stats}, nil
+	return im, nil
 }
 
 // openedNames are the names of the images this command opened: an error
@@ -108,6 +149,11 @@ func (im *image) close() error {
 	// so the counters are read after it.
 	if cerr := im.f.Close(); err == nil {
 		err = cerr
+	}
+	if im.live != nil {
+		if cerr := im.live.Close(); err == nil {
+			err = cerr
+		}
 	}
 	printStats(im.stats, inspect.DevicesIO(devs, items), st.FallbackChunks(), st.Super().Settings.AllocPolicy.String(), st.HealStats())
 	return im.err(err)

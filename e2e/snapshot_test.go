@@ -9,9 +9,8 @@ import (
 
 // TestSnapshotCommands: the snapshot commands end to end: a snapshot
 // keeps a removed file, rollback brings it back, a second snapshot of the
-// same name is refused with the CLI's one-line error, delete frees it,
-// fsck refuses the image (operational error) instead of calling the
-// shared nodes damage, and checks it clean once the last snapshot is gone.
+// same name is refused with the CLI's one-line error, fsck checks the
+// image with its snapshot clean, delete frees it.
 func TestSnapshotCommands(t *testing.T) {
 	dir := t.TempDir()
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "s.img"), 0)
@@ -44,4 +43,56 @@ func TestSnapshotCommands(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "snapshot", "delete", "s.img", "before"), 1)
 	// The last snapshot gone, nothing is shared.
 	must(t, run(t, dir, "fsck.ddfs", "-n", "s.img"), 0)
+}
+
+// TestSnapshotOperands: IMAGE@NAME:PATH reads a snapshot wherever a
+// command reads, a write to it fails with EROFS in the CLI's one-line
+// form, an unknown name is named as the user wrote it, and an all-digit
+// name on an image without partitions is the snapshot.
+func TestSnapshotOperands(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "s.img"), 0)
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		must(t, run(t, dir, "ddfs", "cp", "./f", "s.img:/d/f"), 0)
+	}
+	must(t, run(t, dir, "ddfs", "mkdir", "s.img:/d"), 0)
+	write("old\n")
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "s.img", "before"), 0)
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "s.img", "7"), 0)
+	write("new\n")
+	for _, c := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"cat", "s.img@before:/d/f"}, "old\n"},
+		{[]string{"cat", "s.img@7:/d/f"}, "old\n"},
+		{[]string{"cat", "s.img:/d/f"}, "new\n"},
+		{[]string{"ls", "s.img@before:/d"}, "f\n"},
+		{[]string{"find", "s.img@before:/"}, "/\n/d\n/d/f\n"},
+	} {
+		if r := must(t, run(t, dir, "ddfs", c.args...), 0); r.stdout != c.out {
+			t.Fatalf("%v: %q, want %q", c.args, r.stdout, c.out)
+		}
+	}
+	must(t, run(t, dir, "ddfs", "cp", "s.img@before:/d/f", "./out"), 0)
+	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "old\n" {
+		t.Fatalf("cp out of a snapshot: %q %v", b, err)
+	}
+	if r := must(t, run(t, dir, "ddfs", "diff", "s.img@before:/d/f", "s.img:/d/f"), 1); !strings.Contains(r.stdout, "differ") {
+		t.Fatalf("diff: %q", r.stdout)
+	}
+	must(t, run(t, dir, "ddfs", "diff", "s.img@before:/", "s.img@7:/"), 0)
+	if r := must(t, run(t, dir, "ddfs", "rm", "s.img@before:/d/f"), 1); r.stderr != "ddfs: rm: s.img@before: a snapshot: read-only file system\n" {
+		t.Fatalf("rm in a snapshot: %q", r.stderr)
+	}
+	if r := must(t, run(t, dir, "ddfs", "cat", "s.img@nope:/d/f"), 1); r.stderr != "ddfs: cat: s.img@nope: no such snapshot\n" {
+		t.Fatalf("unknown snapshot: %q", r.stderr)
+	}
+	if r := must(t, run(t, dir, "ddfs", "cat", "s.img:/d/f"), 0); r.stdout != "new\n" {
+		t.Fatalf("live after the refused write: %q", r.stdout)
+	}
 }
