@@ -29,6 +29,7 @@ const cpExamples = `  ddfs cp -r ./tree disk.img:/              # host tree into
   ddfs cp disk.img:/motd - | wc -c            # a file to stdout (holes as zeros)
   ddfs cp 'disk.img:/etc/*.conf' ./out/       # a pattern, expanded inside the image
   ddfs cp -a efi.img:/EFI ./efi-copy          # out of a foreign image (ext4, squashfs, ISO 9660, FAT)
+  ddfs cp -a rootfs.ext4:/etc disk.img:/      # a foreign tree into the image (-a, -r: what cp -a keeps)
 `
 
 const cpLong = `SRC "-" is stdin: the file DST is created or replaced with its bytes. DST "-" is
@@ -127,6 +128,8 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 			err = transfer.CopyIn(im.f, s.path, to, o, false)
 		case s.image == dst.image:
 			err = eachMatch(im, s, imageTarget(im, to, len(srcs)), func(p string) error { return transfer.CopyWithin(im.f, p, to, o) })
+		case isForeign(s.image):
+			err = copyForeignInto(s, im.f, to, o)
 		default:
 			err = copyAcross(of, s, im, to, len(srcs), o)
 		}

@@ -2,8 +2,9 @@ package main
 
 // Foreign images (issue 41, read access): an IMAGE that is no ddfs image
 // but holds ext4, squashfs, ISO 9660 or FAT (or a partition table:
-// IMAGE@N) is read through pkg/foreign by ls, cat, stat, cp (out) and
-// info; every other command refuses it (open.go).
+// IMAGE@N) is read through pkg/foreign by ls, cat, stat, cp (out, and
+// into a ddfs image: foreign_import.go), tar-out and info; every other
+// command refuses it (open.go).
 
 import (
 	"errors"
@@ -58,7 +59,7 @@ func foreignRefusal(image string, write bool, c *cobra.Command) error {
 	if write {
 		return foreign.ReadOnly(k, image)
 	}
-	return fmt.Errorf("%s: %s image: %s does not read foreign images yet (ls, cat, stat, cp out and info do): %w", image, k, cmd, foreign.ErrUnsupported)
+	return fmt.Errorf("%s: %s image: %s does not read foreign images yet (ls, cat, stat, cp, tar-out and info do): %w", image, k, cmd, foreign.ErrUnsupported)
 }
 
 // foreignOperands opens the image of IMAGE:PATH operands when it is a

@@ -50,7 +50,7 @@ func newTarInCmd() *cobra.Command {
 }
 
 func newTarOutCmd() *cobra.Command {
-	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar\n\n"+tarOutLong, "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n")
+	c, fl, of := newCmd("tar-out IMAGE[:DIR] > archive.tar\n\n"+tarOutLong, "write an image tree as a tar archive to stdout", "  ddfs tar-out disk.img > all.tar\n  ddfs tar-out disk.img:/etc | tar -tvf -\n  ddfs tar-out rootfs.squashfs:/ | tar -tvf -    # a foreign image's tree\n")
 	c.Annotations = map[string]string{cli.ExitCodesKey: "0 everything archived, 1 an entry left out or zero-filled (each named on stderr) or an error, 2 usage error"}
 	quiet := fl.BoolP("quiet", "q", false, "no progress bar")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -65,6 +65,13 @@ func newTarOutCmd() *cobra.Command {
 			return usageErr("Refusing to write archive contents to terminal (redirect stdout or pipe it)")
 		} else if ok {
 			widenPipe(f)
+		}
+		if fim, err := openForeign(img); fim != nil || err != nil {
+			if err != nil {
+				return err
+			}
+			defer fim.Close()
+			return tarOutForeign(stdout, c.ErrOrStderr(), fim, cli.Prog(c), dir)
 		}
 		im, err := of.openImage(img, false)
 		if err != nil {

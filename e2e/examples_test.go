@@ -197,6 +197,7 @@ var setups = []struct{ has, script string }{
 	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	// Foreign images (issue 41), made by their own tools (.ci/run installs them).
+	{"-r rootfs.ext4", "mkdir -p t/etc && echo h > t/etc/hostname && mke2fs -q -t ext4 -d t rootfs.ext4 8M"},
 	{"rootfs.ext4:", "mkdir -p t/etc && echo h > t/etc/hostname && mke2fs -q -t ext4 -d t rootfs.ext4 8M"},
 	{"rootfs.squashfs:", "mkdir -p t/etc && echo ID=t > t/etc/os-release && mksquashfs t rootfs.squashfs -quiet -noappend -no-progress"},
 	{"cidata.iso:", "mkdir -p t && echo '#cloud-config' > t/user-data && xorriso -as mkisofs -quiet -R -o cidata.iso t"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/foreign"
 	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/mkfs"
 	"github.com/ddfs/ddfs/pkg/progress"
@@ -28,6 +30,8 @@ const examples = `  mkfs.ddfs -b 1G disk.img
   mkfs.ddfs -b 64G --alloc-policy ssd-metadata ssd0.img ssd1.img \
       hdd0.img:rotational=1,seek_speed=120,bandwidth=150M hdd1.img:rotational=1
   mkfs.ddfs -f /dev/loop0          overwrite whatever is on /dev/loop0
+  mkfs.ddfs -b 1G -r rootfs.ext4 root.img
+      the tree of an ext4 image (or squashfs, ISO 9660, FAT; IMAGE@N: a partition)
 `
 
 // newRoot is mkfs.ddfs's command: its flags, then makeFS.
@@ -49,7 +53,7 @@ func newRoot() *cobra.Command {
 	csum := fl.String("csum", "crc32c", "checksum: crc32c, xxhash64, sha256, blake3 (sha256, blake3: strong, so dedupe-tool run shares repeats without reading them, for a sha256/blake3 per sector on every write and read)")
 	policy := fl.String("alloc-policy", "classic", "chunk allocation policy: classic, ssd-metadata, tiered")
 	smallData := fl.String("small-data-max", "0", "data extents up to SIZE go to the metadata tier while it has room (ssd-metadata, tiered; 0 off)")
-	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR into the new filesystem (keeps what cp -a keeps)")
+	rootdir := fl.StringP("rootdir", "r", "", "copy the contents of DIR, or of an ext4, squashfs, ISO 9660 or FAT image (IMAGE@N: a partition), into the new filesystem (keeps what cp -a keeps)")
 	tarFile := fl.String("tar", "", "populate from a tar archive (FILE, or - for stdin; plain, gzip, zstd, xz or bzip2)")
 	allRoot := fl.Bool("all-root", false, "make root (0:0) the owner of every file")
 	forceUID := fl.Int64("force-uid", -1, "make UID the owner of every file")
@@ -258,6 +262,21 @@ func populateOptions(o *mkfs.Options, rootdir, tarFile string, allRoot bool, uid
 		return cli.Usagef("--rootdir and --tar exclude each other")
 	}
 	o.RootDir = rootdir
+	if fim := foreignRoot(rootdir); fim != nil {
+		// An ext4, squashfs, ISO 9660 or FAT image (or a partition of
+		// a disk, IMAGE@N): its tree comes in as a tar stream.
+		pr, pw := io.Pipe()
+		go func() {
+			// What the stream cannot carry ends the mkfs (an image
+			// missing files is no copy), named by its path in IMAGE.
+			err := fim.TarOut(pw, "/", foreign.TarOptions{})
+			if se := (*foreign.SkipError)(nil); errors.As(err, &se) {
+				err = se.Err
+			}
+			pw.CloseWithError(err)
+		}()
+		o.RootDir, o.Tar = "", pr
+	}
 	switch tarFile {
 	case "":
 	case "-":
@@ -303,4 +322,20 @@ func dataSettings(s *format.Settings, dedupe bool, block, hash, compress string)
 		return cli.Usagef("--compress: %v", err)
 	}
 	return nil
+}
+
+// foreignRoot opens --rootdir when it names no directory but a foreign
+// filesystem image (nil otherwise: the directory path reports as before).
+func foreignRoot(rootdir string) *foreign.Image {
+	if rootdir == "" {
+		return nil
+	}
+	if st, err := os.Stat(rootdir); err == nil && st.IsDir() {
+		return nil
+	}
+	fim, err := foreign.Open(rootdir)
+	if err != nil || !fim.Kind().IsFilesystem() {
+		return nil
+	}
+	return fim
 }

@@ -28,6 +28,7 @@ type builder struct {
 	specials  bool   // keeps fifos
 	kernelFS  string // mount -t for the kernel's reading ("" none)
 	hardLinks bool   // nlink counts them
+	inos      bool   // numbers inodes: a file's hard links are found
 }
 
 func sh(t testing.TB, name string, args ...string) {
@@ -38,7 +39,7 @@ func sh(t testing.TB, name string, args ...string) {
 }
 
 var builders = []builder{
-	{kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true,
+	{kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true, inos: true,
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
