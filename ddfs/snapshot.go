@@ -9,6 +9,8 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+	"github.com/ddfs/ddfs/pkg/units"
 )
 
 const snapshotExamples = `  ddfs snapshot create disk.img before-upgrade
@@ -53,7 +55,7 @@ func namedSnapshotCmd(use, short string, op func(f *fsys.FS, name string) error)
 
 func newSnapshotListCmd() *cobra.Command {
 	c, fl, of := newCmd("list [--json] IMAGE", "list the snapshots", snapshotExamples)
-	asJSON := fl.Bool("json", false, `print {"snapshots": [{"id", "name", "uuid", "generation", "ctime"}]} as JSON`)
+	asJSON := fl.Bool("json", false, `print {"snapshots": [{"id", "name", "uuid", "generation", "ctime", "referenced_bytes", "exclusive_bytes"}]} as JSON`)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 1 {
 			return usageErr("want IMAGE")
@@ -73,10 +75,15 @@ func newSnapshotListCmd() *cobra.Command {
 			UUID       string `json:"uuid"`
 			Generation uint64 `json:"generation"`
 			Ctime      string `json:"ctime"`
+			store.SnapshotSpace
 		}
 		rows := []row{}
 		for _, s := range snaps {
-			rows = append(rows, row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime)})
+			sp, err := im.f.Store().Space(s.Root)
+			if err != nil {
+				return fmt.Errorf("%s@%s: %w", fl.Arg(0), s.Name, err)
+			}
+			rows = append(rows, row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime), sp})
 		}
 		if *asJSON {
 			return cli.JSON(c.OutOrStdout(), struct {
@@ -84,9 +91,9 @@ func newSnapshotListCmd() *cobra.Command {
 			}{rows})
 		}
 		w := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tNAME\tGENERATION\tCREATED\tUUID")
+		fmt.Fprintln(w, "ID\tNAME\tGENERATION\tCREATED\tREFERENCED\tEXCLUSIVE\tUUID")
 		for _, r := range rows {
-			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", r.ID, shellQuote(r.Name), r.Generation, r.Ctime, r.UUID)
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, shellQuote(r.Name), r.Generation, r.Ctime, units.Human(r.Referenced), units.Human(r.Exclusive), r.UUID)
 		}
 		return w.Flush()
 	}
