@@ -79,6 +79,29 @@ var features = map[string]struct {
 			t.Fatalf("/churn: %v", err)
 		}
 	}},
+	"v1-snapshots": {1, func(t *testing.T, st *store.FS, f *fsys.FS) {
+		if st.Super().Incompat&format.IncompatSnapshots == 0 {
+			t.Fatalf("incompat %#x: no snapshots feature", st.Super().Incompat)
+		}
+		expectFile(t, f, "/snap/b", snapshotFile('b'))
+		if _, err := f.Resolve("/snap/a", false); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("live /snap/a: %v", err)
+		}
+		for name, want := range map[string][]string{"before": nil, "after": {"a"}} {
+			v, err := f.OpenSnapshot(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.Resolve("/snap", false); (err == nil) != (want != nil) {
+				t.Fatalf("%s: /snap: %v", name, err)
+			}
+			if want != nil {
+				expectFile(t, v, "/snap/a", snapshotFile('a'))
+			}
+			commonTree(t, v) // shared with the live tree
+			v.Close()
+		}
+	}},
 	"v1-raid10-4dev": {4, func(t *testing.T, st *store.FS, f *fsys.FS) {
 		profiles(t, st, format.ProfileRaid10, format.ProfileRaid10)
 	}},
@@ -193,6 +216,15 @@ func expectFile(t *testing.T, f *fsys.FS, p string, want []byte) *fsys.Inode {
 }
 
 // compressible mirrors gen.Compressible.
+// snapshotFile is /snap/a ('a') and /snap/b ('b') of the snapshots set.
+func snapshotFile(b byte) []byte {
+	p := make([]byte, 100<<10)
+	for j := range p {
+		p[j] = b + byte(j/4096)
+	}
+	return p
+}
+
 func compressible() []byte {
 	b := make([]byte, 64<<10)
 	for j := range b {

@@ -69,6 +69,8 @@ func sets() []set {
 		{name: "raid10-4dev", params: with(4, format.ProfileRaid10, format.ProfileRaid10, format.Settings{}), props: make([]store.NewDevice, 4)},
 		{name: "tiered-4dev", params: with(5, format.ProfileSingle, format.ProfileRaid1, format.Settings{AllocPolicy: format.AllocTiered}),
 			props: []store.NewDevice{{}, {}, hdd, hdd}},
+		{name: "snapshots", params: with(6, format.ProfileSingle, format.ProfileDup, format.Settings{}),
+			props: make([]store.NewDevice, 1), extra: snapshots},
 	}
 }
 
@@ -167,6 +169,47 @@ func churn(f *fsys.FS) error {
 		return err
 	}
 	return f.Remove("/churn")
+}
+
+// SnapshotFile is the content of /snap/a, which only snapshot "after"
+// keeps, and of /snap/b, which only the live tree has.
+func SnapshotFile(b byte) []byte {
+	p := make([]byte, 100<<10)
+	for j := range p {
+		p[j] = b + byte(j/4096)
+	}
+	return p
+}
+
+// snapshots takes "before" of the common tree, writes /snap/a, takes
+// "after", then replaces /snap/a by /snap/b: three fs trees sharing the
+// nodes of /d, each with a leaf or data of its own.
+func snapshots(f *fsys.FS) error {
+	if _, err := f.CreateSnapshot("before"); err != nil {
+		return err
+	}
+	if _, err := f.Mkdir("/snap", fsys.Attr{Mode: 0o755}); err != nil {
+		return err
+	}
+	for _, step := range []struct {
+		path string
+		b    byte
+		snap string
+	}{{"/snap/a", 'a', "after"}, {"/snap/b", 'b', ""}} {
+		in, err := f.Create(step.path, fsys.Attr{Mode: 0o644})
+		if err != nil {
+			return err
+		}
+		if err := f.WriteAt(in, SnapshotFile(step.b), 0); err != nil {
+			return err
+		}
+		if step.snap != "" {
+			if _, err := f.CreateSnapshot(step.snap); err != nil {
+				return err
+			}
+		}
+	}
+	return f.Remove("/snap/a")
 }
 
 // populate writes a small tree: 300 files in a directory (a two-level fs
