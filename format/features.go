@@ -52,15 +52,19 @@ const (
 	IncompatFsyncLog IncompatFeatures = 1 << 4
 	// IncompatSnapshots: the image may hold snapshots (FORMAT.md §6.12):
 	// the snapshot tree and fs-tree nodes and data extents shared by
-	// several trees. fsck does not check such an image yet: it refuses.
+	// several trees.
 	IncompatSnapshots IncompatFeatures = 1 << 5
+	// IncompatReceive: a receive is in progress (FORMAT.md §6.13): the
+	// root set's fs tree is the tree being received, the live one is
+	// parked in the RECEIVE_ITEM. Set exactly while that item exists.
+	IncompatReceive IncompatFeatures = 1 << 6
 )
 
 // Feature sets this build understands.
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = RoCompatCounters
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots | IncompatReceive
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

@@ -52,6 +52,7 @@ const (
 	MetadataItemKey  KeyType = 169 // ExtentTree: (logical, 169, level) -> MetadataItem
 	ExtentDataRefKey KeyType = 178 // ExtentTree: (logical, 178, ref hash) -> ExtentDataRef
 	SnapshotItemKey  KeyType = 190 // SnapshotTree: (snapshot id, 190, 0) -> SnapshotItem
+	ReceiveItemKey   KeyType = 191 // SnapshotTree: (0, 191, 0) -> ReceiveItem (IncompatReceive)
 	BlockGroupKey    KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
 	FreeSpaceInfoKey KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
 	FreeSpaceExtKey  KeyType = 199 // FreeSpaceTree: (start, 199, length), no data

@@ -85,3 +85,51 @@ func TestSnapshotRootNeedsFlag(t *testing.T) {
 		t.Fatalf("with the flag: %v", err)
 	}
 }
+
+func sampleReceive() *ReceiveItem {
+	return &ReceiveItem{Parked: RootPtr{Logical: 1 << 20, Generation: 5, Level: 1}, Generation: 9,
+		ReceivedUUID: [16]byte{1, 2}, ParentUUID: [16]byte{3}, Base: 2, Applied: 4096, Name: "nightly"}
+}
+
+// TestReceiveItemRefusals: every rule of §6.13's RECEIVE_ITEM is held.
+func TestReceiveItemRefusals(t *testing.T) {
+	if r, err := UnmarshalReceiveItem(MarshalReceiveItem(sampleReceive())); err != nil || *r != *sampleReceive() {
+		t.Fatalf("round trip: %+v %v", r, err)
+	}
+	for name, mut := range map[string]func(r *ReceiveItem){
+		"no parked root":    func(r *ReceiveItem) { r.Parked.Logical = 0 },
+		"parked gen 0":      func(r *ReceiveItem) { r.Parked.Generation = 0 },
+		"parked too new":    func(r *ReceiveItem) { r.Generation = 4 },
+		"level":             func(r *ReceiveItem) { r.Parked.Level = MaxLevel },
+		"zero uuid":         func(r *ReceiveItem) { r.ReceivedUUID = [16]byte{} },
+		"base without uuid": func(r *ReceiveItem) { r.ParentUUID = [16]byte{} },
+		"uuid without base": func(r *ReceiveItem) { r.Base = 0 },
+		"bad name":          func(r *ReceiveItem) { r.Name = "a/b" },
+		"empty name":        func(r *ReceiveItem) { r.Name = "" },
+	} {
+		r := sampleReceive()
+		mut(r)
+		if _, err := UnmarshalReceiveItem(MarshalReceiveItem(r)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: accepted (%v)", name, err)
+		}
+	}
+	b := MarshalReceiveItem(sampleReceive())
+	for _, at := range []int{17, 23, 82, 87} {
+		c := bytes.Clone(b)
+		c[at] = 1
+		if _, err := UnmarshalReceiveItem(c); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("reserved byte %d: accepted", at)
+		}
+	}
+	if _, err := UnmarshalReceiveItem(append(b, 'x')); !errors.Is(err, ErrCorrupt) {
+		t.Error("trailing byte accepted")
+	}
+}
+
+func FuzzUnmarshalReceiveItem(f *testing.F) {
+	f.Add(MarshalReceiveItem(sampleReceive()))
+	f.Add(bytes.Repeat([]byte{0}, 88))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		roundTrip(t, b, UnmarshalReceiveItem, MarshalReceiveItem)
+	})
+}

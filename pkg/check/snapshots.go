@@ -48,6 +48,10 @@ func (c *checker) sharing() bool { return c.sb.Incompat&format.IncompatSnapshots
 // snapshotItem takes an item of the snapshot tree.
 func (c *checker) snapshotItem(node uint64, it format.Item) {
 	bad := c.itemBadFunc(format.SnapshotTree, node, it)
+	if it.Key == format.ReceiveKey {
+		c.receiveItem(node, it, bad)
+		return
+	}
 	if it.Key.Type != format.SnapshotItemKey || it.Key.Offset != 0 || it.Key.ObjectID == 0 {
 		bad(fmt.Errorf("not a snapshot item key"))
 		return
@@ -80,6 +84,26 @@ func (c *checker) snapshotItem(node uint64, it format.Item) {
 		st.names[s.Name], st.uuids[s.UUID] = it.Key.ObjectID, it.Key.ObjectID
 		st.list = append(st.list, snapshotRef{id: it.Key.ObjectID, item: s})
 	}
+}
+
+// parkedName labels the live tree a receive parked (§6.13) among the
+// snapshots: no snapshot can have it (it is no valid name).
+const parkedName = "(parked by a receive)"
+
+// receiveItem takes the RECEIVE_ITEM: its parked root is one more fs tree
+// to walk and check, as a snapshot's.
+func (c *checker) receiveItem(node uint64, it format.Item, bad func(error)) {
+	r, err := format.UnmarshalReceiveItem(it.Data)
+	if err != nil {
+		bad(err)
+		return
+	}
+	if c.sb.Incompat&format.IncompatReceive == 0 || !c.sharing() {
+		c.add(Problem{Code: SnapshotBad, Tree: format.SnapshotTree.String(), Logical: node,
+			Message: "a receive item without the receive and snapshots features"})
+		return
+	}
+	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: r.Parked, Generation: r.Generation, Name: parkedName}})
 }
 
 // visitSnapshots walks the nodes of each snapshot's fs tree that the live

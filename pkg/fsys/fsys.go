@@ -52,6 +52,10 @@ type Options struct {
 	StrongTails bool
 	// NoFsyncLog makes Fsync commit instead of writing the fsync log.
 	NoFsyncLog bool
+	// Receiving: the FS is opened by the receive an image has in
+	// progress, to go on with it; any other writer first undoes it
+	// (receive.go).
+	Receiving bool
 }
 
 // FS is a filesystem opened for namespace operations. Not safe for
@@ -134,6 +138,9 @@ func New(st *store.FS, opt Options) (*FS, error) {
 		if err := f.replayInMemory(); err != nil {
 			return nil, err
 		}
+	}
+	if err := f.settleReceive(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

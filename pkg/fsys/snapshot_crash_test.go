@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
 )
 
@@ -108,15 +109,50 @@ func snapCrashRun(t *testing.T, d *device.MemDevice, base snapState, budget int)
 		done = len(states)
 		return true
 	}
+	cut := func(err error) bool {
+		if err != nil && !errors.Is(err, errCut) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// A receive (§6.13): while it runs, and after a cut, the state is the
+	// one before it (the next writer undoes it); its finish adds "r".
+	receive := func() bool {
+		for i := 0; i < 6; i++ {
+			snapOp(t, f, cur.live, rng)
+		}
+		states = append(states, cur.clone())
+		if !cut(f.BeginReceive(format.ReceiveItem{Name: "r", ReceivedUUID: [16]byte{9}}, "")) {
+			return false
+		}
+		done = len(states)
+		recv := snapModel{}
+		for i := 0; i < 12; i++ {
+			// Writes only, their errors returned: the background data
+			// writes may meet the cut inside WriteAt.
+			if !cut(recvWrite(f, recv, rng)) || i%4 == 3 && !cut(f.Sync()) {
+				return false
+			}
+		}
+		next := cur.clone()
+		next.snaps["r"] = recv.clone()
+		states = append(states, next)
+		if _, err := f.FinishReceive(); !cut(err) {
+			return false
+		}
+		cur, done = next, len(states)
+		return true
+	}
 	_ = step(func() error { _, err := f.CreateSnapshot("b"); return err }, func() { cur.snaps["b"] = cur.live.clone() }) &&
 		step(func() error { return f.Rollback("a") }, func() { cur.live = cur.snaps["a"].clone() }) &&
 		step(func() error { return f.DeleteSnapshot("b") }, func() { delete(cur.snaps, "b") }) &&
-		step(func() error { return f.DeleteSnapshot("a") }, func() { delete(cur.snaps, "a") })
+		step(func() error { return f.DeleteSnapshot("a") }, func() { delete(cur.snaps, "a") }) &&
+		receive()
 	return states, done, budget
 }
 
 // TestSnapshotCrashMatrix cuts the power after every write of a run of
-// snapshot create, rollback and delete (a random subset of the unflushed
+// snapshot create, rollback and delete and a receive (a random subset of the unflushed
 // writes lands): the next open finds a committed state the run went
 // through, no older than the last operation that returned, and reference
 // counts that match an independent count.
@@ -160,4 +196,31 @@ func TestSnapshotCrashMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// recvWrite writes a random range of a random file of f (made if new),
+// as model m records it.
+func recvWrite(f *FS, m snapModel, rng *rand.Rand) error {
+	p := fmt.Sprintf("/f%d", rng.IntN(snapFiles))
+	in, err := f.Resolve(p, true)
+	if errors.Is(err, syscall.ENOENT) {
+		in, err = f.Create(p, Attr{Mode: 0o644})
+	}
+	if err != nil {
+		return err
+	}
+	off, buf := rng.IntN(256<<10), make([]byte, 1+rng.IntN(24<<10))
+	for i := range buf {
+		buf[i] = byte(rng.IntN(4))
+	}
+	if err := f.WriteAt(in, buf, uint64(off)); err != nil {
+		return err
+	}
+	data := m[p]
+	if len(data) < off+len(buf) {
+		data = append(data, make([]byte, off+len(buf)-len(data))...)
+	}
+	copy(data[off:], buf)
+	m[p] = data
+	return nil
 }

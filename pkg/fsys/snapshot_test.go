@@ -299,6 +299,14 @@ func snapshotsModel(t *testing.T, seed uint64) {
 // (pkg/inuse) counts what only a snapshot references: a file removed
 // from the live tree keeps its data and nodes in use.
 func TestInuseSeesSnapshots(t *testing.T) {
+	for _, parked := range []bool{false, true} {
+		inuseSees(t, parked)
+	}
+}
+
+// inuseSees: a file only a snapshot keeps, or (parked) only the live tree
+// a receive in progress parked (§6.13), is in use.
+func inuseSees(t *testing.T, parked bool) {
 	f, _ := newTestFS(t, 256<<20, 1)
 	data := bytes.Repeat([]byte("snapshot data "), 50000)
 	in, err := f.Create("/f", Attr{Mode: 0o644})
@@ -312,11 +320,17 @@ func TestInuseSeesSnapshots(t *testing.T) {
 	if err != nil || len(xs) == 0 {
 		t.Fatalf("extents %v %v", xs, err)
 	}
-	if _, err := f.CreateSnapshot("s"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Remove("/f"); err != nil {
-		t.Fatal(err)
+	if parked {
+		if err := f.BeginReceive(format.ReceiveItem{Name: "r", ReceivedUUID: [16]byte{1}}, ""); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if _, err := f.CreateSnapshot("s"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Remove("/f"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
@@ -335,7 +349,7 @@ func TestInuseSeesSnapshots(t *testing.T) {
 			found = found || c.What == "file extent" && c.Logical == x.DiskLogical
 		}
 		if !found {
-			t.Fatalf("extent %d of the removed file, kept by the snapshot, is not in use", x.DiskLogical)
+			t.Fatalf("parked %v: extent %d of the file only a snapshot or the parked tree keeps is not in use", parked, x.DiskLogical)
 		}
 	}
 }

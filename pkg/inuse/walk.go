@@ -43,7 +43,8 @@ var handlers = map[format.TreeID]map[format.KeyType]func(*walker, format.Item){
 // The snapshot handler walks trees itself: set apart, or handlers would
 // refer to itself through walk.
 func init() {
-	handlers[format.SnapshotTree] = map[format.KeyType]func(*walker, format.Item){format.SnapshotItemKey: (*walker).snapshot}
+	handlers[format.SnapshotTree] = map[format.KeyType]func(*walker, format.Item){
+		format.SnapshotItemKey: (*walker).snapshot, format.ReceiveItemKey: (*walker).receive}
 }
 
 func (w *walker) items(id format.TreeID, items []format.Item) {
@@ -75,8 +76,23 @@ func (w *walker) snapshot(it format.Item) {
 		w.res.Unread = append(w.res.Unread, Unread{Tree: format.SnapshotTree, Logical: it.Key.ObjectID, Err: err})
 		return
 	}
-	w.ref(Ref{Tree: format.FSTree, What: "node", Logical: s.Root.Logical, Len: w.nodeLen})
-	w.walk(format.FSTree, s.Root.Logical, s.Root.Generation, int(s.Root.Level), 0)
+	w.fsTree(s.Root)
+}
+
+// fsTree walks the fs tree at root (its root node referenced too).
+func (w *walker) fsTree(root format.RootPtr) {
+	w.ref(Ref{Tree: format.FSTree, What: "node", Logical: root.Logical, Len: w.nodeLen})
+	w.walk(format.FSTree, root.Logical, root.Generation, int(root.Level), 0)
+}
+
+// receive: the live fs tree a receive in progress parked (§6.13).
+func (w *walker) receive(it format.Item) {
+	r, err := format.UnmarshalReceiveItem(it.Data)
+	if err != nil {
+		w.res.Unread = append(w.res.Unread, Unread{Tree: format.SnapshotTree, Logical: it.Key.ObjectID, Err: err})
+		return
+	}
+	w.fsTree(r.Parked)
 }
 
 // csums: the sectors the item's sums cover.

@@ -57,6 +57,11 @@ func (fs *FS) SnapshotRoots() ([]format.RootPtr, error) {
 	for i, s := range snaps {
 		roots[i] = s.Root
 	}
+	if r, ok, err := receivingIn(fs.Tree(format.SnapshotTree)); err != nil {
+		return nil, err
+	} else if ok {
+		roots = append(roots, r.Parked) // the live tree a receive parked
+	}
 	return roots, nil
 }
 
@@ -68,6 +73,9 @@ func (fs *FS) committedSnapshots() ([]Snapshot, error) {
 func snapshotsIn(t *btree.Tree) ([]Snapshot, error) {
 	var out []Snapshot
 	err := t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		if it.Key == format.ReceiveKey {
+			return true, nil // a receive in progress (receive.go)
+		}
 		if it.Key.Type != format.SnapshotItemKey || it.Key.Offset != 0 || it.Key.ObjectID == 0 {
 			return false, fmt.Errorf("snapshot tree: item %v: %w", it.Key, ErrCorrupt)
 		}

@@ -53,6 +53,8 @@ type Txn struct {
 	settings      *format.Settings
 	// incompat: features the commit's trees need (NeedIncompat).
 	incompat format.IncompatFeatures
+	// unparked: a receive ended in this transaction (receive.go).
+	unparked bool
 	// superChange edits the committed superblock (fsid change, §3.8).
 	superChange func(*format.Superblock)
 	// logBlocks are the fsync log blocks this transaction wrote, freed at
