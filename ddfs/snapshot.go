@@ -76,6 +76,8 @@ func newSnapshotListCmd() *cobra.Command {
 			Generation uint64 `json:"generation"`
 			Ctime      string `json:"ctime"`
 			store.SnapshotSpace
+			// ReceivedUUID: the sent snapshot's, for one ddfs receive made.
+			ReceivedUUID string `json:"received_uuid,omitempty"`
 		}
 		rows := []row{}
 		for _, s := range snaps {
@@ -83,7 +85,11 @@ func newSnapshotListCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s@%s: %w", fl.Arg(0), s.Name, err)
 			}
-			rows = append(rows, row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime), sp})
+			r := row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime), sp, ""}
+			if s.ReceivedUUID != [16]byte{} {
+				r.ReceivedUUID = uuid.UUID(s.ReceivedUUID).String()
+			}
+			rows = append(rows, r)
 		}
 		if *asJSON {
 			return cli.JSON(c.OutOrStdout(), struct {

@@ -170,6 +170,7 @@ var pending = map[string]string{
 	"mkfs.ddfs -d raid1 'nbd+unix": "needs the nbdkit servers the lines before start as root (/run, port 10809): e2e TestNBDSet runs the same",
 	"ddfs cp -r src 'nbd+unix":     "needs the nbdkit servers (e2e TestNBDSet)",
 	"fsck.ddfs local.img --device": "needs the nbdkit servers (e2e TestNBDSet)",
+	"| ssh host":                   "needs a second host (e2e TestSendReceive pipes the same locally)",
 }
 
 func pendingFor(t *testing.T, line string) bool {
@@ -194,6 +195,7 @@ var setups = []struct{ has, script string }{
 	{"copy-a.img", "cp --sparse=always a.img copy-a.img; cp --sparse=always b.img copy-b.img"},
 	{"vm-snap", "ddfs cp -a disk.img:/vm disk.img:/vm-snap"},
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
+	{"disk.img@nightly", "ddfs snapshot create disk.img nightly && mkfs.ddfs -q -b 1G backup.img"},
 	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	// Foreign images (issue 41), made by their own tools (.ci/run installs them).

@@ -187,6 +187,10 @@ func TestJSONVocabulary(t *testing.T) {
 	// A snapshot of its own image: fsck checks its tree too.
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "snap.img"), 0)
 	must(t, run(t, dir, "ddfs", "snapshot", "create", "snap.img", "s1"), 0)
+	must(t, run(t, dir, "ddfs", "send", "snap.img@s1", "-o", "s1.stream"), 0)
+	must(t, run(t, dir, "ddfs", "receive", "-q", "snap.img", "-i", "s1.stream"), 1) // s1 exists there
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "64M", "recv.img"), 0)
+	must(t, run(t, dir, "ddfs", "receive", "-q", "recv.img", "-i", "s1.stream"), 0)
 
 	runs := []jsonRun{
 		{"ddfs info", []string{"info", "--json", "a.img"}, 0},
@@ -225,6 +229,7 @@ func TestJSONVocabulary(t *testing.T) {
 		{"ddfs rescue", []string{"rescue", "--json", "a.img", "rescued"}, 0},
 		{"ddfs set-uuid", []string{"set-uuid", "--json", "a.img"}, 0},
 		{"ddfs snapshot list", []string{"snapshot", "list", "--json", "snap.img"}, 0},
+		{"ddfs snapshot list", []string{"snapshot", "list", "--json", "recv.img"}, 0},
 	}
 	ran := map[string]bool{}
 	for _, r := range runs {

@@ -33,7 +33,7 @@ var layers = map[string]int{
 	"pkg/scrub":   4,
 	"pkg/fsys":    5, "pkg/inspect": 5,
 	"pkg/trim":     6, // discards only what pkg/inuse agrees is free
-	"pkg/transfer": 6, "pkg/check": 6,
+	"pkg/transfer": 6, "pkg/check": 6, "pkg/send": 6,
 	"pkg/dedupe": 6, // estimate, offline dedupe, index upkeep: on fsys
 	"pkg/mkfs":   7, "pkg/crashtest": 7,
 	"pkg/fusefs": 7, // the FUSE mount: on fsys

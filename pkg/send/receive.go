@@ -1,0 +1,227 @@
+package send
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/store"
+)
+
+// ErrStream: the stream is damaged, cut short, or not one this build
+// applies; the target is left as it was.
+var ErrStream = errors.New("bad send stream")
+
+// receiver applies one stream.
+type receiver struct {
+	f   *fsys.FS
+	r   *bufio.Reader
+	buf []byte
+	st  Stats
+}
+
+// Receive applies the stream r to f (opened writable): its tree is built
+// beside the live namespace (FORMAT.md §6.13) and becomes snapshot NAME,
+// in one commit, only once the END record proved the stream whole; any
+// error (a damaged, cut or hostile stream) undoes everything the receive
+// made. It returns the snapshot's name and id.
+func Receive(f *fsys.FS, r io.Reader) (name string, id uint64, st Stats, err error) {
+	x := &receiver{f: f, r: bufio.NewReaderSize(r, 1<<20)}
+	begin, err := x.begin()
+	if err != nil {
+		return "", 0, x.st, err
+	}
+	if _, err := f.Store().FindSnapshot(begin.Name); err == nil {
+		return begin.Name, 0, x.st, fmt.Errorf("%q: %w", begin.Name, store.ErrSnapshotExists)
+	} else if !errors.Is(err, store.ErrNoSnapshot) {
+		return begin.Name, 0, x.st, err
+	}
+	if err := f.BeginReceive(format.ReceiveItem{Name: begin.Name, ReceivedUUID: begin.UUID, ParentUUID: begin.ParentUUID}, ""); err != nil {
+		return begin.Name, 0, x.st, err
+	}
+	if err := x.apply(); err != nil {
+		if aerr := f.AbortReceive(); aerr != nil {
+			err = fmt.Errorf("%w (and undoing the receive: %v)", err, aerr)
+		}
+		return begin.Name, 0, x.st, err
+	}
+	id, err = f.FinishReceive()
+	return begin.Name, id, x.st, err
+}
+
+// begin reads the header and the BEGIN record.
+func (x *receiver) begin() (*format.Record, error) {
+	h := make([]byte, format.StreamHeaderSize)
+	if _, err := io.ReadFull(x.r, h); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrStream, err)
+	}
+	if err := format.CheckStreamHeader(h); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStream, err)
+	}
+	x.st.Bytes = format.StreamHeaderSize
+	var rec format.Record
+	if err := x.next(&rec); err != nil {
+		return nil, err
+	}
+	if rec.Type != format.RecBegin {
+		return nil, fmt.Errorf("%w: the first record is type %d, not BEGIN", ErrStream, rec.Type)
+	}
+	if rec.ParentUUID != [16]byte{} {
+		return nil, fmt.Errorf("%w: an incremental stream (this build receives full streams only)", ErrStream)
+	}
+	return &rec, nil
+}
+
+func (x *receiver) next(rec *format.Record) error {
+	n, err := format.ReadRecord(x.r, rec, &x.buf)
+	if err != nil {
+		return fmt.Errorf("%w: record %d (byte %d): %v", ErrStream, x.st.Records+1, x.st.Bytes, err)
+	}
+	x.st.Records++
+	x.st.Bytes += uint64(n)
+	return nil
+}
+
+// apply applies the records up to END and checks what END counts.
+func (x *receiver) apply() error {
+	for {
+		records, bytes := x.st.Records, x.st.Bytes
+		var rec format.Record
+		if err := x.next(&rec); err != nil {
+			return err
+		}
+		switch rec.Type {
+		case format.RecEnd:
+			if rec.Records != records || rec.Bytes != bytes {
+				return fmt.Errorf("%w: END counts %d records and %d bytes, %d and %d came", ErrStream, rec.Records, rec.Bytes, records, bytes)
+			}
+			if _, err := x.r.ReadByte(); err != io.EOF {
+				return fmt.Errorf("%w: bytes after END", ErrStream)
+			}
+			return nil
+		case format.RecBegin:
+			return fmt.Errorf("%w: a second BEGIN", ErrStream)
+		}
+		if err := x.record(&rec); err != nil {
+			return fmt.Errorf("%w: record %d (%d) /%s: %v", ErrStream, x.st.Records, rec.Type, rec.Path, err)
+		}
+		if err := x.f.MaybeCommit(); err != nil {
+			return err
+		}
+	}
+}
+
+// record applies one record.
+func (x *receiver) record(rec *format.Record) error {
+	if rec.Type == format.RecMkdir && rec.Path == "" {
+		root, err := x.f.Resolve("/", false)
+		if err != nil {
+			return err
+		}
+		return x.f.SetattrInode(root, fsys.SetAttr{Mode: &rec.Mode, UID: &rec.UID, GID: &rec.GID})
+	}
+	switch rec.Type {
+	case format.RecMkdir, format.RecMkfile, format.RecSymlink, format.RecMknod, format.RecLink:
+		return x.make(rec)
+	}
+	in, err := x.lookup(rec.Path)
+	if err != nil {
+		return err
+	}
+	switch rec.Type {
+	case format.RecWrite:
+		if !in.IsRegular() {
+			return syscall.EINVAL
+		}
+		x.st.Data += uint64(len(rec.Data))
+		return x.f.WriteAt(in, rec.Data, rec.Offset)
+	case format.RecTruncate:
+		if !in.IsRegular() {
+			return syscall.EINVAL
+		}
+		return x.f.Truncate(in, rec.Offset)
+	case format.RecSetXattr:
+		return x.f.SetXattr(in, rec.Name, rec.Data)
+	case format.RecUtimes:
+		// ctime is the receive's (as btrfs receive: nothing sets it).
+		return x.f.SetattrInode(in, fsys.SetAttr{Atime: &rec.Atime, Mtime: &rec.Mtime})
+	}
+	return syscall.EINVAL
+}
+
+// make makes the entry a MKDIR, MKFILE, SYMLINK, MKNOD or LINK record
+// names, in a directory the stream made before.
+func (x *receiver) make(rec *format.Record) error {
+	dir, name, err := x.parent(rec.Path)
+	if err != nil {
+		return err
+	}
+	if _, err := x.f.LookupAt(dir, name); err == nil {
+		return syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	a := fsys.Attr{Mode: rec.Mode, UID: rec.UID, GID: rec.GID, Rdev: rec.Rdev}
+	switch rec.Type {
+	case format.RecMkdir:
+		a.Mode |= syscall.S_IFDIR
+		_, err = x.f.CreateAt(dir, name, a)
+	case format.RecMkfile:
+		a.Mode |= syscall.S_IFREG
+		x.st.Files++
+		_, err = x.f.CreateAt(dir, name, a)
+	case format.RecSymlink:
+		_, err = x.f.SymlinkAt(dir, name, rec.Target, a)
+	case format.RecMknod:
+		_, err = x.f.CreateAt(dir, name, a)
+	case format.RecLink:
+		var to *fsys.Inode
+		if to, err = x.lookup(rec.Target); err == nil {
+			if to.IsDir() {
+				return syscall.EPERM
+			}
+			_, err = x.f.LinkAt(to.Ino, dir, name)
+		}
+	}
+	return err
+}
+
+// parent resolves the directory of a stream path (every component a
+// directory the stream made: no symlink is followed) and its last name.
+func (x *receiver) parent(p string) (uint64, string, error) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return format.RootDirIno, p, nil
+	}
+	in, err := x.lookup(p[:i])
+	if err != nil {
+		return 0, "", err
+	}
+	if !in.IsDir() {
+		return 0, "", syscall.ENOTDIR
+	}
+	return in.Ino, p[i+1:], nil
+}
+
+// lookup finds a stream path, component by component, following no
+// symlink.
+func (x *receiver) lookup(p string) (*fsys.Inode, error) {
+	in, err := x.f.Inode(format.RootDirIno)
+	if err != nil || p == "" {
+		return in, err
+	}
+	for _, c := range strings.Split(p, "/") {
+		if !in.IsDir() {
+			return nil, syscall.ENOTDIR
+		}
+		if in, err = x.f.LookupAt(in.Ino, c); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
