@@ -22,12 +22,15 @@ import (
 const sendExamples = `  ddfs snapshot create disk.img nightly
   ddfs send disk.img@nightly -o nightly.stream
   ddfs send disk.img@nightly | ddfs receive backup.img
+  ddfs snapshot create disk.img nightly2
+  ddfs send --parent disk.img@nightly disk.img@nightly2 | ddfs receive backup.img
   ddfs send disk.img@nightly | ssh host ddfs receive /srv/backup.img`
 
 func newSendCmd() *cobra.Command {
-	c, fl, of := newCmd("send IMAGE@SNAPSHOT [-o FILE]\n\nWrites snapshot SNAPSHOT as a full send stream (FORMAT.md §10: checksummed records\nand a trailer that proves the stream complete) to stdout or FILE; ddfs receive\nmakes it a snapshot of another image. Holes stay holes; hard links, xattrs, modes,\nowners, device nodes and times travel (ctime is the receiver's). Incremental\nstreams (--parent) are not written yet.",
+	c, fl, of := newCmd("send [--parent IMAGE@BASE] IMAGE@SNAPSHOT [-o FILE]\n\nWrites snapshot SNAPSHOT as a send stream (FORMAT.md §10: checksummed records and a\ntrailer that proves the stream complete) to stdout or FILE; ddfs receive makes it a\nsnapshot of another image. Holes stay holes; hard links, xattrs, modes, owners,\ndevice nodes and times travel (ctime is the receiver's). With --parent the stream\nholds only what changed since BASE, an older snapshot of the same image: it applies\non top of the snapshot the receiver got from BASE (or BASE itself); a renamed file\ntravels as removed and made again.",
 		"write a snapshot as a send stream", sendExamples)
 	out := fl.StringP("output", "o", "", "write the stream to FILE instead of stdout")
+	parent := fl.StringP("parent", "p", "", "send only the changes since `IMAGE@BASE`, an older snapshot of the same image")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 1 || !strings.Contains(fl.Arg(0), "@") {
 			return usageErr("want IMAGE@SNAPSHOT")
@@ -57,7 +60,27 @@ func newSendCmd() *cobra.Command {
 			return fmt.Errorf("%s: %w", fl.Arg(0), err)
 		}
 		bw := bufio.NewWriterSize(w, 1<<20)
-		if _, err := send.Send(im.f, bw, send.Snapshot{Name: s.Name, UUID: s.UUID, Ctime: s.Ctime}); err != nil {
+		sn := send.Snapshot{Name: s.Name, UUID: s.UUID, Ctime: s.Ctime}
+		if *parent != "" {
+			pimg, pname := splitSnapshot(*parent)
+			if pname == "" || pimg != img {
+				return usageErr("--parent wants IMAGE@BASE, a snapshot of the image SNAPSHOT is of")
+			}
+			ps, err := im.live.Store().FindSnapshot(pname)
+			if err != nil {
+				return fmt.Errorf("%s: %w", *parent, err)
+			}
+			base, err := im.live.OpenSnapshot(pname)
+			if err != nil {
+				return fmt.Errorf("%s: %w", *parent, err)
+			}
+			defer base.Close()
+			if _, err := send.SendIncremental(base, im.f, bw, sn, ps.UUID); err != nil {
+				return im.err(fmt.Errorf("%s: %w", img+"@"+snap, err))
+			}
+			return bw.Flush()
+		}
+		if _, err := send.Send(im.f, bw, sn); err != nil {
 			return im.err(fmt.Errorf("%s: %w", img+"@"+snap, err))
 		}
 		return bw.Flush()

@@ -195,7 +195,9 @@ var setups = []struct{ has, script string }{
 	{"copy-a.img", "cp --sparse=always a.img copy-a.img; cp --sparse=always b.img copy-b.img"},
 	{"vm-snap", "ddfs cp -a disk.img:/vm disk.img:/vm-snap"},
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
+	{"disk.img@nightly2", "ddfs snapshot create disk.img nightly\nmkfs.ddfs -q -b 1G backup.img\nddfs send disk.img@nightly | ddfs receive -q backup.img\nddfs snapshot create disk.img nightly2"},
 	{"disk.img@nightly", "ddfs snapshot create disk.img nightly && mkfs.ddfs -q -b 1G backup.img"},
+	{"create disk.img nightly2", "ddfs snapshot create disk.img nightly"},
 	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	// Foreign images (issue 41), made by their own tools (.ci/run installs them).

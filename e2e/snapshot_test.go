@@ -117,6 +117,15 @@ func TestSendReceive(t *testing.T) {
 	}
 	must(t, run(t, dir, "ddfs", "diff", "-r", "a.img@s1:/", "b.img@s1:/"), 0)
 	must(t, run(t, dir, "fsck.ddfs", "--check-data", "b.img"), 0)
+	// An incremental stream on s1: a file changed, one added.
+	must(t, run(t, dir, "ddfs", "cp", "-a", src, "a.img:/src2"), 0)
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "a.img", "s2"), 0)
+	must(t, run(t, dir, "ddfs", "send", "--parent", "a.img@s1", "a.img@s2", "-o", "inc.stream"), 0)
+	must(t, run(t, dir, "ddfs", "receive", "-q", "b.img", "-i", "inc.stream"), 0)
+	must(t, run(t, dir, "ddfs", "diff", "-r", "a.img@s2:/", "b.img@s2:/"), 0)
+	if r := must(t, run(t, dir, "ddfs", "send", "--parent", "a.img@nope", "a.img@s2"), 1); r.stderr != "ddfs: send: a.img@nope: \"nope\": no such snapshot\n" {
+		t.Fatalf("missing parent: %q", r.stderr)
+	}
 	must(t, run(t, dir, "ddfs", "send", "a.img@s1", "-o", "s1.stream"), 0)
 	whole, err := os.ReadFile(filepath.Join(dir, "s1.stream"))
 	if err != nil || len(whole) < 10000 {

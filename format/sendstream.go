@@ -49,6 +49,12 @@ const (
 	RecSetXattr RecordType = 9  // an extended attribute
 	RecUtimes   RecordType = 10 // times
 	RecEnd      RecordType = 11 // the end: counts what came before
+	// Incremental streams change the base's tree:
+	RecUnlink      RecordType = 12 // remove a name of a non-directory
+	RecRmdir       RecordType = 13 // remove an empty directory
+	RecSetAttr     RecordType = 14 // mode (07777), owner of an existing entry
+	RecRemoveXattr RecordType = 15 // remove an extended attribute
+	RecPunch       RecordType = 16 // make a range of a file a hole
 )
 
 // Record is one decoded record; which fields mean something depends on
@@ -59,7 +65,8 @@ type Record struct {
 	Target             string // RecSymlink: the link's target; RecLink: the existing path
 	Mode, UID, GID     uint32
 	Rdev               uint64
-	Offset             uint64 // RecWrite: file offset; RecTruncate: size
+	Offset             uint64 // RecWrite, RecPunch: file offset; RecTruncate: size
+	Length             uint64 // RecPunch: bytes
 	Data               []byte // RecWrite: bytes; RecSetXattr: value
 	Name               string // RecSetXattr: the attribute; RecBegin: the snapshot
 	Atime, Mtime, Ctim Timespec
@@ -125,8 +132,12 @@ func (r *Record) appendPayload(b []byte) []byte {
 	}
 	b = appendStr(b, r.Path)
 	switch r.Type {
-	case RecMkdir, RecMkfile:
+	case RecMkdir, RecMkfile, RecSetAttr:
 		b = le.AppendUint32(le.AppendUint32(le.AppendUint32(b, r.Mode), r.UID), r.GID)
+	case RecRemoveXattr:
+		b = appendStr(b, r.Name)
+	case RecPunch:
+		b = le.AppendUint64(le.AppendUint64(b, r.Offset), r.Length)
 	case RecSymlink:
 		b = appendStr(le.AppendUint32(le.AppendUint32(b, r.UID), r.GID), r.Target)
 	case RecMknod:
@@ -210,7 +221,8 @@ func (r *Record) decode(b []byte) error {
 		r.Ctim, r.Name = p.time(), p.str()
 	case RecEnd:
 		r.Records, r.Bytes = p.u64(), p.u64()
-	case RecMkdir, RecMkfile, RecSymlink, RecMknod, RecLink, RecWrite, RecTruncate, RecSetXattr, RecUtimes:
+	case RecMkdir, RecMkfile, RecSymlink, RecMknod, RecLink, RecWrite, RecTruncate, RecSetXattr, RecUtimes,
+		RecUnlink, RecRmdir, RecSetAttr, RecRemoveXattr, RecPunch:
 		r.Path = p.str()
 		r.decodeBody(p)
 	default:
@@ -224,8 +236,12 @@ func (r *Record) decode(b []byte) error {
 
 func (r *Record) decodeBody(p *payload) {
 	switch r.Type {
-	case RecMkdir, RecMkfile:
+	case RecMkdir, RecMkfile, RecSetAttr:
 		r.Mode, r.UID, r.GID = p.u32(), p.u32(), p.u32()
+	case RecRemoveXattr:
+		r.Name = p.str()
+	case RecPunch:
+		r.Offset, r.Length = p.u64(), p.u64()
 	case RecSymlink:
 		r.UID, r.GID, r.Target = p.u32(), p.u32(), p.str()
 	case RecMknod:
@@ -249,7 +265,7 @@ func (r *Record) decodeBody(p *payload) {
 func (r *Record) validate() error {
 	bad := func(what string) error { return corruptf(nil, "send stream: record type %d: %s", r.Type, what) }
 	switch {
-	case r.Type != RecBegin && r.Type != RecEnd && !ValidStreamPath(r.Path, r.Type == RecMkdir || r.Type == RecUtimes || r.Type == RecSetXattr):
+	case r.Type != RecBegin && r.Type != RecEnd && !ValidStreamPath(r.Path, rootAllowed[r.Type]):
 		return bad("path " + quote(r.Path))
 	case r.Type == RecBegin && (!validName(r.Name) || r.UUID == [16]byte{}):
 		return bad("snapshot name or uuid")
@@ -261,9 +277,11 @@ func (r *Record) validate() error {
 		return bad("write range")
 	case r.Type == RecTruncate && r.Offset > MaxFileSize:
 		return bad("size")
-	case r.Type == RecSetXattr && (r.Name == "" || len(r.Name) > 255 || strings.IndexByte(r.Name, 0) >= 0 || len(r.Data) > MaxXattrValue):
+	case (r.Type == RecSetXattr || r.Type == RecRemoveXattr) && (r.Name == "" || len(r.Name) > 255 || strings.IndexByte(r.Name, 0) >= 0 || len(r.Data) > MaxXattrValue):
 		return bad("xattr")
-	case (r.Type == RecMkdir || r.Type == RecMkfile) && r.Mode&^0o7777 != 0,
+	case r.Type == RecPunch && (r.Length == 0 || r.Offset+r.Length > MaxFileSize || r.Offset+r.Length < r.Offset):
+		return bad("punch range")
+	case (r.Type == RecMkdir || r.Type == RecMkfile || r.Type == RecSetAttr) && r.Mode&^0o7777 != 0,
 		r.Type == RecMknod && !specialMode(r.Mode, r.Rdev):
 		return bad("mode")
 	case r.Type == RecUtimes && (r.Atime.Nsec >= 1e9 || r.Mtime.Nsec >= 1e9 || r.Ctim.Nsec >= 1e9),
@@ -272,6 +290,9 @@ func (r *Record) validate() error {
 	}
 	return nil
 }
+
+// rootAllowed are the record types whose path may be "", the root.
+var rootAllowed = map[RecordType]bool{RecMkdir: true, RecUtimes: true, RecSetXattr: true, RecSetAttr: true, RecRemoveXattr: true}
 
 // ValidStreamPath reports whether p is a stream path: at most
 // MaxStreamPath bytes of valid entry names joined by "/" ("" only where

@@ -23,7 +23,12 @@ func sampleRecords() []Record {
 		{Type: RecMknod, Path: "null", Mode: 0o020666, Rdev: 0x103},
 		{Type: RecLink, Path: "d/g", Target: "d/f"},
 		{Type: RecUtimes, Path: "d/f", Atime: ts, Mtime: ts, Ctim: ts},
-		{Type: RecEnd, Records: 11, Bytes: 999},
+		{Type: RecUnlink, Path: "d/g"},
+		{Type: RecRmdir, Path: "d/e"},
+		{Type: RecSetAttr, Path: "", Mode: 0o700, UID: 2, GID: 3},
+		{Type: RecRemoveXattr, Path: "d", Name: "user.k"},
+		{Type: RecPunch, Path: "d/f", Offset: 4096, Length: 8192},
+		{Type: RecEnd, Records: 16, Bytes: 999},
 	}
 }
 
@@ -98,6 +103,9 @@ func TestStreamRefusals(t *testing.T) {
 		"begin bad name":  {Type: RecBegin, UUID: [16]byte{1}, Name: "a/b"},
 		"nsec":            {Type: RecUtimes, Path: "a", Mtime: Timespec{Nsec: 1e9}},
 		"unknown type":    {Type: 99, Path: "a"},
+		"unlink root":     {Type: RecUnlink, Path: ""},
+		"empty punch":     {Type: RecPunch, Path: "a", Offset: 1},
+		"setattr type":    {Type: RecSetAttr, Path: "a", Mode: 0o40755},
 	} {
 		b := AppendRecord(nil, &r)
 		var got Record

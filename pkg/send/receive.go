@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/google/uuid"
+
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -41,7 +43,11 @@ func Receive(f *fsys.FS, r io.Reader) (name string, id uint64, st Stats, err err
 	} else if !errors.Is(err, store.ErrNoSnapshot) {
 		return begin.Name, 0, x.st, err
 	}
-	if err := f.BeginReceive(format.ReceiveItem{Name: begin.Name, ReceivedUUID: begin.UUID, ParentUUID: begin.ParentUUID}, ""); err != nil {
+	base, err := baseOf(f, begin.ParentUUID)
+	if err != nil {
+		return begin.Name, 0, x.st, err
+	}
+	if err := f.BeginReceive(format.ReceiveItem{Name: begin.Name, ReceivedUUID: begin.UUID, ParentUUID: begin.ParentUUID}, base); err != nil {
 		return begin.Name, 0, x.st, err
 	}
 	if err := x.apply(); err != nil {
@@ -52,6 +58,27 @@ func Receive(f *fsys.FS, r io.Reader) (name string, id uint64, st Stats, err err
 	}
 	id, err = f.FinishReceive()
 	return begin.Name, id, x.st, err
+}
+
+// ErrNoBase: an incremental stream's base is no snapshot of the target.
+var ErrNoBase = errors.New("the stream's base is not here")
+
+// baseOf finds the snapshot an incremental stream applies to: the one
+// received from its parent, or the parent itself ("" for a full stream).
+func baseOf(f *fsys.FS, parent [16]byte) (string, error) {
+	if parent == [16]byte{} {
+		return "", nil
+	}
+	snaps, err := f.Snapshots()
+	if err != nil {
+		return "", err
+	}
+	for _, s := range snaps {
+		if s.ReceivedUUID == parent || s.UUID == parent {
+			return s.Name, nil
+		}
+	}
+	return "", fmt.Errorf("an incremental stream on snapshot %s, which no snapshot here is or was received from: %w", uuid.UUID(parent), ErrNoBase)
 }
 
 // begin reads the header and the BEGIN record.
@@ -70,9 +97,6 @@ func (x *receiver) begin() (*format.Record, error) {
 	}
 	if rec.Type != format.RecBegin {
 		return nil, fmt.Errorf("%w: the first record is type %d, not BEGIN", ErrStream, rec.Type)
-	}
-	if rec.ParentUUID != [16]byte{} {
-		return nil, fmt.Errorf("%w: an incremental stream (this build receives full streams only)", ErrStream)
 	}
 	return &rec, nil
 }
@@ -128,6 +152,8 @@ func (x *receiver) record(rec *format.Record) error {
 	switch rec.Type {
 	case format.RecMkdir, format.RecMkfile, format.RecSymlink, format.RecMknod, format.RecLink:
 		return x.make(rec)
+	case format.RecUnlink, format.RecRmdir:
+		return x.remove(rec)
 	}
 	in, err := x.lookup(rec.Path)
 	if err != nil {
@@ -147,6 +173,15 @@ func (x *receiver) record(rec *format.Record) error {
 		return x.f.Truncate(in, rec.Offset)
 	case format.RecSetXattr:
 		return x.f.SetXattr(in, rec.Name, rec.Data)
+	case format.RecRemoveXattr:
+		return x.f.RemoveXattr(in, rec.Name)
+	case format.RecSetAttr:
+		return x.f.SetattrInode(in, fsys.SetAttr{Mode: &rec.Mode, UID: &rec.UID, GID: &rec.GID})
+	case format.RecPunch:
+		if !in.IsRegular() {
+			return syscall.EINVAL
+		}
+		return x.f.PunchHole(in, rec.Offset, rec.Length)
 	case format.RecUtimes:
 		// ctime is the receive's (as btrfs receive: nothing sets it).
 		return x.f.SetattrInode(in, fsys.SetAttr{Atime: &rec.Atime, Mtime: &rec.Mtime})
@@ -189,6 +224,16 @@ func (x *receiver) make(rec *format.Record) error {
 		}
 	}
 	return err
+}
+
+// remove removes the name an UNLINK (a non-directory) or RMDIR (an
+// empty directory) record names.
+func (x *receiver) remove(rec *format.Record) error {
+	dir, name, err := x.parent(rec.Path)
+	if err != nil {
+		return err
+	}
+	return x.f.UnlinkAt(dir, name, rec.Type == format.RecRmdir)
 }
 
 // parent resolves the directory of a stream path (every component a

@@ -34,6 +34,7 @@ type Stats struct {
 // sender writes one stream.
 type sender struct {
 	f     *fsys.FS
+	base  *fsys.FS // an incremental stream's base (nil: a full stream)
 	w     *bufio.Writer
 	rec   []byte
 	data  []byte
@@ -156,20 +157,28 @@ func (x *sender) file(p string, in *fsys.Inode) error {
 		return fmt.Errorf("/%s: %w", p, err)
 	}
 	for _, r := range ranges {
-		for off := r.Off; off < r.Off+r.Len; {
-			n := min(uint64(len(x.data)), r.Off+r.Len-off)
-			got, err := x.f.ReadAt(in, x.data[:n], off)
-			if err != nil && !errors.Is(err, io.EOF) || uint64(got) != n {
-				return fmt.Errorf("/%s: read %d bytes at %d: %w", p, n, off, cmpErr(err, syscall.EIO))
-			}
-			if err := x.put(&format.Record{Type: format.RecWrite, Path: p, Offset: off, Data: x.data[:n]}); err != nil {
-				return err
-			}
-			x.st.Data += n
-			off += n
+		if err := x.write(p, in, r); err != nil {
+			return err
 		}
 	}
 	return x.put(&format.Record{Type: format.RecTruncate, Path: p, Offset: in.Size})
+}
+
+// write sends bytes r of file in, in WRITE records of at most 1 MiB.
+func (x *sender) write(p string, in *fsys.Inode, r fsys.Range) error {
+	for off := r.Off; off < r.Off+r.Len; {
+		n := min(uint64(len(x.data)), r.Off+r.Len-off)
+		got, err := x.f.ReadAt(in, x.data[:n], off)
+		if err != nil && !errors.Is(err, io.EOF) || uint64(got) != n {
+			return fmt.Errorf("/%s: read %d bytes at %d: %w", p, n, off, cmpErr(err, syscall.EIO))
+		}
+		if err := x.put(&format.Record{Type: format.RecWrite, Path: p, Offset: off, Data: x.data[:n]}); err != nil {
+			return err
+		}
+		x.st.Data += n
+		off += n
+	}
+	return nil
 }
 
 func cmpErr(err, alt error) error {

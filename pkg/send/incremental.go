@@ -1,0 +1,259 @@
+package send
+
+// Incremental streams: the changes from a base snapshot to a later one
+// of the same image. A file is the same in both when its inode number,
+// creation generation and type are (snapshots of one image share inode
+// numbers); a name whose file is not the same is removed and made again
+// (a rename travels as that, data included). The stream is proportional
+// to what changed: a kept file sends only the ranges whose extents
+// differ (fsys.ChangedRanges), its changed attributes and xattrs.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// SendIncremental writes the changes from base to snap (read-only views
+// of two snapshots of one image) as a stream of snapshot s on parent,
+// the base snapshot's UUID.
+func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]byte) (Stats, error) {
+	x := &sender{f: snap, base: base, w: bufio.NewWriterSize(w, 1<<20), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
+	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {
+		return x.st, err
+	}
+	x.st.Bytes = format.StreamHeaderSize
+	if err := x.put(&format.Record{Type: format.RecBegin, Name: s.Name, UUID: s.UUID, ParentUUID: parent, Ctim: s.Ctime}); err != nil {
+		return x.st, err
+	}
+	br, err := base.Resolve("/", false)
+	if err != nil {
+		return x.st, err
+	}
+	sr, err := snap.Resolve("/", false)
+	if err != nil {
+		return x.st, err
+	}
+	if err := x.prune("", br, 0); err != nil {
+		return x.st, err
+	}
+	if err := x.change("", br, sr, 0); err != nil {
+		return x.st, err
+	}
+	if err := x.put(&format.Record{Type: format.RecEnd, Records: x.st.Records, Bytes: x.st.Bytes}); err != nil {
+		return x.st, err
+	}
+	return x.st, x.w.Flush()
+}
+
+// same reports whether b and s are the same file.
+func same(b, s *fsys.Inode) bool {
+	return b != nil && s != nil && b.Ino == s.Ino && b.Generation == s.Generation && b.Mode&syscall.S_IFMT == s.Mode&syscall.S_IFMT
+}
+
+// at finds stream path p in f, following no symlink (nil: not there).
+func at(f *fsys.FS, p string) (*fsys.Inode, error) {
+	in, err := f.Resolve("/", false)
+	if err != nil || p == "" {
+		return in, err
+	}
+	for _, c := range strings.Split(p, "/") {
+		if !in.IsDir() {
+			return nil, nil
+		}
+		in, err = f.LookupAt(in.Ino, c)
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// prune removes the names of directory dir (at p in the base) whose file
+// is not the same in the snapshot, and notes the kept files with several
+// names, which LINK records may name.
+func (x *sender) prune(p string, dir *fsys.Inode, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
+	}
+	kids, err := x.base.Children(dir)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	for _, k := range kids {
+		kp := path.Join(p, k.Entry.Name)
+		s, err := at(x.f, kp)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !same(k.Inode, s):
+			err = x.removeTree(kp, k.Inode, depth+1)
+		case k.Inode.IsDir():
+			err = x.prune(kp, k.Inode, depth+1)
+		case s.Nlink > 1:
+			if _, ok := x.links[s.Ino]; !ok {
+				x.links[s.Ino] = kp
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree removes p of the base, a directory's entries first.
+func (x *sender) removeTree(p string, in *fsys.Inode, depth int) error {
+	if !in.IsDir() {
+		return x.put(&format.Record{Type: format.RecUnlink, Path: p})
+	}
+	if depth > maxDepth {
+		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
+	}
+	kids, err := x.base.Children(in)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	for _, k := range kids {
+		if err := x.removeTree(path.Join(p, k.Entry.Name), k.Inode, depth+1); err != nil {
+			return err
+		}
+	}
+	return x.put(&format.Record{Type: format.RecRmdir, Path: p})
+}
+
+// change sends what differs between the same file b (base) and s
+// (snapshot) at p: a directory's new entries made whole and kept ones
+// compared in turn, attributes, xattrs, changed data, then times.
+func (x *sender) change(p string, b, s *fsys.Inode, depth int) error {
+	if b.Mode != s.Mode || b.UID != s.UID || b.GID != s.GID {
+		if err := x.put(&format.Record{Type: format.RecSetAttr, Path: p, Mode: s.Mode & 0o7777, UID: s.UID, GID: s.GID}); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case s.IsDir():
+		err = x.changeDir(p, s, depth)
+	case s.IsRegular():
+		err = x.changeData(p, b, s)
+	}
+	if err == nil {
+		err = x.changeXattrs(p, b, s)
+	}
+	if err != nil || b.Atime == s.Atime && b.Mtime == s.Mtime {
+		return err
+	}
+	return x.put(&format.Record{Type: format.RecUtimes, Path: p, Atime: s.Atime, Mtime: s.Mtime, Ctim: s.Ctime})
+}
+
+func (x *sender) changeDir(p string, dir *fsys.Inode, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
+	}
+	kids, err := x.f.Children(dir)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	for _, k := range kids {
+		kp := path.Join(p, k.Entry.Name)
+		b, err := at(x.base, kp)
+		if err != nil {
+			return err
+		}
+		if same(b, k.Inode) {
+			err = x.change(kp, b, k.Inode, depth+1)
+		} else {
+			err = x.entry(kp, k.Inode, depth+1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeData sends a kept file's new size, then its changed ranges:
+// bytes where the snapshot's file has data, holes where it has none.
+func (x *sender) changeData(p string, b, s *fsys.Inode) error {
+	if b.Size != s.Size {
+		if err := x.put(&format.Record{Type: format.RecTruncate, Path: p, Offset: s.Size}); err != nil {
+			return err
+		}
+	}
+	changed, err := fsys.ChangedRanges(x.base, b, x.f, s)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	data, err := x.f.DataRanges(s)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	for _, c := range changed {
+		at := c.Off
+		for _, d := range data {
+			lo, hi := max(d.Off, c.Off), min(d.Off+d.Len, c.Off+c.Len)
+			if lo >= hi {
+				continue
+			}
+			if lo > at {
+				if err := x.put(&format.Record{Type: format.RecPunch, Path: p, Offset: at, Length: lo - at}); err != nil {
+					return err
+				}
+			}
+			if err := x.write(p, s, fsys.Range{Off: lo, Len: hi - lo}); err != nil {
+				return err
+			}
+			at = hi
+		}
+		if end := c.Off + c.Len; at < end {
+			if err := x.put(&format.Record{Type: format.RecPunch, Path: p, Offset: at, Length: end - at}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (x *sender) changeXattrs(p string, b, s *fsys.Inode) error {
+	xb, err := x.base.ListXattrs(b)
+	if err != nil {
+		return err
+	}
+	xs, err := x.f.ListXattrs(s)
+	if err != nil {
+		return err
+	}
+	had := map[string][]byte{}
+	for _, a := range xb {
+		had[a.Name] = a.Value
+	}
+	for _, a := range xs {
+		if v, ok := had[a.Name]; !ok || !bytes.Equal(v, a.Value) {
+			if err := x.put(&format.Record{Type: format.RecSetXattr, Path: p, Name: a.Name, Data: a.Value}); err != nil {
+				return err
+			}
+		}
+		delete(had, a.Name)
+	}
+	for _, a := range xb { // in the base's order
+		if _, gone := had[a.Name]; gone {
+			if err := x.put(&format.Record{Type: format.RecRemoveXattr, Path: p, Name: a.Name}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package send
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
+)
+
+// snapStream sends snapshot name of f, incrementally from parent when
+// parent is not "".
+func snapStream(t *testing.T, f *fsys.FS, name, parent string) []byte {
+	t.Helper()
+	v, err := f.OpenSnapshot(name)
+	must(t, err)
+	defer v.Close()
+	sn, err := f.Store().FindSnapshot(name)
+	must(t, err)
+	s := Snapshot{Name: name, UUID: sn.UUID, Ctime: sn.Ctime}
+	var buf bytes.Buffer
+	if parent == "" {
+		_, err = Send(v, &buf, s)
+	} else {
+		var b *fsys.FS
+		b, err = f.OpenSnapshot(parent)
+		must(t, err)
+		defer b.Close()
+		pn, _ := f.Store().FindSnapshot(parent)
+		_, err = SendIncremental(b, v, &buf, s, pn.UUID)
+	}
+	must(t, err)
+	return buf.Bytes()
+}
+
+// changeTree makes every kind of change an incremental stream carries.
+func changeTree(t *testing.T, f *fsys.FS, round int) {
+	res := func(p string) *fsys.Inode {
+		in, err := f.Resolve(p, false)
+		must(t, err)
+		return in
+	}
+	big := res("/d/big")
+	must(t, f.WriteAt(big, rnd(uint64(90+round), 4096), 1<<20)) // 4 KiB in the middle
+	must(t, f.PunchHole(big, 64<<10, 128<<10))                  // a new hole
+	must(t, f.PunchHole(big, 300<<10, 100<<10))                 // a hole, then new data right after it
+	must(t, f.WriteAt(big, rnd(uint64(95+round), 4096), 400<<10))
+	must(t, f.Truncate(res("/d/e/sparse"), 6000))                 // shorter
+	must(t, f.Remove(fmt.Sprintf("/d/e/f%02d", 3+10*round)))
+	must(t, f.Rename(fmt.Sprintf("/d/e/f%02d", 5+10*round), fmt.Sprintf("/d/moved%d", round)))
+	in, err := f.Create(fmt.Sprintf("/new%d", round), fsys.Attr{Mode: 0o640, UID: 9})
+	must(t, err)
+	must(t, f.WriteAt(in, rnd(uint64(70+round), 200000), 0))
+	mode, uid := uint32(0o600), uint32(4242)
+	must(t, f.SetattrInode(res("/small"), fsys.SetAttr{Mode: &mode, UID: &uid}))
+	must(t, f.SetXattr(res("/small"), "user.new", []byte{byte(round)}))
+	must(t, f.SetXattr(res("/d"), "user.dir", []byte{'c', byte(round)}))
+	must(t, f.Link(fmt.Sprintf("/new%d", round), fmt.Sprintf("/d/new-link%d", round)))
+	if round == 0 {
+		must(t, f.RemoveXattr(res("/small"), "trusted.bin"))
+		must(t, f.Remove("/d/e/hard")) // /d/big keeps one name
+		must(t, f.Remove("/blk"))
+		_, err = f.Mkdir("/blk", fsys.Attr{Mode: 0o755}) // a directory where a device was
+		must(t, err)
+	}
+	at := format.Timespec{Sec: 1650000000 + int64(round)}
+	must(t, f.SetattrInode(res("/d/e/f07"), fsys.SetAttr{Atime: &at, Mtime: &at}))
+	must(t, f.Sync())
+}
+
+// TestIncrementalChain: a full stream of s1 and incremental streams
+// s1→s2 and s2→s3 received in turn make snapshots equal, entry by entry,
+// to the sent ones; the received s1 stays as it was; each incremental
+// stream is a fraction of a full one; a stream on a base the target does
+// not have is refused, naming it, with the target unchanged.
+func TestIncrementalChain(t *testing.T) {
+	src, _ := newFS(t, 1, format.Settings{})
+	populate(t, src)
+	_, err := src.CreateSnapshot("s1")
+	must(t, err)
+	changeTree(t, src, 0)
+	_, err = src.CreateSnapshot("s2")
+	must(t, err)
+	changeTree(t, src, 1)
+	_, err = src.CreateSnapshot("s3")
+	must(t, err)
+	dst, d := newFS(t, 2, format.Settings{})
+	if _, _, _, err := Receive(dst, bytes.NewReader(snapStream(t, src, "s2", "s1"))); !errors.Is(err, ErrNoBase) {
+		t.Fatalf("an incremental stream without its base: %v", err)
+	}
+	if snaps, _ := dst.Snapshots(); len(snaps) != 0 {
+		t.Fatalf("snapshots after a refused stream: %v", snaps)
+	}
+	full := snapStream(t, src, "s1", "")
+	for _, step := range []struct{ name, parent string }{{"s1", ""}, {"s2", "s1"}, {"s3", "s2"}} {
+		stream := full
+		if step.parent != "" {
+			stream = snapStream(t, src, step.name, step.parent)
+			if len(stream) > len(full)/4 {
+				t.Fatalf("%s: incremental stream of %d bytes, the full one %d", step.name, len(stream), len(full))
+			}
+		}
+		if name, _, _, err := Receive(dst, bytes.NewReader(stream)); err != nil || name != step.name {
+			t.Fatalf("%s: %q %v", step.name, name, err)
+		}
+	}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		a, err := src.OpenSnapshot(name)
+		must(t, err)
+		b, err := dst.OpenSnapshot(name)
+		must(t, err)
+		sameTree(t, a, b)
+		a.Close()
+		b.Close()
+	}
+	must(t, dst.Sync())
+	fsckClean(t, d)
+}
