@@ -47,7 +47,7 @@ func changeTree(t *testing.T, f *fsys.FS, round int) {
 	must(t, f.PunchHole(big, 64<<10, 128<<10))                  // a new hole
 	must(t, f.PunchHole(big, 300<<10, 100<<10))                 // a hole, then new data right after it
 	must(t, f.WriteAt(big, rnd(uint64(95+round), 4096), 400<<10))
-	must(t, f.Truncate(res("/d/e/sparse"), 6000))                 // shorter
+	must(t, f.Truncate(res("/d/e/sparse"), 6000)) // shorter
 	must(t, f.Remove(fmt.Sprintf("/d/e/f%02d", 3+10*round)))
 	must(t, f.Rename(fmt.Sprintf("/d/e/f%02d", 5+10*round), fmt.Sprintf("/d/moved%d", round)))
 	in, err := f.Create(fmt.Sprintf("/new%d", round), fsys.Attr{Mode: 0o640, UID: 9})
