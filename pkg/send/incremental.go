@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"strings"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -42,7 +41,7 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 	if err != nil {
 		return x.st, err
 	}
-	if err := x.prune("", br, 0); err != nil {
+	if err := x.prune("", br, sr, 0); err != nil {
 		return x.st, err
 	}
 	if err := x.change("", br, sr, 0); err != nil {
@@ -59,31 +58,20 @@ func same(b, s *fsys.Inode) bool {
 	return b != nil && s != nil && b.Ino == s.Ino && b.Generation == s.Generation && b.Mode&syscall.S_IFMT == s.Mode&syscall.S_IFMT
 }
 
-// at finds stream path p in f, following no symlink (nil: not there).
-func at(f *fsys.FS, p string) (*fsys.Inode, error) {
-	in, err := f.Resolve("/", false)
-	if err != nil || p == "" {
-		return in, err
+// child finds name in directory dir of f (nil: not there).
+func child(f *fsys.FS, dir *fsys.Inode, name string) (*fsys.Inode, error) {
+	in, err := f.LookupAt(dir.Ino, name)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, nil
 	}
-	for _, c := range strings.Split(p, "/") {
-		if !in.IsDir() {
-			return nil, nil
-		}
-		in, err = f.LookupAt(in.Ino, c)
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return in, nil
+	return in, err
 }
 
-// prune removes the names of directory dir (at p in the base) whose file
-// is not the same in the snapshot, and notes the kept files with several
-// names, which LINK records may name.
-func (x *sender) prune(p string, dir *fsys.Inode, depth int) error {
+// prune removes the names of directory dir (at p in the base; sdir is
+// the same directory in the snapshot) whose file is not the same in the
+// snapshot, and notes the kept files with several names, which LINK
+// records may name.
+func (x *sender) prune(p string, dir, sdir *fsys.Inode, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
 	}
@@ -93,7 +81,7 @@ func (x *sender) prune(p string, dir *fsys.Inode, depth int) error {
 	}
 	for _, k := range kids {
 		kp := path.Join(p, k.Entry.Name)
-		s, err := at(x.f, kp)
+		s, err := child(x.f, sdir, k.Entry.Name)
 		if err != nil {
 			return err
 		}
@@ -101,7 +89,7 @@ func (x *sender) prune(p string, dir *fsys.Inode, depth int) error {
 		case !same(k.Inode, s):
 			err = x.removeTree(kp, k.Inode, depth+1)
 		case k.Inode.IsDir():
-			err = x.prune(kp, k.Inode, depth+1)
+			err = x.prune(kp, k.Inode, s, depth+1)
 		case s.Nlink > 1:
 			if _, ok := x.links[s.Ino]; !ok {
 				x.links[s.Ino] = kp
@@ -146,7 +134,7 @@ func (x *sender) change(p string, b, s *fsys.Inode, depth int) error {
 	var err error
 	switch {
 	case s.IsDir():
-		err = x.changeDir(p, s, depth)
+		err = x.changeDir(p, b, s, depth)
 	case s.IsRegular():
 		err = x.changeData(p, b, s)
 	}
@@ -159,7 +147,7 @@ func (x *sender) change(p string, b, s *fsys.Inode, depth int) error {
 	return x.put(&format.Record{Type: format.RecUtimes, Path: p, Atime: s.Atime, Mtime: s.Mtime, Ctim: s.Ctime})
 }
 
-func (x *sender) changeDir(p string, dir *fsys.Inode, depth int) error {
+func (x *sender) changeDir(p string, bdir, dir *fsys.Inode, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
 	}
@@ -169,7 +157,7 @@ func (x *sender) changeDir(p string, dir *fsys.Inode, depth int) error {
 	}
 	for _, k := range kids {
 		kp := path.Join(p, k.Entry.Name)
-		b, err := at(x.base, kp)
+		b, err := child(x.base, bdir, k.Entry.Name)
 		if err != nil {
 			return err
 		}
