@@ -117,6 +117,7 @@ bench: build
 	BIN=$(BIN) bench/scrub.sh
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
+	BIN=$(BIN) bench/send.sh
 	BIN=$(BIN) bench/batch.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/scale.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/buildtar.sh
