@@ -82,3 +82,19 @@ func samePiece(a, b *fileExtent, off uint64) bool {
 	return a.DiskLogical == b.DiskLogical && a.DiskLen == b.DiskLen && a.RAMBytes == b.RAMBytes &&
 		a.Offset+(off-a.off) == b.Offset+(off-b.off)
 }
+
+// Parents returns the directories holding a name of inode ino (from its
+// INODE_REF items).
+func (f *FS) Parents(ino uint64) ([]uint64, error) {
+	var out []uint64
+	from := format.Key{ObjectID: ino, Type: format.InodeRefKey}
+	err := f.rtree(format.FSTree).Scan(from, format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
+		out = append(out, it.Key.Offset)
+		return true, nil
+	})
+	return out, err
+}
+
+// TreeRoot is the root of the fs tree f shows (a snapshot's for a
+// snapshot view).
+func (f *FS) TreeRoot() format.RootPtr { return f.rtree(format.FSTree).Root() }

@@ -33,6 +33,9 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 	if err := x.put(&format.Record{Type: format.RecBegin, Name: s.Name, UUID: s.UUID, ParentUUID: parent, Ctim: s.Ctime}); err != nil {
 		return x.st, err
 	}
+	if err := x.findChanges(); err != nil {
+		return x.st, err
+	}
 	br, err := base.Resolve("/", false)
 	if err != nil {
 		return x.st, err
@@ -51,6 +54,53 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 		return x.st, err
 	}
 	return x.st, x.w.Flush()
+}
+
+// findChanges finds the inodes whose items differ between the base and
+// the snapshot by comparing their trees' shared nodes (a cost that
+// follows the change), and marks them and every directory above them
+// in either tree: the walks enter only those.
+func (x *sender) findChanges() error {
+	changed, err := x.f.Store().ChangedObjects(x.base.TreeRoot(), x.f.TreeRoot())
+	if err != nil {
+		return err
+	}
+	x.changed, x.dirty = changed, map[uint64]bool{}
+	for ino := range changed {
+		for _, f := range []*fsys.FS{x.base, x.f} {
+			if err := x.markUp(f, ino); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// markUp marks ino and the directories above it in f dirty.
+func (x *sender) markUp(f *fsys.FS, ino uint64) error {
+	todo := []uint64{ino}
+	for steps := 0; len(todo) > 0; steps++ {
+		if steps > 1<<20 {
+			return fmt.Errorf("inode %d: parents do not end at the root: %w", ino, format.ErrCorrupt)
+		}
+		i := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if x.dirty[i] && i != ino || i == format.RootDirIno {
+			x.dirty[i] = true
+			continue
+		}
+		x.dirty[i] = true
+		ps, err := f.Parents(i)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if !x.dirty[p] {
+				todo = append(todo, p)
+			}
+		}
+	}
+	return nil
 }
 
 // same reports whether b and s are the same file.
@@ -89,7 +139,9 @@ func (x *sender) prune(p string, dir, sdir *fsys.Inode, depth int) error {
 		case !same(k.Inode, s):
 			err = x.removeTree(kp, k.Inode, depth+1)
 		case k.Inode.IsDir():
-			err = x.prune(kp, k.Inode, s, depth+1)
+			if x.dirty[k.Inode.Ino] {
+				err = x.prune(kp, k.Inode, s, depth+1)
+			}
 		case s.Nlink > 1:
 			if _, ok := x.links[s.Ino]; !ok {
 				x.links[s.Ino] = kp
@@ -126,6 +178,12 @@ func (x *sender) removeTree(p string, in *fsys.Inode, depth int) error {
 // (snapshot) at p: a directory's new entries made whole and kept ones
 // compared in turn, attributes, xattrs, changed data, then times.
 func (x *sender) change(p string, b, s *fsys.Inode, depth int) error {
+	if !x.changed[s.Ino] {
+		if s.IsDir() && x.dirty[s.Ino] {
+			return x.changeDir(p, b, s, depth)
+		}
+		return nil // every item of the file is the base's
+	}
 	if b.Mode != s.Mode || b.UID != s.UID || b.GID != s.GID {
 		if err := x.put(&format.Record{Type: format.RecSetAttr, Path: p, Mode: s.Mode & 0o7777, UID: s.UID, GID: s.GID}); err != nil {
 			return err

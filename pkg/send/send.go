@@ -35,6 +35,9 @@ type Stats struct {
 type sender struct {
 	f     *fsys.FS
 	base  *fsys.FS // an incremental stream's base (nil: a full stream)
+	// changed: the inodes whose items differ from the base's; dirty:
+	// those and every directory above them (incremental streams).
+	changed, dirty map[uint64]bool
 	w     *bufio.Writer
 	rec   []byte
 	data  []byte
