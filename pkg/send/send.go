@@ -33,16 +33,16 @@ type Stats struct {
 
 // sender writes one stream.
 type sender struct {
-	f     *fsys.FS
-	base  *fsys.FS // an incremental stream's base (nil: a full stream)
+	f    *fsys.FS
+	base *fsys.FS // an incremental stream's base (nil: a full stream)
 	// changed: the inodes whose items differ from the base's; dirty:
 	// those and every directory above them (incremental streams).
 	changed, dirty map[uint64]bool
-	w     *bufio.Writer
-	rec   []byte
-	data  []byte
-	links map[uint64]string // first path of each file with several links
-	st    Stats
+	w              *bufio.Writer
+	rec            []byte
+	data           []byte
+	links          map[uint64]string // first path of each file with several links
+	st             Stats
 }
 
 // Send writes the namespace of f (a snapshot's read-only view) to w as
