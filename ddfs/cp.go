@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -125,7 +127,7 @@ func copyInto(of *openFlags, srcs []operand, dst operand, o transfer.Options) er
 		case s.image == "" && s.path == "-":
 			err = transfer.CopyFromReader(im.f, os.Stdin, to, redirectMode(), o)
 		case s.image == "":
-			err = transfer.CopyIn(im.f, s.path, to, o, false)
+			err = transfer.CopyIn(im.f, s.path, to, o, dotInto(im, s.path, to))
 		case s.image == dst.image:
 			err = eachMatch(im, s, imageTarget(im, to, len(srcs)), func(p string) error { return transfer.CopyWithin(im.f, p, to, o) })
 		case isForeign(s.image):
@@ -315,4 +317,15 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)
 	p.done(int64(n))
 	return n, err
+}
+
+// dotInto reports whether host source src names a directory's contents
+// ("DIR/.", as GNU cp reads it) copied into an existing image directory
+// to, which then merges them and takes DIR's attributes.
+func dotInto(im *image, src, to string) bool {
+	if filepath.Base(src) != "." || !strings.HasSuffix(src, ".") {
+		return false
+	}
+	in, err := im.f.Resolve(to, true)
+	return err == nil && in.IsDir()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/send"
 )
 
 const diffLong = `Compares two trees as 'diff -rq --no-dereference' does: a line per difference,
@@ -23,7 +24,9 @@ const diffLong = `Compares two trees as 'diff -rq --no-dereference' does: a line
 is a regular file", "Symbolic links A and B differ" (links are compared by
 target, never followed). Two fifos or two sockets are the same, two devices when
 their numbers are (GNU diff calls fifos different). Each side is IMAGE:PATH or a host path, at least
-one in an image; both may be in the same image (opened once). Contents are
+one in an image; both may be in the same image (opened once), also as two of its
+snapshots (IMAGE@A:/ IMAGE@B:/) or a snapshot and the live tree: then what the two
+trees share is not read at all, and the cost follows what changed. Contents are
 compared by streaming, in bounded memory; modes, owners and times are not
 compared.`
 
@@ -69,14 +72,17 @@ type side struct {
 	fsys fs.FS
 	name string
 	show string
+	f    *fsys.FS // the image's tree, or nil for the host
 }
 
 func (s side) child(name string) side {
-	return side{s.fsys, path.Join(s.name, name), joinPath(s.show, name)}
+	return side{s.fsys, path.Join(s.name, name), joinPath(s.show, name), s.f}
 }
 
-// openSides opens the images of the operands (one image once) and makes
-// the two sides; done closes the images.
+// openSides opens the images of the operands (one image once; two trees
+// of one image, snapshots or the live one, on one store, so that their
+// shared nodes tell what changed) and makes the two sides; done closes
+// the images.
 func openSides(of *openFlags, ops ...operand) ([]side, func(), error) {
 	var ims []*image
 	done := func() {
@@ -90,27 +96,53 @@ func openSides(of *openFlags, ops ...operand) ([]side, func(), error) {
 			sides = append(sides, hostSide(op.path))
 			continue
 		}
-		var im *image
-		for _, o := range ims {
-			if sameFile(o.name, op.image) {
-				im = o
-			}
-		}
-		if im == nil {
-			var err error
-			if im, err = of.openImage(op.image, false); err != nil {
-				done()
-				return nil, nil, err
-			}
-			ims = append(ims, im)
+		view, err := treeOf(of, &ims, op.image)
+		if err != nil {
+			done()
+			return nil, nil, err
 		}
 		name := path.Clean(abs(op.path))[1:]
 		if name == "" {
 			name = "."
 		}
-		sides = append(sides, side{im.f.IOFS(), name, op.String()})
+		sides = append(sides, side{view.IOFS(), name, op.String(), view})
 	}
 	return sides, done, nil
+}
+
+// treeOf returns the tree operand image names: of an image opened
+// already (the same operand, or another tree of its image), or newly
+// opened and added to ims.
+func treeOf(of *openFlags, ims *[]*image, image string) (*fsys.FS, error) {
+	img, snap := splitSnapshot(image)
+	for _, o := range *ims {
+		if sameFile(o.name, image) {
+			return o.f, nil
+		}
+	}
+	for _, o := range *ims {
+		if oi, _ := splitSnapshot(o.name); !sameFile(oi, img) {
+			continue
+		}
+		live := o.f
+		if o.live != nil {
+			live = o.live
+		}
+		if snap == "" {
+			return live, nil
+		}
+		v, err := live.OpenSnapshot(snap)
+		if err != nil {
+			return nil, cli.NameImage(image, err)
+		}
+		return v, nil
+	}
+	im, err := of.openImage(image, false)
+	if err != nil {
+		return nil, err
+	}
+	*ims = append(*ims, im)
+	return im.f, nil
 }
 
 func sameFile(a, b string) bool {
@@ -124,9 +156,9 @@ func sameFile(a, b string) bool {
 func hostSide(p string) side {
 	a, err := filepath.Abs(p)
 	if err != nil || a == "/" {
-		return side{os.DirFS("/"), ".", p}
+		return side{os.DirFS("/"), ".", p, nil}
 	}
-	return side{os.DirFS(filepath.Dir(a)), filepath.Base(a), p}
+	return side{os.DirFS(filepath.Dir(a)), filepath.Base(a), p, nil}
 }
 
 // differ is one diff run: what it printed and whether it had trouble.
@@ -136,6 +168,42 @@ type differ struct {
 	differ     bool
 	trouble    bool
 	bufA, bufB []byte
+	// trees: for two trees of one image, what changed between them
+	// (send.Changes), found once per pair.
+	trees map[[2]*fsys.FS]*treeChanges
+}
+
+type treeChanges struct{ changed, dirty map[uint64]bool }
+
+// unchanged reports whether a and b are the same inode of two trees of
+// one image with no item changed between them, in it (file) or under it
+// (directory): then they are equal without reading either. A failure to
+// compare the trees only means reading them.
+func (d *differ) unchanged(a, b side, ia, ib fs.FileInfo) bool {
+	if a.f == nil || b.f == nil || a.f.Store() != b.f.Store() {
+		return false
+	}
+	na, okA := ia.Sys().(*fsys.Inode)
+	nb, okB := ib.Sys().(*fsys.Inode)
+	if !okA || !okB || na.Ino != nb.Ino || na.Generation != nb.Generation || na.Mode != nb.Mode {
+		return false
+	}
+	if a.f.TreeRoot() == b.f.TreeRoot() {
+		return true // one tree
+	}
+	if d.trees == nil {
+		d.trees = map[[2]*fsys.FS]*treeChanges{}
+	}
+	k := [2]*fsys.FS{a.f, b.f}
+	tc, ok := d.trees[k]
+	if !ok {
+		changed, dirty, err := send.Changes(a.f, b.f)
+		if err == nil {
+			tc = &treeChanges{changed, dirty}
+		}
+		d.trees[k] = tc
+	}
+	return tc != nil && !tc.dirty[na.Ino]
 }
 
 // fail reports trouble (exit 2) and goes on, as diff does.
@@ -169,6 +237,7 @@ func (d *differ) compare(a, b side) {
 	}
 	ta, tb := ia.Mode().Type(), ib.Mode().Type()
 	switch {
+	case d.unchanged(a, b, ia, ib):
 	case ta != tb:
 		d.say("File %s is a %s while file %s is a %s", a.show, kindName(ia), b.show, kindName(ib))
 	case ta == fs.ModeDir:

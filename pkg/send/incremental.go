@@ -60,24 +60,37 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 // the snapshot by comparing their trees' shared nodes (a cost that
 // follows the change), and marks them and every directory above them
 // in either tree: the walks enter only those.
-func (x *sender) findChanges() error {
-	changed, err := x.f.Store().ChangedObjects(x.base.TreeRoot(), x.f.TreeRoot())
-	if err != nil {
-		return err
+func (x *sender) findChanges() (err error) {
+	x.changed, x.dirty, err = Changes(x.base, x.f)
+	return err
+}
+
+// Changes compares two views of one image's fs trees (snapshots, or a
+// snapshot and the live tree): changed holds the inodes whose items
+// differ, dirty those and every directory above them in either tree. An
+// inode in neither tree's dirty set is, with everything below it, the
+// same in both.
+func Changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, err error) {
+	if a.Store() != b.Store() {
+		return nil, nil, fmt.Errorf("changes between two images: %w", syscall.EINVAL)
 	}
-	x.changed, x.dirty = changed, map[uint64]bool{}
+	changed, err = b.Store().ChangedObjects(a.TreeRoot(), b.TreeRoot())
+	if err != nil {
+		return nil, nil, err
+	}
+	dirty = map[uint64]bool{}
 	for ino := range changed {
-		for _, f := range []*fsys.FS{x.base, x.f} {
-			if err := x.markUp(f, ino); err != nil {
-				return err
+		for _, f := range []*fsys.FS{a, b} {
+			if err := markUp(dirty, f, ino); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
-	return nil
+	return changed, dirty, nil
 }
 
 // markUp marks ino and the directories above it in f dirty.
-func (x *sender) markUp(f *fsys.FS, ino uint64) error {
+func markUp(dirty map[uint64]bool, f *fsys.FS, ino uint64) error {
 	todo := []uint64{ino}
 	for steps := 0; len(todo) > 0; steps++ {
 		if steps > 1<<20 {
@@ -85,17 +98,17 @@ func (x *sender) markUp(f *fsys.FS, ino uint64) error {
 		}
 		i := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		if x.dirty[i] && i != ino || i == format.RootDirIno {
-			x.dirty[i] = true
+		if dirty[i] && i != ino || i == format.RootDirIno {
+			dirty[i] = true
 			continue
 		}
-		x.dirty[i] = true
+		dirty[i] = true
 		ps, err := f.Parents(i)
 		if err != nil {
 			return err
 		}
 		for _, p := range ps {
-			if !x.dirty[p] {
+			if !dirty[p] {
 				todo = append(todo, p)
 			}
 		}
