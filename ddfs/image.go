@@ -104,7 +104,7 @@ func (of *openFlags) openImage(name string, write bool) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsys.New(st, fsys.Options{BatchNodes: cli.BatchNodes(), StrongTails: true})
+	f, err := fsys.New(st, fsys.Options{BatchNodes: cli.BatchNodes(), StrongTails: true, Receiving: of.receiving})
 	if err != nil {
 		st.Close()
 		return nil, err

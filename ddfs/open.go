@@ -24,6 +24,9 @@ type openFlags struct {
 	degraded bool
 	// cmd names the command in heal lines ("ddfs: cat").
 	cmd *cobra.Command
+	// receiving opens an image to go on with its receive in progress
+	// (receive --resume); any other writer undoes it.
+	receiving bool
 }
 
 func (o *openFlags) add(fl *pflag.FlagSet) { o.addFlags(fl, true) }

@@ -89,10 +89,12 @@ func newSendCmd() *cobra.Command {
 }
 
 func newReceiveCmd() *cobra.Command {
-	c, fl, of := newCmd("receive IMAGE [-i FILE]\n\nReads a send stream from stdin or FILE and makes the snapshot it carries in IMAGE,\nwith the sent snapshot's UUID as its received UUID. The stream is built beside the\nlive namespace, which readers keep seeing and which stays as it is; the snapshot\nappears in one commit once the stream's trailer proved it whole. A damaged, cut\nor hostile stream, or a power cut, leaves IMAGE as it was.",
+	c, fl, of := newCmd("receive IMAGE [-i FILE]\n\nReads a send stream from stdin or FILE and makes the snapshot it carries in IMAGE,\nwith the sent snapshot's UUID as its received UUID. The stream is built beside the\nlive namespace, which readers keep seeing and which stays as it is; the snapshot\nappears in one commit once the stream's trailer proved it whole. A damaged, cut\nor hostile stream, or a power cut, leaves IMAGE as it was (the next writer undoes a\nreceive a crash cut short). With -s (as zfs receive -s) a receive that fails keeps\nwhat it committed, invisible; --resume then reads the same stream again, checks and\nskips what was applied, and goes on.",
 		"make a snapshot from a send stream", sendExamples)
 	in := fl.StringP("input", "i", "", "read the stream from FILE instead of stdin")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
+	resumable := fl.BoolP("resumable", "s", false, "keep a receive that fails, to be resumed")
+	resume := fl.Bool("resume", false, "go on with the receive IMAGE has in progress (give the same stream)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 1 {
 			return usageErr("want IMAGE")
@@ -106,11 +108,12 @@ func newReceiveCmd() *cobra.Command {
 			defer f.Close()
 			r = f
 		}
+		of.receiving = *resume
 		im, err := of.openImage(fl.Arg(0), true)
 		if err != nil {
 			return err
 		}
-		name, _, st, err := send.Receive(im.f, r)
+		name, _, st, err := send.ReceiveWith(im.f, r, send.Options{Resumable: *resumable || *resume, Resume: *resume})
 		if err != nil {
 			if cerr := im.close(); cerr != nil && !errors.Is(err, send.ErrStream) {
 				err = fmt.Errorf("%w; %v", err, cerr)

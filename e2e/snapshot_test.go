@@ -142,4 +142,11 @@ func TestSendReceive(t *testing.T) {
 		t.Fatalf("a cut stream left a snapshot: %q", r.stdout)
 	}
 	must(t, run(t, dir, "fsck.ddfs", "c.img"), 0)
+	// Kept with -s, then resumed from the whole stream.
+	if r := must(t, run(t, dir, "ddfs", "receive", "-s", "c.img", "-i", "cut.stream"), 1); !strings.Contains(r.stderr, "(kept: ddfs receive --resume goes on from byte ") {
+		t.Fatalf("resumable receive of a cut stream: %q", r.stderr)
+	}
+	must(t, run(t, dir, "fsck.ddfs", "c.img"), 0)
+	must(t, run(t, dir, "ddfs", "receive", "-q", "--resume", "c.img", "-i", "s1.stream"), 0)
+	must(t, run(t, dir, "ddfs", "diff", "-r", "a.img@s1:/", "c.img@s1:/"), 0)
 }

@@ -101,6 +101,9 @@ type FS struct {
 	loggedData map[uint64]bool
 	// scratch: tx is a read-only set's pending log replayed in memory.
 	scratch bool
+	// recvApplied: the stream bytes a receive has applied so far, stored
+	// with each commit (receive.go; 0: none).
+	recvApplied uint64
 }
 
 // New wraps an opened store.
@@ -233,6 +236,12 @@ func (f *FS) Sync() error {
 	}
 	if f.opt.BeforeCommit != nil {
 		f.opt.BeforeCommit(f.tx.Generation())
+	}
+	if f.recvApplied != 0 {
+		if err := f.tx.SetReceiveApplied(f.recvApplied); err != nil {
+			f.Abort()
+			return err
+		}
 	}
 	tx := f.tx
 	f.tx = nil

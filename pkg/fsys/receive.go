@@ -74,6 +74,7 @@ func (f *FS) FinishReceive() (uint64, error) {
 	if err := f.Sync(); err != nil {
 		return 0, err
 	}
+	f.recvApplied = 0
 	s := format.SnapshotItem{Ctime: f.Now()}
 	if _, err := rand.Read(s.UUID[:]); err != nil {
 		return 0, err
@@ -95,6 +96,7 @@ func (f *FS) AbortReceive() error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	f.recvApplied = 0
 	if err := f.dropping(func(tx *store.Txn) error { return tx.AbortReceive(f.dropData) }); err != nil {
 		return err
 	}
@@ -113,3 +115,8 @@ func (f *FS) swapped() error {
 	}
 	return nil
 }
+
+// ReceiveApplied notes that the receive in progress has applied the
+// stream's first n bytes: each commit from now on records it, as the
+// point a resumed receive goes on from.
+func (f *FS) ReceiveApplied(n uint64) { f.recvApplied = n }

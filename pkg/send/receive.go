@@ -33,7 +33,27 @@ type receiver struct {
 // error (a damaged, cut or hostile stream) undoes everything the receive
 // made. It returns the snapshot's name and id.
 func Receive(f *fsys.FS, r io.Reader) (name string, id uint64, st Stats, err error) {
+	return ReceiveWith(f, r, Options{})
+}
+
+// Options shape a receive.
+type Options struct {
+	// Resumable keeps a receive that fails (a cut or damaged stream)
+	// in progress, to be resumed, instead of undoing it (zfs receive -s).
+	Resumable bool
+	// Resume goes on with the receive the image has in progress: the
+	// same stream is read again, checked and skipped up to the point the
+	// last commit recorded, then applied (f must be opened with
+	// fsys.Options.Receiving).
+	Resume bool
+}
+
+// ReceiveWith is Receive with options.
+func ReceiveWith(f *fsys.FS, r io.Reader, o Options) (name string, id uint64, st Stats, err error) {
 	x := &receiver{f: f, r: bufio.NewReaderSize(r, 1<<20)}
+	if o.Resume {
+		return x.resume(o)
+	}
 	begin, err := x.begin()
 	if err != nil {
 		return "", 0, x.st, err
@@ -50,14 +70,68 @@ func Receive(f *fsys.FS, r io.Reader) (name string, id uint64, st Stats, err err
 	if err := f.BeginReceive(format.ReceiveItem{Name: begin.Name, ReceivedUUID: begin.UUID, ParentUUID: begin.ParentUUID}, base); err != nil {
 		return begin.Name, 0, x.st, err
 	}
+	id, err = x.finish(o)
+	return begin.Name, id, x.st, err
+}
+
+// finish applies the records to END and makes the snapshot; on an error
+// the receive is undone, or with Resumable kept at its last commit.
+func (x *receiver) finish(o Options) (uint64, error) {
 	if err := x.apply(); err != nil {
-		if aerr := f.AbortReceive(); aerr != nil {
+		if o.Resumable {
+			if serr := x.f.Sync(); serr != nil {
+				err = fmt.Errorf("%w (and keeping the receive: %v)", err, serr)
+			}
+			return 0, fmt.Errorf("%w (kept: ddfs receive --resume goes on from byte %d)", err, x.kept())
+		}
+		if aerr := x.f.AbortReceive(); aerr != nil {
 			err = fmt.Errorf("%w (and undoing the receive: %v)", err, aerr)
 		}
-		return begin.Name, 0, x.st, err
+		return 0, err
 	}
-	id, err = f.FinishReceive()
-	return begin.Name, id, x.st, err
+	return x.f.FinishReceive()
+}
+
+// kept is the resume point the image holds.
+func (x *receiver) kept() uint64 {
+	r, ok, err := x.f.Store().Receiving()
+	if err != nil || !ok {
+		return 0
+	}
+	return r.Applied
+}
+
+// ErrNoReceive: --resume, but the image has no receive in progress.
+var ErrNoReceive = errors.New("no receive in progress")
+
+// resume checks that the stream is the one the receive in progress
+// began with, skips (checking) what the last commit holds, and goes on.
+func (x *receiver) resume(o Options) (string, uint64, Stats, error) {
+	item, ok, err := x.f.Store().Receiving()
+	if err != nil || !ok {
+		return "", 0, x.st, cmpErr(err, ErrNoReceive)
+	}
+	begin, err := x.begin()
+	if err != nil {
+		return item.Name, 0, x.st, err
+	}
+	if begin.UUID != item.ReceivedUUID || begin.ParentUUID != item.ParentUUID || begin.Name != item.Name {
+		return item.Name, 0, x.st, fmt.Errorf("%w: not the stream of the receive in progress (snapshot %q, %s)", ErrStream, item.Name, uuid.UUID(item.ReceivedUUID))
+	}
+	for x.st.Bytes < item.Applied {
+		var rec format.Record
+		if err := x.next(&rec); err != nil {
+			return item.Name, 0, x.st, err
+		}
+		if rec.Type == format.RecEnd || rec.Type == format.RecBegin {
+			return item.Name, 0, x.st, fmt.Errorf("%w: record type %d before the resume point", ErrStream, rec.Type)
+		}
+	}
+	if x.st.Bytes != item.Applied {
+		return item.Name, 0, x.st, fmt.Errorf("%w: the resume point %d is inside a record", ErrStream, item.Applied)
+	}
+	id, err := x.finish(o)
+	return item.Name, id, x.st, err
 }
 
 // ErrNoBase: an incremental stream's base is no snapshot of the target.
@@ -134,6 +208,7 @@ func (x *receiver) apply() error {
 		if err := x.record(&rec); err != nil {
 			return fmt.Errorf("%w: record %d (%d) /%s: %v", ErrStream, x.st.Records, rec.Type, rec.Path, err)
 		}
+		x.f.ReceiveApplied(x.st.Bytes) // what a commit from here on holds
 		if err := x.f.MaybeCommit(); err != nil {
 			return err
 		}

@@ -354,3 +354,49 @@ func FuzzReceive(f *testing.F) {
 		}
 	})
 }
+
+// TestReceiveResume: a receive made resumable that meets a cut stream
+// keeps what it committed (invisible: no snapshot, readers see the live
+// namespace, fsck clean); after a reopen the whole stream, given again
+// with Resume, is checked, skipped to the recorded point and finished
+// into a snapshot equal to the sent one. A different stream, or a resume
+// with nothing in progress, is refused.
+func TestReceiveResume(t *testing.T) {
+	v, stream := sendOf(t)
+	dst, d := newFS(t, 5, format.Settings{})
+	cut := stream[:len(stream)*3/5]
+	if _, _, _, err := ReceiveWith(dst, bytes.NewReader(cut), Options{Resumable: true}); !errors.Is(err, ErrStream) {
+		t.Fatalf("cut stream: %v", err)
+	}
+	r, ok, err := dst.Store().Receiving()
+	if err != nil || !ok || r.Applied == 0 || r.Applied > uint64(len(cut)) {
+		t.Fatalf("kept receive: %+v %v %v", r, ok, err)
+	}
+	if snaps, _ := dst.Snapshots(); len(snaps) != 0 {
+		t.Fatalf("snapshots %v", snaps)
+	}
+	fsckClean(t, d)
+	must(t, dst.Close())
+	g, err := fsys.OpenDevices([]device.Device{d}, true, fsys.Options{Receiving: true, Now: func() time.Time { return epoch }})
+	must(t, err)
+	_, other := sendOf(t) // the same tree, another snapshot (uuid)
+	if _, _, _, err := ReceiveWith(g, bytes.NewReader(other), Options{Resume: true}); !errors.Is(err, ErrStream) {
+		t.Fatalf("resume with another stream: %v", err)
+	}
+	name, _, st, err := ReceiveWith(g, bytes.NewReader(stream), Options{Resume: true})
+	if err != nil || name != "s" {
+		t.Fatalf("resume: %q %v", name, err)
+	}
+	if st.Data == 0 || st.Data >= 2<<20 {
+		t.Fatalf("resume applied %d data bytes: not only the rest of the stream", st.Data)
+	}
+	got, err := g.OpenSnapshot("s")
+	must(t, err)
+	sameTree(t, v, got)
+	got.Close()
+	if _, _, _, err := ReceiveWith(g, bytes.NewReader(stream), Options{Resume: true}); !errors.Is(err, ErrNoReceive) {
+		t.Fatalf("resume with nothing in progress: %v", err)
+	}
+	must(t, g.Sync())
+	fsckClean(t, d)
+}

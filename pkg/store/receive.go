@@ -128,3 +128,18 @@ func cmpErr(err, alt error) error {
 	}
 	return alt
 }
+
+// SetReceiveApplied records in the RECEIVE_ITEM that the stream's first n
+// bytes are applied in this transaction (the point a resumed receive
+// goes on from).
+func (tx *Txn) SetReceiveApplied(n uint64) error {
+	r, ok, err := receivingIn(tx.trees[format.SnapshotTree])
+	if err != nil || !ok {
+		return cmpErr(err, fmt.Errorf("no receive in progress: %w", ErrBusy))
+	}
+	if r.Applied == n {
+		return nil
+	}
+	r.Applied = n
+	return tx.trees[format.SnapshotTree].Put(format.ReceiveKey, format.MarshalReceiveItem(r))
+}
