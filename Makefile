@@ -48,7 +48,8 @@ test: build vet
 
 # The concurrent paths (background data writer, read-ahead, scrub workers, the FUSE server) under the race detector.
 race:
-	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestDedupeSharesAndSurvives|TestCompressionRoundTrip' ./pkg/fsys/
+	$(GO) test -race -count=1 -run 'TestWriteWhileChunksGrow|TestCompressionRoundTrip' ./pkg/fsys/
+	$(GO) test -race -count=1 -run 'TestDedupeSharesAndSurvives|TestStrongTails$$' ./pkg/inband/
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 	$(GO) test -race -count=1 -run 'TestConcurrentOps' ./pkg/fusefs/
