@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/pkg/cli"
+	"github.com/ddfs/ddfs/pkg/foreign"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/send"
 )
@@ -85,15 +86,34 @@ func (s side) child(name string) side {
 // the images.
 func openSides(of *openFlags, ops ...operand) ([]side, func(), error) {
 	var ims []*image
+	var fims []*foreign.Image
 	done := func() {
 		for _, im := range ims {
 			im.close()
+		}
+		for _, fim := range fims {
+			fim.Close()
 		}
 	}
 	var sides []side
 	for _, op := range ops {
 		if op.image == "" {
 			sides = append(sides, hostSide(op.path))
+			continue
+		}
+		if fim, err := openForeign(op.image); fim != nil || err != nil {
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			// An ext4, squashfs, ISO 9660 or FAT image, read through
+			// its io/fs view.
+			fims = append(fims, fim)
+			name := path.Clean(abs(op.path))[1:]
+			if name == "" {
+				name = "."
+			}
+			sides = append(sides, side{fim.FS(), name, op.String(), nil})
 			continue
 		}
 		view, err := treeOf(of, &ims, op.image)
@@ -460,6 +480,8 @@ func rdev(fi fs.FileInfo) uint64 {
 		return s.Rdev
 	case *syscall.Stat_t:
 		return uint64(s.Rdev)
+	case *foreign.Stat:
+		return s.Rdev
 	}
 	return 0
 }

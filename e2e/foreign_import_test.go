@@ -66,6 +66,9 @@ func TestForeignImport(t *testing.T) {
 	mke2fs(t, src, filepath.Join(dir, "root.ext4"))
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "root.ext4", "a.img"), 0)
 	must(t, run(t, dir, "fsck.ddfs", "a.img"), 0)
+	// diff reads foreign images: the import is the image, the image the source.
+	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/", "a.img:/"), 0)
+	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/dir", filepath.Join(src, "dir")), 0)
 	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "a.img:/"), 0).stdout, src)
 	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "root.ext4:/"), 0).stdout, src)
 

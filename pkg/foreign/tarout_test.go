@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 )
 
 // TestTarOutKeepsTheSource: each builder's image streamed by TarOut
@@ -108,4 +110,27 @@ func lstat(t *testing.T, p string) os.FileInfo {
 	st, err := os.Lstat(p)
 	must(t, err)
 	return st
+}
+
+// TestFSPassesFSTest: the io/fs view of each builder's image passes
+// testing/fstest's checks (names, Stat, ReadDir, reads) on a subtree of
+// directories and files (fstest opens every entry: a dangling symlink or
+// a fifo has nothing to open, on a host directory too).
+func TestFSPassesFSTest(t *testing.T) {
+	for _, f := range builders {
+		t.Run(string(f.kind), func(t *testing.T) {
+			needTools(t, f.tools...)
+			src := makeTree(t, f)
+			img := filepath.Join(t.TempDir(), "x.img")
+			f.build(t, src, img)
+			im, err := Open(img)
+			must(t, err)
+			defer im.Close()
+			sub, err := fs.Sub(im.FS(), "dir/sub")
+			must(t, err)
+			if err := fstest.TestFS(sub, "deeper/random.bin", "Mixed.Case.Name"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
