@@ -6,6 +6,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/ddfs/ddfs/format"
 )
 
 // FS is the image's tree as an io/fs file system (with Lstat and
@@ -89,29 +91,12 @@ func (x ioFS) entries(p string) ([]iofs.DirEntry, error) {
 // info is a Stat as an fs.FileInfo; Sys is the *Stat.
 type info struct{ st *Stat }
 
-func (i info) Name() string       { return i.st.Name }
-func (i info) Size() int64        { return i.st.Size }
-func (i info) ModTime() time.Time { return i.st.Mtime }
-func (i info) IsDir() bool        { return i.st.IsDir() }
-func (i info) Sys() any           { return i.st }
-func (i info) Mode() iofs.FileMode {
-	m := goMode(i.st.Mode)
-	switch i.st.Mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		m |= iofs.ModeDir
-	case syscall.S_IFLNK:
-		m |= iofs.ModeSymlink
-	case syscall.S_IFIFO:
-		m |= iofs.ModeNamedPipe
-	case syscall.S_IFSOCK:
-		m |= iofs.ModeSocket
-	case syscall.S_IFCHR:
-		m |= iofs.ModeDevice | iofs.ModeCharDevice
-	case syscall.S_IFBLK:
-		m |= iofs.ModeDevice
-	}
-	return m
-}
+func (i info) Name() string        { return i.st.Name }
+func (i info) Size() int64         { return i.st.Size }
+func (i info) ModTime() time.Time  { return i.st.Mtime }
+func (i info) IsDir() bool         { return i.st.IsDir() }
+func (i info) Sys() any            { return i.st }
+func (i info) Mode() iofs.FileMode { return format.FSMode(i.st.Mode) }
 
 type ioFile struct{ f *File }
 

@@ -455,44 +455,11 @@ type ioFileInfo struct {
 
 func (fi *ioFileInfo) Name() string       { return fi.name }
 func (fi *ioFileInfo) Size() int64        { return int64(fi.in.Size) }
-func (fi *ioFileInfo) Mode() fs.FileMode  { return ioFileMode(fi.in.Mode) }
+func (fi *ioFileInfo) Mode() fs.FileMode  { return format.FSMode(fi.in.Mode) }
 func (fi *ioFileInfo) ModTime() time.Time { return Time(fi.in.Mtime) }
 func (fi *ioFileInfo) IsDir() bool        { return fi.in.IsDir() }
 func (fi *ioFileInfo) Sys() any           { return fi.in }
 func (fi *ioFileInfo) String() string     { return fs.FormatFileInfo(fi) }
-
-// ioFileMode converts a Unix mode (InodeItem.Mode, type bits included) to
-// an fs.FileMode, as os.Stat does. Unknown type bits give ModeIrregular.
-func ioFileMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & format.ModeTypeMask {
-	case format.ModeRegular:
-	case format.ModeDir:
-		mode |= fs.ModeDir
-	case format.ModeSymlink:
-		mode |= fs.ModeSymlink
-	case format.ModeCharDev:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case format.ModeBlockDev:
-		mode |= fs.ModeDevice
-	case format.ModeFIFO:
-		mode |= fs.ModeNamedPipe
-	case format.ModeSocket:
-		mode |= fs.ModeSocket
-	default:
-		mode |= fs.ModeIrregular
-	}
-	if m&ioModeSetuid != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&ioModeSetgid != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&ioModeSticky != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
-}
 
 // ioDirEntry is the fs.DirEntry of a directory entry; Info reads the inode
 // when first asked.
@@ -513,7 +480,7 @@ func (d *ioDirEntry) Type() fs.FileMode {
 	if !d.e.Type.Valid() {
 		return fs.ModeIrregular
 	}
-	return ioFileMode(d.e.Type.Mode()).Type()
+	return format.FSMode(d.e.Type.Mode()).Type()
 }
 
 // Info describes the entry itself (a symlink is not followed).
