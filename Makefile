@@ -119,6 +119,7 @@ bench: build
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
 	BIN=$(BIN) bench/send.sh
+	SCALE=$(SCALE) BIN=$(BIN) bench/snapshot.sh
 	BIN=$(BIN) bench/batch.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/scale.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/buildtar.sh
