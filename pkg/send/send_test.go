@@ -400,3 +400,56 @@ func TestReceiveResume(t *testing.T) {
 	must(t, g.Sync())
 	fsckClean(t, d)
 }
+
+// renamed re-encodes stream as the stream of a snapshot named name (a
+// new uuid), its END recounted.
+func renamed(t *testing.T, stream []byte, name string) []byte {
+	t.Helper()
+	out := format.AppendStreamHeader(nil)
+	rd := bytes.NewReader(stream[format.StreamHeaderSize:])
+	var buf []byte
+	n := uint64(0)
+	for {
+		var r format.Record
+		_, err := format.ReadRecord(rd, &r, &buf)
+		must(t, err)
+		switch r.Type {
+		case format.RecBegin:
+			r.Name, r.UUID[15] = name, r.UUID[15]^1
+		case format.RecEnd:
+			r.Records, r.Bytes = n, uint64(len(out))
+			return format.AppendRecord(out, &r)
+		}
+		out = format.AppendRecord(out, &r)
+		n++
+	}
+}
+
+// TestReceiveDedupes: a receiver with dedupe on shares what arrives
+// with what it holds: the same tree received a second time takes no
+// second copy of its data.
+func TestReceiveDedupes(t *testing.T) {
+	v, stream := sendOf(t)
+	dst, _ := newFS(t, 6, format.Settings{Dedupe: true})
+	_, _, _, err := Receive(dst, bytes.NewReader(stream))
+	must(t, err)
+	must(t, dst.Sync())
+	data := func() (n uint64) {
+		for _, bg := range dst.Store().BlockGroups() {
+			if bg.Chunk.Type == format.ChunkData {
+				n += bg.Used
+			}
+		}
+		return n
+	}
+	before := data()
+	_, _, st, err := Receive(dst, bytes.NewReader(renamed(t, stream, "again")))
+	must(t, err)
+	must(t, dst.Sync())
+	if grew := data() - before; grew > st.Data/10 {
+		t.Fatalf("the second receive of %d data bytes took %d more", st.Data, grew)
+	}
+	got, err := dst.OpenSnapshot("again")
+	must(t, err)
+	sameTree(t, v, got)
+}
