@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"io/fs"
 	"path"
@@ -92,22 +91,31 @@ func runFind(c *cobra.Command, of *openFlags, starts, expr []string) error {
 	if err != nil {
 		return err
 	}
-	im, err := of.openImage(img, false)
-	if err != nil {
-		return err
-	}
-	defer im.close()
 	w := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
 	defer w.Flush()
-	fd := &finder{im: im, w: w, maxdepth: -1, stderr: c.ErrOrStderr(), prog: cli.Prog(c), now: fsys.TimespecOf(time.Now())}
+	fd := &finder{w: w, maxdepth: -1, stderr: c.ErrOrStderr(), prog: cli.Prog(c), now: fsys.TimespecOf(time.Now())}
+	if fim, err := openForeign(img); fim != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer fim.Close()
+		fd.tree = foreignFind{fim}
+	} else {
+		im, err := of.openImage(img, false)
+		if err != nil {
+			return err
+		}
+		defer im.close()
+		fd.im, fd.tree = im, imageTree{im}
+		if paths, err = expandPaths(im, paths, nil); err != nil {
+			return im.err(err)
+		}
+	}
 	if fd.expr, err = parseFind(fd, expr); err != nil {
 		return err
 	}
-	if paths, err = expandPaths(im, paths, nil); err != nil {
-		return im.err(err)
-	}
 	for _, p := range paths {
-		in, err := im.f.Resolve(p, false)
+		in, err := fd.tree.resolve(p)
 		if err != nil {
 			fd.fail(err)
 			continue
@@ -118,7 +126,7 @@ func runFind(c *cobra.Command, of *openFlags, starts, expr []string) error {
 		return err
 	}
 	if err := fd.bad.Done(nil); err != nil {
-		return im.err(err)
+		return fd.tree.err(err)
 	}
 	if fd.failed {
 		return &cli.CodeError{Code: cli.ExitError}
@@ -128,7 +136,8 @@ func runFind(c *cobra.Command, of *openFlags, starts, expr []string) error {
 
 // finder is one find run.
 type finder struct {
-	im                 *image
+	im                 *image   // a ddfs image (nil for a foreign one)
+	tree               findTree // what is walked
 	w                  *bufio.Writer
 	expr               pred
 	maxdepth, mindepth int // -1: no -maxdepth
@@ -152,7 +161,7 @@ type pred func(e *entry) bool
 // fail reports an error and goes on, as find does; the exit code is 1.
 func (fd *finder) fail(err error) {
 	fd.w.Flush()
-	cli.Report(fd.stderr, fd.prog, fd.im.err(err))
+	cli.Report(fd.stderr, fd.prog, fd.tree.err(err))
 	fd.failed = true
 }
 
@@ -167,7 +176,7 @@ func (fd *finder) walk(p string, in *fsys.Inode, depth int) {
 	if !in.IsDir() || e.prune || fd.maxdepth >= 0 && depth >= fd.maxdepth {
 		return
 	}
-	kids, err := fd.im.f.Children(in)
+	kids, err := fd.tree.children(p, in)
 	if err := fd.bad.Note(p, err); err != nil {
 		fd.fail(&fs.PathError{Op: "read", Path: p, Err: err})
 		return
@@ -191,8 +200,8 @@ func joinPath(dir, name string) string {
 // the same image (IMAGE:PATH) or a host file.
 func (fd *finder) refTime(ref string, which byte) (format.Timespec, error) {
 	if op := parseOperand(ref); op.image != "" {
-		if op.image != fd.im.name {
-			return format.Timespec{}, usageErr("-newer %s: not in image %s", ref, fd.im.name)
+		if fd.im == nil || op.image != fd.im.name {
+			return format.Timespec{}, usageErr("-newer %s: not in the image searched", ref)
 		}
 		in, err := fd.im.f.Resolve(abs(op.path), true)
 		if err != nil {
@@ -216,12 +225,11 @@ func (fd *finder) isEmpty(e *entry) bool {
 	if !e.in.IsDir() {
 		return false
 	}
-	any := false
-	err := fd.im.f.ReadDir(e.in, func(fsys.DirEntry) bool { any = true; return false })
-	if err != nil && !errors.As(err, new(*fsys.EntryError)) {
+	empty, err := fd.tree.empty(e.path, e.in)
+	if err != nil {
 		fd.fail(&fs.PathError{Op: "read", Path: e.path, Err: err})
 	}
-	return !any && err == nil
+	return empty
 }
 
 // matchPath is -path: fnmatch without FNM_PATHNAME, where '*' and '?'

@@ -94,6 +94,9 @@ func (fd *finder) directive(d string) (printfPart, error) {
 		}, nil
 	case "u":
 		if fd.acc == nil {
+			if fd.im == nil {
+				return nil, usageErr("-printf %%u/%%g: a foreign image has no user names")
+			}
 			acc, err := accountsOf(fd.im.f)
 			if err != nil {
 				return nil, fd.im.err(err)

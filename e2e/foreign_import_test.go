@@ -69,6 +69,13 @@ func TestForeignImport(t *testing.T) {
 	// diff reads foreign images: the import is the image, the image the source.
 	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/", "a.img:/"), 0)
 	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/dir", filepath.Join(src, "dir")), 0)
+	// find walks it, its expression seeing what ext4 keeps.
+	if r := must(t, run(t, dir, "ddfs", "find", "root.ext4:/dir", "-type", "f", "-size", "+1k"), 0); r.stdout != "/dir/b.bin\n" {
+		t.Fatalf("find -type f -size +1k: %q", r.stdout)
+	}
+	if r := must(t, run(t, dir, "ddfs", "find", "root.ext4:/", "-type", "p", "-o", "-empty", "-type", "f"), 0); r.stdout != "/dir/sub/c\n/fifo\n" {
+		t.Fatalf("find -type p -o -empty: %q", r.stdout)
+	}
 	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "a.img:/"), 0).stdout, src)
 	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "root.ext4:/"), 0).stdout, src)
 
