@@ -43,11 +43,6 @@ func newDuCmd() *cobra.Command {
 	fl.IntVarP(&o.depth, "max-depth", "d", -1, "lines only for directories N or fewer levels below an argument")
 	fl.BoolVar(&o.json, "json", false, "print a JSON array of {path, bytes, size}")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		im, paths, err := openOperands(of, args, false)
-		if err != nil {
-			return err
-		}
-		defer im.close()
 		if o.summary {
 			if c.Flags().Changed("max-depth") && o.depth != 0 {
 				return usageErr("-s and -d %d together", o.depth)
@@ -57,19 +52,21 @@ func newDuCmd() *cobra.Command {
 		if o.bytes {
 			o.apparent = true
 		}
-		d := &duWalk{duOpts: o, im: im, w: c.OutOrStdout(), seen: map[uint64]bool{}}
-		if paths, err = expandPaths(im, paths, &d.bad); err != nil {
-			return im.err(err)
+		d := &duWalk{duOpts: o, w: c.OutOrStdout(), seen: map[uint64]bool{}}
+		paths, done, err := d.open(of, args)
+		if err != nil {
+			return err
 		}
+		defer done()
 		var sum duJSON
 		for _, p := range paths {
-			in, err := im.f.Resolve(p, false)
+			in, err := d.tree.resolve(p)
 			if err != nil {
-				return im.err(err)
+				return d.tree.err(err)
 			}
 			u, err := d.walk(in, p, 0)
 			if err != nil {
-				return im.err(err)
+				return d.tree.err(err)
 			}
 			sum.Bytes, sum.Size = units.SatAdd(sum.Bytes, u.Bytes), units.SatAdd(sum.Size, u.Size)
 		}
@@ -85,14 +82,40 @@ func newDuCmd() *cobra.Command {
 				return err
 			}
 		}
-		return im.err(d.bad.Done(nil))
+		return d.tree.err(d.bad.Done(nil))
 	}
 	return c
 }
 
+// open opens the operands' image, a ddfs one or (read through its
+// format's reader) a foreign one, and returns the paths to walk.
+func (d *duWalk) open(of *openFlags, args []string) ([]string, func(), error) {
+	img, paths, err := imageOperands(args)
+	if err == nil && len(paths) > 0 {
+		if fim, ferr := openForeign(img); fim != nil || ferr != nil {
+			if ferr != nil {
+				return nil, nil, ferr
+			}
+			d.tree, d.name = foreignFind{fim}, img
+			return paths, func() { fim.Close() }, nil
+		}
+	}
+	im, paths, err := openOperands(of, args, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.tree, d.name = imageTree{im}, im.name
+	if paths, err = expandPaths(im, paths, &d.bad); err != nil {
+		im.close()
+		return nil, nil, im.err(err)
+	}
+	return paths, func() { im.close() }, nil
+}
+
 type duWalk struct {
 	*duOpts
-	im   *image
+	tree findTree // a ddfs image, or a foreign one (its files' usage is their size)
+	name string   // the image as the user wrote it
 	w    io.Writer
 	seen map[uint64]bool // directories and multi-link files counted (hard links count once)
 	bad  fsys.Refused    // entries fsck flags: not counted, the error at the end
@@ -106,7 +129,7 @@ func (d *duWalk) walk(in *fsys.Inode, p string, depth int) (duJSON, error) {
 	// Only what can be reached twice is remembered, as GNU du does: a
 	// file with several links, and directories (a crafted image may list
 	// one twice, or in a loop). A map entry per file was 9% of du -s.
-	if in.IsDir() || in.Nlink > 1 {
+	if (in.IsDir() || in.Nlink > 1) && in.Ino != 0 { // 0: a foreign format numbers no inodes
 		if d.seen[in.Ino] {
 			return u, nil
 		}
@@ -114,7 +137,7 @@ func (d *duWalk) walk(in *fsys.Inode, p string, depth int) (duJSON, error) {
 	}
 	u.Bytes, u.Size = in.NBytes, in.Size
 	if in.IsDir() {
-		kids, err := d.im.f.Children(in)
+		kids, err := d.tree.children(p, in)
 		if err := d.bad.Note(p, err); err != nil {
 			return u, err
 		}
@@ -164,7 +187,7 @@ func (d *duWalk) line(u duJSON, total bool) {
 	default:
 		s = fmt.Sprint((n + 1023) / 1024)
 	}
-	name := d.im.name + ":" + string(u.Path)
+	name := d.name + ":" + string(u.Path)
 	if total {
 		name = "total"
 	}

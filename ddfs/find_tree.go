@@ -69,6 +69,7 @@ func inodeOf(st *foreign.Stat) *fsys.Inode {
 	in := &fsys.Inode{Ino: st.Ino}
 	in.Mode, in.UID, in.GID, in.Rdev, in.Nlink = st.Mode, st.UID, st.GID, st.Rdev, st.Nlink
 	in.Size = uint64(max(st.Size, 0))
+	in.NBytes = in.Size // what the format allocates is not known: du counts the size
 	in.Mtime, in.Atime, in.Ctime, in.Btime = fsys.TimespecOf(st.Mtime), fsys.TimespecOf(st.Atime), fsys.TimespecOf(st.Ctime), fsys.TimespecOf(st.Btime)
 	if st.Atime.IsZero() {
 		in.Atime = in.Mtime

@@ -59,7 +59,7 @@ func foreignRefusal(image string, write bool, c *cobra.Command) error {
 	if write {
 		return foreign.ReadOnly(k, image)
 	}
-	return fmt.Errorf("%s: %s image: %s does not read foreign images yet (ls, cat, stat, cp, tar-out, diff, find and info do): %w", image, k, cmd, foreign.ErrUnsupported)
+	return fmt.Errorf("%s: %s image: %s does not read foreign images yet (ls, cat, stat, cp, tar-out, diff, find, du and info do): %w", image, k, cmd, foreign.ErrUnsupported)
 }
 
 // foreignOperands opens the image of IMAGE:PATH operands when it is a

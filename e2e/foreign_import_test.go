@@ -69,6 +69,9 @@ func TestForeignImport(t *testing.T) {
 	// diff reads foreign images: the import is the image, the image the source.
 	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/", "a.img:/"), 0)
 	must(t, run(t, dir, "ddfs", "diff", "root.ext4:/dir", filepath.Join(src, "dir")), 0)
+	if r := must(t, run(t, dir, "ddfs", "du", "-b", "root.ext4:/dir/b.bin"), 0); r.stdout != "300000\troot.ext4:/dir/b.bin\n" {
+		t.Fatalf("du -b: %q", r.stdout)
+	}
 	// find walks it, its expression seeing what ext4 keeps.
 	if r := must(t, run(t, dir, "ddfs", "find", "root.ext4:/dir", "-type", "f", "-size", "+1k"), 0); r.stdout != "/dir/b.bin\n" {
 		t.Fatalf("find -type f -size +1k: %q", r.stdout)
