@@ -32,7 +32,7 @@ func newRoot() *cobra.Command {
 		newMkdirCmd(), newRmCmd(), newMvCmd(), newLnCmd(), newTouchCmd(), newChmodCmd(), newChownCmd(),
 		newDuCmd(), newXattrCmd(), newTarInCmd(), newTarOutCmd(), newPropCmd(), newDeviceCmd(),
 		newBalanceCmd(), newScrubCmd(), newInspectCmd(), newSetUUIDCmd(), newFindCmd(), newDiffCmd(), newMountCmd(),
-		newRescueCmd(), newSnapshotCmd(), newRollbackCmd(), newSendCmd(), newReceiveCmd())
+		newRescueCmd(), newSnapshotCmd(), newRollbackCmd(), newSendCmd(), newReceiveCmd(), newExportCmd())
 	return root
 }
 

@@ -197,6 +197,8 @@ var setups = []struct{ has, script string }{
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
 	{"disk.img@nightly2", "ddfs snapshot create disk.img nightly\nmkfs.ddfs -q -b 1G backup.img\nddfs send disk.img@nightly | ddfs receive -q backup.img\nddfs snapshot create disk.img nightly2"},
 	{"disk.img@nightly", "ddfs snapshot create disk.img nightly && mkfs.ddfs -q -b 1G backup.img"},
+	{"disk.img:/rootfs rootfs.squashfs", "ddfs mkdir disk.img:/rootfs && echo x > t && ddfs cp t disk.img:/rootfs/t"},
+	{"disk.img:/seed seed.iso", "ddfs mkdir disk.img:/seed && echo '#cloud-config' > u && ddfs cp u disk.img:/seed/user-data"},
 	{"create disk.img nightly2", "ddfs snapshot create disk.img nightly"},
 	{"rollback disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},
 	{"delete disk.img before-upgrade", "ddfs snapshot create disk.img before-upgrade"},

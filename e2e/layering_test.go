@@ -35,7 +35,7 @@ var layers = map[string]int{
 	"pkg/trim":     6, // discards only what pkg/inuse agrees is free
 	"pkg/transfer": 6, "pkg/check": 6, "pkg/send": 6,
 	"pkg/dedupe": 6, // estimate, offline dedupe, index upkeep: on fsys
-	"pkg/mkfs":   7, "pkg/crashtest": 7,
+	"pkg/mkfs":   7, "pkg/crashtest": 7, "pkg/export": 7,
 	"pkg/fusefs": 7, // the FUSE mount: on fsys
 	// The five mains and the tools around them.
 	"mkfs": 10, "fsck": 10, "ddfs": 10, "dedupe-tool": 10, "trimtool": 10,

@@ -1,0 +1,233 @@
+// Package export builds another filesystem's image from a ddfs tree with
+// go-diskfs's writers (squashfs, ISO 9660 with Rock Ridge), which are not
+// trusted: each image written is read back through pkg/foreign and
+// compared with the tree, entry by entry and byte for byte, before it is
+// kept.
+package export
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+
+	"github.com/ddfs/ddfs/pkg/foreign"
+	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/transfer"
+)
+
+// Types are the formats written.
+var Types = []string{"squashfs", "iso9660"}
+
+// Options shape an export.
+type Options struct {
+	Type  string // squashfs or iso9660
+	Label string // the ISO volume identifier ("" : go-diskfs's default)
+}
+
+// Stats counts what an export wrote and checked.
+type Stats struct {
+	Entries uint64 `json:"entries"`
+	Bytes   uint64 `json:"data_bytes"`
+}
+
+// ErrMismatch: the image written does not read back as the tree.
+var ErrMismatch = errors.New("the image written does not read back as the tree")
+
+// Export writes the tree at src of f as a new image file out (which
+// must not exist) and verifies it; a failed export leaves no file.
+func Export(f *fsys.FS, src, out string, o Options) (st Stats, err error) {
+	w, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out)
+		}
+	}()
+	ws, finalize, err := create(w, o)
+	if err != nil {
+		return st, err
+	}
+	defer os.RemoveAll(ws)
+	if err := fill(f, src, ws); err != nil {
+		return st, err
+	}
+	if err := finalize(); err != nil {
+		return st, fmt.Errorf("%s: %w", o.Type, err)
+	}
+	return verify(f, src, out)
+}
+
+// create makes the go-diskfs filesystem on w; it returns its workspace
+// (the host folder the writer builds the image from) and the call that
+// writes the image.
+func create(w *os.File, o Options) (string, func() error, error) {
+	b := file.New(w, false)
+	switch o.Type {
+	case "squashfs":
+		fs, err := squashfs.Create(b, 0, 0, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		return fs.Workspace(), func() error {
+			// go-diskfs v1.9.4's squashfs writer reads a symlink's target
+			// by its path relative to the workspace, from the current
+			// directory: it is the workspace while the writer runs.
+			back, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			if err := os.Chdir(fs.Workspace()); err != nil {
+				return err
+			}
+			defer os.Chdir(back)
+			return fs.Finalize(squashfs.FinalizeOptions{Compression: &squashfs.CompressorZstd{}})
+		}, nil
+	case "iso9660":
+		fs, err := iso9660.Create(b, 0, 0, 0, "")
+		if err != nil {
+			return "", nil, err
+		}
+		return fs.Workspace(), func() error {
+			return fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, DeepDirectories: true, VolumeIdentifier: o.Label})
+		}, nil
+	}
+	return "", nil, fmt.Errorf("export type %q: want squashfs or iso9660: %w", o.Type, syscall.EINVAL)
+}
+
+// fill copies the tree's entries into the workspace as cp -a does (modes,
+// owners as root, times, symlinks, hard links).
+func fill(f *fsys.FS, src, ws string) error {
+	in, err := f.Resolve(src, true)
+	if err != nil {
+		return err
+	}
+	if !in.IsDir() {
+		return &os.PathError{Op: "export", Path: src, Err: syscall.ENOTDIR}
+	}
+	kids, err := f.Children(in)
+	if err != nil {
+		return err
+	}
+	o := transfer.Options{Recursive: true, Archive: true}
+	for _, k := range kids {
+		if err := transfer.CopyOut(f, path.Join(src, k.Entry.Name), ws, o); err != nil {
+			return err
+		}
+	}
+	mode := os.FileMode(in.Mode & 0o777)
+	return os.Chmod(ws, mode)
+}
+
+// verify reads the image written through pkg/foreign and compares every
+// entry with the tree: names, types, sizes, bytes, symlink targets.
+func verify(f *fsys.FS, src, out string) (Stats, error) {
+	var st Stats
+	im, err := foreign.Open(out)
+	if err != nil {
+		return st, fmt.Errorf("%w: %v", ErrMismatch, err)
+	}
+	defer im.Close()
+	root, err := f.Resolve(src, true)
+	if err != nil {
+		return st, err
+	}
+	return st, compareDir(f, im, src, "/", root, &st, 0)
+}
+
+func compareDir(f *fsys.FS, im *foreign.Image, p, q string, dir *fsys.Inode, st *Stats, depth int) error {
+	if depth > 1024 {
+		return fmt.Errorf("%s: nested over 1024 deep: %w", p, syscall.ELOOP)
+	}
+	kids, err := f.Children(dir)
+	if err != nil {
+		return err
+	}
+	got, err := im.ReadDir(q)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
+	}
+	if len(got) != len(kids) {
+		return fmt.Errorf("%w: %s holds %d entries, the tree %d", ErrMismatch, q, len(got), len(kids))
+	}
+	names := map[string]*foreign.Stat{}
+	for _, g := range got {
+		names[g.Name] = g
+	}
+	for _, k := range kids {
+		g, ok := names[k.Entry.Name]
+		if !ok {
+			return fmt.Errorf("%w: %s: %q missing", ErrMismatch, q, k.Entry.Name)
+		}
+		if err := compareEntry(f, im, path.Join(p, k.Entry.Name), path.Join(q, k.Entry.Name), k.Inode, g, st, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareEntry(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, g *foreign.Stat, st *Stats, depth int) error {
+	st.Entries++
+	if in.Mode&syscall.S_IFMT != g.Mode&syscall.S_IFMT {
+		return fmt.Errorf("%w: %s: type %o, the tree's %o", ErrMismatch, q, g.Mode&syscall.S_IFMT, in.Mode&syscall.S_IFMT)
+	}
+	switch {
+	case in.IsDir():
+		return compareDir(f, im, p, q, in, st, depth+1)
+	case in.IsSymlink():
+		want, err := f.ReadlinkInode(in)
+		if err != nil {
+			return err
+		}
+		if got, err := im.Readlink(q); err != nil || got != want {
+			return fmt.Errorf("%w: %s: target %q (%v), the tree's %q", ErrMismatch, q, got, err, want)
+		}
+	case in.IsRegular():
+		if uint64(g.Size) != in.Size {
+			return fmt.Errorf("%w: %s: %d bytes, the tree's %d", ErrMismatch, q, g.Size, in.Size)
+		}
+		return compareData(f, im, p, q, in, st)
+	}
+	return nil
+}
+
+// compareData compares a file's bytes by hash, streaming both sides.
+func compareData(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, st *Stats) error {
+	r, err := im.Open(q)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
+	}
+	defer r.Close()
+	hg := sha256.New()
+	if _, err := io.Copy(hg, struct{ io.Reader }{r}); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
+	}
+	hw := sha256.New()
+	buf := make([]byte, 1<<20)
+	for off := uint64(0); off < in.Size; { // holes read as zeros, as the image's reader gives them
+		n, err := f.ReadAt(in, buf[:min(uint64(len(buf)), in.Size-off)], off)
+		if n == 0 && err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		hw.Write(buf[:n])
+		off += uint64(n)
+	}
+	if !bytes.Equal(hg.Sum(nil), hw.Sum(nil)) {
+		return fmt.Errorf("%w: %s: its bytes differ from the tree's", ErrMismatch, q)
+	}
+	st.Bytes += in.Size
+	return nil
+}
