@@ -128,6 +128,8 @@ func (c *ChunkItem) Validate() error {
 		ok = ns >= pi.MinDevices
 	case ProfileRaid10:
 		ok = ns >= pi.MinDevices && ns%2 == 0
+	case ProfileRaid5, ProfileRaid6:
+		ok = ns >= pi.MinDevices && c.StripeLen >= MinParityStripeLen && c.StripeLen <= MaxParityStripeLen
 	}
 	if !ok {
 		return corruptf(nil, "chunk item: %v with %d stripes", c.Profile, ns)
@@ -141,8 +143,11 @@ func (c *ChunkItem) Validate() error {
 			seen[s.DevID] = true
 		}
 	}
-	if pi.Striped {
-		data := uint64(ns / pi.SubStripes)
+	if pi.Parity > 0 && c.Length%uint64(c.StripeLen) != 0 {
+		return corruptf(nil, "chunk item: length %d not a multiple of stripe_len %d", c.Length, c.StripeLen)
+	}
+	if pi.Striped && pi.Parity == 0 {
+		data := uint64(pi.DataStripes(ns))
 		if c.Length%(data*uint64(c.StripeLen)) != 0 {
 			return corruptf(nil, "chunk item: length %d not a multiple of %d stripes of %d", c.Length, data, c.StripeLen)
 		}
@@ -156,7 +161,14 @@ func (c *ChunkItem) StripeLength() uint64 {
 	if !pi.Striped {
 		return c.Length
 	}
-	return c.Length / uint64(len(c.Stripes)/pi.SubStripes)
+	if d := pi.DataStripes(len(c.Stripes)); d < 1 || c.StripeLen == 0 {
+		return c.Length // not a valid chunk (Validate refuses it): no division by zero
+	}
+	if pi.Parity > 0 { // whole rows; the last may reach past length
+		row := uint64(pi.DataStripes(len(c.Stripes))) * uint64(c.StripeLen)
+		return (c.Length + row - 1) / row * uint64(c.StripeLen)
+	}
+	return c.Length / uint64(pi.DataStripes(len(c.Stripes)))
 }
 
 func (c *ChunkItem) String() string {

@@ -27,6 +27,12 @@ func chunk(p Profile, length uint64, devids ...uint64) *ChunkItem {
 
 const mib = 1 << 20
 
+func parityChunk(p Profile, length uint64, devids ...uint64) *ChunkItem {
+	c := chunk(p, length, devids...)
+	c.StripeLen = ParityStripeLen
+	return c
+}
+
 func TestChunkValidate(t *testing.T) {
 	dup := chunk(ProfileDup, 8*mib, 1, 1)
 	dup.Stripes[1].Offset = 100 * mib
@@ -48,8 +54,16 @@ func TestChunkValidate(t *testing.T) {
 
 		{"type 0", func() *ChunkItem { c := chunk(ProfileSingle, mib, 1); c.Type = 0; return c }(), ErrCorrupt},
 		{"mixed type", func() *ChunkItem { c := chunk(ProfileSingle, mib, 1); c.Type = ChunkData | ChunkMetadata; return c }(), ErrCorrupt},
-		{"raid5 reserved", chunk(ProfileRaid5, 8*mib, 1, 2, 3), ErrUnsupported},
-		{"raid6 reserved", chunk(ProfileRaid6, 8*mib, 1, 2, 3), ErrUnsupported},
+		{"raid5 three devices", parityChunk(ProfileRaid5, 8*mib, 1, 2, 3), nil},
+		{"raid5 two devices", parityChunk(ProfileRaid5, 8*mib, 1, 2), nil},
+		{"raid6 three devices", parityChunk(ProfileRaid6, 8*mib, 1, 2, 3), nil},
+		{"raid5 length a partial row", parityChunk(ProfileRaid5, 5*ParityStripeLen, 1, 2, 3), nil},
+		{"raid5 one stripe", parityChunk(ProfileRaid5, mib, 1), ErrCorrupt},
+		{"raid6 two stripes", parityChunk(ProfileRaid6, mib, 1, 2), ErrCorrupt},
+		{"raid6 two stripes on one device", parityChunk(ProfileRaid6, mib, 1, 2, 2), ErrCorrupt},
+		{"raid5 length not whole strips", parityChunk(ProfileRaid5, mib+4096, 1, 2, 3), ErrCorrupt},
+		{"raid5 strip 2 KiB", func() *ChunkItem { c := parityChunk(ProfileRaid5, mib, 1, 2); c.StripeLen = 2048; return c }(), ErrCorrupt},
+		{"raid5 strip 2 MiB", func() *ChunkItem { c := parityChunk(ProfileRaid5, 4*mib, 1, 2); c.StripeLen = 2 * mib; return c }(), ErrCorrupt},
 		{"unknown profile", func() *ChunkItem { c := chunk(ProfileSingle, mib, 1); c.Profile = 99; return c }(), ErrUnsupported},
 		{"length 0", chunk(ProfileSingle, 0, 1), ErrCorrupt},
 		{"stripe_len 0", func() *ChunkItem { c := chunk(ProfileSingle, mib, 1); c.StripeLen = 0; return c }(), ErrCorrupt},

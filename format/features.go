@@ -64,7 +64,7 @@ const (
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = RoCompatCounters
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots | IncompatReceive
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots | IncompatReceive | IncompatRaid56
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

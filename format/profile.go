@@ -36,8 +36,8 @@ const (
 	ProfileRaid1   Profile = 3
 	ProfileRaid1C3 Profile = 4
 	ProfileRaid10  Profile = 5
-	ProfileRaid5   Profile = 6 // reserved: IncompatRaid56
-	ProfileRaid6   Profile = 7 // reserved: IncompatRaid56
+	ProfileRaid5   Profile = 6 // IncompatRaid56
+	ProfileRaid6   Profile = 7 // IncompatRaid56
 )
 
 // ProfileInfo describes the geometry rules of a profile.
@@ -82,7 +82,17 @@ func (p Profile) String() string {
 }
 
 // Supported reports whether this build can create and read chunks of p.
-func (p Profile) Supported() bool { return p <= ProfileRaid10 }
+func (p Profile) Supported() bool { return p <= ProfileRaid6 }
+
+// DataStripes is how many stripes of a striped chunk with n stripes hold
+// distinct data in each row: n less the parity stripes, divided among the
+// mirror groups (1 for a profile that is not striped).
+func (i ProfileInfo) DataStripes(n int) int {
+	if !i.Striped {
+		return 1
+	}
+	return (n - i.Parity) / i.SubStripes
+}
 
 // ParseProfile maps a name to a supported profile.
 func ParseProfile(name string) (Profile, error) {
@@ -94,7 +104,7 @@ func ParseProfile(name string) (Profile, error) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown profile %q (want single, dup, raid0, raid1, raid1c3 or raid10)", name)
+	return 0, fmt.Errorf("unknown profile %q (want single, dup, raid0, raid1, raid1c3, raid10, raid5 or raid6)", name)
 }
 
 // ProfiledChunk is what the set's profile rule (FORMAT.md §4.5 "The

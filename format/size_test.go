@@ -197,6 +197,8 @@ func TestEnumValues(t *testing.T) {
 		ProfileRaid1:   {Name: "raid1", MinDevices: 2, Copies: 2, SubStripes: 1},
 		ProfileRaid1C3: {Name: "raid1c3", MinDevices: 3, Copies: 3, SubStripes: 1},
 		ProfileRaid10:  {Name: "raid10", MinDevices: 4, Copies: 2, SubStripes: 2, Striped: true},
+		ProfileRaid5:   {Name: "raid5", MinDevices: 2, Copies: 1, SubStripes: 1, Striped: true, Parity: 1},
+		ProfileRaid6:   {Name: "raid6", MinDevices: 3, Copies: 1, SubStripes: 1, Striped: true, Parity: 2},
 	}
 	for p, want := range geo {
 		got, ok := p.Info()
@@ -207,11 +209,11 @@ func TestEnumValues(t *testing.T) {
 			t.Errorf("ParseProfile(%q) = %v, %v", want.Name, q, err)
 		}
 	}
-	if ProfileRaid5.Supported() || ProfileRaid6.Supported() {
-		t.Error("raid5/6 are reserved")
+	if Profile(8).Supported() {
+		t.Error("profile 8 is not defined")
 	}
-	if _, err := ParseProfile("raid5"); err == nil {
-		t.Error("raid5 parsed")
+	if _, err := ParseProfile("raid7"); err == nil {
+		t.Error("raid7 parsed")
 	}
 	for p := AllocClassic; p <= AllocTiered; p++ {
 		if q, err := ParseAllocPolicy(p.String()); err != nil || q != p {

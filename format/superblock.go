@@ -457,6 +457,9 @@ func UnmarshalSuperblock(b []byte) (*Superblock, error) {
 			return nil, corruptf(nil, "superblock: system chunk array key %v", k)
 		}
 		c, n, err := UnmarshalChunkItem(sys[KeySize:])
+		if err == nil {
+			err = CheckChunkAgainst(c, sb)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -146,7 +146,7 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 	switch {
 	case req.Profile == format.ProfileDup:
 		n = 1
-	case req.Profile == format.ProfileRaid0:
+	case req.Profile == format.ProfileRaid0 || pi.Parity > 0:
 		n = len(cands)
 	case req.Profile == format.ProfileRaid10:
 		n = len(cands) &^ 1
@@ -158,7 +158,7 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 	cands = cands[:n]
 	size := req.StripeSize
 	if pi.Striped {
-		size = max(size/uint64(n/pi.SubStripes), req.MinStripe)
+		size = max(size/uint64(pi.DataStripes(n)), req.MinStripe)
 	}
 	for _, c := range cands {
 		avail := c.holes[0].Len
@@ -186,7 +186,7 @@ func placeOn(devs []DeviceSpace, req Request, pi format.ProfileInfo) (*Placement
 	}
 	p.Length = size
 	if pi.Striped {
-		p.Length = size * uint64(len(p.Stripes)/pi.SubStripes)
+		p.Length = size * uint64(pi.DataStripes(len(p.Stripes)))
 	}
 	return p, nil
 }

@@ -112,7 +112,19 @@ func (s *RangeSet) Contains(start, n uint64) bool {
 // First takes the first n bytes aligned to align (a power of two) at or
 // after hint, wrapping around to the start; ok is false when nothing fits.
 func (s *RangeSet) First(n, align, hint uint64) (start uint64, ok bool) {
+	return s.FirstIn(n, align, hint, nil)
+}
+
+// FirstIn is First taking space only from the part of each free range
+// that usable (nil: all of it) leaves: a parity group's rows that hold
+// committed data stay closed (FORMAT.md §4.4).
+func (s *RangeSet) FirstIn(n, align, hint uint64, usable func(Range) Range) (start uint64, ok bool) {
 	fit := func(r Range, lo uint64) bool {
+		if usable != nil {
+			if r = usable(r); r.Len == 0 {
+				return true
+			}
+		}
 		st := (max(r.Start, lo) + align - 1) &^ (align - 1)
 		if st >= r.Start && st+n <= r.End() {
 			start, ok = st, true

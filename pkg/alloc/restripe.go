@@ -25,6 +25,9 @@ type Restripe struct {
 	// copies stay missing until each is replaced in turn, as the chunk
 	// cannot be rebuilt at its profile on the devices present); nil none.
 	Stay map[uint64]bool
+	// StripeLen is the new layout's stripe_len (format.RestripeStripeLen;
+	// 0: the chunk's own).
+	StripeLen uint32
 }
 
 // PlaceRestripe returns the stripes of the chunk's new layout. A stripe of
@@ -49,7 +52,11 @@ func PlaceRestripe(devs []DeviceSpace, r Restripe) ([]format.Stripe, error) {
 				return s, nil
 			}
 		}
-		return placeStriped(devs, old.Length, uint64(old.StripeLen), r.Profile, pi, r.Prefer, r.Rank)
+		unit := uint64(old.StripeLen)
+		if r.StripeLen != 0 {
+			unit = uint64(r.StripeLen)
+		}
+		return placeStriped(devs, old.Length, unit, r.Profile, pi, r.Prefer, r.Rank)
 	}
 	var kept []format.Stripe
 	if !oldPI.Striped {
@@ -242,23 +249,24 @@ func replaceStripes(devs []DeviceSpace, old *format.ChunkItem, r Restripe) ([]fo
 // length a multiple of D stripe units (unit: stripe_len) as the format
 // requires.
 func placeStriped(devs []DeviceSpace, length, unit uint64, p format.Profile, pi format.ProfileInfo, prefer uint64, rank map[uint64]int) ([]format.Stripe, error) {
-	minData := pi.MinDevices / pi.SubStripes
-	for data := len(devs) / pi.SubStripes; data >= minData; data-- {
-		if unit == 0 || length%(uint64(data)*unit) != 0 {
+	minData := pi.DataStripes(pi.MinDevices)
+	for data := pi.DataStripes(len(devs)); data >= minData; data-- {
+		if unit == 0 || length%(uint64(data)*unit) != 0 && (pi.Parity == 0 || length%unit != 0) {
 			continue
 		}
-		sl := length / uint64(data)
+		want := data*pi.SubStripes + pi.Parity
+		sl := (&format.ChunkItem{Length: length, Profile: p, StripeLen: uint32(unit), Stripes: make([]format.Stripe, want)}).StripeLength()
 		trial := cloneSpace(devs)
 		var out []format.Stripe
 		for _, d := range byFree(trial, prefer, rank) {
-			if len(out) == data*pi.SubStripes {
+			if len(out) == want {
 				break
 			}
 			if s, ok := take(d, sl); ok {
 				out = append(out, s)
 			}
 		}
-		if len(out) == data*pi.SubStripes {
+		if len(out) == want {
 			return out, nil
 		}
 	}

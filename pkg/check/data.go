@@ -212,6 +212,12 @@ func (c *checker) lostData() {
 		if !ok || ch.Type != format.ChunkData || uint64(e.length) > ch.End()-e.logical || !c.vol.ChunkDegraded(ch) {
 			continue // other checks report an extent outside its chunk
 		}
+		if isParity(ch) {
+			if ch.LostWithout(c.vol.IsMissing) {
+				c.add(Problem{Code: DataLost, Logical: e.logical, Message: fmt.Sprintf("the extent's %d bytes at %d are in a %v chunk with more devices missing than its parity covers", e.length, e.logical, ch.Profile)})
+			}
+			continue
+		}
 		segs, err := ch.Map(e.logical-ch.Logical, uint64(e.length))
 		if err != nil {
 			continue

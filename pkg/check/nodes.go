@@ -63,6 +63,9 @@ func (c *checker) chunkTreeItem(node uint64, it format.Item) {
 		if err == nil && n != len(it.Data) {
 			err = fmt.Errorf("%d trailing bytes after the chunk item", len(it.Data)-n)
 		}
+		if err == nil {
+			err = format.CheckChunkAgainst(ch, c.sb)
+		}
 		if err != nil {
 			bad(err)
 			return
@@ -162,7 +165,9 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 		return r
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
-	r.targets, _ = c.vol.Locate(logical)
+	if !isParity(ch) { // a parity chunk's copy 0 rebuilds a missing strip itself
+		r.targets, _ = c.vol.Locate(logical)
+	}
 	// The decoded node's items alias r.buf (format.UnmarshalNodeShared); a
 	// later copy goes to r.other, and one equal to the good copy byte for
 	// byte validates alike and is not decoded again.
@@ -191,6 +196,8 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 			err = c.vol.ReadCopy(logical, *buf, m)
 		}
 		switch {
+		case errors.Is(err, volume.ErrMissingDevice): // a parity copy rebuilt from a missing strip
+			err = errMissingCopy
 		case err != nil:
 		case r.node != nil && bytes.Equal(r.other, r.buf):
 		case r.node == nil:
@@ -361,7 +368,10 @@ func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
 	}
 	run := c.reads.getRun(n, c.vol.Copies(start))
 	run.start, run.n = start, n
-	targets, _ := c.vol.Locate(start)
+	var targets []volume.Target
+	if !isParity(ch) {
+		targets, _ = c.vol.Locate(start)
+	}
 	bufs := make([][]byte, len(run.data))
 	for m := range bufs {
 		if m >= len(targets) || !c.vol.IsMissing(targets[m].DevID) {
@@ -436,4 +446,11 @@ func (c *checker) nodesTotal() uint64 {
 		return 0
 	}
 	return max((sb.BytesUsed-sb.Counters.PhysicalBytes)/uint64(sb.NodeSize), uint64(len(c.seen)))
+}
+
+// isParity reports whether ch is a raid5/raid6 chunk, whose copies are
+// not one a device: ReadCopy rebuilds what a missing device held.
+func isParity(ch *volume.Chunk) bool {
+	pi, _ := ch.Profile.Info()
+	return pi.Parity > 0
 }

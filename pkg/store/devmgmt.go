@@ -48,16 +48,17 @@ func (fs *FS) planOn(devs []alloc.DeviceSpace, bgs []*BlockGroup, need needFunc,
 	for _, bg := range bgs {
 		p, _ := need(bg)
 		old := bg.Chunk.ChunkItem
-		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: o.prefer, Rank: fs.tierRank(bg), Stay: o.stay})
+		sl := format.RestripeStripeLen(old, p, fs.sb.NodeSize)
+		stripes, err := alloc.PlaceRestripe(devs, alloc.Restripe{Chunk: old, Profile: p, Prefer: o.prefer, Rank: fs.tierRank(bg), Stay: o.stay, StripeLen: sl})
 		if err != nil {
 			return fmt.Errorf("chunk %d (%v %v -> %v): %w: %w", bg.Chunk.Logical, old.Type, old.Profile, p, ErrCannotRelocate, err)
 		}
 		pi, _ := p.Info()
-		sl := (&format.ChunkItem{Length: old.Length, Profile: p, SubStripes: uint16(pi.SubStripes), Stripes: stripes}).StripeLength()
+		devLen := (&format.ChunkItem{Length: old.Length, Profile: p, StripeLen: sl, SubStripes: uint16(pi.SubStripes), Stripes: stripes}).StripeLength()
 		for _, s := range stripes {
 			for i := range devs {
 				if devs[i].DevID == s.DevID {
-					devs[i].Used = append(devs[i].Used, alloc.Range{Start: s.Offset, Len: sl})
+					devs[i].Used = append(devs[i].Used, alloc.Range{Start: s.Offset, Len: devLen})
 				}
 			}
 		}

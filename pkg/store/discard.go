@@ -163,7 +163,7 @@ func (fs *FS) discardPending() {
 func (fs *FS) discardLogical(bg *BlockGroup, rs []alloc.Range) bool {
 	phys := map[uint64][]alloc.Range{}
 	for _, r := range rs {
-		segs, err := bg.Chunk.Map(r.Start-bg.Chunk.Logical, r.Len)
+		segs, err := bg.Chunk.DiscardMap(r.Start-bg.Chunk.Logical, r.Len)
 		if err != nil {
 			return false
 		}

@@ -173,6 +173,7 @@ func (tx *Txn) WriteLog(payload []byte) error {
 	}
 	fs.sb = sb
 	fs.LogBlocks++
+	tx.openRows = nil // durable now: no row it wrote may change again
 	return nil
 }
 

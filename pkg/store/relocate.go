@@ -40,12 +40,13 @@ const (
 func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64, stay map[uint64]bool, flags uint32) error {
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
-	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg), Stay: stay})
+	sl := format.RestripeStripeLen(oldItem, p, fs.sb.NodeSize)
+	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg), Stay: stay, StripeLen: sl})
 	if err != nil {
 		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
 	}
 	pi, _ := p.Info()
-	item := &format.ChunkItem{Length: oldItem.Length, Type: oldItem.Type, Profile: p, StripeLen: oldItem.StripeLen,
+	item := &format.ChunkItem{Length: oldItem.Length, Type: oldItem.Type, Profile: p, StripeLen: sl,
 		SubStripes: uint16(pi.SubStripes), Stripes: stripes}
 	if err := item.Validate(); err != nil {
 		return fmt.Errorf("chunk %d: relocation produced a bad layout: %w", bg.Chunk.Logical, err)

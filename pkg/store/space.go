@@ -232,6 +232,10 @@ func (tx *Txn) newChunkOn(t format.ChunkType, tier int, strict bool) (*BlockGrou
 	}
 	c := &format.ChunkItem{Length: p.Length, Type: t, Profile: profile, StripeLen: format.DefaultStripeLen, Stripes: p.Stripes}
 	pi, _ := profile.Info()
+	if pi.Parity > 0 {
+		c.StripeLen = format.ParityStripeLenFor(fs.sb.NodeSize)
+		tx.NeedIncompat(format.IncompatRaid56)
+	}
 	c.SubStripes = uint16(pi.SubStripes)
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("placement produced a bad chunk: %w", err)
@@ -292,7 +296,7 @@ func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockG
 				return 0, false, err
 			}
 		}
-		if at, ok := bg.free.First(n, align, tx.hint[t]); ok {
+		if at, ok := tx.takeIn(bg, n, align, tx.hint[t]); ok {
 			bg.Used += n
 			tx.hint[t] = at + n
 			return at, true, nil
@@ -354,12 +358,13 @@ func (tx *Txn) ExtendData(logical, diskLen, n uint64) (bool, error) {
 			return false, err
 		}
 	}
-	if !bg.free.Contains(end, n) {
+	if !bg.free.Contains(end, n) || (bg.rowLen() > 0 && !tx.rowsUsable(bg, end, n)) {
 		return false, nil
 	}
 	if err := bg.free.Remove(end, n); err != nil {
 		return false, err
 	}
+	tx.openRowsOf(bg, end, n)
 	bg.Used += n
 	tx.hint[format.ChunkData] = end + n
 	return true, nil

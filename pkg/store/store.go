@@ -214,6 +214,9 @@ func (fs *FS) loadChunkTree() error {
 			if err == nil && n != len(item.Data) {
 				err = fmt.Errorf("%d trailing bytes: %w", len(item.Data)-n, ErrCorrupt)
 			}
+			if err == nil {
+				err = format.CheckChunkAgainst(c, &fs.sb)
+			}
 			if err != nil {
 				return fmt.Errorf("chunk tree: chunk %d: %w", item.Key.Offset, err)
 			}

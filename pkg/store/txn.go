@@ -40,6 +40,9 @@ type Txn struct {
 	// addedDevs are devices that become members in this commit.
 	addedDevs map[uint64]bool
 	hint      map[format.ChunkType]uint64
+	// openRows are the parity rows this transaction may write since the
+	// last durable point (parityrows.go); keyed by logical start.
+	openRows map[uint64]bool
 	// tierFull: tiers where a data chunk did not fit (AllocDataOn).
 	tierFull map[int]bool
 	// Fallbacks counts chunks the policy had to place outside its

@@ -169,7 +169,7 @@ func onDevices(fs *store.FS, rs []alloc.Range, free map[uint64][]alloc.Range) er
 		if !ok {
 			return fmt.Errorf("free range %d+%d is in no chunk: %w", r.Start, r.Len, store.ErrCorrupt)
 		}
-		segs, err := c.Map(r.Start-c.Logical, r.Len)
+		segs, err := c.DiscardMap(r.Start-c.Logical, r.Len)
 		if err != nil {
 			return err
 		}

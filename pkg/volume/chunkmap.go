@@ -55,6 +55,9 @@ func (c *Chunk) Map(off, length uint64) ([]Segment, error) {
 		}
 		return []Segment{{Len: int(length), Targets: t}}, nil
 	}
+	if pi.Parity > 0 {
+		return c.mapParity(off, length), nil
+	}
 	sl := uint64(c.StripeLen)
 	data := uint64(len(c.Stripes) / pi.SubStripes)
 	bufOff := 0
@@ -80,9 +83,19 @@ func (c *Chunk) Map(off, length uint64) ([]Segment, error) {
 // LostWithout reports whether some byte of the chunk has no copy left
 // when the devices gone names are lost: a mirror group (every stripe of
 // a chunk that is not striped; each SubStripes-long run of a striped
-// one) with all its stripes on such devices.
+// one) with all its stripes on such devices, or more stripes of a parity
+// chunk than it has parity.
 func (c *Chunk) LostWithout(gone func(devid uint64) bool) bool {
 	pi, _ := c.Profile.Info()
+	if pi.Parity > 0 { // a row survives while at most Parity strips are gone
+		n := 0
+		for _, s := range c.Stripes {
+			if gone(s.DevID) {
+				n++
+			}
+		}
+		return n > pi.Parity
+	}
 	group := len(c.Stripes)
 	if pi.Striped {
 		group = max(pi.SubStripes, 1)

@@ -57,7 +57,7 @@ func (v *Volume) Copies(logical uint64) int {
 	}
 	pi, _ := c.Profile.Info()
 	if pi.Striped {
-		return pi.SubStripes
+		return pi.SubStripes + pi.Parity // parity: copy 0 and one rebuilt from each parity strip
 	}
 	return len(c.Stripes)
 }
@@ -70,6 +70,12 @@ func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
 	}
 	if pi, _ := c.Profile.Info(); !pi.Striped && len(c.Stripes) > 0 {
 		return v.readWhole(c, logical, buf, mirror)
+	}
+	if c.isParity() {
+		if err := c.holds(logical-c.Logical, uint64(len(buf))); err != nil {
+			return fmt.Errorf("logical %d: %w", logical, err)
+		}
+		return v.readParity(c, logical, buf, mirror)
 	}
 	segs, err := mapIn(c, logical, len(buf))
 	if err != nil {
@@ -121,9 +127,12 @@ func (v *Volume) Write(logical uint64, buf []byte) error {
 	if !v.writable {
 		return fmt.Errorf("write logical %d: volume opened read-only", logical)
 	}
-	_, segs, err := v.mapRange(logical, len(buf))
+	c, segs, err := v.mapRange(logical, len(buf))
 	if err != nil {
 		return err
+	}
+	if c.isParity() {
+		return v.writeParity(c, logical, buf)
 	}
 	for _, s := range segs {
 		for _, t := range s.Targets {

@@ -47,6 +47,8 @@ type Volume struct {
 	named int
 	// unread are the files the folder scan could not read.
 	unread []string
+	// rows serialises parity read-modify-writes (parity.go).
+	rows rowLocks
 }
 
 // Options control how a set is opened.

@@ -9,9 +9,12 @@ func (v *Volume) WriteCopy(logical uint64, buf []byte, mirror int) error {
 	if !v.writable {
 		return fmt.Errorf("write logical %d copy %d: volume opened read-only", logical, mirror)
 	}
-	_, segs, err := v.mapRange(logical, len(buf))
+	c, segs, err := v.mapRange(logical, len(buf))
 	if err != nil {
 		return err
+	}
+	if c.isParity() {
+		return v.writeParityCopy(c, logical, buf, mirror)
 	}
 	for _, s := range segs {
 		if mirror < 0 || mirror >= len(s.Targets) {

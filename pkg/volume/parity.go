@@ -1,0 +1,355 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/parity"
+)
+
+// Parity chunks (raid5, raid6; FORMAT.md §4.4 "Parity profiles"). Copy 0
+// of a byte is its data strip, read directly (a strip that cannot be read
+// is rebuilt from the rest of its row, as a degraded read); copy k ≥ 1 is
+// the byte rebuilt from the other data strips and parity strip k−1 (P,
+// then Q), never reading its own strip: the copy a checksum failure of
+// copy 0 falls back to, and the one scrub compares with copy 0 to verify
+// parity.
+
+// piece is the part of a logical range inside one data strip of a row.
+type piece struct {
+	row    uint64
+	i      int    // data strip index in the row
+	in     uint64 // offset inside the strip
+	n      int
+	bufOff int
+}
+
+// isParity reports whether c is a raid5 or raid6 chunk.
+func (c *Chunk) isParity() bool {
+	pi, _ := c.Profile.Info()
+	return pi.Parity > 0
+}
+
+// geometry returns the chunk's stripe count, parity strips and data strips.
+func (c *Chunk) geometry() (n, par, data int) {
+	pi, _ := c.Profile.Info()
+	n = len(c.Stripes)
+	return n, pi.Parity, pi.DataStripes(n)
+}
+
+// pieces cuts [off, off+length) of a parity chunk into strip pieces.
+func (c *Chunk) pieces(off, length uint64) []piece {
+	_, _, data := c.geometry()
+	sl := uint64(c.StripeLen)
+	var out []piece
+	for bufOff := 0; length > 0; {
+		nr := off / sl
+		in := off % sl
+		n := min(sl-in, length)
+		out = append(out, piece{row: nr / uint64(data), i: int(nr % uint64(data)), in: in, n: int(n), bufOff: bufOff})
+		bufOff += int(n)
+		off += n
+		length -= n
+	}
+	return out
+}
+
+// stripeOf is the stripe index holding strip k of row (k < data: data
+// strip k; data: P; data+1: Q).
+func (c *Chunk) stripeOf(row uint64, k int) int {
+	n, par, data := c.geometry()
+	switch {
+	case k < data:
+		return format.DataStripe(n, par, row, k)
+	case k == data:
+		return format.ParityStripe(n, row)
+	}
+	return format.QStripe(n, row)
+}
+
+// target is where byte in of strip k of row lives.
+func (c *Chunk) target(row uint64, k int, in uint64) Target {
+	s := c.Stripes[c.stripeOf(row, k)]
+	return Target{s.DevID, s.Offset + row*uint64(c.StripeLen) + in}
+}
+
+// mapParity is Map for a parity chunk: each segment's one target is its
+// data strip (copy 0).
+func (c *Chunk) mapParity(off, length uint64) []Segment {
+	ps := c.pieces(off, length)
+	segs := make([]Segment, len(ps))
+	for j, p := range ps {
+		segs[j] = Segment{BufOff: p.bufOff, Len: p.n, Targets: []Target{c.target(p.row, p.i, p.in)}}
+	}
+	return segs
+}
+
+// code is the chunk's parity code.
+func (c *Chunk) code() (*parity.Code, error) {
+	_, par, data := c.geometry()
+	return parity.For(data, par)
+}
+
+// readStrip reads [in, in+len(b)) of strip k of row.
+func (v *Volume) readStrip(c *Chunk, logical uint64, row uint64, k int, in uint64, b []byte) error {
+	t := c.target(row, k, in)
+	d, ok := v.devs[t.DevID]
+	if !ok {
+		return &IOError{"read", logical, t.DevID, "", t.Physical, errMissingIO}
+	}
+	if _, err := d.Dev.ReadAt(b, int64(t.Physical)); err != nil {
+		return &IOError{"read", logical, t.DevID, d.Path, t.Physical, err}
+	}
+	return nil
+}
+
+// writeStrip writes b at [in, in+len(b)) of strip k of row.
+func (v *Volume) writeStrip(c *Chunk, logical uint64, row uint64, k int, in uint64, b []byte) error {
+	t := c.target(row, k, in)
+	d, ok := v.devs[t.DevID]
+	if !ok {
+		return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
+	}
+	if _, err := d.Dev.WriteAt(b, int64(t.Physical)); err != nil {
+		return &IOError{"write", logical, t.DevID, d.Path, t.Physical, err}
+	}
+	return nil
+}
+
+// readParity is ReadCopy of a parity chunk.
+func (v *Volume) readParity(c *Chunk, logical uint64, buf []byte, mirror int) error {
+	_, par, _ := c.geometry()
+	if mirror < 0 || mirror > par {
+		return fmt.Errorf("logical %d has %d copies, not copy %d", logical, par+1, mirror)
+	}
+	for _, p := range c.pieces(logical-c.Logical, uint64(len(buf))) {
+		b := buf[p.bufOff : p.bufOff+p.n]
+		if mirror == 0 {
+			err := v.readStrip(c, logical, p.row, p.i, p.in, b)
+			if err == nil {
+				continue
+			}
+			if rerr := v.rebuild(c, logical, p, b, -1); rerr != nil {
+				return err // the strip's own error says more
+			}
+			continue
+		}
+		if err := v.rebuild(c, logical, p, b, mirror-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errTooFew: more strips of a row are unreadable than its parity covers.
+var errTooFew = errors.New("too many strips of the row cannot be read")
+
+// rebuild computes piece p's bytes into b from the other strips of its
+// row without reading p's own strip. With use ≥ 0 only parity strip use
+// (0 P, 1 Q) stands in for it; with −1 any parity does.
+func (v *Volume) rebuild(c *Chunk, logical uint64, p piece, b []byte, use int) error {
+	code, err := c.code()
+	if err != nil {
+		return err
+	}
+	data, par := code.Data(), code.Parity()
+	shards := make([][]byte, data+par)
+	missing := 0
+	var first error
+	for k := range shards {
+		if k == p.i || (use >= 0 && k >= data && k-data != use) {
+			missing++
+			continue
+		}
+		s := make([]byte, p.n)
+		if err := v.readStrip(c, logical, p.row, k, p.in, s); err != nil {
+			missing++
+			first = cmpErr(first, err)
+			continue
+		}
+		shards[k] = s
+	}
+	if missing > par {
+		if first == nil {
+			first = errTooFew
+		}
+		return fmt.Errorf("rebuild logical %d from parity: %w", logical, first)
+	}
+	if err := code.Rebuild(shards); err != nil {
+		return fmt.Errorf("rebuild logical %d from parity: %w", logical, err)
+	}
+	copy(b, shards[p.i])
+	return nil
+}
+
+func cmpErr(first, err error) error {
+	if first == nil {
+		return err
+	}
+	return first
+}
+
+// rowLocks serialises read-modify-writes of one row: two writers filling
+// different parts of a row each recompute its parity from the other's
+// strips.
+type rowLocks struct{ mu [64]sync.Mutex }
+
+func (r *rowLocks) lock(c *Chunk, row uint64) *sync.Mutex {
+	m := &r.mu[(c.Logical/uint64(c.StripeLen)+row)%uint64(len(r.mu))]
+	m.Lock()
+	return m
+}
+
+// writeParity is Write to a parity chunk: for each row the range touches,
+// the data strips it covers are written with the row's new parity,
+// computed from the strips it does not cover as they are on the devices
+// (read-modify-write). Writers keep the no-write-hole rule (§4.4): the
+// allocator only hands out rows that hold no committed data.
+func (v *Volume) writeParity(c *Chunk, logical uint64, buf []byte) error {
+	code, err := c.code()
+	if err != nil {
+		return err
+	}
+	ps := c.pieces(logical-c.Logical, uint64(len(buf)))
+	for len(ps) > 0 {
+		j := 1
+		for j < len(ps) && ps[j].row == ps[0].row {
+			j++
+		}
+		if err := v.writeRow(c, code, logical, buf, ps[:j]); err != nil {
+			return err
+		}
+		ps = ps[j:]
+	}
+	return nil
+}
+
+// writeRow writes the pieces of one row and its parity.
+func (v *Volume) writeRow(c *Chunk, code *parity.Code, logical uint64, buf []byte, ps []piece) error {
+	row, sl := ps[0].row, int(c.StripeLen)
+	defer v.rows.lock(c, row).Unlock()
+	data, par := code.Data(), code.Parity()
+	shards := make([][]byte, data+par)
+	covered := make([]*piece, data)
+	for j := range ps {
+		covered[ps[j].i] = &ps[j]
+	}
+	for k := range data {
+		p := covered[k]
+		if p != nil && p.in == 0 && p.n == sl {
+			shards[k] = buf[p.bufOff : p.bufOff+p.n]
+			continue
+		}
+		s := make([]byte, sl)
+		if err := v.readStrip(c, logical, row, k, 0, s); err != nil {
+			return fmt.Errorf("read-modify-write of row %d: %w", row, err)
+		}
+		if p != nil {
+			copy(s[p.in:], buf[p.bufOff:p.bufOff+p.n])
+		}
+		shards[k] = s
+	}
+	for k := data; k < data+par; k++ {
+		shards[k] = make([]byte, sl)
+	}
+	if err := code.Encode(shards); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := v.writeStrip(c, logical, row, p.i, p.in, buf[p.bufOff:p.bufOff+p.n]); err != nil {
+			return err
+		}
+	}
+	for k := data; k < data+par; k++ {
+		if err := v.writeStrip(c, logical, row, k, 0, shards[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeParityCopy is WriteCopy to a parity chunk: copy 0 writes the data
+// strips alone (their parity already describes buf: the copy a heal
+// rewrites from was rebuilt from it); copy k ≥ 1 rewrites parity strip
+// k−1 of each piece from the other data strips and buf.
+func (v *Volume) writeParityCopy(c *Chunk, logical uint64, buf []byte, mirror int) error {
+	code, err := c.code()
+	if err != nil {
+		return err
+	}
+	data, par := code.Data(), code.Parity()
+	if mirror < 0 || mirror > par {
+		return fmt.Errorf("logical %d has %d copies, not copy %d", logical, par+1, mirror)
+	}
+	for _, p := range c.pieces(logical-c.Logical, uint64(len(buf))) {
+		b := buf[p.bufOff : p.bufOff+p.n]
+		if mirror == 0 {
+			if err := v.writeStrip(c, logical, p.row, p.i, p.in, b); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := v.rewriteParity(c, code, logical, p, b, data+mirror-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewriteParity recomputes parity strip k over piece p (whose bytes are b)
+// and writes it.
+func (v *Volume) rewriteParity(c *Chunk, code *parity.Code, logical uint64, p piece, b []byte, k int) error {
+	defer v.rows.lock(c, p.row).Unlock()
+	data, par := code.Data(), code.Parity()
+	shards := make([][]byte, data+par)
+	for j := range data {
+		if j == p.i {
+			shards[j] = b
+			continue
+		}
+		shards[j] = make([]byte, p.n)
+		if err := v.readStrip(c, logical, p.row, j, p.in, shards[j]); err != nil {
+			return err
+		}
+	}
+	for j := data; j < data+par; j++ {
+		shards[j] = make([]byte, p.n)
+	}
+	if err := code.Encode(shards); err != nil {
+		return err
+	}
+	return v.writeStrip(c, logical, p.row, k, p.in, shards[k])
+}
+
+// DiscardMap is Map for discarding the free range [off, off+length) of
+// the chunk: for a parity chunk only the rows wholly inside it, on every
+// stripe, parity included (discarding part of a row would change the
+// bytes its parity was computed from, and a later rebuild of a live strip
+// of that row would return garbage); for any other chunk, Map.
+func (c *Chunk) DiscardMap(off, length uint64) ([]Segment, error) {
+	if !c.isParity() {
+		return c.Map(off, length)
+	}
+	if err := c.holds(off, length); err != nil {
+		return nil, err
+	}
+	_, _, data := c.geometry()
+	sl := uint64(c.StripeLen)
+	rl := uint64(data) * sl
+	first := (off + rl - 1) / rl
+	end := off + length
+	last := end / rl // rows [first, last) lie wholly inside
+	if end == c.Length {
+		last = (end + rl - 1) / rl // the chunk's last row holds nothing past its length
+	}
+	if last <= first {
+		return nil, nil
+	}
+	segs := make([]Segment, 0, len(c.Stripes))
+	for _, s := range c.Stripes {
+		segs = append(segs, Segment{Len: int((last - first) * sl), Targets: []Target{{s.DevID, s.Offset + first*sl}}})
+	}
+	return segs, nil
+}
