@@ -106,7 +106,7 @@ type CopyError struct {
 	DevID    uint64 `json:"devid"`
 	Physical uint64 `json:"offset"` // on DevID, fsck's and inspect's offset
 	Metadata bool   `json:"metadata"`
-	Kind     string `json:"kind"` // csum, io, mismatch, missing, super
+	Kind     string `json:"kind"` // csum, io, mismatch, missing, super, parity
 	Detail   string `json:"detail"`
 	// Corrected: rewritten from a good copy; Uncorrectable: no copy was good.
 	Corrected     bool `json:"corrected"`
@@ -119,6 +119,7 @@ const (
 	KindIO       = "io"       // the copy could not be read
 	KindMismatch = "mismatch" // valid, but differs from the first good copy
 	KindMissing  = "missing"  // every copy lies on a missing device: lost
+	KindParity   = "parity"   // a raid5/raid6 parity strip differs from its row's data
 )
 
 // maxErrors bounds Report.Errors (and the extents mapped to files).
@@ -193,6 +194,9 @@ func Run(fs *store.FS, opt Options) (*Report, error) {
 		s.scrubSupers() // cheap; a resumed run did them already
 	}
 	err := s.run(start)
+	if err == nil {
+		err = s.parityRows()
+	}
 	s.clock()
 	if err != nil {
 		return rep, err

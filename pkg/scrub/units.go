@@ -13,6 +13,7 @@ type unit struct {
 	logical uint64
 	length  int
 	meta    bool
+	parity  bool // in a raid5/raid6 chunk: copies 1.. are rebuilds
 	// a node's expected header (from its metadata item)
 	owner format.TreeID
 	level int

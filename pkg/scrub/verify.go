@@ -33,7 +33,12 @@ func (s *scrubber) verify(u *unit) {
 		return
 	}
 	copies := vol.Copies(u.logical)
-	if !u.meta && len(segs) > 1 && !wholeCopy(vol, segs, copies) {
+	u.parity = c.IsParity()
+	present := func(m int) bool { return copyPresent(vol, segs, m) }
+	if u.parity { // copies are rebuilt, not placed: all read while the chunk survives
+		whole := !c.LostWithout(vol.IsMissing)
+		present = func(int) bool { return whole }
+	} else if !u.meta && len(segs) > 1 && !wholeCopy(vol, segs, copies) {
 		s.verifySegments(u, segs) // striped over a missing device
 		return
 	}
@@ -43,7 +48,7 @@ func (s *scrubber) verify(u *unit) {
 	// each device has a read in flight per worker (dup costs nothing).
 	var wg sync.WaitGroup
 	for m := 0; m < copies; m++ {
-		if !copyPresent(vol, segs, m) {
+		if !present(m) {
 			continue // the device is reported missing, not each copy
 		}
 		for _, sg := range segs {
@@ -214,7 +219,7 @@ func (s *scrubber) settle(u *unit, logical uint64, data [][]byte, states []copyS
 		}
 	}
 	for m, st := range states {
-		if !st.present || st.kind == "" {
+		if !st.present || st.kind == "" || (u.parity && m > 0) { // parity: the row pass (parity.go)
 			continue
 		}
 		e := CopyError{Logical: logical, Len: len(data[m]), Copy: m, Metadata: meta, Kind: st.kind, Detail: st.detail}

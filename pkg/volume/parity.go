@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -352,4 +353,67 @@ func (c *Chunk) DiscardMap(off, length uint64) ([]Segment, error) {
 		segs = append(segs, Segment{Len: int((last - first) * sl), Targets: []Target{{s.DevID, s.Offset + first*sl}}})
 	}
 	return segs, nil
+}
+
+// IsParity reports whether c is a raid5 or raid6 chunk.
+func (c *Chunk) IsParity() bool { return c.isParity() }
+
+// RowLen is the logical bytes of a row of a parity chunk (0 for others).
+func (c *Chunk) RowLen() uint64 {
+	if !c.isParity() {
+		return 0
+	}
+	_, _, data := c.geometry()
+	return uint64(data) * uint64(c.StripeLen)
+}
+
+// ParityTarget is where parity strip k (0 P, 1 Q) of row lives.
+func (c *Chunk) ParityTarget(row uint64, k int) Target {
+	_, _, data := c.geometry()
+	return c.target(row, data+k, 0)
+}
+
+// CheckRowParity compares the parity strips of row of the parity chunk c
+// with the parity of its data strips as the devices hold them, and
+// returns the ones that differ (0 P, 1 Q). With fix it rewrites those:
+// the caller has verified the row's data first (scrub), as new parity
+// computed from a wrong data strip would make that strip unrebuildable.
+func (v *Volume) CheckRowParity(c *Chunk, row uint64, fix bool) ([]int, error) {
+	code, err := c.code()
+	if err != nil {
+		return nil, err
+	}
+	if fix && !v.writable {
+		return nil, fmt.Errorf("rewrite parity of row %d: volume opened read-only", row)
+	}
+	defer v.rows.lock(c, row).Unlock()
+	data, par := code.Data(), code.Parity()
+	sl := int(c.StripeLen)
+	shards := make([][]byte, data+par)
+	stored := make([][]byte, par)
+	for k := range shards {
+		shards[k] = make([]byte, sl)
+		if k >= data {
+			stored[k-data] = make([]byte, sl)
+			continue
+		}
+		if err := v.readStrip(c, c.Logical, row, k, 0, shards[k]); err != nil {
+			return nil, err
+		}
+	}
+	if err := code.Encode(shards); err != nil {
+		return nil, err
+	}
+	var bad []int
+	for k := range par {
+		if err := v.readStrip(c, c.Logical, row, data+k, 0, stored[k]); err != nil || !bytes.Equal(stored[k], shards[data+k]) {
+			bad = append(bad, k)
+			if fix {
+				if err := v.writeStrip(c, c.Logical, row, data+k, 0, shards[data+k]); err != nil {
+					return bad, err
+				}
+			}
+		}
+	}
+	return bad, nil
 }
