@@ -21,7 +21,7 @@ var layers = map[string]int{
 	"format":    0,
 	"pkg/units": 1, "pkg/cdc": 1, "pkg/device": 1, "pkg/attrspec": 1, "pkg/device/nbdkittest": 1,
 	"pkg/alloc": 1, "pkg/btree": 1, "pkg/codec": 1,
-	"pkg/parity": 1, // raid5/raid6 parity strips (reedsolomon with the md raid6 matrix)
+	"pkg/parity":   1, // raid5/raid6 parity strips (reedsolomon with the md raid6 matrix)
 	"pkg/zeros":    0, // zero-byte runs: holes, discards, write-zeroes
 	"pkg/progress": 2, "pkg/volume": 2,
 	"pkg/cli":     2, // names remote devices in error lines (device.RemoteError)

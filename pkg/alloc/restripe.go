@@ -25,6 +25,9 @@ type Restripe struct {
 	// copies stay missing until each is replaced in turn, as the chunk
 	// cannot be rebuilt at its profile on the devices present); nil none.
 	Stay map[uint64]bool
+	// Fresh lays a striped chunk out afresh even at its own profile (a
+	// raid5/raid6 chunk widened after device add).
+	Fresh bool
 	// StripeLen is the new layout's stripe_len (format.RestripeStripeLen;
 	// 0: the chunk's own).
 	StripeLen uint32
@@ -47,7 +50,7 @@ func PlaceRestripe(devs []DeviceSpace, r Restripe) ([]format.Stripe, error) {
 	old := r.Chunk
 	oldPI, _ := old.Profile.Info()
 	if pi.Striped {
-		if old.Profile == r.Profile {
+		if old.Profile == r.Profile && !r.Fresh {
 			if s, err := replaceStripes(devs, old, r); err == nil {
 				return s, nil
 			}

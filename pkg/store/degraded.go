@@ -79,16 +79,18 @@ func (fs *FS) presentSpace() []alloc.DeviceSpace {
 // degradedProfile is the profile of a new chunk of type t on a degraded
 // set when the set's profile needs more devices than are present (as
 // btrfs does): raid1 while two devices remain, else dup for metadata and
-// single for data. (ok false: the profile can still be met.)
+// single for data; raid5/raid6 go on at their profile while their minimum
+// is present. (ok false: the profile can still be met.)
 func degradedProfile(t format.ChunkType, p format.Profile, present int) (format.Profile, bool) {
 	pi, _ := p.Info()
 	if present >= pi.MinDevices {
 		return p, false
 	}
+	redundant := pi.Copies >= 2 || pi.Parity > 0
 	switch {
-	case present >= 2 && pi.Copies >= 2:
+	case present >= 2 && redundant:
 		return format.ProfileRaid1, true
-	case t != format.ChunkData && pi.Copies >= 2:
+	case t != format.ChunkData && redundant:
 		return format.ProfileDup, true
 	}
 	return format.ProfileSingle, true

@@ -399,12 +399,13 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 	// regular, whether balance moves them or finds them there.
 	below := fs.belowProfile()
 	unflag := func(bg *BlockGroup) bool { return below[bg] && bg.Fallback() }
+	widen := fs.narrowParity()
 	need := func(bg *BlockGroup) (format.Profile, bool) {
 		want := meta
 		if bg.Chunk.Type == format.ChunkData {
 			want = data
 		}
-		if want == nil || (bg.Chunk.Profile == *want && !unflag(bg)) {
+		if want == nil || (bg.Chunk.Profile == *want && !unflag(bg) && !widen[bg.Chunk.ChunkItem]) {
 			return 0, false
 		}
 		return *want, true
@@ -420,4 +421,19 @@ func (fs *FS) Balance(data, meta *format.Profile, progress Progress) (int, error
 		fs.metaProfile = *meta
 	}
 	return n, fs.relocateAll(need, relocOpts{progress: progress, planned: true, unflag: unflag})
+}
+
+// narrowParity lists the raid5/raid6 chunks narrower than the devices
+// present: a balance to their own profile lays them out again as wide as
+// the devices allow (after device add), once each (keyed by the item a
+// move replaces).
+func (fs *FS) narrowParity() map[*format.ChunkItem]bool {
+	out := map[*format.ChunkItem]bool{}
+	present := len(fs.presentSpace())
+	for _, bg := range fs.bgs {
+		if pi, _ := bg.Chunk.Profile.Info(); pi.Parity > 0 && len(bg.Chunk.Stripes) < present {
+			out[bg.Chunk.ChunkItem] = true
+		}
+	}
+	return out
 }

@@ -41,15 +41,22 @@ func (tx *Txn) restripe(bg *BlockGroup, p format.Profile, prefer uint64, stay ma
 	fs := tx.fs
 	oldItem := bg.Chunk.ChunkItem
 	sl := format.RestripeStripeLen(oldItem, p, fs.sb.NodeSize)
-	stripes, err := alloc.PlaceRestripe(fs.presentSpace(), alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg), Stay: stay, StripeLen: sl})
+	space := fs.presentSpace()
+	pi, _ := p.Info()
+	// A balance (nothing leaving, no device preferred) widens a parity
+	// chunk narrower than the devices.
+	widen := pi.Parity > 0 && oldItem.Profile == p && len(fs.leaving) == 0 && prefer == 0 && len(oldItem.Stripes) < len(space)
+	stripes, err := alloc.PlaceRestripe(space, alloc.Restripe{Chunk: oldItem, Profile: p, Prefer: prefer, Rank: fs.tierRank(bg), Stay: stay, StripeLen: sl, Fresh: widen})
 	if err != nil {
 		return fmt.Errorf("chunk %d (%v %v): %w", bg.Chunk.Logical, oldItem.Type, oldItem.Profile, err)
 	}
-	pi, _ := p.Info()
 	item := &format.ChunkItem{Length: oldItem.Length, Type: oldItem.Type, Profile: p, StripeLen: sl,
 		SubStripes: uint16(pi.SubStripes), Stripes: stripes}
 	if err := item.Validate(); err != nil {
 		return fmt.Errorf("chunk %d: relocation produced a bad layout: %w", bg.Chunk.Logical, err)
+	}
+	if pi.Parity > 0 {
+		tx.NeedIncompat(format.IncompatRaid56)
 	}
 	oldC := &volume.Chunk{Logical: bg.Chunk.Logical, ChunkItem: oldItem}
 	newC := &volume.Chunk{Logical: bg.Chunk.Logical, ChunkItem: item}
@@ -112,6 +119,9 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 		return false
 	}
 	used := usedRanges(bg.free.Ranges(), newC.Logical, newC.Length)
+	if newC.IsParity() {
+		return tx.copyUsedParity(bg, oldC, newC, want, used)
+	}
 	first := fs.leavingCopy(oldC)
 	ver, err := fs.newVerifier(oldC, first, tx.dirty)
 	if err != nil {

@@ -417,3 +417,54 @@ func (v *Volume) CheckRowParity(c *Chunk, row uint64, fix bool) ([]int, error) {
 	}
 	return bad, nil
 }
+
+// WriteRows writes whole rows of the parity chunk c from row first on:
+// data holds their logical bytes (a whole number of rows), and each row's
+// parity is computed from them. Only the strips whose target want
+// accepts are written (a relocation's new stripes); the others must hold
+// these bytes already.
+func (v *Volume) WriteRows(c *Chunk, first uint64, data []byte, want func(Target) bool) error {
+	if !v.writable {
+		return fmt.Errorf("write chunk %d: volume opened read-only", c.Logical)
+	}
+	code, err := c.code()
+	if err != nil {
+		return err
+	}
+	rl := int(c.RowLen())
+	if len(data)%rl != 0 {
+		return fmt.Errorf("write of %d bytes to chunk %d: not whole rows of %d", len(data), c.Logical, rl)
+	}
+	d, par, sl := code.Data(), code.Parity(), int(c.StripeLen)
+	shards := make([][]byte, d+par)
+	for k := d; k < d+par; k++ {
+		shards[k] = make([]byte, sl)
+	}
+	for r := 0; r < len(data)/rl; r++ {
+		row := first + uint64(r)
+		for k := range d {
+			shards[k] = data[r*rl+k*sl : r*rl+(k+1)*sl]
+		}
+		if err := code.Encode(shards); err != nil {
+			return err
+		}
+		for k := range shards {
+			if t := c.target(row, k, 0); want(t) {
+				if err := v.writeStrip(c, c.Logical, row, k, 0, shards[k]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ReadRows reads whole rows of the parity chunk c from row first on into
+// b (a whole number of rows), the last row's tail past the chunk's
+// length too; a strip that cannot be read is rebuilt.
+func (v *Volume) ReadRows(c *Chunk, first uint64, b []byte) error {
+	if !c.isParity() || uint64(len(b))%c.RowLen() != 0 || first*c.RowLen()+uint64(len(b)) > c.StripeLength()*uint64(len(c.Stripes)) {
+		return fmt.Errorf("read of rows %d+%d bytes of chunk %d: not whole rows of it", first, len(b), c.Logical)
+	}
+	return v.readParity(c, c.Logical+first*c.RowLen(), b, 0)
+}
