@@ -14,13 +14,14 @@ const balanceExamples = `  ddfs balance disk.img                      # chunks w
   ddfs device add -b 64G disk.img disk2.img
   ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
   ddfs balance -m raid1c3 disk.img
+  ddfs balance -d raid5 -m raid6 disk.img    # to parity; again after device add: wider stripes
   ddfs balance -f -m single disk.img        # lowering metadata redundancy needs -f
 `
 
 // cmdBalance is `ddfs balance IMAGE [-d PROFILE] [-m PROFILE]`.
 func newBalanceCmd() *cobra.Command {
 	c, fl, of := newCmd("balance IMAGE [-d PROFILE] [-m PROFILE]", "convert chunk profiles (-d data, -m metadata); alone, restore chunks written degraded to the set's profiles", balanceExamples)
-	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10)")
+	data := fl.StringP("data", "d", "", "convert data chunks to PROFILE (single, dup, raid0, raid1, raid1c3, raid10, raid5, raid6)")
 	meta := fl.StringP("metadata", "m", "", "convert metadata and system chunks to PROFILE")
 	force := fl.BoolP("force", "f", false, "allow -m to lower the metadata's redundancy (as btrfs balance -f)")
 	c.RunE = func(c *cobra.Command, args []string) error {

@@ -27,6 +27,8 @@ const examples = `  mkfs.ddfs -b 1G disk.img
       one 1 GiB image file: data single, metadata dup
   mkfs.ddfs -b 1T -d raid10 -m raid1c3 a.img b.img c.img d.img
       four sparse 1 TiB images (a few MiB allocated each)
+  mkfs.ddfs -b 1T -d raid6 -m raid1c3 a.img b.img c.img d.img
+      half the space usable, any two images may be lost (parity, no write hole)
   mkfs.ddfs -b 64G --alloc-policy ssd-metadata ssd0.img ssd1.img \
       hdd0.img:rotational=1,seek_speed=120,bandwidth=150M hdd1.img:rotational=1
   mkfs.ddfs -f /dev/loop0          overwrite whatever is on /dev/loop0
@@ -46,7 +48,7 @@ func newRoot() *cobra.Command {
 	nodiscard := fl.BoolP("nodiscard", "K", false, "do not discard the devices first (by default the whole device: BLKDISCARD, or hole punching on an image file)")
 	label := fl.StringP("label", "L", "", "filesystem label")
 	uuidStr := fl.StringP("uuid", "U", "", "filesystem UUID (default: random)")
-	data := fl.StringP("data", "d", "", "data profile: single, dup, raid0, raid1, raid1c3, raid10")
+	data := fl.StringP("data", "d", "", "data profile: single, dup, raid0, raid1, raid1c3, raid10, raid5, raid6")
 	meta := fl.StringP("metadata", "m", "", "metadata profile (default dup on one device, raid1 on more)")
 	sector := fl.StringP("sectorsize", "s", "4K", "sector size")
 	node := fl.StringP("nodesize", "n", "16K", "B-tree node size")
