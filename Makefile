@@ -116,6 +116,7 @@ bench: build
 	BIN=$(BIN) bench/discard.sh
 	BIN=$(BIN) bench/trimcheck.sh
 	BIN=$(BIN) bench/scrub.sh
+	BIN=$(BIN) bench/parity.sh
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
 	BIN=$(BIN) bench/send.sh
