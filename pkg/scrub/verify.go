@@ -44,6 +44,21 @@ func (s *scrubber) verify(u *unit) {
 	}
 	bufs := make([][]byte, copies)
 	readErrs := make([]error, copies)
+	if u.parity && present(0) {
+		// Copies 1.. are rebuilds from the whole row: read them only
+		// when copy 0 is bad (the row pass checks parity itself).
+		bufs[0] = getBuf(u.length)
+		readErrs[0] = vol.ReadCopy(u.logical, bufs[0], 0)
+		if readErrs[0] == nil && s.sound(u, bufs[0]) {
+			for _, sg := range segs {
+				u.read[sg.Targets[0].DevID] += uint64(sg.Len)
+			}
+			putBuf(bufs[0])
+			return
+		}
+		putBuf(bufs[0])
+		bufs[0] = nil
+	}
 	// Mirrored copies sit on different devices: read them at once, so
 	// each device has a read in flight per worker (dup costs nothing).
 	var wg sync.WaitGroup
@@ -239,4 +254,22 @@ func (s *scrubber) settle(u *unit, logical uint64, data [][]byte, states []copyS
 		}
 		u.errs = append(u.errs, e)
 	}
+}
+
+// sound reports whether b, copy 0 of u, verifies: a node that decodes
+// with u's header, or data whose every sector matches its sum.
+func (s *scrubber) sound(u *unit, b []byte) bool {
+	sb := s.fs.Super()
+	if u.meta {
+		want := format.NodeExpect{FSID: sb.FSID, AltFSID: sb.NewFSID, Logical: u.logical, Generation: u.gen, Owner: u.owner, Level: u.level}
+		_, err := format.UnmarshalNode(b, sb.CsumType, want)
+		return err == nil
+	}
+	ss, cl := int(sb.SectorSize), sb.CsumType.Len()
+	for i := 0; i+ss <= len(b); i += ss {
+		if got := format.Checksum(sb.CsumType, b[i:i+ss]); !bytes.Equal(got[:cl], u.sums[i/ss*cl:(i/ss+1)*cl]) {
+			return false
+		}
+	}
+	return true
 }
