@@ -20,7 +20,7 @@ type layout struct {
 
 // layouts is every profile pair mkfs accepts on 1-4 devices.
 func layouts() []layout {
-	all := []format.Profile{format.ProfileSingle, format.ProfileDup, format.ProfileRaid0, format.ProfileRaid1, format.ProfileRaid1C3, format.ProfileRaid10}
+	all := []format.Profile{format.ProfileSingle, format.ProfileDup, format.ProfileRaid0, format.ProfileRaid1, format.ProfileRaid1C3, format.ProfileRaid10, format.ProfileRaid5, format.ProfileRaid6}
 	var out []layout
 	for n := 1; n <= 4; n++ {
 		for _, d := range all {
@@ -113,8 +113,8 @@ func TestEveryLayoutClean(t *testing.T) {
 				t.Fatalf("problems: %v", rep.Problems)
 			}
 			mi, _ := l.meta.Info()
-			if rep.Nodes < 4 || rep.NodeCopies != rep.Nodes*mi.Copies {
-				t.Fatalf("%d nodes, %d copies, want %d copies each", rep.Nodes, rep.NodeCopies, mi.Copies)
+			if copies := mi.Copies + mi.Parity; rep.Nodes < 4 || rep.NodeCopies != rep.Nodes*copies { // parity: copy 0 and a rebuild from each parity strip
+				t.Fatalf("%d nodes, %d copies, want %d copies each", rep.Nodes, rep.NodeCopies, copies)
 			}
 			if rep.Devices != l.devs {
 				t.Fatalf("devices %d", rep.Devices)

@@ -122,6 +122,9 @@ func (w *dataWorker) verify(j dataJob) {
 		start := j.logical + first*ss
 		b := w.buf[:cnt*ss]
 		copies := c.vol.Copies(start)
+		if isParity(ch) {
+			copies = 1 // rebuilds are repair sources (repair_copies.go); scrub checks parity
+		}
 		w.ref.reset(cnt, ss, &c.reads.arena)
 		for m := 0; m < copies; m++ {
 			if err := c.vol.ReadCopy(start, b, m); err != nil {

@@ -136,6 +136,7 @@ type nodeRead struct {
 	node    *format.Node
 	errs    []error
 	targets []volume.Target
+	parity  bool // in a raid5/raid6 chunk: copies 1.. are rebuilds
 	// differ are the copies that validate but differ byte for byte from
 	// copy first, the first that validates: a reader may get either.
 	differ []int
@@ -165,7 +166,8 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 		return r
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
-	if !isParity(ch) { // a parity chunk's copy 0 rebuilds a missing strip itself
+	r.parity = isParity(ch)
+	if !r.parity { // a parity chunk's copy 0 rebuilds a missing strip itself
 		r.targets, _ = c.vol.Locate(logical)
 	}
 	// The decoded node's items alias r.buf (format.UnmarshalNodeShared); a

@@ -115,6 +115,9 @@ func (c *checker) goodCopy(id format.TreeID, logical, gen uint64, level int, fir
 			continue
 		}
 		p := Problem{Code: NodeCopyBad, Tree: id.String(), Logical: logical, Copy: copyNum(m), fix: &fixData{gen: gen, level: level, owner: id}, Message: errString(err)}
+		if m > 0 && r.parity { // a rebuild from P or Q: the row's parity (or another strip) is wrong
+			p.Code, p.fix = ParityBad, nil
+		}
 		c.locate(&p, r.targets, m)
 		c.add(p)
 	}

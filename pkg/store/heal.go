@@ -107,6 +107,9 @@ func (fs *FS) HealCopy(logical uint64, good []byte, mirror int, metadata bool, c
 			return h
 		}
 	}
+	if c, ok := fs.Vol.Chunks.Lookup(logical); ok && c.IsParity() && mirror > 0 {
+		return h // parity: scrub's row pass rewrites it, after the row's data
+	}
 	if fs.Vol.Writable() {
 		h.WriteErr = fs.RewriteCopy(logical, good, mirror)
 		h.Repaired = h.WriteErr == nil
@@ -154,6 +157,14 @@ func (fs *FS) readNodeHealing(p Place) (*format.Node, error) {
 	// it keeps), so the read buffers go back for the next read: a run
 	// over a large tree read 150 MB of node buffers into garbage.
 	bufs, readErrs := make([][]byte, copies), make([]error, copies)
+	if c, ok := fs.Vol.Chunks.Lookup(p.Logical); ok && c.IsParity() {
+		// Copies 1.. of a parity chunk are rebuilds from the whole row,
+		// equal to copy 0 whenever parity is right: read them only when
+		// copy 0 does not fit (scrub checks parity).
+		if n := fs.readFirstCopy(p); n != nil {
+			return n, nil
+		}
+	}
 	for m := range bufs {
 		bp := nodeBufs.Get().(*[]byte)
 		defer nodeBufs.Put(bp)
@@ -171,4 +182,19 @@ func (fs *FS) readNodeHealing(p Place) (*format.Node, error) {
 		fs.HealCopy(p.Logical, bufs[ch.Winner], b, true, ch.Causes[i])
 	}
 	return ch.Node, nil
+}
+
+// readFirstCopy is copy 0 of the node at p when it fits p, else nil.
+func (fs *FS) readFirstCopy(p Place) *format.Node {
+	bp := nodeBufs.Get().(*[]byte)
+	defer nodeBufs.Put(bp)
+	if len(*bp) != int(fs.sb.NodeSize) {
+		*bp = make([]byte, fs.sb.NodeSize)
+	}
+	err := fs.Vol.ReadCopy(p.Logical, *bp, 0)
+	ch, cerr := ChooseCopy([][]byte{*bp}, []error{err}, fs.sb.CsumType, p)
+	if cerr != nil || ch.Winner != 0 {
+		return nil
+	}
+	return ch.Node
 }

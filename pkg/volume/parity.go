@@ -341,57 +341,25 @@ func (v *Volume) writeRow(c *Chunk, code *parity.Code, logical uint64, buf []byt
 	return nil
 }
 
+// ErrParityCopy: a parity copy (1..K) is never written on its own. New
+// parity computed over a row whose other strips are unverified could
+// encode a wrong strip and make it unrebuildable; scrub's row pass
+// (CheckRowParity) rewrites parity after checking the row's data.
+var ErrParityCopy = errors.New("a parity copy is rewritten only by scrub's row check, after the row's data")
+
 // writeParityCopy is WriteCopy to a parity chunk: copy 0 writes the data
 // strips alone (their parity already describes buf: the copy a heal
-// rewrites from was rebuilt from it); copy k ≥ 1 rewrites parity strip
-// k−1 of each piece from the other data strips and buf.
+// rewrites from was rebuilt from it); a parity copy is refused.
 func (v *Volume) writeParityCopy(c *Chunk, logical uint64, buf []byte, mirror int) error {
-	code, err := c.code()
-	if err != nil {
-		return err
-	}
-	data, par := code.Data(), code.Parity()
-	if mirror < 0 || mirror > par {
-		return fmt.Errorf("logical %d has %d copies, not copy %d", logical, par+1, mirror)
+	if mirror != 0 {
+		return fmt.Errorf("write logical %d copy %d: %w", logical, mirror, ErrParityCopy)
 	}
 	for _, p := range c.pieces(logical-c.Logical, uint64(len(buf))) {
-		b := buf[p.bufOff : p.bufOff+p.n]
-		if mirror == 0 {
-			if err := v.writeStrip(c, logical, p.row, p.i, p.in, b); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := v.rewriteParity(c, code, logical, p, b, data+mirror-1); err != nil {
+		if err := v.writeStrip(c, logical, p.row, p.i, p.in, buf[p.bufOff:p.bufOff+p.n]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// rewriteParity recomputes parity strip k over piece p (whose bytes are b)
-// and writes it.
-func (v *Volume) rewriteParity(c *Chunk, code *parity.Code, logical uint64, p piece, b []byte, k int) error {
-	defer v.rows.lock(c, p.row).Unlock()
-	data, par := code.Data(), code.Parity()
-	shards := make([][]byte, data+par)
-	for j := range data {
-		if j == p.i {
-			shards[j] = b
-			continue
-		}
-		shards[j] = make([]byte, p.n)
-		if err := v.readStrip(c, logical, p.row, j, p.in, shards[j]); err != nil {
-			return err
-		}
-	}
-	for j := data; j < data+par; j++ {
-		shards[j] = make([]byte, p.n)
-	}
-	if err := code.Encode(shards); err != nil {
-		return err
-	}
-	return v.writeStrip(c, logical, p.row, k, p.in, shards[k])
 }
 
 // DiscardMap is Map for discarding the free range [off, off+length) of

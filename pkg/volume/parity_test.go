@@ -238,8 +238,8 @@ func bitsSet(m int) int {
 }
 
 // A strip that reads back wrong is fixed by the copies that rebuild it
-// (raid6: from P and from Q), and WriteCopy of a parity copy rewrites
-// that parity strip alone.
+// (raid6: from P and from Q); a parity copy is never written on its own,
+// and CheckRowParity finds and rewrites a wrong P.
 func TestParityCopies(t *testing.T) {
 	ps := newParitySet(t, 5, format.ProfileRaid6)
 	want := bytes.Repeat([]byte("0123456789abcdef"), int(ps.item.Length)/16)
@@ -287,12 +287,16 @@ func TestParityCopies(t *testing.T) {
 	if err := ps.v.ReadCopy(1<<30, got, 2); err != nil || !bytes.Equal(got, want[:16]) {
 		t.Fatalf("copy 2 (from Q) over a damaged P: err %v, equal %v", err, bytes.Equal(got, want[:16]))
 	}
-	if err := ps.v.WriteCopy(1<<30, want[:16], 1); err != nil {
-		t.Fatal(err)
+	if err := ps.v.WriteCopy(1<<30, want[:16], 1); !errors.Is(err, ErrParityCopy) {
+		t.Fatalf("a parity copy was written on its own: %v", err)
+	}
+	c, _ := ps.v.Chunks.Lookup(1 << 30)
+	if bad, err := ps.v.CheckRowParity(c, 0, true); err != nil || len(bad) != 1 || bad[0] != 0 {
+		t.Fatalf("row 0 parity: bad %v, %v; want P alone", bad, err)
 	}
 	ps.check(t, want)
-	if err := ps.v.WriteCopy(1<<30, want[:16], 3); err == nil {
-		t.Fatal("copy 3 of raid6 was written")
+	if bad, err := ps.v.CheckRowParity(c, 0, false); err != nil || len(bad) != 0 {
+		t.Fatalf("row 0 after the fix: bad %v, %v", bad, err)
 	}
 }
 
