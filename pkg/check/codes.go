@@ -170,7 +170,7 @@ var (
 var (
 	DataCopiesDiffer = def("DATA_COPIES_DIFFER", PassData, FixNone, "two copies of a data sector both match its checksum but differ byte for byte (both locations reported)")
 	DataCopyBad      = def("DATA_COPY_BAD", PassData, FixPreen, "one copy of a data sector is unreadable or fails its checksum")
-	ParityBad        = def("PARITY_BAD", PassNode, FixNone, "a raid5/raid6 parity strip does not match its row's data (a rebuilt copy of a node differs): ddfs scrub --repair rewrites it after checking the row's data")
+	ParityBad        = def("PARITY_BAD", PassNode, FixNone, "a raid5/raid6 parity strip does not match its row's data (a rebuilt copy of a node differs; with --check-data, a data row's P or Q): ddfs scrub --repair rewrites it after checking the row's data")
 	DataLost         = def("DATA_LOST", PassData, FixNone, "part of a data extent has no copy on a present device (--degraded): its file reads EIO there")
 )
 

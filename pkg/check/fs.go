@@ -249,6 +249,7 @@ func (c *checker) checkFS() {
 	c.data.finish(c) // the data problems are all in before dataOwners names them
 	c.checkNames()
 	c.lostData()
+	c.parityRows()
 	c.dataOwners()
 	c.checkRefs()
 	c.checkCsums()

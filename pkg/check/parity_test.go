@@ -1,9 +1,11 @@
 package check
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/scrub"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
@@ -64,5 +66,68 @@ func TestParityBadNode(t *testing.T) {
 	}
 	if rep := checkDevs(t, devs); !rep.Clean() {
 		t.Fatalf("after scrub --repair: %v", rep.Problems)
+	}
+}
+
+// With --check-data a wrong Q of a raid6 data row is PARITY_BAD on copy 2
+// at the row's start; without it the check reads no data rows.
+func TestParityBadData(t *testing.T) {
+	devs := build(t, layout{4, format.ProfileRaid6, format.ProfileRaid1}, 30)
+	wvol, err := volume.FromDevices(asDevices(devs), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := store.OpenVolume(wvol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.New(fs, fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := f.Create("/data", fsys.Attr{Mode: 0o644})
+	if err == nil {
+		err = f.WriteAt(in, bytes.Repeat([]byte("parity!"), 40000), 0)
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err = store.OpenVolume(volumeOf(t, devs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bg *store.BlockGroup
+	for _, b := range fs.BlockGroups() {
+		if b.Chunk.Type == format.ChunkData && b.Used > 0 {
+			bg = b
+		}
+	}
+	c := bg.Chunk
+	free, err := fs.FreeRanges(bg)
+	fs.Close()
+	if err != nil || len(free) == 0 {
+		t.Fatalf("free ranges: %v, %v", free, err)
+	}
+	if free[0].Start == c.Logical {
+		t.Fatal("the file is not at the chunk's start")
+	}
+	row := (free[0].Start - 1 - c.Logical) / c.RowLen() // the last row the file uses
+	tg := c.ParityTarget(row, 1)
+	if _, err := devs[tg.DevID-1].WriteAt([]byte{1, 2, 3}, int64(tg.Physical+7)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := checkDevs(t, devs); !rep.Clean() {
+		t.Fatalf("without --check-data: %v", rep.Problems)
+	}
+	rep, err := CheckVolume(volumeOf(t, devs), Options{CheckData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Code != ParityBad || *rep.Problems[0].Copy != 2 ||
+		rep.Problems[0].Logical != c.Logical+row*c.RowLen() || rep.Problems[0].Offset != tg.Physical {
+		t.Fatalf("--check-data: %v", rep.Problems)
 	}
 }

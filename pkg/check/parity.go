@@ -1,0 +1,66 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/volume"
+)
+
+// parityRows (--check-data) checks the parity of every row of a raid5/
+// raid6 data chunk that holds an extent, against the data strips as the
+// devices hold them: PARITY_BAD for each parity strip that differs,
+// reported only (scrub --repair rewrites it once the row's data checks
+// out). Node rows are checked as the nodes' rebuilt copies are read.
+func (c *checker) parityRows() {
+	if !c.opt.CheckData {
+		return
+	}
+	rows := map[*volume.Chunk]map[uint64]bool{}
+	for _, e := range c.fs.extents.list {
+		ch, ok := c.vol.Chunks.Lookup(e.logical)
+		if !ok || !ch.IsParity() || ch.Type != format.ChunkData || uint64(e.length) > ch.End()-e.logical || c.vol.ChunkDegraded(ch) {
+			continue
+		}
+		if rows[ch] == nil {
+			rows[ch] = map[uint64]bool{}
+		}
+		rl := ch.RowLen()
+		for r := (e.logical - ch.Logical) / rl; r*rl < e.logical-ch.Logical+uint64(e.length); r++ {
+			rows[ch][r] = true
+		}
+	}
+	for ch, set := range rows {
+		list := make([]uint64, 0, len(set))
+		for r := range set {
+			list = append(list, r)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+		for _, r := range list {
+			if c.opt.cancelled() != nil {
+				return
+			}
+			c.rowParity(ch, r)
+		}
+	}
+}
+
+// rowParity checks one row.
+func (c *checker) rowParity(ch *volume.Chunk, r uint64) {
+	start := ch.Logical + r*ch.RowLen()
+	bad, err := c.vol.CheckRowParity(ch, r, false)
+	if err != nil {
+		c.add(Problem{Code: ParityBad, Logical: start, Message: fmt.Sprintf("row of %v chunk %d cannot be checked: %s", ch.Profile, ch.Logical, errString(err))})
+		return
+	}
+	for _, k := range bad {
+		t := ch.ParityTarget(r, k)
+		p := Problem{Code: ParityBad, Logical: start, Copy: copyNum(k + 1), DevID: t.DevID, Offset: t.Physical,
+			Message: fmt.Sprintf("parity strip %c of the row at %d (%v) differs from its data strips", "PQ"[k], start, ch.Profile)}
+		if d, ok := c.vol.Device(t.DevID); ok {
+			p.Device = d.Path
+		}
+		c.add(p)
+	}
+}
