@@ -14,7 +14,7 @@ const balanceExamples = `  ddfs balance disk.img                      # chunks w
   ddfs device add -b 64G disk.img disk2.img
   ddfs balance -d raid1 -m raid1 disk.img    # single/dup -> raid1 on two devices
   ddfs balance -m raid1c3 disk.img
-  ddfs balance -d raid5 -m raid6 disk.img    # to parity; again after device add: wider stripes
+  ddfs balance -d raid5 -m raid6 disk.img    # to parity (again once devices join: wider stripes)
   ddfs balance -f -m single disk.img        # lowering metadata redundancy needs -f
 `
 

@@ -189,6 +189,7 @@ var setups = []struct{ has, script string }{
 	{"device add", ""},
 	{"--degraded disk.img 2", "ddfs device add -b 1G disk.img disk2.img; rm disk2.img"},
 	{"raid1c3 disk.img", "ddfs device add -b 1G disk.img disk2.img; ddfs device add -b 1G disk.img disk3.img"},
+	{"raid6 disk.img", "ddfs device add -b 1G disk.img disk2.img; ddfs device add -b 1G disk.img disk3.img"},
 	{"disk.img 2", "ddfs device add -b 1G disk.img disk2.img"},
 	{"disk.img 1 ", "ddfs device add -b 1G disk.img disk2.img"},
 	{"balance", "ddfs device add -b 1G disk.img disk2.img"},
