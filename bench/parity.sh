@@ -181,7 +181,7 @@ btrfs_row() {
 	attach "$root/new.img"
 	mount -o degraded "${loops[0]}" "$mnt"
 	drop
-	timed "$name-rebuild" btrfs replace start -B 2 "${loops[-1]}" "$mnt"
+	timed_sh "$name-rebuild" "btrfs replace start -B 2 '${loops[-1]}' '$mnt' >/dev/null"
 	release
 }
 
