@@ -122,7 +122,7 @@ func (w *dataWorker) verify(j dataJob) {
 		start := j.logical + first*ss
 		b := w.buf[:cnt*ss]
 		copies := c.vol.Copies(start)
-		if isParity(ch) {
+		if ch.IsParity() {
 			copies = 1 // rebuilds are repair sources (repair_copies.go); scrub checks parity
 		}
 		w.ref.reset(cnt, ss, &c.reads.arena)
@@ -215,7 +215,7 @@ func (c *checker) lostData() {
 		if !ok || ch.Type != format.ChunkData || uint64(e.length) > ch.End()-e.logical || !c.vol.ChunkDegraded(ch) {
 			continue // other checks report an extent outside its chunk
 		}
-		if isParity(ch) {
+		if ch.IsParity() {
 			if ch.LostWithout(c.vol.IsMissing) {
 				c.add(Problem{Code: DataLost, Logical: e.logical, Message: fmt.Sprintf("the extent's %d bytes at %d are in a %v chunk with more devices missing than its parity covers", e.length, e.logical, ch.Profile)})
 			}

@@ -166,7 +166,7 @@ func (c *checker) readCopies(id format.TreeID, logical, gen uint64, level int, r
 		return r
 	}
 	want := format.NodeExpect{FSID: c.sb.FSID, AltFSID: c.sb.NewFSID, Logical: logical, Generation: gen, Owner: id, Level: level}
-	r.parity = isParity(ch)
+	r.parity = ch.IsParity()
 	if !r.parity { // a parity chunk's copy 0 rebuilds a missing strip itself
 		r.targets, _ = c.vol.Locate(logical)
 	}
@@ -371,7 +371,7 @@ func (c *checker) readRun(ptrs []format.KeyPtr) *runRead {
 	run := c.reads.getRun(n, c.vol.Copies(start))
 	run.start, run.n = start, n
 	var targets []volume.Target
-	if !isParity(ch) {
+	if !ch.IsParity() {
 		targets, _ = c.vol.Locate(start)
 	}
 	bufs := make([][]byte, len(run.data))
@@ -448,11 +448,4 @@ func (c *checker) nodesTotal() uint64 {
 		return 0
 	}
 	return max((sb.BytesUsed-sb.Counters.PhysicalBytes)/uint64(sb.NodeSize), uint64(len(c.seen)))
-}
-
-// isParity reports whether ch is a raid5/raid6 chunk, whose copies are
-// not one a device: ReadCopy rebuilds what a missing device held.
-func isParity(ch *volume.Chunk) bool {
-	pi, _ := ch.Profile.Info()
-	return pi.Parity > 0
 }

@@ -15,13 +15,7 @@ import (
 
 // rowLen is the logical bytes of one row of bg's chunk; 0 when it has no
 // parity.
-func (bg *BlockGroup) rowLen() uint64 {
-	pi, _ := bg.Chunk.Profile.Info()
-	if pi.Parity == 0 {
-		return 0
-	}
-	return uint64(pi.DataStripes(len(bg.Chunk.Stripes))) * uint64(bg.Chunk.StripeLen)
-}
+func (bg *BlockGroup) rowLen() uint64 { return bg.Chunk.RowLen() }
 
 // rowStart is the logical start of the row holding logical.
 func (bg *BlockGroup) rowStart(logical uint64) uint64 {

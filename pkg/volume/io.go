@@ -71,7 +71,7 @@ func (v *Volume) ReadCopy(logical uint64, buf []byte, mirror int) error {
 	if pi, _ := c.Profile.Info(); !pi.Striped && len(c.Stripes) > 0 {
 		return v.readWhole(c, logical, buf, mirror)
 	}
-	if c.isParity() {
+	if c.IsParity() {
 		if err := c.holds(logical-c.Logical, uint64(len(buf))); err != nil {
 			return fmt.Errorf("logical %d: %w", logical, err)
 		}
@@ -131,7 +131,7 @@ func (v *Volume) Write(logical uint64, buf []byte) error {
 	if err != nil {
 		return err
 	}
-	if c.isParity() {
+	if c.IsParity() {
 		return v.writeParity(c, logical, buf)
 	}
 	for _, s := range segs {

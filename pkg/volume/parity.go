@@ -27,8 +27,8 @@ type piece struct {
 	bufOff int
 }
 
-// isParity reports whether c is a raid5 or raid6 chunk.
-func (c *Chunk) isParity() bool {
+// IsParity reports whether c is a raid5 or raid6 chunk.
+func (c *Chunk) IsParity() bool {
 	pi, _ := c.Profile.Info()
 	return pi.Parity > 0
 }
@@ -368,7 +368,7 @@ func (v *Volume) writeParityCopy(c *Chunk, logical uint64, buf []byte, mirror in
 // bytes its parity was computed from, and a later rebuild of a live strip
 // of that row would return garbage); for any other chunk, Map.
 func (c *Chunk) DiscardMap(off, length uint64) ([]Segment, error) {
-	if !c.isParity() {
+	if !c.IsParity() {
 		return c.Map(off, length)
 	}
 	if err := c.holds(off, length); err != nil {
@@ -393,12 +393,9 @@ func (c *Chunk) DiscardMap(off, length uint64) ([]Segment, error) {
 	return segs, nil
 }
 
-// IsParity reports whether c is a raid5 or raid6 chunk.
-func (c *Chunk) IsParity() bool { return c.isParity() }
-
 // RowLen is the logical bytes of a row of a parity chunk (0 for others).
 func (c *Chunk) RowLen() uint64 {
-	if !c.isParity() {
+	if !c.IsParity() {
 		return 0
 	}
 	_, _, data := c.geometry()
@@ -501,7 +498,7 @@ func (v *Volume) WriteRows(c *Chunk, first uint64, data []byte, want func(Target
 // b (a whole number of rows), the last row's tail past the chunk's
 // length too; a strip that cannot be read is rebuilt.
 func (v *Volume) ReadRows(c *Chunk, first uint64, b []byte) error {
-	if !c.isParity() || uint64(len(b))%c.RowLen() != 0 || first*c.RowLen()+uint64(len(b)) > c.StripeLength()*uint64(len(c.Stripes)) {
+	if !c.IsParity() || uint64(len(b))%c.RowLen() != 0 || first*c.RowLen()+uint64(len(b)) > c.StripeLength()*uint64(len(c.Stripes)) {
 		return fmt.Errorf("read of rows %d+%d bytes of chunk %d: not whole rows of it", first, len(b), c.Logical)
 	}
 	return v.readParity(c, c.Logical+first*c.RowLen(), b, 0)

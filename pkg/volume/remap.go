@@ -36,7 +36,7 @@ func (m *ChunkMap) ReplaceChunk(logical uint64, item *format.ChunkItem) error {
 // is skipped, so a chunk can be read off its mirrors when one device is
 // gone.
 func (v *Volume) ReadChunk(c *Chunk, off uint64, buf []byte, first int) error {
-	if c.isParity() {
+	if c.IsParity() {
 		if err := c.holds(off, uint64(len(buf))); err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (v *Volume) WriteChunk(c *Chunk, off uint64, buf []byte, want func(Target) 
 	if !v.writable {
 		return fmt.Errorf("write chunk %d: volume opened read-only", c.Logical)
 	}
-	if c.isParity() {
+	if c.IsParity() {
 		return fmt.Errorf("write chunk %d: a parity layout is written in whole rows (WriteRows)", c.Logical)
 	}
 	segs, err := c.Map(off, uint64(len(buf)))

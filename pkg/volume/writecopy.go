@@ -13,7 +13,7 @@ func (v *Volume) WriteCopy(logical uint64, buf []byte, mirror int) error {
 	if err != nil {
 		return err
 	}
-	if c.isParity() {
+	if c.IsParity() {
 		return v.writeParityCopy(c, logical, buf, mirror)
 	}
 	for _, s := range segs {
