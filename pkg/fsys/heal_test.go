@@ -220,3 +220,38 @@ func TestIOFSReadFileReportsBadData(t *testing.T) {
 		t.Fatalf("ReadFile over a bad sector: %d bytes, %v; want ErrDataChecksum", len(got), err)
 	}
 }
+
+// On raid5 and raid6 a data strip that reads back wrong is rebuilt from
+// parity (copy 1) and rewritten in place: the strip then holds the good
+// bytes and the row's parity still describes them.
+func TestReadHealsParityDataStrip(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		profile format.Profile
+		devices int
+	}{{"raid5", format.ProfileRaid5, 3}, {"raid6", format.ProfileRaid6, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			devs, want, sector, ts := healSetOf(t, tc.profile, tc.devices)
+			strip := ts[0]
+			if _, err := devs[strip.DevID-1].WriteAt(make([]byte, 4096), int64(strip.Physical)); err != nil {
+				t.Fatal(err)
+			}
+			ds := make([]device.Device, len(devs))
+			for i, d := range devs {
+				ds[i] = d
+			}
+			heals := readHealing(t, ds, want)
+			if len(heals) != 1 || heals[0].Logical != sector || heals[0].Copy != 0 || !heals[0].Repaired {
+				t.Fatalf("heals %+v, want the data strip of sector %d rewritten", heals, sector)
+			}
+			got := make([]byte, 4096)
+			devs[strip.DevID-1].ReadAt(got, int64(strip.Physical))
+			if !bytes.Equal(got, want[3*4096:4*4096]) {
+				t.Fatal("the data strip was not rewritten with the good bytes")
+			}
+			if heals := readHealing(t, ds, want); len(heals) != 0 {
+				t.Fatalf("second read healed again: %+v", heals)
+			}
+		})
+	}
+}
