@@ -26,8 +26,7 @@ func (c *checker) parityRows() {
 		if rows[ch] == nil {
 			rows[ch] = map[uint64]bool{}
 		}
-		rl := ch.RowLen()
-		for r := (e.logical - ch.Logical) / rl; r*rl < e.logical-ch.Logical+uint64(e.length); r++ {
+		for _, r := range ch.AppendRows(nil, e.logical-ch.Logical, uint64(e.length)) {
 			rows[ch][r] = true
 		}
 	}

@@ -38,24 +38,16 @@ func (s *scrubber) parityRows() error {
 // usedRows lists the rows of c that hold used space, given its free
 // ranges in logical order.
 func usedRows(c *volume.Chunk, free []alloc.Range) []uint64 {
-	rl := c.RowLen()
 	var rows []uint64
-	add := func(from, to uint64) { // used logical range [from, to)
-		for r := (from - c.Logical) / rl; r*rl+c.Logical < to; r++ {
-			if len(rows) == 0 || rows[len(rows)-1] < r {
-				rows = append(rows, r)
-			}
-		}
-	}
 	pos := c.Logical
 	for _, f := range free {
 		if f.Start > pos {
-			add(pos, f.Start)
+			rows = c.AppendRows(rows, pos-c.Logical, f.Start-pos)
 		}
 		pos = max(pos, f.End())
 	}
 	if pos < c.End() {
-		add(pos, c.End())
+		rows = c.AppendRows(rows, pos-c.Logical, c.End()-pos)
 	}
 	return rows
 }

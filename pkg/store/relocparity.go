@@ -33,7 +33,10 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 		return err
 	}
 	rl := newC.RowLen()
-	rows := rowsOf(used, rl)
+	var rows []uint64
+	for _, r := range used {
+		rows = newC.AppendRows(rows, r.Start, r.Len)
+	}
 	buf := make([]byte, parityBatchRows*rl)
 	for len(rows) > 0 {
 		n := 1 // a run of consecutive rows
@@ -81,17 +84,4 @@ func (tx *Txn) fillRows(oldC *volume.Chunk, from uint64, b []byte, used []alloc.
 		ver.check(lo, b[lo-from:hi-from])
 	}
 	return nil
-}
-
-// rowsOf lists the rows (of rl bytes) that the ranges touch, ascending.
-func rowsOf(used []alloc.Range, rl uint64) []uint64 {
-	var rows []uint64
-	for _, r := range used {
-		for row := r.Start / rl; row*rl < r.End(); row++ {
-			if len(rows) == 0 || rows[len(rows)-1] < row {
-				rows = append(rows, row)
-			}
-		}
-	}
-	return rows
 }

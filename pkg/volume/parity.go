@@ -402,6 +402,23 @@ func (c *Chunk) RowLen() uint64 {
 	return uint64(data) * uint64(c.StripeLen)
 }
 
+// AppendRows appends to rows, kept ascending and without repeats, the
+// rows of parity chunk c that the chunk-relative range [off, off+length)
+// touches. Callers pass ranges in ascending order of off; a range that
+// starts before the last row listed adds only the rows past it.
+func (c *Chunk) AppendRows(rows []uint64, off, length uint64) []uint64 {
+	rl := c.RowLen()
+	if rl == 0 || length == 0 {
+		return rows
+	}
+	for r := off / rl; r*rl < off+length; r++ {
+		if len(rows) == 0 || rows[len(rows)-1] < r {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
 // ParityTarget is where parity strip k (0 P, 1 Q) of row lives.
 func (c *Chunk) ParityTarget(row uint64, k int) Target {
 	_, _, data := c.geometry()

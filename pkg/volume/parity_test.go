@@ -331,3 +331,29 @@ func TestParityDiscardMap(t *testing.T) {
 		}
 	}
 }
+
+// AppendRows lists the rows ranges touch, ascending, each once: checked
+// against the row of every byte, for ranges in ascending order of start
+// that overlap, nest and abut.
+func TestParityAppendRows(t *testing.T) {
+	ps := newParitySet(t, 4, format.ProfileRaid5) // D = 3, rows of 12 KiB
+	c, _ := ps.v.Chunks.Lookup(1 << 30)
+	rl := uint64(3 * tSL)
+	ranges := [][2]uint64{{0, 1}, {5, rl}, {rl + 1, 3}, {2*rl - 1, 1}, {2 * rl, 0}, {3*rl + 7, 2 * rl}, {4 * rl, 10}, {7 * rl, rl}}
+	var rows []uint64
+	want := map[uint64]bool{}
+	for _, r := range ranges {
+		rows = c.AppendRows(rows, r[0], r[1])
+		for b := r[0]; b < r[0]+r[1]; b++ {
+			want[b/rl] = true
+		}
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("rows %v, want the %d rows of %v", rows, len(want), want)
+	}
+	for i, r := range rows {
+		if !want[r] || (i > 0 && rows[i-1] >= r) {
+			t.Fatalf("rows %v: %d not touched or out of order", rows, r)
+		}
+	}
+}
