@@ -36,30 +36,36 @@ func (c *checker) parityRows() {
 			list = append(list, r)
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-		for _, r := range list {
+		for len(list) > 0 {
 			if c.opt.cancelled() != nil {
 				return
 			}
-			c.rowParity(ch, r)
+			n := min(len(list), 1024) // a cancel is seen between batches
+			bad, err := c.vol.CheckParityRows(ch, list[:n], nil)
+			if err != nil {
+				c.add(Problem{Code: ParityBad, Logical: ch.Logical, Message: fmt.Sprintf("%v chunk %d cannot be checked: %s", ch.Profile, ch.Logical, errString(err))})
+				break
+			}
+			for _, b := range bad {
+				c.rowParity(ch, b)
+			}
+			list = list[n:]
 		}
 	}
 }
 
-// rowParity checks one row.
-func (c *checker) rowParity(ch *volume.Chunk, r uint64) {
-	start := ch.Logical + r*ch.RowLen()
-	bad, err := c.vol.CheckRowParity(ch, r, false)
-	if err != nil {
-		c.add(Problem{Code: ParityBad, Logical: start, Message: fmt.Sprintf("row of %v chunk %d cannot be checked: %s", ch.Profile, ch.Logical, errString(err))})
+// rowParity reports a wrong parity strip, or a row that cannot be checked.
+func (c *checker) rowParity(ch *volume.Chunk, b volume.BadParity) {
+	start := ch.Logical + b.Row*ch.RowLen()
+	if b.Err != nil {
+		c.add(Problem{Code: ParityBad, Logical: start, Message: fmt.Sprintf("row of %v chunk %d cannot be checked: %s", ch.Profile, ch.Logical, errString(b.Err))})
 		return
 	}
-	for _, k := range bad {
-		t := ch.ParityTarget(r, k)
-		p := Problem{Code: ParityBad, Logical: start, Copy: copyNum(k + 1), DevID: t.DevID, Offset: t.Physical,
-			Message: fmt.Sprintf("parity strip %c of the row at %d (%v) differs from its data strips", "PQ"[k], start, ch.Profile)}
-		if d, ok := c.vol.Device(t.DevID); ok {
-			p.Device = d.Path
-		}
-		c.add(p)
+	t := ch.ParityTarget(b.Row, b.K)
+	p := Problem{Code: ParityBad, Logical: start, Copy: copyNum(b.K + 1), DevID: t.DevID, Offset: t.Physical,
+		Message: fmt.Sprintf("parity strip %c of the row at %d (%v) differs from its data strips", "PQ"[b.K], start, ch.Profile)}
+	if d, ok := c.vol.Device(t.DevID); ok {
+		p.Device = d.Path
 	}
+	c.add(p)
 }

@@ -55,18 +55,22 @@ func usedRows(c *volume.Chunk, free []alloc.Range) []uint64 {
 // chunkRows checks (and repairs) the parity of the given rows of c.
 func (s *scrubber) chunkRows(c *volume.Chunk, rows []uint64) error {
 	rl := c.RowLen()
-	for _, r := range rows {
+	fix := func(r uint64) bool {
 		start := c.Logical + r*rl
-		fix := s.opt.Repair && !s.uncorrectableIn(start, start+rl)
-		bad, err := s.fs.Vol.CheckRowParity(c, r, fix)
-		if err != nil {
-			return fmt.Errorf("parity of row %d of chunk %d: %w", r, c.Logical, err)
+		return s.opt.Repair && !s.uncorrectableIn(start, start+rl)
+	}
+	bad, err := s.fs.Vol.CheckParityRows(c, rows, fix)
+	if err != nil {
+		return err
+	}
+	for _, b := range bad {
+		start := c.Logical + b.Row*rl
+		if b.Err != nil {
+			return fmt.Errorf("parity of row %d of chunk %d: %w", b.Row, c.Logical, b.Err)
 		}
-		for _, k := range bad {
-			t := c.ParityTarget(r, k)
-			s.countParity(CopyError{Logical: start, Len: int(rl), Copy: k + 1, DevID: t.DevID, Physical: t.Physical,
-				Kind: KindParity, Detail: fmt.Sprintf("parity strip %c differs from the row's data", "PQ"[k]), Corrected: fix})
-		}
+		t := c.ParityTarget(b.Row, b.K)
+		s.countParity(CopyError{Logical: start, Len: int(rl), Copy: b.K + 1, DevID: t.DevID, Physical: t.Physical,
+			Kind: KindParity, Detail: fmt.Sprintf("parity strip %c differs from the row's data", "PQ"[b.K]), Corrected: b.Fixed})
 	}
 	return nil
 }
