@@ -73,6 +73,10 @@ func (c *Code) Encode(shards [][]byte) error { return c.enc.Encode(shards) }
 // them) from the others. A nil parity strip is rebuilt too.
 func (c *Code) Rebuild(shards [][]byte) error { return c.enc.Reconstruct(shards) }
 
+// RebuildData is Rebuild for the data strips alone: a missing parity
+// strip stays missing (a read needs no parity back).
+func (c *Code) RebuildData(shards [][]byte) error { return c.enc.ReconstructData(shards) }
+
 // Data and Parity are the code's strip counts.
 func (c *Code) Data() int   { return c.data }
 func (c *Code) Parity() int { return c.parity }

@@ -7,8 +7,10 @@ import (
 	"github.com/ddfs/ddfs/pkg/volume"
 )
 
-// parityBatchRows bounds the rows a parity relocation reads at once.
-const parityBatchRows = 64
+// parityBatchStrip is what a parity relocation reads from each device at
+// once (a batch is this many bytes of every stripe): reads of a few
+// strips each left a replace at half the devices' read rate.
+const parityBatchStrip = 4 << 20
 
 // copyUsedParity is copyUsed for a parity destination: every row that
 // holds used bytes is written whole, its parity computed from the whole
@@ -33,26 +35,62 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 		return err
 	}
 	rl := newC.RowLen()
+	batchRows := max(1, parityBatchStrip/int(newC.StripeLen))
 	var rows []uint64
 	for _, r := range used {
 		rows = newC.AppendRows(rows, r.Start, r.Len)
 	}
-	buf := make([]byte, parityBatchRows*rl)
-	for len(rows) > 0 {
-		n := 1 // a run of consecutive rows
-		for n < len(rows) && n < parityBatchRows && rows[n] == rows[0]+uint64(n) {
-			n++
+	// Reading a batch (every other device, rebuilt from parity on a
+	// replace) overlaps writing the one before: two buffers, a reader
+	// goroutine; the verifier is the reader's alone.
+	type batch struct {
+		first uint64
+		b     []byte
+	}
+	free := make(chan []byte, 2)
+	for range 2 {
+		free <- make([]byte, uint64(batchRows)*rl)
+	}
+	full := make(chan batch, 1)
+	var readErr error
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		for len(rows) > 0 {
+			n := 1 // a run of consecutive rows
+			for n < len(rows) && n < batchRows && rows[n] == rows[0]+uint64(n) {
+				n++
+			}
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			b := buf[:uint64(n)*rl]
+			if readErr = tx.fillRows(oldC, rows[0]*rl, b, used, allNew, first, ver); readErr != nil {
+				return
+			}
+			full <- batch{rows[0], b}
+			rows = rows[n:]
 		}
-		b := buf[:uint64(n)*rl]
-		from := rows[0] * rl
-		if err := tx.fillRows(oldC, from, b, used, allNew, first, ver); err != nil {
-			return err
+	}()
+	var writeErr error
+	for bt := range full {
+		if writeErr == nil {
+			if err := fs.Vol.WriteRows(newC, bt.first, bt.b, want); err != nil {
+				writeErr = fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+				close(stop)
+			}
+			fs.reloc.Bytes += uint64(len(bt.b))
 		}
-		if err := fs.Vol.WriteRows(newC, rows[0], b, want); err != nil {
-			return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
-		}
-		fs.reloc.Bytes += uint64(len(b))
-		rows = rows[n:]
+		free <- bt.b[:cap(bt.b)]
+	}
+	if writeErr != nil {
+		return writeErr
+	}
+	if readErr != nil {
+		return readErr
 	}
 	fs.reloc.Repaired += ver.repaired
 	fs.reloc.Unrecovered += ver.unrecovered

@@ -126,7 +126,7 @@ func (v *Volume) readParity(c *Chunk, logical uint64, buf []byte, mirror int) er
 		return fmt.Errorf("logical %d has %d copies, not copy %d", logical, par+1, mirror)
 	}
 	ps := c.pieces(logical-c.Logical, uint64(len(buf)))
-	if mirror == 0 && len(ps) > 1 && v.readSpans(c, buf, ps) == nil {
+	if mirror == 0 && len(ps) > 1 && (v.readSpans(c, buf, ps) == nil || v.readRebuilding(c, buf, ps) == nil) {
 		return nil
 	}
 	for _, p := range ps {

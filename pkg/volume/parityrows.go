@@ -80,7 +80,7 @@ func (v *Volume) checkRun(c *Chunk, first, count uint64, fix func(uint64) bool) 
 		return nil, fmt.Errorf("rows %d+%d of chunk %d: past its stripes", first, count, c.Logical)
 	}
 	defer v.rows.lockRun(c, first, count)()
-	spans, err := v.readRun(c, first, count)
+	spans, _, err := v.readRun(c, first, count)
 	defer func() {
 		for _, s := range spans {
 			putSpan(s)
@@ -123,29 +123,91 @@ func (v *Volume) checkRun(c *Chunk, first, count uint64, fix func(uint64) bool) 
 }
 
 // readRun reads each stripe's strips of rows [first, first+count), all
-// devices at once; the spans come from spanPool.
-func (v *Volume) readRun(c *Chunk, first, count uint64) ([][]byte, error) {
+// devices at once; the spans come from spanPool. errs[s] is stripe s's
+// read error, first the first of them.
+func (v *Volume) readRun(c *Chunk, first, count uint64) (spans [][]byte, errs []error, firstErr error) {
 	sl := uint64(c.StripeLen)
-	spans := make([][]byte, len(c.Stripes))
-	errs := make(chan error, len(spans))
+	spans = make([][]byte, len(c.Stripes))
+	errs = make([]error, len(spans))
+	var wg sync.WaitGroup
 	for s := range spans {
 		spans[s] = getSpan(int(count * sl))
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			st := c.Stripes[s]
 			d, ok := v.devs[st.DevID]
 			if !ok {
-				errs <- errMissingIO
+				errs[s] = &IOError{"read", c.Logical, st.DevID, "", st.Offset + first*sl, errMissingIO}
 				return
 			}
-			_, err := d.Dev.ReadAt(spans[s], int64(st.Offset+first*sl))
-			errs <- err
+			if _, err := d.Dev.ReadAt(spans[s], int64(st.Offset+first*sl)); err != nil {
+				errs[s] = &IOError{"read", c.Logical, st.DevID, d.Path, st.Offset + first*sl, err}
+			}
 		}()
 	}
-	var firstErr error
-	for range spans {
-		firstErr = cmpErr(firstErr, <-errs)
+	wg.Wait()
+	for _, err := range errs {
+		firstErr = cmpErr(firstErr, err)
 	}
-	return spans, firstErr
+	return spans, errs, firstErr
+}
+
+// readRebuilding is readSpans for rows a device fails to read (a device
+// replace or a degraded read): every stripe's strips of the rows the
+// pieces touch are read at once, one read a device, and each row's
+// unreadable strips are rebuilt from the rest. An error (a row with more
+// unreadable strips than parity) sends the caller piece by piece.
+func (v *Volume) readRebuilding(c *Chunk, buf []byte, ps []piece) error {
+	code, err := c.code()
+	if err != nil {
+		return err
+	}
+	sl := uint64(c.StripeLen)
+	first, last := ps[0].row, ps[len(ps)-1].row
+	if (last+1)*sl > c.StripeLength() {
+		return fmt.Errorf("rows %d..%d of chunk %d: past its stripes", first, last, c.Logical)
+	}
+	spans, errs, _ := v.readRun(c, first, last-first+1)
+	defer func() {
+		for _, s := range spans {
+			putSpan(s)
+		}
+	}()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if failed > code.Parity() {
+		return errTooFew
+	}
+	shards := make([][]byte, code.Data()+code.Parity())
+	rebuilt := make([][]byte, len(shards)) // buffers a row's rebuilt strips reuse
+	row, have := uint64(0), false
+	for _, p := range ps {
+		if !have || p.row != row {
+			have = true
+			row = p.row
+			at := (row - first) * sl
+			for k := range shards {
+				if s := c.stripeOf(row, k); errs[s] == nil {
+					shards[k] = spans[s][at : at+sl]
+					continue
+				}
+				if rebuilt[k] == nil {
+					rebuilt[k] = make([]byte, sl)
+				}
+				shards[k] = rebuilt[k][:0] // empty: rebuilt into its capacity
+			}
+			if err := code.RebuildData(shards); err != nil {
+				return err
+			}
+		}
+		copy(buf[p.bufOff:p.bufOff+p.n], shards[p.i][p.in:])
+	}
+	return nil
 }
 
 // lockRun takes the row locks of rows [first, first+count) and returns
