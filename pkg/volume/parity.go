@@ -126,8 +126,13 @@ func (v *Volume) readParity(c *Chunk, logical uint64, buf []byte, mirror int) er
 		return fmt.Errorf("logical %d has %d copies, not copy %d", logical, par+1, mirror)
 	}
 	ps := c.pieces(logical-c.Logical, uint64(len(buf)))
-	if mirror == 0 && len(ps) > 1 && (v.readSpans(c, buf, ps) == nil || v.readRebuilding(c, buf, ps) == nil) {
-		return nil
+	if mirror == 0 && len(ps) > 1 {
+		// With a device missing, a row's strips are read once, all of
+		// them, and rebuilt; otherwise each device's pieces are read,
+		// and whole rows only when that fails.
+		if !v.ChunkDegraded(c) && v.readSpans(c, buf, ps) == nil || v.readRebuilding(c, buf, ps) == nil {
+			return nil
+		}
 	}
 	for _, p := range ps {
 		b := buf[p.bufOff : p.bufOff+p.n]
@@ -233,7 +238,7 @@ func (v *Volume) writeParity(c *Chunk, logical uint64, buf []byte) error {
 		}
 		if rows >= 2 {
 			n := rows * j * sl
-			if err := v.writeWholeRows(c, code, logical, ps[0].row, buf[ps[0].bufOff:ps[0].bufOff+n]); err != nil {
+			if err := v.writeWholeRows(c, code, logical, ps[0].row, buf[ps[0].bufOff:ps[0].bufOff+n], nil); err != nil {
 				return err
 			}
 			ps = ps[rows*j:]
@@ -248,13 +253,15 @@ func (v *Volume) writeParity(c *Chunk, logical uint64, buf []byte) error {
 }
 
 // writeWholeRows writes whole rows from row first on (data: their logical
-// bytes) with their parity, one write a device, devices at once. No row
-// lock: nothing else writes a row this write covers whole.
-func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint64, data []byte) error {
+// bytes) with their parity: the strips want accepts (nil: every strip),
+// each device's consecutive wanted strips in one write, devices at once.
+// No row lock: nothing else writes a row this write covers whole.
+func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint64, data []byte, want func(Target) bool) error {
 	d, par, sl := code.Data(), code.Parity(), int(c.StripeLen)
 	n := len(c.Stripes)
 	rows := len(data) / (d * sl)
-	spans := make([][]byte, n) // by stripe index: its strips of the rows, in order
+	spans := make([][]byte, n)  // by stripe index: its strips of the rows, in order
+	runs := make([][][2]int, n) // by stripe index: its runs [from, to) of wanted rows
 	for s := range spans {
 		spans[s] = getSpan(rows * sl)
 		defer putSpan(spans[s])
@@ -263,11 +270,19 @@ func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint
 	for r := range rows {
 		row := first + uint64(r)
 		for k := range d + par {
-			dst := spans[c.stripeOf(row, k)][r*sl : (r+1)*sl]
+			s := c.stripeOf(row, k)
+			dst := spans[s][r*sl : (r+1)*sl]
 			if k < d {
 				copy(dst, data[(r*d+k)*sl:])
 			}
 			shards[k] = dst
+			if want == nil || want(c.target(row, k, 0)) {
+				if rs := runs[s]; len(rs) > 0 && rs[len(rs)-1][1] == r {
+					rs[len(rs)-1][1] = r + 1
+				} else {
+					runs[s] = append(rs, [2]int{r, r + 1})
+				}
+			}
 		}
 		if err := code.Encode(shards); err != nil {
 			return err
@@ -276,18 +291,13 @@ func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint
 	errs := make(chan error, n)
 	for s := range spans {
 		go func() {
-			t := Target{c.Stripes[s].DevID, c.Stripes[s].Offset + first*uint64(sl)}
-			dv, ok := v.devs[t.DevID]
-			switch {
-			case !ok:
-				errs <- &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
-			default:
-				_, err := dv.Dev.WriteAt(spans[s], int64(t.Physical))
-				if err != nil {
-					err = &IOError{"write", logical, t.DevID, dv.Path, t.Physical, err}
+			var err error
+			for _, rr := range runs[s] {
+				if err = v.writeSpan(c, logical, s, first+uint64(rr[0]), spans[s][rr[0]*sl:rr[1]*sl]); err != nil {
+					break
 				}
-				errs <- err
 			}
+			errs <- err
 		}()
 	}
 	var firstErr error
@@ -295,6 +305,19 @@ func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint
 		firstErr = cmpErr(firstErr, <-errs)
 	}
 	return firstErr
+}
+
+// writeSpan writes b over stripe s from the start of row on.
+func (v *Volume) writeSpan(c *Chunk, logical uint64, s int, row uint64, b []byte) error {
+	t := Target{c.Stripes[s].DevID, c.Stripes[s].Offset + row*uint64(c.StripeLen)}
+	dv, ok := v.devs[t.DevID]
+	if !ok {
+		return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
+	}
+	if _, err := dv.Dev.WriteAt(b, int64(t.Physical)); err != nil {
+		return &IOError{"write", logical, t.DevID, dv.Path, t.Physical, err}
+	}
+	return nil
 }
 
 // writeRow writes the pieces of one row and its parity.
@@ -484,31 +507,10 @@ func (v *Volume) WriteRows(c *Chunk, first uint64, data []byte, want func(Target
 		return err
 	}
 	rl := int(c.RowLen())
-	if len(data)%rl != 0 {
-		return fmt.Errorf("write of %d bytes to chunk %d: not whole rows of %d", len(data), c.Logical, rl)
+	if len(data)%rl != 0 || (first+uint64(len(data)/rl))*uint64(c.StripeLen) > c.StripeLength() {
+		return fmt.Errorf("write of %d bytes from row %d of chunk %d: not whole rows of %d inside it", len(data), first, c.Logical, rl)
 	}
-	d, par, sl := code.Data(), code.Parity(), int(c.StripeLen)
-	shards := make([][]byte, d+par)
-	for k := d; k < d+par; k++ {
-		shards[k] = make([]byte, sl)
-	}
-	for r := 0; r < len(data)/rl; r++ {
-		row := first + uint64(r)
-		for k := range d {
-			shards[k] = data[r*rl+k*sl : r*rl+(k+1)*sl]
-		}
-		if err := code.Encode(shards); err != nil {
-			return err
-		}
-		for k := range shards {
-			if t := c.target(row, k, 0); want(t) {
-				if err := v.writeStrip(c, c.Logical, row, k, 0, shards[k]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	return v.writeWholeRows(c, code, c.Logical, first, data, want)
 }
 
 // ReadRows reads whole rows of the parity chunk c from row first on into
