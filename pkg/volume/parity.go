@@ -108,7 +108,11 @@ func (v *Volume) readStrip(c *Chunk, logical uint64, row uint64, k int, in uint6
 
 // writeStrip writes b at [in, in+len(b)) of strip k of row.
 func (v *Volume) writeStrip(c *Chunk, logical uint64, row uint64, k int, in uint64, b []byte) error {
-	t := c.target(row, k, in)
+	return v.writeAt(c.target(row, k, in), logical, b)
+}
+
+// writeAt writes b at t; logical names the write in an error.
+func (v *Volume) writeAt(t Target, logical uint64, b []byte) error {
 	d, ok := v.devs[t.DevID]
 	if !ok {
 		return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
@@ -309,15 +313,7 @@ func (v *Volume) writeWholeRows(c *Chunk, code *parity.Code, logical, first uint
 
 // writeSpan writes b over stripe s from the start of row on.
 func (v *Volume) writeSpan(c *Chunk, logical uint64, s int, row uint64, b []byte) error {
-	t := Target{c.Stripes[s].DevID, c.Stripes[s].Offset + row*uint64(c.StripeLen)}
-	dv, ok := v.devs[t.DevID]
-	if !ok {
-		return &IOError{"write", logical, t.DevID, "", t.Physical, errMissingIO}
-	}
-	if _, err := dv.Dev.WriteAt(b, int64(t.Physical)); err != nil {
-		return &IOError{"write", logical, t.DevID, dv.Path, t.Physical, err}
-	}
-	return nil
+	return v.writeAt(Target{c.Stripes[s].DevID, c.Stripes[s].Offset + row*uint64(c.StripeLen)}, logical, b)
 }
 
 // writeRow writes the pieces of one row and its parity.
