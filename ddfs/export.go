@@ -1,8 +1,8 @@
 package main
 
 // ddfs export (issue 41): a ddfs tree (of the live namespace or a
-// snapshot) as a squashfs or ISO 9660 image, written by go-diskfs and
-// read back before it is kept.
+// snapshot) as a squashfs, ISO 9660 or FAT32 image, written by go-diskfs
+// and read back before it is kept.
 
 import (
 	"fmt"
@@ -15,10 +15,11 @@ import (
 )
 
 func newExportCmd() *cobra.Command {
-	c, fl, of := newCmd("export IMAGE[@SNAPSHOT]:PATH OUT --type squashfs|iso9660 [--label L]\n\nWrites the tree at PATH as a new squashfs (zstd) or ISO 9660 (Rock Ridge) image file\nOUT with go-diskfs's writers, then reads OUT back through ddfs's own readers and\ncompares every entry, size, symlink target and byte with the tree: an image that\ndiffers is removed and the command fails. OUT must not exist. Modes, owners and\ntimes are the writer's to keep (squashfs keeps permissions and owners, ISO 9660\nwith Rock Ridge modes and owners); FAT is not written yet.",
-		"write a tree as a squashfs or ISO 9660 image", "  ddfs export disk.img:/rootfs rootfs.squashfs --type squashfs\n  ddfs export disk.img:/seed seed.iso --type iso9660 --label cidata")
+	c, fl, of := newCmd("export IMAGE[@SNAPSHOT]:PATH OUT --type squashfs|iso9660|fat32 [--label L] [--size S]\n\nWrites the tree at PATH as a new squashfs (zstd), ISO 9660 (Rock Ridge) or FAT32 image\nfile OUT with go-diskfs's writers, then reads OUT back through ddfs's own readers and\ncompares every entry, size, symlink target and byte with the tree: an image that\ndiffers is removed and the command fails. OUT must not exist. Modes, owners and\ntimes are the writer's to keep (squashfs keeps permissions and owners, ISO 9660\nwith Rock Ridge modes and owners, FAT modification times to 2 s). FAT holds\ndirectories and regular files under 4 GiB only, with names that ignore case: a tree\nwith a symlink, a device node, two names differing only in case or a name FAT\ncannot keep is refused, naming the path, before OUT is made. A FAT image is as big\nas --size, or as the tree needs (64 MiB at least). With SOURCE_DATE_EPOCH set, two\nsquashfs or FAT32 exports of one tree are the same bytes (not yet ISO 9660).",
+		"write a tree as a squashfs, ISO 9660 or FAT32 image", "  ddfs export disk.img:/rootfs rootfs.squashfs --type squashfs\n  ddfs export disk.img:/seed seed.iso --type iso9660 --label cidata\n  ddfs export disk.img:/boot/efi esp.img --type fat32 --label EFI --size 256M")
 	typ := fl.String("type", "", "the image to write: "+strings.Join(export.Types, " or "))
-	label := fl.String("label", "", "the volume label (ISO 9660's volume identifier)")
+	label := fl.String("label", "", "the volume label (ISO 9660's volume identifier, FAT's label)")
+	sizeArg := fl.String("size", "", "fat32: the image's size (K, M, G suffixes; default: what the tree needs)")
 	quiet := fl.BoolP("quiet", "q", false, "print nothing on success")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 2 {
@@ -26,6 +27,16 @@ func newExportCmd() *cobra.Command {
 		}
 		if *typ == "" {
 			return usageErr("--type is required (%s)", strings.Join(export.Types, " or "))
+		}
+		var size uint64
+		if *sizeArg != "" {
+			if *typ != "fat32" {
+				return usageErr("--size is for --type fat32 (squashfs and ISO 9660 are as big as their files)")
+			}
+			var err error
+			if size, err = units.ParseSize(*sizeArg); err != nil || size > 1<<50 {
+				return usageErr("--size %q: want a size such as 256M", *sizeArg)
+			}
 		}
 		src := parseOperand(fl.Arg(0))
 		if src.image == "" {
@@ -36,7 +47,7 @@ func newExportCmd() *cobra.Command {
 			return err
 		}
 		defer im.close()
-		st, err := export.Export(im.f, abs(src.path), fl.Arg(1), export.Options{Type: *typ, Label: *label})
+		st, err := export.Export(im.f, abs(src.path), fl.Arg(1), export.Options{Type: *typ, Label: *label, Size: int64(size)})
 		if err != nil {
 			return im.err(fmt.Errorf("%s: %w", fl.Arg(1), err))
 		}

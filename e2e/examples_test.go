@@ -196,6 +196,7 @@ var setups = []struct{ has, script string }{
 	{"copy-a.img", "cp --sparse=always a.img copy-a.img; cp --sparse=always b.img copy-b.img"},
 	{"vm-snap", "ddfs cp -a disk.img:/vm disk.img:/vm-snap"},
 	{"--shard auto", "export JOB_COMPLETION_INDEX=1"},
+	{"disk.img:/boot/efi", "mkdir -p efi/EFI/BOOT && echo boot > efi/EFI/BOOT/BOOTX64.EFI && ddfs mkdir -p disk.img:/boot && ddfs cp -r efi disk.img:/boot/"},
 	{"disk.img@nightly2", "ddfs snapshot create disk.img nightly\nmkfs.ddfs -q -b 1G backup.img\nddfs send disk.img@nightly | ddfs receive -q backup.img\nddfs snapshot create disk.img nightly2"},
 	{"disk.img@nightly", "ddfs snapshot create disk.img nightly && mkfs.ddfs -q -b 1G backup.img"},
 	{"disk.img:/rootfs rootfs.squashfs", "ddfs mkdir disk.img:/rootfs && echo x > t && ddfs cp t disk.img:/rootfs/t"},

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -27,7 +29,8 @@ func TestExport(t *testing.T) {
 	for i := range big {
 		big[i] = byte(rng.Uint32())
 	}
-	for p, b := range map[string][]byte{"a.txt": []byte("alpha\n"), "d/big.bin": big, "d/e/empty": nil, "d/e/f": []byte("f\n")} {
+	for p, b := range map[string][]byte{"a.txt": []byte("alpha\n"), "d/big.bin": big, "d/e/empty": nil, "d/e/f": []byte("f\n"),
+		"efi/EFI/BOOT/BOOTX64.EFI": big[:500000], "efi/A Long Name, Mixed Case.txt": []byte("fat\n"), "efi/empty": nil, "efi/EFI/BOOT/grub.cfg": []byte("set timeout=0\n")} {
 		os.MkdirAll(filepath.Join(src, filepath.Dir(p)), 0o755)
 		if err := os.WriteFile(filepath.Join(src, p), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -54,9 +57,54 @@ func TestExport(t *testing.T) {
 			t.Fatalf("%s over an existing file: %q", c.typ, r.stderr)
 		}
 	}
+	exportFAT(t, dir, src)
 	must(t, run(t, dir, "ddfs", "export", "x.img:/a.txt", "not.iso", "--type", "iso9660"), 1)
 	if _, err := os.Stat(filepath.Join(dir, "not.iso")); err == nil {
 		t.Fatal("a failed export left its file")
+	}
+}
+
+// exportFAT: the symlink-free subtree exports as FAT32 that fsck.vfat
+// finds clean and mtools extracts to the source's names and bytes; the
+// whole tree, which holds a symlink, is refused naming it, leaving no file.
+func exportFAT(t *testing.T, dir, src string) {
+	t.Helper()
+	for _, tool := range []string{"fsck.vfat", "mcopy"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	must(t, run(t, dir, "ddfs", "export", "x.img:/efi", "x.fat", "--type", "fat32", "--label", "EFI", "--size", "80M"), 0)
+	if fi, err := os.Stat(filepath.Join(dir, "x.fat")); err != nil || fi.Size() != 80<<20 {
+		t.Fatalf("x.fat: %v %v, want 80 MiB", fi, err)
+	}
+	os.Mkdir(filepath.Join(dir, "out-fat32"), 0o755)
+	for _, c := range []string{"fsck.vfat -n x.fat", "MTOOLS_SKIP_CHECK=1 mcopy -s -n -i x.fat '::/*' out-fat32/"} {
+		cmd := exec.Command("sh", "-c", c)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v %s", c, err, out)
+		}
+	}
+	extractedAs(t, filepath.Join(src, "efi"), filepath.Join(dir, "out-fat32"))
+	// FSInfo's free-cluster count (sector 1, byte 488) is what fsck.fat counts.
+	cmd := exec.Command("fsck.vfat", "-n", "x.fat")
+	cmd.Dir = dir
+	out, _ := cmd.CombinedOutput()
+	var files, used, total uint32
+	if _, err := fmt.Sscanf(string(out[bytes.LastIndex(out, []byte("x.fat: ")):]), "x.fat: %d files, %d/%d clusters", &files, &used, &total); err != nil {
+		t.Fatalf("fsck.vfat said %q: %v", out, err)
+	}
+	img, err := os.ReadFile(filepath.Join(dir, "x.fat"))
+	if err != nil || binary.LittleEndian.Uint32(img[512+488:]) != total-used {
+		t.Fatalf("FSInfo free count %d, fsck.fat counts %d free (%v)", binary.LittleEndian.Uint32(img[512+488:]), total-used, err)
+	}
+	r := must(t, run(t, dir, "ddfs", "export", "x.img:/", "all.fat", "--type", "fat32"), 1)
+	if !strings.Contains(r.stderr, "/d/link") || !strings.Contains(r.stderr, "symlink") {
+		t.Fatalf("a tree with a symlink as FAT: %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "all.fat")); err == nil {
+		t.Fatal("a refused FAT export left its file")
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package export builds another filesystem's image from a ddfs tree with
-// go-diskfs's writers (squashfs, ISO 9660 with Rock Ridge), which are not
+// go-diskfs's writers (squashfs, ISO 9660 with Rock Ridge, FAT32), which are not
 // trusted: each image written is read back through pkg/foreign and
 // compared with the tree, entry by entry and byte for byte, before it is
 // kept.
@@ -8,12 +8,15 @@ package export
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
@@ -25,12 +28,13 @@ import (
 )
 
 // Types are the formats written.
-var Types = []string{"squashfs", "iso9660"}
+var Types = []string{"squashfs", "iso9660", "fat32"}
 
 // Options shape an export.
 type Options struct {
-	Type  string // squashfs or iso9660
-	Label string // the ISO volume identifier ("" : go-diskfs's default)
+	Type  string // squashfs, iso9660 or fat32
+	Label string // the ISO volume identifier or FAT label ("": go-diskfs's default)
+	Size  int64  // fat32: the image's size (0: what the tree needs, 64 MiB at least)
 }
 
 // Stats counts what an export wrote and checked.
@@ -57,6 +61,12 @@ func Export(f *fsys.FS, src, out string, o Options) (st Stats, err error) {
 			os.Remove(out)
 		}
 	}()
+	if o.Type == "fat32" {
+		if err := exportFAT(f, src, w, o); err != nil {
+			return st, err
+		}
+		return verify(f, src, out)
+	}
 	ws, finalize, err := create(w, o)
 	if err != nil {
 		return st, err
@@ -94,7 +104,10 @@ func create(w *os.File, o Options) (string, func() error, error) {
 				return err
 			}
 			defer os.Chdir(back)
-			return fs.Finalize(squashfs.FinalizeOptions{Compression: &squashfs.CompressorZstd{}})
+			if err := fs.Finalize(squashfs.FinalizeOptions{Compression: &squashfs.CompressorZstd{}}); err != nil {
+				return err
+			}
+			return stampSquashfs(w)
 		}, nil
 	case "iso9660":
 		fs, err := iso9660.Create(b, 0, 0, 0, "")
@@ -105,7 +118,7 @@ func create(w *os.File, o Options) (string, func() error, error) {
 			return fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, DeepDirectories: true, VolumeIdentifier: o.Label})
 		}, nil
 	}
-	return "", nil, fmt.Errorf("export type %q: want squashfs or iso9660: %w", o.Type, syscall.EINVAL)
+	return "", nil, fmt.Errorf("export type %q: want squashfs, iso9660 or fat32: %w", o.Type, syscall.EINVAL)
 }
 
 // fill copies the tree's entries into the workspace as cp -a does (modes,
@@ -129,7 +142,36 @@ func fill(f *fsys.FS, src, ws string) error {
 		}
 	}
 	mode := os.FileMode(in.Mode & 0o777)
-	return os.Chmod(ws, mode)
+	if err := os.Chmod(ws, mode); err != nil {
+		return err
+	}
+	// The root's times too: filling it stamped the clock's.
+	return os.Chtimes(ws, time.Unix(in.Atime.Sec, int64(in.Atime.Nsec)), time.Unix(in.Mtime.Sec, int64(in.Mtime.Nsec)))
+}
+
+// sourceDate is SOURCE_DATE_EPOCH, when set to a number.
+func sourceDate() (int64, bool) {
+	v, ok := os.LookupEnv("SOURCE_DATE_EPOCH")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+// stampSquashfs sets a squashfs image's creation time (superblock bytes
+// 8..12, seconds, little-endian; no checksum covers them) to
+// SOURCE_DATE_EPOCH: go-diskfs stamps the clock's, the one byte that
+// kept two exports of one tree apart.
+func stampSquashfs(w *os.File) error {
+	sec, ok := sourceDate()
+	if !ok {
+		return nil
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(sec))
+	_, err := w.WriteAt(b[:], 8)
+	return err
 }
 
 // verify reads the image written through pkg/foreign and compares every

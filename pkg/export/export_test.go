@@ -1,10 +1,13 @@
 package export
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,22 +55,118 @@ func tree(t *testing.T) *fsys.FS {
 // TestVerifyCatchesTheWriter: an image that does not read back as the
 // tree (a byte of the file data changed after the writer finished, as a
 // writer bug would leave it) fails the read-back check; the untouched
-// image passes it. Both types.
+// image passes it. Every type (FAT on the tree without its symlink).
 func TestVerifyCatchesTheWriter(t *testing.T) {
 	f := tree(t)
+	in, err := f.Resolve("/d/big", true)
+	must(t, err)
+	big := make([]byte, in.Size)
+	_, err = f.ReadAt(in, big, 0)
+	must(t, err)
 	for _, typ := range Types {
+		entries := uint64(4)
+		if typ == "fat32" {
+			must(t, f.Remove("/link"))
+			entries = 3
+		}
 		out := filepath.Join(t.TempDir(), "x."+typ)
 		st, err := Export(f, "/", out, Options{Type: typ})
-		if err != nil || st.Entries != 4 || st.Bytes != 600006 {
+		if err != nil || st.Entries != entries || st.Bytes != 600006 {
 			t.Fatalf("%s: %+v %v", typ, st, err)
 		}
 		b, err := os.ReadFile(out)
 		must(t, err)
-		// The random file is most of the image: a byte in its middle.
-		b[len(b)/2] ^= 0xff
+		// A byte in the middle of the random file's data (stored as
+		// is: random bytes do not compress).
+		at := bytes.Index(b, big[300000:300064])
+		if at < 0 {
+			t.Fatalf("%s: the file's bytes are not in the image", typ)
+		}
+		b[at+10] ^= 0xff
 		must(t, os.WriteFile(out, b, 0o644))
 		if _, err := verify(f, "/", out); !errors.Is(err, ErrMismatch) {
 			t.Fatalf("%s: a changed image passed the check: %v", typ, err)
+		}
+	}
+}
+
+// FAT32: long and mixed-case names, nested directories, an empty file
+// and a big one read back equal; what FAT cannot keep (a symlink, two
+// names that differ only in case, a name FAT would change) and a --size
+// too small are refused naming the path, and leave no OUT.
+func TestExportFAT(t *testing.T) {
+	f := tree(t)
+	must(t, f.Remove("/link"))
+	_, err := f.Mkdir("/d/A Long Directory Name, Mixed Case", fsys.Attr{Mode: 0o755})
+	must(t, err)
+	_, err = f.Create("/d/A Long Directory Name, Mixed Case/empty.file.txt", fsys.Attr{Mode: 0o644})
+	must(t, err)
+	must(t, f.Sync())
+	out := filepath.Join(t.TempDir(), "x.fat")
+	st, err := Export(f, "/", out, Options{Type: "fat32", Label: "EFI"})
+	if err != nil || st.Entries != 5 || st.Bytes != 600006 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() != fatMinSize {
+		t.Fatalf("size: %v %v, want the 64 MiB floor", fi, err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		size  int64
+		want  error
+		path  string
+	}{
+		{"too small", func() {}, 32 << 20, syscall.ENOSPC, "--size"},
+		{"case twins", func() { _, err := f.Create("/D", fsys.Attr{Mode: 0o644}); must(t, err) }, 0, syscall.EEXIST, "/D"},
+		{"trailing dot", func() { must(t, f.Remove("/D")); _, err := f.Create("/d/x.", fsys.Attr{Mode: 0o644}); must(t, err) }, 0, syscall.EINVAL, "/d/x."},
+		{"colon", func() { must(t, f.Remove("/d/x.")); _, err := f.Create("/d/a:b", fsys.Attr{Mode: 0o644}); must(t, err) }, 0, syscall.EINVAL, "/d/a:b"},
+		{"symlink", func() { must(t, f.Remove("/d/a:b")); _, err := f.Symlink("big", "/d/l", fsys.Attr{}); must(t, err) }, 0, syscall.EOPNOTSUPP, "/d/l"},
+	} {
+		tc.setup()
+		out := filepath.Join(t.TempDir(), "y.fat")
+		_, err := Export(f, "/", out, Options{Type: "fat32", Size: tc.size})
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("%s: %v, want %v naming %s", tc.name, err, tc.want, tc.path)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: a refused export left %s", tc.name, out)
+		}
+	}
+}
+
+// With SOURCE_DATE_EPOCH, two exports of one tree a second apart are the
+// same bytes: squashfs (the superblock's time stamped, the workspace
+// root's times set) and FAT32. ISO 9660 is not: Rock Ridge records the
+// workspace's change times, which no call can set.
+func TestExportReproducible(t *testing.T) {
+	f := tree(t)
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	images := map[string][][]byte{}
+	for i := range 2 {
+		if i == 1 {
+			time.Sleep(1100 * time.Millisecond) // the clock must move for the check to mean anything
+		}
+		for _, typ := range []string{"squashfs", "fat32"} {
+			if typ == "fat32" {
+				must(t, f.Remove("/link"))
+			}
+			o := filepath.Join(t.TempDir(), "r")
+			_, err := Export(f, "/", o, Options{Type: typ})
+			must(t, err)
+			b, err := os.ReadFile(o)
+			must(t, err)
+			images[typ] = append(images[typ], b)
+			if typ == "fat32" {
+				_, err := f.Symlink("d/big", "/link", fsys.Attr{})
+				must(t, err)
+			}
+		}
+	}
+	for typ, b := range images {
+		if !bytes.Equal(b[0], b[1]) {
+			t.Errorf("%s: two exports under SOURCE_DATE_EPOCH differ", typ)
 		}
 	}
 }
