@@ -11,7 +11,9 @@
 # interleaved (ddfs, md, btrfs for each profile, RUNS rounds); medians, the worst peak RSS
 # of each ddfs row, ratios against the peers. The parity share of a write's CPU comes from
 # a CPU profile of one raid6 copy-in (samples in klauspost/reedsolomon / all samples). The
-# read limit of a rebuild is reading every allocated byte of the surviving images, cold.
+# read limit of a rebuild is reading every allocated byte of the surviving images, cold; its
+# copy limit adds writing (and syncing) a survivor's allocated bytes once, as the new member
+# must hold them: with every image on one disk, reads and writes share it.
 # Needs root (loop devices, mount, mdadm, the kernel's md and btrfs); a peer that cannot run
 # is skipped with a note.
 #
@@ -56,6 +58,16 @@ timed_sh() { timed "$1" bash -c "$2"; }
 
 # The read limit of a rebuild: every allocated byte of the surviving images
 # (SEEK_DATA/SEEK_HOLE: their holes cost nothing to skip), in 1 MiB reads.
+# The write half of the copy limit: BYTES of random data in 4 MiB writes, then fdatasync.
+cat >"$root/writedata.py" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+buf, left = os.urandom(4 << 20), int(sys.argv[2])
+while left > 0:
+    left -= os.write(fd, buf[:min(len(buf), left)])
+os.fdatasync(fd)
+os.close(fd)
+PY
 cat >"$root/readdata.py" <<'PY'
 import os, sys
 for path in sys.argv[1:]:
@@ -128,6 +140,10 @@ ddfs_row() {
 	local t0=$EPOCHREALTIME
 	python3 "$root/readdata.py" "$root"/i*.img
 	echo "$EPOCHREALTIME - $t0" | bc >>"$root/t-$name-readlimit"
+	t0=$EPOCHREALTIME
+	python3 "$root/writedata.py" "$root/w.tmp" "$(du -B1 "$root/i2.img" | cut -f1)"
+	echo "$EPOCHREALTIME - $t0" | bc >>"$root/t-$name-writelimit"
+	rm -f "$root/w.tmp"
 	drop
 	timed_sh "$name-rebuild" "'$BIN/ddfs' device replace --degraded '$root/i0.img' 2 '$root/new.img' >/dev/null"
 	"$BIN/fsck.ddfs" -n "$root/i0.img" >/dev/null || echo "  FAIL: fsck after the $name rebuild"
@@ -235,7 +251,10 @@ for n in $DEVS; do
 			done
 		done
 		lim=$(med "ddfs-$prof-$n-readlimit")
-		printf '%-16s %-8s %9s   ddfs rebuild at %s of the read limit (target >= 0.8)\n' "read limit x$n" "rebuild" "$lim" "$(ratio "$lim" "$(med "ddfs-$prof-$n-rebuild")")"
+		reb=$(med "ddfs-$prof-$n-rebuild")
+		printf '%-16s %-8s %9s   ddfs rebuild at %s of the read limit (target >= 0.8)\n' "read limit x$n" "rebuild" "$lim" "$(ratio "$lim" "$reb")"
+		cl=$(echo "$lim + $(med "ddfs-$prof-$n-writelimit")" | bc)
+		printf '%-16s %-8s %9s   ddfs rebuild at %s of the copy limit (read the survivors, write one member)\n' "copy limit x$n" "rebuild" "$cl" "$(ratio "$cl" "$reb")"
 	done
 	for prof in "raid0 $((n - 1))" "raid1 $n"; do
 		set -- $prof
