@@ -83,14 +83,21 @@ func samePiece(a, b *fileExtent, off uint64) bool {
 		a.Offset+(off-a.off) == b.Offset+(off-b.off)
 }
 
-// Parents returns the directories holding a name of inode ino (from its
-// INODE_REF items).
-func (f *FS) Parents(ino uint64) ([]uint64, error) {
-	var out []uint64
+// Link is one name of an inode: the directory holding it, and the name.
+type Link struct {
+	Parent uint64
+	Name   string
+}
+
+// Links returns the names of inode ino (from its INODE_REF items).
+func (f *FS) Links(ino uint64) ([]Link, error) {
+	var out []Link
 	from := format.Key{ObjectID: ino, Type: format.InodeRefKey}
 	err := f.rtree(format.FSTree).Scan(from, format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
-		out = append(out, it.Key.Offset)
-		return true, nil
+		err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
+			out = append(out, Link{it.Key.Offset, string(r.Name)})
+		})
+		return err == nil, err
 	})
 	return out, err
 }

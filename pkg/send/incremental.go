@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -61,7 +62,7 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 // follows the change), and marks them and every directory above them
 // in either tree: the walks enter only those.
 func (x *sender) findChanges() (err error) {
-	x.changed, x.dirty, err = Changes(x.base, x.f)
+	x.changed, x.dirty, x.names, err = changes(x.base, x.f)
 	return err
 }
 
@@ -71,26 +72,38 @@ func (x *sender) findChanges() (err error) {
 // inode in neither tree's dirty set is, with everything below it, the
 // same in both.
 func Changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, err error) {
+	changed, dirty, _, err = changes(a, b)
+	return changed, dirty, err
+}
+
+// changes is Changes that also returns, for each dirty directory, its
+// names (in either tree) that lead to dirty inodes: a directory whose own
+// items did not change holds the same entries in both trees, and a walk
+// need visit only those names in it.
+func changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, names map[uint64]map[string]bool, err error) {
 	if a.Store() != b.Store() {
-		return nil, nil, fmt.Errorf("changes between two images: %w", syscall.EINVAL)
+		return nil, nil, nil, fmt.Errorf("changes between two images: %w", syscall.EINVAL)
 	}
 	changed, err = b.Store().ChangedObjects(a.TreeRoot(), b.TreeRoot())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	dirty = map[uint64]bool{}
+	dirty, names = map[uint64]bool{}, map[uint64]map[string]bool{}
 	for ino := range changed {
 		for _, f := range []*fsys.FS{a, b} {
-			if err := markUp(dirty, f, ino); err != nil {
-				return nil, nil, err
+			if err := markUp(dirty, names, f, ino); err != nil {
+				return nil, nil, nil, err
 			}
 		}
 	}
-	return changed, dirty, nil
+	return changed, dirty, names, nil
 }
 
-// markUp marks ino and the directories above it in f dirty.
-func markUp(dirty map[uint64]bool, f *fsys.FS, ino uint64) error {
+// markUp marks ino and the directories above it in f dirty, noting the
+// names that lead to them. A directory met dirty already had its names
+// noted: in the other tree they are the same, or its own items changed
+// and it is marked from its own inode in both trees.
+func markUp(dirty map[uint64]bool, names map[uint64]map[string]bool, f *fsys.FS, ino uint64) error {
 	todo := []uint64{ino}
 	for steps := 0; len(todo) > 0; steps++ {
 		if steps > 1<<20 {
@@ -103,17 +116,46 @@ func markUp(dirty map[uint64]bool, f *fsys.FS, ino uint64) error {
 			continue
 		}
 		dirty[i] = true
-		ps, err := f.Parents(i)
+		links, err := f.Links(i)
 		if err != nil {
 			return err
 		}
-		for _, p := range ps {
-			if !dirty[p] {
-				todo = append(todo, p)
+		for _, l := range links {
+			if names[l.Parent] == nil {
+				names[l.Parent] = map[string]bool{}
+			}
+			names[l.Parent][l.Name] = true
+			if !dirty[l.Parent] {
+				todo = append(todo, l.Parent)
 			}
 		}
 	}
 	return nil
+}
+
+// kids lists the entries of directory dir of f a walk must visit: every
+// one when the directory's own items changed, else (its entries are the
+// same in both trees) those whose names lead to dirty inodes.
+func (x *sender) kids(f *fsys.FS, dir *fsys.Inode) ([]fsys.Child, error) {
+	if x.changed[dir.Ino] {
+		return f.Children(dir)
+	}
+	names := make([]string, 0, len(x.names[dir.Ino]))
+	for n := range x.names[dir.Ino] {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]fsys.Child, 0, len(names))
+	for _, n := range names {
+		in, err := child(f, dir, n)
+		if err != nil {
+			return nil, err
+		}
+		if in != nil {
+			out = append(out, fsys.Child{Entry: fsys.DirEntry{Name: n, Ino: in.Ino}, Inode: in})
+		}
+	}
+	return out, nil
 }
 
 // same reports whether b and s are the same file.
@@ -138,7 +180,7 @@ func (x *sender) prune(p string, dir, sdir *fsys.Inode, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
 	}
-	kids, err := x.base.Children(dir)
+	kids, err := x.kids(x.base, dir)
 	if err != nil {
 		return fmt.Errorf("/%s: %w", p, err)
 	}
@@ -222,7 +264,7 @@ func (x *sender) changeDir(p string, bdir, dir *fsys.Inode, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
 	}
-	kids, err := x.f.Children(dir)
+	kids, err := x.kids(x.f, dir)
 	if err != nil {
 		return fmt.Errorf("/%s: %w", p, err)
 	}

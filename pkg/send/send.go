@@ -38,6 +38,7 @@ type sender struct {
 	// changed: the inodes whose items differ from the base's; dirty:
 	// those and every directory above them (incremental streams).
 	changed, dirty map[uint64]bool
+	names          map[uint64]map[string]bool // a dirty directory's names that lead to dirty inodes
 	w              *bufio.Writer
 	rec            []byte
 	data           []byte
