@@ -441,3 +441,29 @@ func compareTree(t *testing.T, f *FS, dir string) {
 	}
 	walk("")
 }
+
+// A device number is kept only for a device: mknod(2) ignores it for a
+// fifo, socket or file, and fsck flags one there (RDEV), so a create
+// (from mknod, a tar or a send stream) with one drops it.
+func TestRdevOnlyForDevices(t *testing.T) {
+	f, _ := newTestFS(t, 64<<20, 1)
+	for _, tc := range []struct {
+		name string
+		mode uint32
+		want uint64
+	}{
+		{"/fifo", syscall.S_IFIFO | 0o644, 0},
+		{"/sock", syscall.S_IFSOCK | 0o644, 0},
+		{"/file", syscall.S_IFREG | 0o644, 0},
+		{"/chr", syscall.S_IFCHR | 0o644, 0x0501},
+		{"/blk", syscall.S_IFBLK | 0o644, 0x0501},
+	} {
+		if _, err := f.Create(tc.name, Attr{Mode: tc.mode, Rdev: 0x0501}); err != nil {
+			t.Fatal(err)
+		}
+		in, err := f.Resolve(tc.name, false)
+		if err != nil || in.Rdev != tc.want {
+			t.Errorf("%s: rdev %#x (%v), want %#x", tc.name, in.Rdev, err, tc.want)
+		}
+	}
+}

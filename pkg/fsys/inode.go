@@ -74,7 +74,10 @@ func (f *FS) newInode(a Attr) (*Inode, error) {
 	now := f.Now()
 	in := &Inode{Ino: f.nextIno}
 	in.Generation = tx.Generation()
-	in.Mode, in.UID, in.GID, in.Rdev = a.Mode, a.UID, a.GID, a.Rdev
+	in.Mode, in.UID, in.GID = a.Mode, a.UID, a.GID
+	if t := a.Mode & syscall.S_IFMT; t == syscall.S_IFCHR || t == syscall.S_IFBLK {
+		in.Rdev = a.Rdev // as mknod(2), a device number only for a device (fsck's RDEV)
+	}
 	in.Atime, in.Mtime, in.Ctime, in.Btime = now, now, now, now
 	if a.HasTimes {
 		in.Atime, in.Mtime, in.Ctime, in.Btime = a.Atime, a.Mtime, a.Ctime, a.Btime
