@@ -52,6 +52,16 @@ func TestPartitionOfDiskImage(t *testing.T) {
 		t.Fatalf("no superblock at the partition's 64 KiB: %q", b)
 	}
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "disk.img@3"), 1)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "disk.img@3"), 1) // a partition spec is never a new file
+	// A name with '@' that names no partition of an existing image is a
+	// new image file, as any other name.
+	for _, name := range []string{"a@b.img", "new@2"} {
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", name), 0)
+		must(t, run(t, dir, "fsck.ddfs", name), 0)
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() != 256<<20 {
+			t.Fatalf("%s: %v %v", name, fi, err)
+		}
+	}
 }
 
 // loopDevice attaches a 256 MiB image file in a temp dir as a loop device

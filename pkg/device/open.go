@@ -134,6 +134,23 @@ func createFile(path string, opt OpenOptions) (Device, error) {
 	return d, nil
 }
 
+// PartitionOf reports whether spec names partition N of an existing
+// image or device ("path@N", path there, the literal spec not): a name
+// with '@' that is no such spec is a plain file name.
+func PartitionOf(spec string) (string, int, bool) {
+	path, n, ok := splitPartSpec(spec)
+	if !ok {
+		return "", 0, false
+	}
+	if _, err := os.Lstat(spec); err == nil {
+		return "", 0, false
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", 0, false
+	}
+	return path, n, true
+}
+
 // splitPartSpec splits "path@N" with N a positive decimal integer.
 func splitPartSpec(spec string) (string, int, bool) {
 	i := strings.LastIndexByte(spec, '@')

@@ -211,7 +211,7 @@ func openTarget(path string, size uint64) (device.Device, bool, error) {
 		return dev, false, err
 	}
 	_, statErr := os.Stat(path)
-	if errors.Is(statErr, os.ErrNotExist) && !strings.Contains(filepath.Base(path), "@") {
+	if _, _, part := device.PartitionOf(path); errors.Is(statErr, os.ErrNotExist) && !part {
 		if size == 0 {
 			return nil, false, fmt.Errorf("%s: does not exist (give -b SIZE to create an image file)", path)
 		}
