@@ -55,6 +55,7 @@ const (
 	RecSetAttr     RecordType = 14 // mode (07777), owner of an existing entry
 	RecRemoveXattr RecordType = 15 // remove an extended attribute
 	RecPunch       RecordType = 16 // make a range of a file a hole
+	RecRename      RecordType = 17 // move a non-directory to a new name
 )
 
 // Record is one decoded record; which fields mean something depends on
@@ -62,7 +63,7 @@ const (
 type Record struct {
 	Type               RecordType
 	Path               string // relative, "/"-separated; "" is the root
-	Target             string // RecSymlink: the link's target; RecLink: the existing path
+	Target             string // RecSymlink: the link's target; RecLink: the existing path; RecRename: the new path
 	Mode, UID, GID     uint32
 	Rdev               uint64
 	Offset             uint64 // RecWrite, RecPunch: file offset; RecTruncate: size
@@ -142,7 +143,7 @@ func (r *Record) appendPayload(b []byte) []byte {
 		b = appendStr(le.AppendUint32(le.AppendUint32(b, r.UID), r.GID), r.Target)
 	case RecMknod:
 		b = le.AppendUint64(le.AppendUint32(le.AppendUint32(le.AppendUint32(b, r.Mode), r.UID), r.GID), r.Rdev)
-	case RecLink:
+	case RecLink, RecRename:
 		b = appendStr(b, r.Target)
 	case RecWrite:
 		b = append(le.AppendUint64(b, r.Offset), r.Data...)
@@ -222,7 +223,7 @@ func (r *Record) decode(b []byte) error {
 	case RecEnd:
 		r.Records, r.Bytes = p.u64(), p.u64()
 	case RecMkdir, RecMkfile, RecSymlink, RecMknod, RecLink, RecWrite, RecTruncate, RecSetXattr, RecUtimes,
-		RecUnlink, RecRmdir, RecSetAttr, RecRemoveXattr, RecPunch:
+		RecUnlink, RecRmdir, RecSetAttr, RecRemoveXattr, RecPunch, RecRename:
 		r.Path = p.str()
 		r.decodeBody(p)
 	default:
@@ -246,7 +247,7 @@ func (r *Record) decodeBody(p *payload) {
 		r.UID, r.GID, r.Target = p.u32(), p.u32(), p.str()
 	case RecMknod:
 		r.Mode, r.UID, r.GID, r.Rdev = p.u32(), p.u32(), p.u32(), p.u64()
-	case RecLink:
+	case RecLink, RecRename:
 		r.Target = p.str()
 	case RecWrite:
 		r.Offset = p.u64()
@@ -269,8 +270,8 @@ func (r *Record) validate() error {
 		return bad("path " + quote(r.Path))
 	case r.Type == RecBegin && (!validName(r.Name) || r.UUID == [16]byte{}):
 		return bad("snapshot name or uuid")
-	case r.Type == RecLink && !ValidStreamPath(r.Target, false):
-		return bad("link target " + quote(r.Target))
+	case (r.Type == RecLink || r.Type == RecRename) && !ValidStreamPath(r.Target, false):
+		return bad("link or rename target " + quote(r.Target))
 	case r.Type == RecSymlink && (r.Target == "" || len(r.Target) > MaxStreamPath || strings.IndexByte(r.Target, 0) >= 0):
 		return bad("symlink target")
 	case r.Type == RecWrite && (len(r.Data) == 0 || len(r.Data) > MaxWriteData || r.Offset+uint64(len(r.Data)) > MaxFileSize || r.Offset+uint64(len(r.Data)) < r.Offset):

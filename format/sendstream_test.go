@@ -28,6 +28,7 @@ func sampleRecords() []Record {
 		{Type: RecSetAttr, Path: "", Mode: 0o700, UID: 2, GID: 3},
 		{Type: RecRemoveXattr, Path: "d", Name: "user.k"},
 		{Type: RecPunch, Path: "d/f", Offset: 4096, Length: 8192},
+		{Type: RecRename, Path: "d/g", Target: "d/h"},
 		{Type: RecEnd, Records: 16, Bytes: 999},
 	}
 }
@@ -97,6 +98,7 @@ func TestStreamRefusals(t *testing.T) {
 		"empty write":     {Type: RecWrite, Path: "a"},
 		"write wraps":     {Type: RecWrite, Path: "a", Offset: 1<<64 - 2, Data: []byte("xyz")},
 		"link to root":    {Type: RecLink, Path: "a", Target: ""},
+		"rename to root":  {Type: RecRename, Path: "a", Target: ""},
 		"empty target":    {Type: RecSymlink, Path: "a"},
 		"xattr no name":   {Type: RecSetXattr, Path: "a"},
 		"begin no uuid":   {Type: RecBegin, Name: "s"},

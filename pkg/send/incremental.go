@@ -26,7 +26,8 @@ import (
 // of two snapshots of one image) as a stream of snapshot s on parent,
 // the base snapshot's UUID.
 func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]byte) (Stats, error) {
-	x := &sender{f: snap, base: base, w: bufio.NewWriterSize(w, 1<<20), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
+	x := &sender{f: snap, base: base, w: bufio.NewWriterSize(w, 1<<20), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData),
+		stash: map[uint64]stashed{}}
 	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {
 		return x.st, err
 	}
@@ -49,6 +50,9 @@ func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]by
 		return x.st, err
 	}
 	if err := x.change("", br, sr, 0); err != nil {
+		return x.st, err
+	}
+	if err := x.dropStash(); err != nil {
 		return x.st, err
 	}
 	if err := x.put(&format.Record{Type: format.RecEnd, Records: x.st.Records, Bytes: x.st.Bytes}); err != nil {
@@ -212,6 +216,9 @@ func (x *sender) prune(p string, dir, sdir *fsys.Inode, depth int) error {
 // removeTree removes p of the base, a directory's entries first.
 func (x *sender) removeTree(p string, in *fsys.Inode, depth int) error {
 	if !in.IsDir() {
+		if moved, err := x.stashIt(p, in); moved || err != nil {
+			return err
+		}
 		return x.put(&format.Record{Type: format.RecUnlink, Path: p})
 	}
 	if depth > maxDepth {
@@ -354,6 +361,64 @@ func (x *sender) changeXattrs(p string, b, s *fsys.Inode) error {
 			if err := x.put(&format.Record{Type: format.RecRemoveXattr, Path: p, Name: a.Name}); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// A file with one name in both snapshots that moved travels as RENAMEs,
+// its data staying where it is: the removal walk moves it out of the way
+// to a stash name in the root, and the snapshot walk moves it from there
+// to its new path and sends what else changed.
+type stashed struct {
+	path string
+	base *fsys.Inode
+}
+
+// stashIt moves the base's non-directory in at p to a stash name when
+// the snapshot still has it, with one name; it reports whether it did.
+func (x *sender) stashIt(p string, in *fsys.Inode) (bool, error) {
+	if in.Nlink != 1 {
+		return false, nil
+	}
+	s, err := x.f.Inode(in.Ino)
+	if errors.Is(err, syscall.ENOENT) || err == nil && !same(in, s) || err == nil && s.Nlink != 1 {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	name := fmt.Sprintf(".ddfs-send-%d-%d", in.Ino, in.Generation)
+	for _, f := range []*fsys.FS{x.base, x.f} {
+		if _, err := f.LookupAt(format.RootDirIno, name); !errors.Is(err, syscall.ENOENT) {
+			return false, err // the name is taken (or cannot be looked up): send the file whole
+		}
+	}
+	x.stash[in.Ino] = stashed{name, in}
+	return true, x.put(&format.Record{Type: format.RecRename, Path: p, Target: name})
+}
+
+// unstash moves a stashed file to p, its place in the snapshot, then
+// sends how it changed.
+func (x *sender) unstash(p string, st stashed, in *fsys.Inode, depth int) error {
+	delete(x.stash, in.Ino)
+	if err := x.put(&format.Record{Type: format.RecRename, Path: st.path, Target: p}); err != nil {
+		return err
+	}
+	return x.change(p, st.base, in, depth)
+}
+
+// dropStash removes what the snapshot walk did not take back (nothing,
+// when the trees agree with their inodes' link counts).
+func (x *sender) dropStash() error {
+	paths := make([]string, 0, len(x.stash))
+	for _, st := range x.stash {
+		paths = append(paths, st.path)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := x.put(&format.Record{Type: format.RecUnlink, Path: p}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -133,6 +133,14 @@ func TestIncrementalDeepChange(t *testing.T) {
 	must(t, src.WriteAt(in, bytes.Repeat([]byte{'z'}, 100), 0)) // the clock is fixed: only the data differs
 	_, err = src.CreateSnapshot("s2")
 	must(t, err)
+	receiveS2(t, src, 16<<10)
+}
+
+// receiveS2 receives snapshot s1 of src whole and s2 from it into a new
+// image, requires the received s2 to equal src's and the incremental
+// stream to stay within max bytes, and the image to check clean.
+func receiveS2(t *testing.T, src *fsys.FS, max int) {
+	t.Helper()
 	dst, d := newFS(t, 2, format.Settings{})
 	for _, step := range [][2]string{{"s1", ""}, {"s2", "s1"}} {
 		if _, _, _, err := Receive(dst, bytes.NewReader(snapStream(t, src, step[0], step[1]))); err != nil {
@@ -142,9 +150,70 @@ func TestIncrementalDeepChange(t *testing.T) {
 	a, _ := src.OpenSnapshot("s2")
 	b, _ := dst.OpenSnapshot("s2")
 	sameTree(t, a, b)
-	if inc := snapStream(t, src, "s2", "s1"); len(inc) > 16<<10 {
-		t.Fatalf("a 100-byte change took a %d-byte stream", len(inc))
+	if inc := snapStream(t, src, "s2", "s1"); len(inc) > max {
+		t.Fatalf("the incremental stream took %d bytes, want at most %d", len(inc), max)
 	}
 	must(t, dst.Sync())
 	fsckClean(t, d)
+}
+
+// TestIncrementalRename: a 1 MiB file renamed in its directory, another
+// moved into a new directory and changed there, and a third moved out of
+// a directory that is removed travel as RENAMEs (the stream holds none
+// of their unchanged bytes); the received snapshot equals the sent one.
+func TestIncrementalRename(t *testing.T) {
+	src, _ := newFS(t, 1, format.Settings{})
+	populate(t, src)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	for _, p := range []string{"/big1", "/d/big2", "/gone/big3"} {
+		if p == "/gone/big3" {
+			_, err := src.Mkdir("/gone", fsys.Attr{Mode: 0o755})
+			must(t, err)
+		}
+		in, err := src.Create(p, fsys.Attr{Mode: 0o644})
+		must(t, err)
+		must(t, src.WriteAt(in, big, 0))
+	}
+	_, err := src.CreateSnapshot("s1")
+	must(t, err)
+	must(t, src.Rename("/big1", "/big1.old"))
+	_, err = src.Mkdir("/new", fsys.Attr{Mode: 0o755})
+	must(t, err)
+	must(t, src.Rename("/d/big2", "/new/big2"))
+	in, err := src.Resolve("/new/big2", false)
+	must(t, err)
+	must(t, src.WriteAt(in, []byte("changed"), 4096))
+	must(t, src.Rename("/gone/big3", "/d/big3"))
+	must(t, src.Remove("/gone"))
+	_, err = src.CreateSnapshot("s2")
+	must(t, err)
+	receiveS2(t, src, 64<<10) // three 1 MiB files, renamed
+}
+
+// A RENAME of a directory, of a missing name, or onto a name that
+// exists is refused and the receive leaves no snapshot.
+func TestReceiveRefusesBadRename(t *testing.T) {
+	src, _ := newFS(t, 1, format.Settings{})
+	populate(t, src)
+	_, err := src.CreateSnapshot("s1")
+	must(t, err)
+	must(t, src.Remove("/d/e/f39"))
+	_, err = src.CreateSnapshot("s2")
+	must(t, err)
+	good := snapStream(t, src, "s2", "s1")
+	for _, bad := range []format.Record{
+		{Type: format.RecRename, Path: "d", Target: "zz"},       // a directory
+		{Type: format.RecRename, Path: "nothere", Target: "zz"}, // missing
+		{Type: format.RecRename, Path: "d/e/f38", Target: "d/e/f37"},
+	} {
+		dst, _ := newFS(t, 2, format.Settings{})
+		_, _, _, err := Receive(dst, bytes.NewReader(snapStream(t, src, "s1", "")))
+		must(t, err)
+		if _, _, _, err := Receive(dst, bytes.NewReader(restream(t, good, nil, bad))); err == nil {
+			t.Fatalf("%+v: received", bad)
+		}
+		if snaps, _ := dst.Snapshots(); len(snaps) != 1 {
+			t.Fatalf("%+v: snapshots %v after a refused stream", bad, snaps)
+		}
+	}
 }

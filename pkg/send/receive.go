@@ -229,6 +229,8 @@ func (x *receiver) record(rec *format.Record) error {
 		return x.make(rec)
 	case format.RecUnlink, format.RecRmdir:
 		return x.remove(rec)
+	case format.RecRename:
+		return x.rename(rec)
 	}
 	in, err := x.lookup(rec.Path)
 	if err != nil {
@@ -309,6 +311,27 @@ func (x *receiver) remove(rec *format.Record) error {
 		return err
 	}
 	return x.f.UnlinkAt(dir, name, rec.Type == format.RecRmdir)
+}
+
+// rename moves the non-directory a RENAME names to its target, which
+// must not exist (no symlink followed on either side).
+func (x *receiver) rename(rec *format.Record) error {
+	odir, oname, err := x.parent(rec.Path)
+	if err != nil {
+		return err
+	}
+	in, err := x.f.LookupAt(odir, oname)
+	if err != nil {
+		return err
+	}
+	if in.IsDir() {
+		return syscall.EISDIR
+	}
+	ndir, nname, err := x.parent(rec.Target)
+	if err != nil {
+		return err
+	}
+	return x.f.RenameAt(odir, oname, ndir, nname, fsys.RenameNoReplace)
 }
 
 // parent resolves the directory of a stream path (every component a

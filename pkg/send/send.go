@@ -39,6 +39,7 @@ type sender struct {
 	// those and every directory above them (incremental streams).
 	changed, dirty map[uint64]bool
 	names          map[uint64]map[string]bool // a dirty directory's names that lead to dirty inodes
+	stash          map[uint64]stashed         // files moved out of the way, by inode number (incremental)
 	w              *bufio.Writer
 	rec            []byte
 	data           []byte
@@ -92,6 +93,9 @@ func (x *sender) entry(p string, in *fsys.Inode, depth int) error {
 	}
 	if first, ok := x.links[in.Ino]; ok {
 		return x.put(&format.Record{Type: format.RecLink, Path: p, Target: first})
+	}
+	if st, ok := x.stash[in.Ino]; ok && st.base.Generation == in.Generation {
+		return x.unstash(p, st, in, depth)
 	}
 	if err := x.make(p, in, depth); err != nil {
 		return err

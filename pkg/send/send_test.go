@@ -404,6 +404,16 @@ func TestReceiveResume(t *testing.T) {
 // renamed re-encodes stream as the stream of a snapshot named name (a
 // new uuid), its END recounted.
 func renamed(t *testing.T, stream []byte, name string) []byte {
+	return restream(t, stream, func(r *format.Record) {
+		if r.Type == format.RecBegin {
+			r.Name, r.UUID[15] = name, r.UUID[15]^1
+		}
+	})
+}
+
+// restream re-encodes stream with edit applied to each record before END
+// (nil: none) and the extra records put before END, which is recounted.
+func restream(t *testing.T, stream []byte, edit func(*format.Record), extra ...format.Record) []byte {
 	t.Helper()
 	out := format.AppendStreamHeader(nil)
 	rd := bytes.NewReader(stream[format.StreamHeaderSize:])
@@ -413,12 +423,15 @@ func renamed(t *testing.T, stream []byte, name string) []byte {
 		var r format.Record
 		_, err := format.ReadRecord(rd, &r, &buf)
 		must(t, err)
-		switch r.Type {
-		case format.RecBegin:
-			r.Name, r.UUID[15] = name, r.UUID[15]^1
-		case format.RecEnd:
-			r.Records, r.Bytes = n, uint64(len(out))
+		if r.Type == format.RecEnd {
+			for i := range extra {
+				out = format.AppendRecord(out, &extra[i])
+			}
+			r.Records, r.Bytes = n+uint64(len(extra)), uint64(len(out))
 			return format.AppendRecord(out, &r)
+		}
+		if edit != nil {
+			edit(&r)
 		}
 		out = format.AppendRecord(out, &r)
 		n++
