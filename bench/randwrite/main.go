@@ -5,6 +5,13 @@
 //	randwrite -plain FILE ...   the same pattern on a plain host file
 //	                            (pwrite, fdatasync instead of Sync): the peer
 //
+// Between the fill and the random phase, -snapshot NAME takes a ddfs
+// snapshot (in this process: the image is open) and -before CMD runs a
+// shell command (a peer's snapshot). -devstat /sys/block/DEV/stat counts
+// device bytes as that device's sectors written over the random phase
+// (a filesystem's own metadata writes included) instead of /proc/self/io.
+// -fsync syncs a ddfs file as fsync(2) on a mount does (fsys.Fsync).
+//
 // The image must exist (mkfs.ddfs -b 2G IMG) and have room for the file.
 // Phases: the file /randwrite.bin is created and written sequentially with
 // seeded random bytes, then Synced (untimed). Then -writes writes of -bs
@@ -26,6 +33,7 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,7 +80,16 @@ func (t *ddfsTarget) readAt(p []byte, off uint64) error {
 	_, err := t.f.ReadAt(t.in, p, off)
 	return err
 }
-func (t *ddfsTarget) sync() error  { return t.f.Sync() }
+func (t *ddfsTarget) sync() error {
+	if opt.fsync {
+		return t.f.Fsync(t.in) // what fsync(2) on a mount does: a log block when it can
+	}
+	return t.f.Sync()
+}
+func (t *ddfsTarget) snapshot(name string) error {
+	_, err := t.f.CreateSnapshot(name)
+	return err
+}
 func (t *ddfsTarget) close() error { return t.f.Close() }
 
 type plainTarget struct{ f *os.File }
@@ -160,11 +177,55 @@ func main() {
 	commit := flag.Int("commit", 1000, "writes per commit (fsys.Sync, or fdatasync for -plain)")
 	bs := flag.Int("bs", 4096, "bytes per write (offsets are multiples of it)")
 	seed := flag.Uint64("seed", 1, "seed of the offsets and the data")
+	flag.StringVar(&opt.snapshot, "snapshot", "", "-img: take a snapshot of this name before the random phase")
+	flag.StringVar(&opt.before, "before", "", "a shell command run before the random phase")
+	flag.StringVar(&opt.devstat, "devstat", "", "count device bytes from this /sys/block/DEV/stat")
+	flag.BoolVar(&opt.fsync, "fsync", false, "-img: sync the file with fsys.Fsync (the fsync log) instead of a commit")
 	flag.Parse()
 	if err := run(*img, *plain, *sizeS, *writes, *commit, *bs, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "randwrite:", err)
 		os.Exit(1)
 	}
+}
+
+// opt holds the flags run's signature does not carry.
+var opt struct {
+	snapshot, before, devstat string
+	fsync                     bool
+}
+
+// sectorsWritten reads the sectors-written field (the 7th) of a block
+// device's stat file, in bytes.
+func sectorsWritten(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 7 {
+		return 0, fmt.Errorf("%s: %d fields", path, len(f))
+	}
+	n, err := strconv.ParseUint(f[6], 10, 64)
+	return n * 512, err
+}
+
+// beforeRandom takes the snapshot or runs the command asked for.
+func beforeRandom(t target) error {
+	if opt.snapshot != "" {
+		d, ok := t.(*ddfsTarget)
+		if !ok {
+			return fmt.Errorf("-snapshot needs -img")
+		}
+		if err := d.snapshot(opt.snapshot); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	if opt.before != "" {
+		if out, err := exec.Command("sh", "-c", opt.before).CombinedOutput(); err != nil {
+			return fmt.Errorf("-before: %v: %s", err, out)
+		}
+	}
+	return nil
 }
 
 func run(img, plain, sizeS string, writes, commit, bs int, seed uint64) error {
@@ -212,6 +273,9 @@ func run(img, plain, sizeS string, writes, commit, bs int, seed uint64) error {
 		return fmt.Errorf("sync after the sequential write: %w", err)
 	}
 	res.SeqSeconds = time.Since(t0).Seconds()
+	if err := beforeRandom(t); err != nil {
+		return err
+	}
 
 	// Random phase.
 	pos := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -221,6 +285,12 @@ func run(img, plain, sizeS string, writes, commit, bs int, seed uint64) error {
 	wb0, wc0, err := ioCounters()
 	if err != nil {
 		return err
+	}
+	var dev0 uint64
+	if opt.devstat != "" {
+		if dev0, err = sectorsWritten(opt.devstat); err != nil {
+			return err
+		}
 	}
 	t0 = time.Now()
 	for i := 1; i <= writes; i++ {
@@ -251,6 +321,13 @@ func run(img, plain, sizeS string, writes, commit, bs int, seed uint64) error {
 	res.DeviceBytes, res.Source = res.WriteBytes, "write_bytes"
 	if res.WriteBytes == 0 {
 		res.DeviceBytes, res.Source = res.Wchar, "wchar"
+	}
+	if opt.devstat != "" {
+		dev1, err := sectorsWritten(opt.devstat)
+		if err != nil {
+			return err
+		}
+		res.DeviceBytes, res.Source = dev1-dev0, "devstat"
 	}
 	if res.Seconds > 0 {
 		res.WritesPerS = float64(writes) / res.Seconds
