@@ -7,7 +7,7 @@ TOOLS   := mkfs.ddfs fsck.ddfs ddfs dedupe-tool trimtool
 # time budget can end with a spurious "context deadline exceeded" on a busy machine).
 FUZZTIME ?= 100000x
 # Counts for targets whose executions are slow (TARGET=COUNT), to keep make test short.
-FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x FuzzExt4=20000x FuzzSquashfs=20000x FuzzISO9660=20000x FuzzFAT=20000x FuzzReceive=3000x
+FUZZCOUNTS ?= FuzzTreeOps=10000x FuzzImage=200x FuzzDecompress=20000x FuzzTarIn=3000x FuzzExt4=20000x FuzzSquashfs=20000x FuzzISO9660=20000x FuzzFAT=20000x FuzzReceive=3000x FuzzFatFix=3000x
 
 .PHONY: all build test test-unit fuzz fuzz-list race bench demo testimages damaged clean vet stress mutants man test-fuse-suites test-fuse-ci
 

@@ -64,6 +64,13 @@ func fatFix(w *os.File) error {
 	if err != nil {
 		return err
 	}
+	fi, err := w.Stat()
+	if err != nil {
+		return err
+	}
+	if uint64(fi.Size()) < g.dataStart*g.bps { // the FATs must be in the file before one is read
+		return fmt.Errorf("fat32: %d bytes hold no data area at sector %d", fi.Size(), g.dataStart)
+	}
 	fat := make([]byte, g.fatSectors*g.bps)
 	if _, err := w.ReadAt(fat, int64(g.reserved*g.bps)); err != nil {
 		return err
