@@ -40,9 +40,30 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 	for _, r := range used {
 		rows = newC.AppendRows(rows, r.Start, r.Len)
 	}
-	// Reading a batch (every other device, rebuilt from parity on a
-	// replace) overlaps writing the one before: two buffers, a reader
-	// goroutine; the verifier is the reader's alone.
+	fill := func(row uint64, b []byte) error {
+		return tx.fillRows(oldC, row*rl, b, used, allNew, first, ver)
+	}
+	write := func(row uint64, b []byte) error {
+		if err := fs.Vol.WriteRows(newC, row, b, want); err != nil {
+			return fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+		}
+		fs.reloc.Bytes += uint64(len(b))
+		return nil
+	}
+	if err := pipeRows(rows, batchRows, rl, fill, write); err != nil {
+		return err
+	}
+	fs.reloc.Repaired += ver.repaired
+	fs.reloc.Unrecovered += ver.unrecovered
+	return nil
+}
+
+// pipeRows moves rows (ascending) in batches of up to batchRows
+// consecutive rows of rl bytes: fill reads a batch, write writes it.
+// Reading a batch (every other device, rebuilt from parity on a replace)
+// overlaps writing the one before: two buffers, fill on a goroutine of
+// its own (what it touches is its alone), write on the caller's.
+func pipeRows(rows []uint64, batchRows int, rl uint64, fill, write func(row uint64, b []byte) error) error {
 	type batch struct {
 		first uint64
 		b     []byte
@@ -52,8 +73,8 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 		free <- make([]byte, uint64(batchRows)*rl)
 	}
 	full := make(chan batch, 1)
-	var readErr error
 	stop := make(chan struct{})
+	var readErr error
 	go func() {
 		defer close(full)
 		for len(rows) > 0 {
@@ -68,7 +89,7 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 				return
 			}
 			b := buf[:uint64(n)*rl]
-			if readErr = tx.fillRows(oldC, rows[0]*rl, b, used, allNew, first, ver); readErr != nil {
+			if readErr = fill(rows[0], b); readErr != nil {
 				return
 			}
 			full <- batch{rows[0], b}
@@ -78,23 +99,16 @@ func (tx *Txn) copyUsedParity(bg *BlockGroup, oldC, newC *volume.Chunk, want fun
 	var writeErr error
 	for bt := range full {
 		if writeErr == nil {
-			if err := fs.Vol.WriteRows(newC, bt.first, bt.b, want); err != nil {
-				writeErr = fmt.Errorf("relocate chunk %d: %w", oldC.Logical, err)
+			if writeErr = write(bt.first, bt.b); writeErr != nil {
 				close(stop)
 			}
-			fs.reloc.Bytes += uint64(len(bt.b))
 		}
 		free <- bt.b[:cap(bt.b)]
 	}
 	if writeErr != nil {
 		return writeErr
 	}
-	if readErr != nil {
-		return readErr
-	}
-	fs.reloc.Repaired += ver.repaired
-	fs.reloc.Unrecovered += ver.unrecovered
-	return nil
+	return readErr
 }
 
 // fillRows reads the rows at chunk offset from into b: whole from the
