@@ -73,6 +73,22 @@ func healSetOf(t *testing.T, profile format.Profile, n int) ([]*device.MemDevice
 	return devs, want, sector, ts
 }
 
+// profileCase is a profile on a number of devices, for table tests.
+type profileCase struct {
+	name    string
+	profile format.Profile
+	devices int
+}
+
+// asDevices is devs as the device interface.
+func asDevices(devs []*device.MemDevice) []device.Device {
+	ds := make([]device.Device, len(devs))
+	for i, d := range devs {
+		ds[i] = d
+	}
+	return ds
+}
+
 // readHealing opens the set writable over ds, reads /a through the io/fs
 // view and returns the heals reported.
 func readHealing(t *testing.T, ds []device.Device, want []byte) []store.Heal {
@@ -156,11 +172,7 @@ func TestReadHealsUnreadableCopy(t *testing.T) {
 // read with ErrDataChecksum; no copy is "repaired" with another's
 // unverified bytes and no heal is reported.
 func TestReadFailsWhenEveryCopyBad(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		profile format.Profile
-		devices int
-	}{{"raid1", format.ProfileRaid1, 2}, {"dup", format.ProfileDup, 1}} {
+	for _, tc := range []profileCase{{"raid1", format.ProfileRaid1, 2}, {"dup", format.ProfileDup, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			devs, _, sector, ts := healSetOf(t, tc.profile, tc.devices)
 			if len(ts) != 2 {
@@ -174,10 +186,7 @@ func TestReadFailsWhenEveryCopyBad(t *testing.T) {
 				}
 				bad = append(bad, b)
 			}
-			ds := make([]device.Device, len(devs))
-			for i, d := range devs {
-				ds[i] = d
-			}
+			ds := asDevices(devs)
 			f, heals := openReporting(t, ds)
 			defer f.Close()
 			in, err := f.Resolve("/a", false)
@@ -225,21 +234,14 @@ func TestIOFSReadFileReportsBadData(t *testing.T) {
 // parity (copy 1) and rewritten in place: the strip then holds the good
 // bytes and the row's parity still describes them.
 func TestReadHealsParityDataStrip(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		profile format.Profile
-		devices int
-	}{{"raid5", format.ProfileRaid5, 3}, {"raid6", format.ProfileRaid6, 4}} {
+	for _, tc := range []profileCase{{"raid5", format.ProfileRaid5, 3}, {"raid6", format.ProfileRaid6, 4}} {
 		t.Run(tc.name, func(t *testing.T) {
 			devs, want, sector, ts := healSetOf(t, tc.profile, tc.devices)
 			strip := ts[0]
 			if _, err := devs[strip.DevID-1].WriteAt(make([]byte, 4096), int64(strip.Physical)); err != nil {
 				t.Fatal(err)
 			}
-			ds := make([]device.Device, len(devs))
-			for i, d := range devs {
-				ds[i] = d
-			}
+			ds := asDevices(devs)
 			heals := readHealing(t, ds, want)
 			if len(heals) != 1 || heals[0].Logical != sector || heals[0].Copy != 0 || !heals[0].Repaired {
 				t.Fatalf("heals %+v, want the data strip of sector %d rewritten", heals, sector)
