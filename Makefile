@@ -53,6 +53,7 @@ race:
 	$(GO) test -race -count=1 -run 'TestReviewFixes|TestSmallSparseFile' ./pkg/transfer/
 	$(GO) test -race -count=1 -run 'TestScrubResume|TestScrubIOErrors' ./pkg/scrub/
 	$(GO) test -race -count=1 -run 'TestConcurrentOps' ./pkg/fusefs/
+	$(GO) test -race -count=1 -run 'TestAheadWriter|TestIncrementalChain' ./pkg/send/
 
 # The fuzz targets of the module's own packages, "PACKAGE TARGET" a line:
 # go list names the packages and their test files (not a grep of the tree,

@@ -87,6 +87,7 @@ func samePiece(a, b *fileExtent, off uint64) bool {
 type Link struct {
 	Parent uint64
 	Name   string
+	Index  uint64 // the name's DIR_INDEX index in Parent: its place in a listing
 }
 
 // Links returns the names of inode ino (from its INODE_REF items).
@@ -95,7 +96,7 @@ func (f *FS) Links(ino uint64) ([]Link, error) {
 	from := format.Key{ObjectID: ino, Type: format.InodeRefKey}
 	err := f.rtree(format.FSTree).Scan(from, format.Key{ObjectID: ino, Type: format.InodeRefKey + 1}, func(it format.Item) (bool, error) {
 		err := format.EachInodeRef(it.Data, func(r format.InodeRefView) {
-			out = append(out, Link{it.Key.Offset, string(r.Name)})
+			out = append(out, Link{it.Key.Offset, string(r.Name), r.Index})
 		})
 		return err == nil, err
 	})

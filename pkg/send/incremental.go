@@ -9,7 +9,6 @@ package send
 // differ (fsys.ChangedRanges), its changed attributes and xattrs.
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -26,8 +25,9 @@ import (
 // of two snapshots of one image) as a stream of snapshot s on parent,
 // the base snapshot's UUID.
 func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]byte) (Stats, error) {
-	x := &sender{f: snap, base: base, w: bufio.NewWriterSize(w, 1<<20), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData),
+	x := &sender{f: snap, base: base, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData),
 		stash: map[uint64]stashed{}}
+	defer x.w.Flush()
 	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {
 		return x.st, err
 	}
@@ -80,10 +80,13 @@ func Changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, err error) {
 	return changed, dirty, err
 }
 
-// changes is Changes that also returns, for each dirty directory, its
-// names (in either tree) that lead to dirty inodes: a directory whose own
-// items did not change holds the same entries in both trees, and a walk
-// need visit only those names in it.
+// changes is Changes that also returns, for each dirty directory, the
+// names a walk must visit in it: those that lead to dirty inodes, in
+// either tree. Any other name is in both trees with the same file, which
+// is unchanged with everything below it (a name made, removed or
+// pointed elsewhere changes its file's INODE_REF, so the file is
+// changed and its names noted): a directory with one new entry costs
+// that entry, not a listing.
 func changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, names map[uint64]map[string]bool, err error) {
 	if a.Store() != b.Store() {
 		return nil, nil, nil, fmt.Errorf("changes between two images: %w", syscall.EINVAL)
@@ -101,6 +104,13 @@ func changes(a, b *fsys.FS) (changed, dirty map[uint64]bool, names map[uint64]ma
 		}
 	}
 	return changed, dirty, names, nil
+}
+
+func noteName(names map[uint64]map[string]bool, dir uint64, name string) {
+	if names[dir] == nil {
+		names[dir] = map[string]bool{}
+	}
+	names[dir][name] = true
 }
 
 // markUp marks ino and the directories above it in f dirty, noting the
@@ -125,10 +135,7 @@ func markUp(dirty map[uint64]bool, names map[uint64]map[string]bool, f *fsys.FS,
 			return err
 		}
 		for _, l := range links {
-			if names[l.Parent] == nil {
-				names[l.Parent] = map[string]bool{}
-			}
-			names[l.Parent][l.Name] = true
+			noteName(names, l.Parent, l.Name)
 			if !dirty[l.Parent] {
 				todo = append(todo, l.Parent)
 			}
@@ -137,13 +144,10 @@ func markUp(dirty map[uint64]bool, names map[uint64]map[string]bool, f *fsys.FS,
 	return nil
 }
 
-// kids lists the entries of directory dir of f a walk must visit: every
-// one when the directory's own items changed, else (its entries are the
-// same in both trees) those whose names lead to dirty inodes.
+// kids lists the entries of directory dir of f a walk must visit: the
+// names changes noted in it (the other entries are the same in both
+// trees, with nothing changed below them).
 func (x *sender) kids(f *fsys.FS, dir *fsys.Inode) ([]fsys.Child, error) {
-	if x.changed[dir.Ino] {
-		return f.Children(dir)
-	}
 	names := make([]string, 0, len(x.names[dir.Ino]))
 	for n := range x.names[dir.Ino] {
 		names = append(names, n)
@@ -159,7 +163,30 @@ func (x *sender) kids(f *fsys.FS, dir *fsys.Inode) ([]fsys.Child, error) {
 			out = append(out, fsys.Child{Entry: fsys.DirEntry{Name: n, Ino: in.Ino}, Inode: in})
 		}
 	}
+	if x.changed[dir.Ino] && len(out) > 1 {
+		return out, inListingOrder(f, dir.Ino, out)
+	}
 	return out, nil
+}
+
+// inListingOrder sorts kids, entries of directory dir of f, as a listing
+// of it has them (by DIR_INDEX index): files a stream makes in a
+// directory are made in the order the snapshot lists them.
+func inListingOrder(f *fsys.FS, dir uint64, kids []fsys.Child) error {
+	at := make(map[string]uint64, len(kids))
+	for _, k := range kids {
+		links, err := f.Links(k.Inode.Ino)
+		if err != nil {
+			return err
+		}
+		for _, l := range links {
+			if l.Parent == dir && l.Name == k.Entry.Name {
+				at[l.Name] = l.Index
+			}
+		}
+	}
+	sort.SliceStable(kids, func(i, j int) bool { return at[kids[i].Entry.Name] < at[kids[j].Entry.Name] })
+	return nil
 }
 
 // same reports whether b and s are the same file.

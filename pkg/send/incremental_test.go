@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -215,5 +217,94 @@ func TestReceiveRefusesBadRename(t *testing.T) {
 		if snaps, _ := dst.Snapshots(); len(snaps) != 1 {
 			t.Fatalf("%+v: snapshots %v after a refused stream", bad, snaps)
 		}
+	}
+}
+
+// scanDiff is DiffTrees' model: every item of both trees read in full
+// and compared key by key.
+func scanDiff(t *testing.T, a, b *fsys.FS) []string {
+	items := func(f *fsys.FS) map[format.Key][]byte {
+		m := map[format.Key][]byte{}
+		must(t, f.Store().TreeAt(f.TreeRoot()).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+			m[it.Key] = bytes.Clone(it.Data)
+			return true, nil
+		}))
+		return m
+	}
+	ia, ib := items(a), items(b)
+	var out []string
+	for k, v := range ia {
+		if w, ok := ib[k]; !ok || !bytes.Equal(v, w) {
+			out = append(out, fmt.Sprint(k))
+		}
+	}
+	for k := range ib {
+		if _, ok := ia[k]; !ok {
+			out = append(out, fmt.Sprint(k))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDiffTreesMatchesScan: the keys DiffTrees reports between two
+// snapshots (and a snapshot and the live tree) are exactly those a full
+// scan of both trees finds different, over random change sets on a tree
+// of three levels.
+func TestDiffTreesMatchesScan(t *testing.T) {
+	f, _ := newFS(t, 1, format.Settings{})
+	const files, dirs = 24000, 30
+	for i := range files {
+		if i%(files/dirs) == 0 {
+			_, err := f.Mkdir(fmt.Sprintf("/d%02d", i/(files/dirs)), fsys.Attr{Mode: 0o755})
+			must(t, err)
+		}
+		in, err := f.Create(fmt.Sprintf("/d%02d/f%05d", i/(files/dirs), i), fsys.Attr{Mode: 0o644})
+		must(t, err)
+		must(t, f.WriteAt(in, rnd(uint64(i), 10+i%50), 0))
+	}
+	must(t, f.Sync())
+	if lv := f.TreeRoot().Level; lv < 2 {
+		t.Fatalf("fs tree has level %d, want >= 2", lv)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for round := range 6 {
+		base := fmt.Sprintf("s%d", round)
+		_, err := f.CreateSnapshot(base)
+		must(t, err)
+		for range 1 + r.IntN(40)<<(round%3*2) {
+			p := fmt.Sprintf("/d%02d/f%05d", r.IntN(dirs), r.IntN(files))
+			switch in, err := f.Resolve(p, false); {
+			case err != nil: // gone or not in that directory: make it
+				in, err = f.Create(p, fsys.Attr{Mode: 0o600})
+				must(t, err)
+				must(t, f.WriteAt(in, rnd(uint64(round), 9000), 0))
+			case r.IntN(3) == 0:
+				must(t, f.Remove(p))
+			default:
+				must(t, f.WriteAt(in, rnd(uint64(round), 10), uint64(r.IntN(4000))))
+			}
+		}
+		must(t, f.Sync())
+		_, err = f.CreateSnapshot(base + "b")
+		must(t, err)
+		a, err := f.OpenSnapshot(base)
+		must(t, err)
+		b, err := f.OpenSnapshot(base + "b")
+		must(t, err)
+		for _, pair := range [][2]*fsys.FS{{a, b}, {b, a}, {a, f}} {
+			var got []string
+			must(t, f.Store().DiffTrees(pair[0].TreeRoot(), pair[1].TreeRoot(), func(k format.Key, old, new []byte) error {
+				got = append(got, fmt.Sprint(k))
+				return nil
+			}))
+			sort.Strings(got)
+			want := scanDiff(t, pair[0], pair[1])
+			if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("round %d: DiffTrees found %d keys, a full scan %d:\n%v\n%v", round, len(got), len(want), got, want)
+			}
+		}
+		a.Close()
+		b.Close()
 	}
 }

@@ -5,7 +5,6 @@
 package send
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +39,7 @@ type sender struct {
 	changed, dirty map[uint64]bool
 	names          map[uint64]map[string]bool // a dirty directory's names that lead to dirty inodes
 	stash          map[uint64]stashed         // files moved out of the way, by inode number (incremental)
-	w              *bufio.Writer
+	w              *aheadWriter
 	rec            []byte
 	data           []byte
 	links          map[uint64]string // first path of each file with several links
@@ -51,7 +50,8 @@ type sender struct {
 // a full stream of snapshot s. Memory: one data block, the walk's depth
 // and the paths of files with several links.
 func Send(f *fsys.FS, w io.Writer, s Snapshot) (Stats, error) {
-	x := &sender{f: f, w: bufio.NewWriterSize(w, 1<<20), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
+	x := &sender{f: f, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
+	defer x.w.Flush() // stops its goroutine on an early return
 	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {
 		return x.st, err
 	}

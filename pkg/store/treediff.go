@@ -8,107 +8,172 @@ import (
 )
 
 // ChangedObjects returns the object ids (inode numbers) of the items that
-// differ between the fs trees at roots a and b, two trees of one image
-// that share the nodes neither changed (FORMAT.md §6.12). It reads the
-// interior nodes of both and only the leaves the two do not share: the
-// cost follows what changed, not the trees' size. Memory: a set of every
-// node of both trees and the items of the unshared leaves.
+// differ between the fs trees at roots a and b (DiffTrees).
 func (fs *FS) ChangedObjects(a, b format.RootPtr) (map[uint64]bool, error) {
-	na, err := fs.treeNodes(a)
+	changed := map[uint64]bool{}
+	err := fs.DiffTrees(a, b, func(k format.Key, _, _ []byte) error {
+		changed[k.ObjectID] = true
+		return nil
+	})
+	return changed, err
+}
+
+// DiffTrees calls fn, in key order, for each key whose item differs
+// between the fs trees at roots a and b, two trees of one image that
+// share the nodes neither changed (FORMAT.md §6.12): old is a's value,
+// new b's (nil: no such item). It walks both trees a level at a time
+// and enters only the nodes the other tree's same level does not hold
+// (a node's level is fixed, so a shared node is shared whole): the cost
+// follows what changed, not the trees' size. Memory: the unshared nodes.
+// The values passed to fn are only valid during the call.
+func (fs *FS) DiffTrees(a, b format.RootPtr, fn func(k format.Key, old, new []byte) error) error {
+	la, lb, err := fs.unsharedLeaves(a, b)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	nb, err := fs.treeNodes(b)
-	if err != nil {
-		return nil, err
-	}
-	ia, err := fs.unsharedItems(a, nb)
-	if err != nil {
-		return nil, err
-	}
-	ib, err := fs.unsharedItems(b, na)
-	if err != nil {
-		return nil, err
-	}
+	ia, ib := leafItems{leaves: la}, leafItems{leaves: lb}
 	// The unshared leaves of each tree cover the same keys (the shared
 	// leaves are in both): a key whose item differs, or is on one side
 	// only, changed.
-	changed := map[uint64]bool{}
-	i, j := 0, 0
-	for i < len(ia) || j < len(ib) {
+	for {
+		x, y := ia.peek(), ib.peek()
 		switch {
-		case j == len(ib) || i < len(ia) && ia[i].Key.Less(ib[j].Key):
-			changed[ia[i].Key.ObjectID] = true
-			i++
-		case i == len(ia) || ib[j].Key.Less(ia[i].Key):
-			changed[ib[j].Key.ObjectID] = true
-			j++
+		case x == nil && y == nil:
+			return nil
+		case y == nil || x != nil && x.Key.Less(y.Key):
+			err = fn(x.Key, x.Data, nil)
+			ia.next()
+		case x == nil || y.Key.Less(x.Key):
+			err = fn(y.Key, nil, y.Data)
+			ib.next()
 		default:
-			if !bytes.Equal(ia[i].Data, ib[j].Data) {
-				changed[ia[i].Key.ObjectID] = true
+			if !bytes.Equal(x.Data, y.Data) {
+				err = fn(x.Key, x.Data, y.Data)
 			}
-			i, j = i+1, j+1
+			ia.next()
+			ib.next()
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return changed, nil
 }
 
-// treeNodes returns the address of every node of the fs tree at root,
-// reading only its interior nodes (a leaf's address is in its parent).
-func (fs *FS) treeNodes(root format.RootPtr) (map[uint64]bool, error) {
-	nodes := map[uint64]bool{root.Logical: true}
-	var walk func(l, gen uint64, level int) error
-	walk = func(l, gen uint64, level int) error {
-		if level == 0 {
-			return nil
-		}
-		n, err := fs.readNode(format.FSTree, l, gen, level, nil)
-		if err != nil {
-			return fmt.Errorf("fs tree node %d: %w", l, err)
-		}
-		for _, p := range n.Ptrs {
-			if nodes[p.Logical] {
-				return fmt.Errorf("fs tree node %d reached twice: %w", p.Logical, ErrCorrupt)
-			}
-			nodes[p.Logical] = true
-			if err := walk(p.Logical, p.Generation, level-1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if root.Level > format.MaxLevel {
-		return nil, fmt.Errorf("fs tree root level %d: %w", root.Level, ErrCorrupt)
-	}
-	return nodes, walk(root.Logical, root.Generation, int(root.Level))
+// leafItems iterates the items of leaves in order.
+type leafItems struct {
+	leaves []*format.Node
+	n, i   int
 }
 
-// unsharedItems returns, in key order, the items of the leaves of the
-// tree at root that are not among other's nodes; a subtree whose root is
-// shared is skipped whole.
-func (fs *FS) unsharedItems(root format.RootPtr, other map[uint64]bool) ([]format.Item, error) {
-	var out []format.Item
-	var walk func(l, gen uint64, level int) error
-	walk = func(l, gen uint64, level int) error {
-		if other[l] {
-			return nil
-		}
-		n, err := fs.readNode(format.FSTree, l, gen, level, nil)
-		if err != nil {
-			return fmt.Errorf("fs tree node %d: %w", l, err)
-		}
-		if level == 0 {
-			for _, it := range n.Items {
-				out = append(out, format.Item{Key: it.Key, Data: bytes.Clone(it.Data)})
-			}
-			return nil
-		}
-		for _, p := range n.Ptrs {
-			if err := walk(p.Logical, p.Generation, level-1); err != nil {
-				return err
-			}
-		}
+func (l *leafItems) peek() *format.Item {
+	for l.n < len(l.leaves) && l.i >= len(l.leaves[l.n].Items) {
+		l.n, l.i = l.n+1, 0
+	}
+	if l.n == len(l.leaves) {
 		return nil
 	}
-	return out, walk(root.Logical, root.Generation, int(root.Level))
+	return &l.leaves[l.n].Items[l.i]
+}
+
+func (l *leafItems) next() { l.i++ }
+
+// levelNodes is one level of a tree walk: the nodes to enter, in key
+// order.
+type levelNodes struct {
+	level int
+	ptrs  []format.KeyPtr
+}
+
+// unsharedLeaves returns, in key order, the leaves of the tree at a that
+// the tree at b does not hold, and those of b that a does not hold.
+func (fs *FS) unsharedLeaves(a, b format.RootPtr) ([]*format.Node, []*format.Node, error) {
+	if a.Level > format.MaxLevel || b.Level > format.MaxLevel {
+		return nil, nil, fmt.Errorf("fs tree root level %d/%d: %w", a.Level, b.Level, ErrCorrupt)
+	}
+	x := levelNodes{int(a.Level), []format.KeyPtr{{Logical: a.Logical, Generation: a.Generation}}}
+	y := levelNodes{int(b.Level), []format.KeyPtr{{Logical: b.Logical, Generation: b.Generation}}}
+	for {
+		var err error
+		switch {
+		case x.level > y.level: // b holds no node of this level
+			x, err = fs.enter(x)
+		case y.level > x.level:
+			y, err = fs.enter(y)
+		default:
+			x.ptrs, y.ptrs = dropShared(x.ptrs, y.ptrs)
+			if x.level == 0 {
+				na, err := fs.leaves(x.ptrs)
+				if err != nil {
+					return nil, nil, err
+				}
+				nb, err := fs.leaves(y.ptrs)
+				return na, nb, err
+			}
+			if x, err = fs.enter(x); err == nil {
+				y, err = fs.enter(y)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// dropShared removes the nodes in both lists from each.
+func dropShared(x, y []format.KeyPtr) ([]format.KeyPtr, []format.KeyPtr) {
+	in := make(map[uint64]bool, len(x))
+	for _, p := range x {
+		in[p.Logical] = true
+	}
+	shared := map[uint64]bool{}
+	ky := y[:0:0]
+	for _, p := range y {
+		if in[p.Logical] {
+			shared[p.Logical] = true
+		} else {
+			ky = append(ky, p)
+		}
+	}
+	kx := x[:0:0]
+	for _, p := range x {
+		if !shared[p.Logical] {
+			kx = append(kx, p)
+		}
+	}
+	return kx, ky
+}
+
+// enter reads the interior nodes of l and returns the level below: their
+// children, in key order. A node reached twice is a corrupt tree (it
+// would be walked, and its items counted, twice).
+func (fs *FS) enter(l levelNodes) (levelNodes, error) {
+	below := levelNodes{level: l.level - 1}
+	seen := map[uint64]bool{}
+	for _, p := range l.ptrs {
+		n, err := fs.readNode(format.FSTree, p.Logical, p.Generation, l.level, nil)
+		if err != nil {
+			return below, fmt.Errorf("fs tree node %d: %w", p.Logical, err)
+		}
+		for _, c := range n.Ptrs {
+			if seen[c.Logical] {
+				return below, fmt.Errorf("fs tree node %d reached twice: %w", c.Logical, ErrCorrupt)
+			}
+			seen[c.Logical] = true
+			below.ptrs = append(below.ptrs, c)
+		}
+	}
+	return below, nil
+}
+
+// leaves reads the leaves ps.
+func (fs *FS) leaves(ps []format.KeyPtr) ([]*format.Node, error) {
+	out := make([]*format.Node, 0, len(ps))
+	for _, p := range ps {
+		n, err := fs.readNode(format.FSTree, p.Logical, p.Generation, 0, nil)
+		if err != nil {
+			return nil, fmt.Errorf("fs tree node %d: %w", p.Logical, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
