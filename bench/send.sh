@@ -5,6 +5,7 @@
 #   full       ddfs send IMG@s1 | ddfs receive NEW.img  vs  btrfs send | btrfs receive
 #              (into a second loop btrfs), and ddfs send alone vs ddfs tar-out of the
 #              same tree (the issue's yardstick: send >= 0.9x tar-out's speed)
+#   zstd       the tree in images that compress: send | receive, plain and --compressed-data
 #   incr       1% of the files rewritten (every 100th file, whole): send --parent | receive
 #              vs btrfs send -p | btrfs receive vs rsync -a --inplace between two folders
 # Runs are interleaved (ddfs, btrfs, ...); medians of RUNS; stream bytes are what each
@@ -93,6 +94,21 @@ for r in $(seq "$RUNS"); do
 done
 "$BIN/ddfs" diff -r "$root/a.img@s1:/" "$root/b.img@s1:/" >/dev/null
 
+# The same tree in images that compress (zstd): the stream plain, and with
+# --compressed-data (frames as stored; the receiver keeps them).
+"$BIN/mkfs.ddfs" -q -b 4G --compress zstd -r "$root/d1" "$root/z.img"
+"$BIN/ddfs" snapshot create "$root/z.img" s1
+for r in $(seq "$RUNS"); do
+	for how in plain enc; do
+		rm -f "$root/zr.img"
+		"$BIN/mkfs.ddfs" -q -b 4G --compress zstd "$root/zr.img"
+		flag=
+		[[ $how == enc ]] && flag=--compressed-data
+		timed "z$how-ddfs" "'$BIN/ddfs' send $flag '$root/z.img@s1' | tee >(wc -c >'$root/sz-z$how-ddfs') | '$BIN/ddfs' receive -q '$root/zr.img'"
+	done
+done
+"$BIN/ddfs" diff -r "$root/z.img@s1:/" "$root/zr.img@s1:/" >/dev/null
+
 # 1% of the files rewritten, the same in each peer; incremental streams.
 find "$root/d1" -type f | sort | awk 'NR % 100 == 0' >"$root/changed"
 mkdir -p "$root/new"
@@ -139,6 +155,8 @@ row "ddfs send | ddfs receive (full)" full-ddfs
 row "btrfs send | btrfs receive (full)" full-btrfs
 row "ddfs tar-out | cat (the same tree)" tarout-ddfs
 row "ddfs send | cat (the same tree)" sendonly-ddfs
+row "zstd images: ddfs send | ddfs receive" zplain-ddfs
+row "zstd images: send --compressed-data | receive" zenc-ddfs
 row "ddfs send -p | ddfs receive (1% of files changed)" incr-ddfs
 row "btrfs send -p | btrfs receive (1% changed)" incr-btrfs
 row "rsync -a --inplace (1% changed)" incr-rsync
@@ -148,4 +166,5 @@ if [[ $btrfs_ok -eq 1 ]]; then
 	echo "  -> incremental send|receive: ddfs/btrfs = $(ratio incr-ddfs incr-btrfs)x (target <= 1.0); stream ddfs/btrfs = $(echo "scale=2; $(cat "$root/sz-incr-ddfs") / $(cat "$root/sz-incr-btrfs")" | bc)x"
 fi
 echo "  -> incremental: ddfs/rsync --inplace = $(ratio incr-ddfs incr-rsync)x"
+echo "  -> --compressed-data: time $(ratio zenc-ddfs zplain-ddfs)x, stream $(echo "scale=2; $(cat "$root/sz-zenc-ddfs") / $(cat "$root/sz-zplain-ddfs")" | bc)x of the plain stream's"
 echo "  -> send speed / tar-out speed = $(ratio tarout-ddfs sendonly-ddfs)x (target >= 0.9)"

@@ -5,7 +5,6 @@ package main
 // btrfs send/receive and zfs send/receive do, on image files.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -24,13 +23,15 @@ const sendExamples = `  ddfs snapshot create disk.img nightly
   ddfs send disk.img@nightly | ddfs receive backup.img
   ddfs snapshot create disk.img nightly2
   ddfs send --parent disk.img@nightly disk.img@nightly2 | ddfs receive backup.img
-  ddfs send disk.img@nightly | ssh host ddfs receive /srv/backup.img`
+  ddfs send disk.img@nightly | ssh host ddfs receive /srv/backup.img
+  ddfs send --compressed-data disk.img@nightly -o nightly.stream`
 
 func newSendCmd() *cobra.Command {
-	c, fl, of := newCmd("send [--parent IMAGE@BASE] IMAGE@SNAPSHOT [-o FILE]\n\nWrites snapshot SNAPSHOT as a send stream (FORMAT.md §10: checksummed records and a\ntrailer that proves the stream complete) to stdout or FILE; ddfs receive makes it a\nsnapshot of another image. Holes stay holes; hard links, xattrs, modes, owners,\ndevice nodes and times travel (ctime is the receiver's). With --parent the stream\nholds only what changed since BASE, an older snapshot of the same image: it applies\non top of the snapshot the receiver got from BASE (or BASE itself); a renamed file\ntravels as removed and made again.",
+	c, fl, of := newCmd("send [--parent IMAGE@BASE] [--compressed-data] IMAGE@SNAPSHOT [-o FILE]\n\nWrites snapshot SNAPSHOT as a send stream (FORMAT.md §10: checksummed records and a\ntrailer that proves the stream complete) to stdout or FILE; ddfs receive makes it a\nsnapshot of another image. Holes stay holes; hard links, xattrs, modes, owners,\ndevice nodes and times travel (ctime is the receiver's). With --parent the stream\nholds only what changed since BASE, an older snapshot of the same image: it applies\non top of the snapshot the receiver got from BASE (or BASE itself). With\n--compressed-data, data the image keeps compressed travels as stored (smaller,\nno decompression); the receiver checks each piece decompresses whole before it\nwrites it.",
 		"write a snapshot as a send stream", sendExamples)
 	out := fl.StringP("output", "o", "", "write the stream to FILE instead of stdout")
 	parent := fl.StringP("parent", "p", "", "send only the changes since `IMAGE@BASE`, an older snapshot of the same image")
+	compressed := fl.Bool("compressed-data", false, "send data in compressed extents as stored, not decompressed (the receiver checks it decompresses whole)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() != 1 || !strings.Contains(fl.Arg(0), "@") {
 			return usageErr("want IMAGE@SNAPSHOT")
@@ -59,8 +60,8 @@ func newSendCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("%s: %w", fl.Arg(0), err)
 		}
-		bw := bufio.NewWriterSize(w, 1<<20)
 		sn := send.Snapshot{Name: s.Name, UUID: s.UUID, Ctime: s.Ctime}
+		so := send.SendOptions{CompressedData: *compressed}
 		if *parent != "" {
 			pimg, pname := splitSnapshot(*parent)
 			if pname == "" || pimg != img {
@@ -75,15 +76,15 @@ func newSendCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w", *parent, err)
 			}
 			defer base.Close()
-			if _, err := send.SendIncremental(base, im.f, bw, sn, ps.UUID); err != nil {
+			if _, err := send.SendIncremental(base, im.f, w, sn, ps.UUID, so); err != nil {
 				return im.err(fmt.Errorf("%s: %w", img+"@"+snap, err))
 			}
-			return bw.Flush()
+			return nil
 		}
-		if _, err := send.Send(im.f, bw, sn); err != nil {
+		if _, err := send.Send(im.f, w, sn, so); err != nil {
 			return im.err(fmt.Errorf("%s: %w", img+"@"+snap, err))
 		}
-		return bw.Flush()
+		return nil
 	}
 	return c
 }

@@ -150,3 +150,28 @@ func TestSendReceive(t *testing.T) {
 	must(t, run(t, dir, "ddfs", "receive", "-q", "--resume", "c.img", "-i", "s1.stream"), 0)
 	must(t, run(t, dir, "ddfs", "diff", "-r", "a.img@s1:/", "c.img@s1:/"), 0)
 }
+
+// TestSendCompressedData: send --compressed-data from an image that
+// compresses is smaller than the plain stream, and received (into an
+// image that compresses and one that does not) diff finds equal, fsck
+// --check-data clean.
+func TestSendCompressedData(t *testing.T) {
+	dir := t.TempDir()
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--compress", "zstd", "a.img"), 0)
+	src, _ := filepath.Abs("../format")
+	must(t, run(t, dir, "ddfs", "cp", "-a", src, "a.img:/src"), 0)
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "a.img", "s1"), 0)
+	must(t, run(t, dir, "ddfs", "send", "a.img@s1", "-o", "plain.stream"), 0)
+	must(t, run(t, dir, "ddfs", "send", "--compressed-data", "a.img@s1", "-o", "enc.stream"), 0)
+	plain, err1 := os.Stat(filepath.Join(dir, "plain.stream"))
+	enc, err2 := os.Stat(filepath.Join(dir, "enc.stream"))
+	if err1 != nil || err2 != nil || enc.Size() > plain.Size()*2/3 {
+		t.Fatalf("stream of %v bytes with --compressed-data, %v without (%v %v)", enc.Size(), plain.Size(), err1, err2)
+	}
+	for _, img := range []string{"zstd.img", "none.img"} {
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "--compress", strings.TrimSuffix(img, ".img"), img), 0)
+		must(t, run(t, dir, "ddfs", "receive", "-q", img, "-i", "enc.stream"), 0)
+		must(t, run(t, dir, "ddfs", "diff", "-r", "a.img@s1:/", img+"@s1:/"), 0)
+		must(t, run(t, dir, "fsck.ddfs", "--check-data", img), 0)
+	}
+}

@@ -56,6 +56,7 @@ const (
 	RecRemoveXattr RecordType = 15 // remove an extended attribute
 	RecPunch       RecordType = 16 // make a range of a file a hole
 	RecRename      RecordType = 17 // move a non-directory to a new name
+	RecEncoded     RecordType = 18 // bytes of a file as a compressed extent stores them
 )
 
 // Record is one decoded record; which fields mean something depends on
@@ -73,6 +74,11 @@ type Record struct {
 	Atime, Mtime, Ctim Timespec
 	UUID, ParentUUID   [16]byte // RecBegin
 	Records, Bytes     uint64   // RecEnd: records and stream bytes before it
+	// RecEncoded: Data is a compressed extent's frame (FORMAT.md §6.6)
+	// of RAMBytes decompressed bytes; the file's Length bytes at Offset
+	// are those from RAMOffset.
+	Compression         Compression
+	RAMBytes, RAMOffset uint64
 }
 
 // AppendStreamHeader appends the stream header.
@@ -147,6 +153,9 @@ func (r *Record) appendPayload(b []byte) []byte {
 		b = appendStr(b, r.Target)
 	case RecWrite:
 		b = append(le.AppendUint64(b, r.Offset), r.Data...)
+	case RecEncoded:
+		b = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(b, r.Offset), r.Length), r.RAMBytes), r.RAMOffset)
+		b = append(le.AppendUint32(b, uint32(r.Compression)), r.Data...)
 	case RecTruncate:
 		b = le.AppendUint64(b, r.Offset)
 	case RecSetXattr:
@@ -223,13 +232,13 @@ func (r *Record) decode(b []byte) error {
 	case RecEnd:
 		r.Records, r.Bytes = p.u64(), p.u64()
 	case RecMkdir, RecMkfile, RecSymlink, RecMknod, RecLink, RecWrite, RecTruncate, RecSetXattr, RecUtimes,
-		RecUnlink, RecRmdir, RecSetAttr, RecRemoveXattr, RecPunch, RecRename:
+		RecUnlink, RecRmdir, RecSetAttr, RecRemoveXattr, RecPunch, RecRename, RecEncoded:
 		r.Path = p.str()
 		r.decodeBody(p)
 	default:
 		return corruptf(nil, "send stream: record type %d", r.Type)
 	}
-	if p.short || len(p.b) != 0 && r.Type != RecWrite {
+	if p.short || len(p.b) != 0 && r.Type != RecWrite && r.Type != RecEncoded {
 		return corruptf(nil, "send stream: record type %d of %d bytes: wrong length", r.Type, len(b))
 	}
 	return r.validate()
@@ -251,6 +260,10 @@ func (r *Record) decodeBody(p *payload) {
 		r.Target = p.str()
 	case RecWrite:
 		r.Offset = p.u64()
+		r.Data, p.b = p.b, nil
+	case RecEncoded:
+		r.Offset, r.Length, r.RAMBytes, r.RAMOffset = p.u64(), p.u64(), p.u64(), p.u64()
+		r.Compression = Compression(p.u32())
 		r.Data, p.b = p.b, nil
 	case RecTruncate:
 		r.Offset = p.u64()
@@ -276,6 +289,8 @@ func (r *Record) validate() error {
 		return bad("symlink target")
 	case r.Type == RecWrite && (len(r.Data) == 0 || len(r.Data) > MaxWriteData || r.Offset+uint64(len(r.Data)) > MaxFileSize || r.Offset+uint64(len(r.Data)) < r.Offset):
 		return bad("write range")
+	case r.Type == RecEncoded && !validEncoded(r):
+		return bad("encoded write")
 	case r.Type == RecTruncate && r.Offset > MaxFileSize:
 		return bad("size")
 	case (r.Type == RecSetXattr || r.Type == RecRemoveXattr) && (r.Name == "" || len(r.Name) > 255 || strings.IndexByte(r.Name, 0) >= 0 || len(r.Data) > MaxXattrValue):
@@ -290,6 +305,16 @@ func (r *Record) validate() error {
 		return bad("time")
 	}
 	return nil
+}
+
+// validEncoded checks an ENCODED record's ranges: the file range within
+// the file size limit, the piece within the decompressed extent, the
+// extent and its frame within their limits.
+func validEncoded(r *Record) bool {
+	return (r.Compression == CompressZstd || r.Compression == CompressS2) &&
+		r.Length > 0 && r.Offset+r.Length <= MaxFileSize && r.Offset+r.Length > r.Offset &&
+		r.RAMBytes <= MaxExtentBytes && r.RAMOffset < r.RAMBytes && r.Length <= r.RAMBytes-r.RAMOffset &&
+		len(r.Data) >= 4 && len(r.Data) <= MaxWriteData
 }
 
 // rootAllowed are the record types whose path may be "", the root.

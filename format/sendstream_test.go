@@ -29,7 +29,8 @@ func sampleRecords() []Record {
 		{Type: RecRemoveXattr, Path: "d", Name: "user.k"},
 		{Type: RecPunch, Path: "d/f", Offset: 4096, Length: 8192},
 		{Type: RecRename, Path: "d/g", Target: "d/h"},
-		{Type: RecEnd, Records: 16, Bytes: 999},
+		{Type: RecEncoded, Path: "d/f", Offset: 8192, Length: 100, RAMBytes: 4096, RAMOffset: 3996, Compression: CompressS2, Data: []byte{3, 0, 0, 0, 1, 2, 3}},
+		{Type: RecEnd, Records: 17, Bytes: 999},
 	}
 }
 
@@ -108,6 +109,12 @@ func TestStreamRefusals(t *testing.T) {
 		"unlink root":     {Type: RecUnlink, Path: ""},
 		"empty punch":     {Type: RecPunch, Path: "a", Offset: 1},
 		"setattr type":    {Type: RecSetAttr, Path: "a", Mode: 0o40755},
+		"encoded none":    {Type: RecEncoded, Path: "a", Length: 1, RAMBytes: 1, Compression: CompressNone, Data: make([]byte, 4)},
+		"encoded past":    {Type: RecEncoded, Path: "a", Length: 2, RAMBytes: 4096, RAMOffset: 4095, Compression: CompressZstd, Data: make([]byte, 4)},
+		"encoded wraps":   {Type: RecEncoded, Path: "a", Length: 2, RAMBytes: 4096, RAMOffset: 1<<64 - 1, Compression: CompressZstd, Data: make([]byte, 4)},
+		"encoded huge":    {Type: RecEncoded, Path: "a", Length: 1, RAMBytes: MaxExtentBytes + 1, Compression: CompressZstd, Data: make([]byte, 4)},
+		"encoded short":   {Type: RecEncoded, Path: "a", Length: 1, RAMBytes: 1, Compression: CompressS2, Data: make([]byte, 3)},
+		"encoded empty":   {Type: RecEncoded, Path: "a", RAMBytes: 1, Compression: CompressS2, Data: make([]byte, 4)},
 	} {
 		b := AppendRecord(nil, &r)
 		var got Record

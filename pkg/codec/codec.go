@@ -57,11 +57,17 @@ func Compress(p []byte, c format.Compression, level uint8, sector int) (framed [
 		return nil, false, nil
 	}
 	binary.LittleEndian.PutUint32(buf, uint32(len(buf)-frameHeader))
-	round := func(n int) int { return (n + sector - 1) / sector * sector }
-	if round(len(buf)) >= round(len(p)) {
+	if !Saves(len(buf), len(p), sector) {
 		return nil, false, nil
 	}
 	return buf, true, nil
+}
+
+// Saves reports whether a frame of n bytes for data of m bytes saves a
+// sector: a writer stores a block compressed only then (FORMAT.md §6.6).
+func Saves(n, m, sector int) bool {
+	round := func(n int) int { return (n + sector - 1) / sector * sector }
+	return round(n) < round(m)
 }
 
 // Decompress undoes Compress; ram is the decompressed length, which the

@@ -123,6 +123,12 @@ func (f *FS) writeBlocks(in *Inode, p []byte, off uint64, pol dataPolicy) error 
 				continue
 			}
 			b := &blocks[i]
+			if fr, ok := f.framedFor(b, pol.compress); ok {
+				if codec.Saves(len(fr), len(b.data), ss) {
+					b.framed = fr // as received: no second compression
+				}
+				continue
+			}
 			g.Go(func() error {
 				fr, ok, err := codec.Compress(b.data, pol.compress, pol.level, ss)
 				if ok {

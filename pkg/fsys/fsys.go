@@ -78,6 +78,8 @@ type FS struct {
 	dahead dataAhead // read-only sets: the data after the last small read
 	// prehash holds hashes computed ahead for the running WriteAtHashed.
 	prehash *Hashes
+	// preframed is the frame of the running WriteAtFramed.
+	preframed *preframed
 	// dirs caches directory paths resolved before (see dirCache).
 	dirs dirCache
 	// decomp holds extents decompressed ahead by a big read.

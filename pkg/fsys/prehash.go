@@ -71,6 +71,41 @@ func (f *FS) WriteAtHashed(in *Inode, p []byte, off uint64, h *Hashes) error {
 	return f.WriteAt(in, p, off)
 }
 
+// Framed is a block's compressed frame (FORMAT.md §6.6) made elsewhere:
+// a send stream's ENCODED record.
+type Framed struct {
+	Compression format.Compression
+	Frame       []byte
+}
+
+type preframed struct {
+	key hashKey
+	Framed
+}
+
+// WriteAtFramed is WriteAt of p, the bytes frame fr decompresses to (the
+// caller checked it decodes to exactly p): where the write stores p as
+// one block compressed the way fr is, it stores fr as it is instead of
+// compressing p again. Anywhere else (another compression, dedupe cut
+// p, a zero run split it) p is written as WriteAt writes it.
+func (f *FS) WriteAtFramed(in *Inode, p []byte, off uint64, fr Framed) error {
+	if len(p) > 0 {
+		f.preframed = &preframed{hashKey{off, len(p), &p[0]}, fr}
+		defer func() { f.preframed = nil }()
+	}
+	return f.WriteAt(in, p, off)
+}
+
+// framedFor returns the frame WriteAtFramed gave for block b, if b is
+// that write's whole data and compressed as it is.
+func (f *FS) framedFor(b *block, c format.Compression) ([]byte, bool) {
+	fr := f.preframed
+	if fr == nil || fr.Compression != c || fr.key != (hashKey{b.off, len(b.data), &b.data[0]}) {
+		return nil, false
+	}
+	return fr.Frame, true
+}
+
 // cutBlocks splits a run into dedupe/compression blocks.
 func cutBlocks(p []byte, off uint64, pol dataPolicy) []block {
 	var blocks []block

@@ -54,7 +54,7 @@ func TestAheadWriter(t *testing.T) {
 	}
 
 	v, stream := sendOf(t)
-	if _, err := Send(v, &failAfter{n: len(stream) / 2}, Snapshot{Name: "s"}); !errors.Is(err, errFull) {
+	if _, err := Send(v, &failAfter{n: len(stream) / 2}, Snapshot{Name: "s"}, SendOptions{}); !errors.Is(err, errFull) {
 		t.Fatalf("send to a failing writer: %v", err)
 	}
 }

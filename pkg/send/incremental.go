@@ -24,8 +24,8 @@ import (
 // SendIncremental writes the changes from base to snap (read-only views
 // of two snapshots of one image) as a stream of snapshot s on parent,
 // the base snapshot's UUID.
-func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]byte) (Stats, error) {
-	x := &sender{f: snap, base: base, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData),
+func SendIncremental(base, snap *fsys.FS, w io.Writer, s Snapshot, parent [16]byte, o SendOptions) (Stats, error) {
+	x := &sender{o: o, f: snap, base: base, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData),
 		stash: map[uint64]stashed{}}
 	defer x.w.Flush()
 	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {

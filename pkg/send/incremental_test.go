@@ -15,6 +15,10 @@ import (
 // snapStream sends snapshot name of f, incrementally from parent when
 // parent is not "".
 func snapStream(t *testing.T, f *fsys.FS, name, parent string) []byte {
+	return snapStreamWith(t, f, name, parent, SendOptions{})
+}
+
+func snapStreamWith(t *testing.T, f *fsys.FS, name, parent string, o SendOptions) []byte {
 	t.Helper()
 	v, err := f.OpenSnapshot(name)
 	must(t, err)
@@ -24,17 +28,32 @@ func snapStream(t *testing.T, f *fsys.FS, name, parent string) []byte {
 	s := Snapshot{Name: name, UUID: sn.UUID, Ctime: sn.Ctime}
 	var buf bytes.Buffer
 	if parent == "" {
-		_, err = Send(v, &buf, s)
+		_, err = Send(v, &buf, s, o)
 	} else {
 		var b *fsys.FS
 		b, err = f.OpenSnapshot(parent)
 		must(t, err)
 		defer b.Close()
 		pn, _ := f.Store().FindSnapshot(parent)
-		_, err = SendIncremental(b, v, &buf, s, pn.UUID)
+		_, err = SendIncremental(b, v, &buf, s, pn.UUID, o)
 	}
 	must(t, err)
 	return buf.Bytes()
+}
+
+// sameSnapshots checks that each snapshot of names is the same tree in
+// a as in b.
+func sameSnapshots(t *testing.T, a, b *fsys.FS, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		va, err := a.OpenSnapshot(name)
+		must(t, err)
+		vb, err := b.OpenSnapshot(name)
+		must(t, err)
+		sameTree(t, va, vb)
+		va.Close()
+		vb.Close()
+	}
 }
 
 // changeTree makes every kind of change an incremental stream carries.
@@ -108,15 +127,7 @@ func TestIncrementalChain(t *testing.T) {
 			t.Fatalf("%s: %q %v", step.name, name, err)
 		}
 	}
-	for _, name := range []string{"s1", "s2", "s3"} {
-		a, err := src.OpenSnapshot(name)
-		must(t, err)
-		b, err := dst.OpenSnapshot(name)
-		must(t, err)
-		sameTree(t, a, b)
-		a.Close()
-		b.Close()
-	}
+	sameSnapshots(t, src, dst, "s1", "s2", "s3")
 	must(t, dst.Sync())
 	fsckClean(t, d)
 }

@@ -2,6 +2,7 @@ package send
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/codec"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
 )
@@ -243,6 +245,19 @@ func (x *receiver) record(rec *format.Record) error {
 		}
 		x.st.Data += uint64(len(rec.Data))
 		return x.f.WriteAt(in, rec.Data, rec.Offset)
+	case format.RecEncoded:
+		if !in.IsRegular() {
+			return syscall.EINVAL
+		}
+		data, err := decodeFrame(rec)
+		if err != nil {
+			return err
+		}
+		x.st.Data += rec.Length
+		if rec.RAMOffset == 0 && rec.Length == rec.RAMBytes { // the whole extent: its frame may be stored as sent
+			return x.f.WriteAtFramed(in, data, rec.Offset, fsys.Framed{Compression: rec.Compression, Frame: rec.Data})
+		}
+		return x.f.WriteAt(in, data, rec.Offset)
 	case format.RecTruncate:
 		if !in.IsRegular() {
 			return syscall.EINVAL
@@ -264,6 +279,21 @@ func (x *receiver) record(rec *format.Record) error {
 		return x.f.SetattrInode(in, fsys.SetAttr{Atime: &rec.Atime, Mtime: &rec.Mtime})
 	}
 	return syscall.EINVAL
+}
+
+// decodeFrame returns the file bytes an ENCODED record carries: its frame
+// must be exactly a u32 length and that much stream, decompressing to
+// exactly RAMBytes bytes (codec bounds the memory), before anything is
+// written.
+func decodeFrame(rec *format.Record) ([]byte, error) {
+	if n := 4 + uint64(binary.LittleEndian.Uint32(rec.Data)); n != uint64(len(rec.Data)) {
+		return nil, fmt.Errorf("encoded frame of %d bytes says %d: %w", len(rec.Data), n, format.ErrCorrupt)
+	}
+	data, err := codec.Decompress(rec.Data, rec.Compression, rec.RAMBytes)
+	if err != nil {
+		return nil, err
+	}
+	return data[rec.RAMOffset : rec.RAMOffset+rec.Length], nil
 }
 
 // make makes the entry a MKDIR, MKFILE, SYMLINK, MKNOD or LINK record

@@ -5,6 +5,7 @@
 package send
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -30,8 +31,16 @@ type Stats struct {
 	Data    uint64 `json:"data_bytes"`
 }
 
+// SendOptions change what a stream carries.
+type SendOptions struct {
+	// CompressedData: data in compressed extents travels as stored
+	// (ENCODED records), not decompressed (FORMAT.md §10).
+	CompressedData bool
+}
+
 // sender writes one stream.
 type sender struct {
+	o    SendOptions
 	f    *fsys.FS
 	base *fsys.FS // an incremental stream's base (nil: a full stream)
 	// changed: the inodes whose items differ from the base's; dirty:
@@ -42,6 +51,7 @@ type sender struct {
 	w              *aheadWriter
 	rec            []byte
 	data           []byte
+	stored         []byte            // an ENCODED record's frame (CompressedData)
 	links          map[uint64]string // first path of each file with several links
 	st             Stats
 }
@@ -49,8 +59,8 @@ type sender struct {
 // Send writes the namespace of f (a snapshot's read-only view) to w as
 // a full stream of snapshot s. Memory: one data block, the walk's depth
 // and the paths of files with several links.
-func Send(f *fsys.FS, w io.Writer, s Snapshot) (Stats, error) {
-	x := &sender{f: f, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
+func Send(f *fsys.FS, w io.Writer, s Snapshot, o SendOptions) (Stats, error) {
+	x := &sender{o: o, f: f, w: newAheadWriter(w), links: map[uint64]string{}, data: make([]byte, format.MaxWriteData)}
 	defer x.w.Flush() // stops its goroutine on an early return
 	if _, err := x.w.Write(format.AppendStreamHeader(nil)); err != nil {
 		return x.st, err
@@ -172,8 +182,59 @@ func (x *sender) file(p string, in *fsys.Inode) error {
 	return x.put(&format.Record{Type: format.RecTruncate, Path: p, Offset: in.Size})
 }
 
-// write sends bytes r of file in, in WRITE records of at most 1 MiB.
+// write sends bytes r of file in: WRITE records, or with CompressedData
+// ENCODED ones for its pieces in compressed extents.
 func (x *sender) write(p string, in *fsys.Inode, r fsys.Range) error {
+	if !x.o.CompressedData {
+		return x.writePlain(p, in, r)
+	}
+	pieces, err := x.f.Pieces(in, r)
+	if err != nil {
+		return fmt.Errorf("/%s: %w", p, err)
+	}
+	for _, pc := range pieces {
+		sent := false
+		if pc.Compression != format.CompressNone {
+			if sent, err = x.writeEncoded(p, pc); err != nil {
+				return err
+			}
+		}
+		if !sent {
+			if err := x.writePlain(p, in, pc.Range); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeEncoded sends compressed piece pc as its extent's frame, unless
+// the frame is bigger than the piece or than a record holds.
+func (x *sender) writeEncoded(p string, pc fsys.Piece) (bool, error) {
+	if pc.DiskLen > format.MaxWriteData {
+		return false, nil
+	}
+	if x.stored == nil {
+		x.stored = make([]byte, format.MaxWriteData)
+	}
+	frame, err := x.f.ReadStored(pc, x.stored)
+	if err != nil {
+		return false, fmt.Errorf("/%s: extent at %d: %w", p, pc.Extent, err)
+	}
+	n := 4 + uint64(binary.LittleEndian.Uint32(frame))
+	if n > uint64(len(frame)) {
+		return false, fmt.Errorf("/%s: extent at %d: frame of %d bytes in %d: %w", p, pc.Extent, n, len(frame), format.ErrCorrupt)
+	}
+	if n >= pc.Len {
+		return false, nil
+	}
+	x.st.Data += pc.Len
+	return true, x.put(&format.Record{Type: format.RecEncoded, Path: p, Offset: pc.Off, Length: pc.Len,
+		RAMBytes: pc.RAMBytes, RAMOffset: pc.At, Compression: pc.Compression, Data: frame[:n]})
+}
+
+// writePlain sends bytes r of file in, in WRITE records of at most 1 MiB.
+func (x *sender) writePlain(p string, in *fsys.Inode, r fsys.Range) error {
 	for off := r.Off; off < r.Off+r.Len; {
 		n := min(uint64(len(x.data)), r.Off+r.Len-off)
 		got, err := x.f.ReadAt(in, x.data[:n], off)

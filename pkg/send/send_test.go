@@ -212,7 +212,7 @@ func sendOf(t testing.TB) (*fsys.FS, []byte) {
 	sn, err := src.Store().FindSnapshot("s")
 	must(t, err)
 	var buf bytes.Buffer
-	if _, err := Send(v, &buf, Snapshot{Name: "s", UUID: sn.UUID, Ctime: sn.Ctime}); err != nil {
+	if _, err := Send(v, &buf, Snapshot{Name: "s", UUID: sn.UUID, Ctime: sn.Ctime}, SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return v, buf.Bytes()
@@ -338,10 +338,12 @@ func FuzzReceive(f *testing.F) {
 		{Type: format.RecWrite, Path: "a/f", Offset: 10, Data: []byte("x")},
 		{Type: format.RecSymlink, Path: "l", Target: "a"},
 		{Type: format.RecLink, Path: "a/g", Target: "a/f"},
+		{Type: format.RecEncoded, Path: "a/f", Offset: 8, Length: 3, RAMBytes: 4, RAMOffset: 1, Compression: format.CompressS2,
+			Data: append([]byte{6, 0, 0, 0}, s2Block("abcd")...)},
 	} {
 		small = format.AppendRecord(small, &r)
 	}
-	f.Add(format.AppendRecord(small, &format.Record{Type: format.RecEnd, Records: 6, Bytes: uint64(len(small))}))
+	f.Add(format.AppendRecord(small, &format.Record{Type: format.RecEnd, Records: 7, Bytes: uint64(len(small))}))
 	f.Fuzz(func(t *testing.T, s []byte) {
 		dst, _ := newFS(t, 4, format.Settings{})
 		_, _, _, err := Receive(dst, bytes.NewReader(s))
