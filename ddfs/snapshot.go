@@ -107,7 +107,7 @@ func newSnapshotListCmd() *cobra.Command {
 }
 
 func newSnapshotDeleteCmd() *cobra.Command {
-	c, fl, of := newCmd("delete IMAGE NAME...\n\nFrees what only the snapshot kept (trimtool then gives it back to the host).", "delete snapshots", snapshotExamples)
+	c, fl, of := newCmd("delete IMAGE NAME...\n\nFrees what only the snapshot kept (trimtool then gives it back to the host). The\nsnapshot goes in one commit; its tree is then freed in bounded commits, so memory\nstays small however many files it held, and a kill or power cut loses nothing: the\nnext command that writes the image finishes the job.", "delete snapshots", snapshotExamples)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if fl.NArg() < 2 {
 			return usageErr("want IMAGE NAME...")

@@ -58,13 +58,17 @@ const (
 	// root set's fs tree is the tree being received, the live one is
 	// parked in the RECEIVE_ITEM. Set exactly while that item exists.
 	IncompatReceive IncompatFeatures = 1 << 6
+	// IncompatDropping: a deleted tree is being freed in steps (FORMAT.md
+	// §6.12): the snapshot tree holds DROP_ITEMs. Set exactly while one
+	// exists.
+	IncompatDropping IncompatFeatures = 1 << 7
 )
 
 // Feature sets this build understands.
 const (
 	SupportedCompat   CompatFeatures   = CompatDiscardTree
 	SupportedRoCompat RoCompatFeatures = RoCompatCounters
-	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots | IncompatReceive | IncompatRaid56
+	SupportedIncompat IncompatFeatures = IncompatCompression | IncompatDedupe | IncompatFSIDChange | IncompatFsyncLog | IncompatSnapshots | IncompatReceive | IncompatRaid56 | IncompatDropping
 )
 
 // CheckFeatures reports whether a reader (write=false) or writer may use an

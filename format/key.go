@@ -53,6 +53,7 @@ const (
 	ExtentDataRefKey KeyType = 178 // ExtentTree: (logical, 178, ref hash) -> ExtentDataRef
 	SnapshotItemKey  KeyType = 190 // SnapshotTree: (snapshot id, 190, 0) -> SnapshotItem
 	ReceiveItemKey   KeyType = 191 // SnapshotTree: (0, 191, 0) -> ReceiveItem (IncompatReceive)
+	DropItemKey      KeyType = 193 // SnapshotTree: (first root logical, 193, 0) -> DropItem (IncompatDropping)
 	BlockGroupKey    KeyType = 192 // ExtentTree: (chunk logical, 192, length) -> BlockGroupItem
 	FreeSpaceInfoKey KeyType = 198 // FreeSpaceTree: (bg logical, 198, bg length)
 	FreeSpaceExtKey  KeyType = 199 // FreeSpaceTree: (start, 199, length), no data

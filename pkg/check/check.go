@@ -345,7 +345,11 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		c.checkLogSpace()
 		c.checkFS()
 		c.checkSnapshotNames()
-		c.rep.Snapshots = len(c.snaps.list)
+		for _, s := range c.snaps.list {
+			if !s.dropping {
+				c.rep.Snapshots++
+			}
+		}
 		c.checkDedupe()
 		c.checkCounters()
 		c.checkProfiles() // from the block group items the walks read

@@ -25,6 +25,9 @@ import (
 type snapshotRef struct {
 	id   uint64
 	item *format.SnapshotItem
+	// dropping: what is left of a tree being dropped (DROP_ITEM): its
+	// nodes and data count, it has no namespace to check.
+	dropping bool
 }
 
 // snapshotState is what the walk of the snapshot tree found.
@@ -50,6 +53,10 @@ func (c *checker) snapshotItem(node uint64, it format.Item) {
 	bad := c.itemBadFunc(format.SnapshotTree, node, it)
 	if it.Key == format.ReceiveKey {
 		c.receiveItem(node, it, bad)
+		return
+	}
+	if it.Key.Type == format.DropItemKey {
+		c.dropItem(node, it, bad)
 		return
 	}
 	if it.Key.Type != format.SnapshotItemKey || it.Key.Offset != 0 || it.Key.ObjectID == 0 {
@@ -105,6 +112,28 @@ func (c *checker) receiveItem(node uint64, it format.Item, bad func(error)) {
 	}
 	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: r.Parked, Generation: r.Generation, Name: parkedName}})
 }
+
+// dropItem takes a DROP_ITEM: what is left of a tree being dropped is
+// one more fs tree whose nodes and data references count (§6.12).
+func (c *checker) dropItem(node uint64, it format.Item, bad func(error)) {
+	d, err := format.UnmarshalDropItem(it.Data)
+	if err == nil && it.Key.Offset != 0 {
+		err = fmt.Errorf("drop item key offset %d", it.Key.Offset)
+	}
+	if err != nil {
+		bad(err)
+		return
+	}
+	if c.sb.Incompat&format.IncompatDropping == 0 || !c.sharing() || d.Generation > c.sb.Generation {
+		c.add(Problem{Code: SnapshotBad, Tree: format.SnapshotTree.String(), Logical: node,
+			Message: fmt.Sprintf("drop item %d: without the dropping and snapshots features, or made at generation %d after the filesystem's %d", it.Key.ObjectID, d.Generation, c.sb.Generation)})
+		return
+	}
+	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: d.Root, Generation: d.Generation, Name: droppingName}, dropping: true})
+}
+
+// droppingName labels a tree being dropped among the snapshots.
+const droppingName = "(being dropped)"
 
 // visitSnapshots walks the nodes of each snapshot's fs tree that the live
 // tree does not share (claimNode counts the shared ones).
@@ -181,6 +210,9 @@ func (c *checker) checkSnapshotNames() {
 	for _, s := range c.snaps.list {
 		if c.opt.cancelled() != nil {
 			return
+		}
+		if s.dropping {
+			continue
 		}
 		sb := *c.sb
 		sb.Roots.SetRoot(format.FSTree, s.item.Root)

@@ -56,6 +56,9 @@ type Options struct {
 	// progress, to go on with it; any other writer first undoes it
 	// (receive.go).
 	Receiving bool
+	// DropStep bounds what one commit of a tree drop frees (nodes and
+	// references; 0: dropStepDefault).
+	DropStep int
 }
 
 // FS is a filesystem opened for namespace operations. Not safe for
@@ -146,6 +149,11 @@ func New(st *store.FS, opt Options) (*FS, error) {
 	}
 	if err := f.settleReceive(); err != nil {
 		return nil, err
+	}
+	if f.st.Vol.Writable() {
+		if err := f.FinishDrops(); err != nil { // what a crash left of a delete
+			return nil, err
+		}
 	}
 	return f, nil
 }

@@ -34,14 +34,15 @@ func (f *FS) CreateSnapshot(name string) (uint64, error) {
 	return id, f.Sync()
 }
 
-// DeleteSnapshot deletes snapshot name: what only it referenced is
-// freed (nodes, data extents with their sums and index entries).
+// DeleteSnapshot deletes snapshot name in a commit of its own, then
+// frees what only it referenced (nodes, data extents with their sums and
+// index entries) in bounded commits (FinishDrops).
 func (f *FS) DeleteSnapshot(name string) error {
 	s, err := f.st.FindSnapshot(name)
 	if err != nil {
 		return err
 	}
-	return f.dropping(func(tx *store.Txn) error { return tx.DropSnapshot(s.ID, f.dropData) })
+	return f.dropping(func(tx *store.Txn) error { return tx.DropSnapshot(s.ID) })
 }
 
 // Rollback makes the live namespace snapshot name's, in a commit of its
@@ -56,11 +57,12 @@ func (f *FS) Rollback(name string) error {
 		return err
 	}
 	f.dirs.clear() // paths resolved in the replaced namespace
-	return f.dropping(func(tx *store.Txn) error { return tx.RollbackTo(s.ID, f.dropData) })
+	return f.dropping(func(tx *store.Txn) error { return tx.RollbackTo(s.ID) })
 }
 
 // dropping runs op, which drops a tree's references, in a commit of its
-// own (the FS is aborted when op fails half-way).
+// own (the FS is aborted when op fails half-way), then frees the trees
+// it left to drop.
 func (f *FS) dropping(op func(tx *store.Txn) error) error {
 	tx, err := f.txn()
 	if err != nil {
@@ -70,7 +72,43 @@ func (f *FS) dropping(op func(tx *store.Txn) error) error {
 		f.Abort()
 		return err
 	}
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.FinishDrops()
+}
+
+// dropStepDefault bounds what one commit of a drop frees: the nodes it
+// dirties (extent, csum and free-space tree changes) stay a few MiB.
+const dropStepDefault = 4096
+
+// FinishDrops frees the trees being dropped (deleted snapshots, trees a
+// rollback replaced), a bounded step per commit. A crash between steps
+// loses nothing: each commit records what is left, and the next writer
+// goes on.
+func (f *FS) FinishDrops() error {
+	n, err := f.st.PendingDrops()
+	if err != nil || n == 0 {
+		return err
+	}
+	budget := f.opt.DropStep
+	if budget <= 0 {
+		budget = dropStepDefault
+	}
+	for more := true; more; {
+		tx, err := f.txn()
+		if err != nil {
+			return err
+		}
+		if more, err = tx.DropStep(budget, f.dropData); err != nil {
+			f.Abort()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropData drops a leaf's reference to its data extent (a tree node

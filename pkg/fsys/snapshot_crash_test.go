@@ -89,7 +89,7 @@ func stateIs(t *testing.T, f *FS, s snapState) bool {
 func snapCrashRun(t *testing.T, d *device.MemDevice, base snapState, budget int) (states []snapState, done int, left int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(39, 21))
-	f := openWith(t, []device.Device{cutDev{d, &budget}}, true, Options{MaxInline: 64})
+	f := openWith(t, []device.Device{cutDev{d, &budget}}, true, Options{MaxInline: 64, DropStep: 3}) // deletes and rollbacks drop in many steps
 	cur := base.clone()
 	states = append(states, cur.clone())
 	step := func(commit func() error, after func()) bool {

@@ -149,6 +149,22 @@ func checkRefs(t *testing.T, f *FS) {
 	for _, s := range snaps {
 		walk(format.FSTree, s.Root)
 	}
+	// What is left of trees being dropped (DROP_ITEM roots, §6.12).
+	if sb.Roots.Root(format.SnapshotTree).Logical != 0 {
+		err := st.Tree(format.SnapshotTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+			if it.Key.Type == format.DropItemKey {
+				d, err := format.UnmarshalDropItem(it.Data)
+				if err != nil {
+					return false, err
+				}
+				walk(format.FSTree, d.Root)
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	items := 0
 	err = st.Tree(format.ExtentTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 		l := it.Key.ObjectID

@@ -44,7 +44,7 @@ var handlers = map[format.TreeID]map[format.KeyType]func(*walker, format.Item){
 // refer to itself through walk.
 func init() {
 	handlers[format.SnapshotTree] = map[format.KeyType]func(*walker, format.Item){
-		format.SnapshotItemKey: (*walker).snapshot, format.ReceiveItemKey: (*walker).receive}
+		format.SnapshotItemKey: (*walker).snapshot, format.ReceiveItemKey: (*walker).receive, format.DropItemKey: (*walker).dropping}
 }
 
 func (w *walker) items(id format.TreeID, items []format.Item) {
@@ -71,28 +71,49 @@ func (w *walker) fileExtent(it format.Item) {
 // walked once). An item that does not decode hides a whole tree: its
 // references are unknown, as behind an unread node.
 func (w *walker) snapshot(it format.Item) {
-	s, err := format.UnmarshalSnapshotItem(it.Data)
+	w.rootItem(it, func(b []byte) (format.RootPtr, error) {
+		s, err := format.UnmarshalSnapshotItem(b)
+		return rootOf(s, err, func() format.RootPtr { return s.Root })
+	})
+}
+
+// receive: the live fs tree a receive in progress parked (§6.13).
+func (w *walker) receive(it format.Item) {
+	w.rootItem(it, func(b []byte) (format.RootPtr, error) {
+		r, err := format.UnmarshalReceiveItem(b)
+		return rootOf(r, err, func() format.RootPtr { return r.Parked })
+	})
+}
+
+// dropping: what is left of a tree being dropped (§6.12).
+func (w *walker) dropping(it format.Item) {
+	w.rootItem(it, func(b []byte) (format.RootPtr, error) {
+		d, err := format.UnmarshalDropItem(b)
+		return rootOf(d, err, func() format.RootPtr { return d.Root })
+	})
+}
+
+func rootOf[T any](v *T, err error, root func() format.RootPtr) (format.RootPtr, error) {
+	if err != nil {
+		return format.RootPtr{}, err
+	}
+	return root(), nil
+}
+
+// rootItem walks the fs tree a snapshot-tree item keeps.
+func (w *walker) rootItem(it format.Item, decode func([]byte) (format.RootPtr, error)) {
+	r, err := decode(it.Data)
 	if err != nil {
 		w.res.Unread = append(w.res.Unread, Unread{Tree: format.SnapshotTree, Logical: it.Key.ObjectID, Err: err})
 		return
 	}
-	w.fsTree(s.Root)
+	w.fsTree(r)
 }
 
 // fsTree walks the fs tree at root (its root node referenced too).
 func (w *walker) fsTree(root format.RootPtr) {
 	w.ref(Ref{Tree: format.FSTree, What: "node", Logical: root.Logical, Len: w.nodeLen})
 	w.walk(format.FSTree, root.Logical, root.Generation, int(root.Level), 0)
-}
-
-// receive: the live fs tree a receive in progress parked (§6.13).
-func (w *walker) receive(it format.Item) {
-	r, err := format.UnmarshalReceiveItem(it.Data)
-	if err != nil {
-		w.res.Unread = append(w.res.Unread, Unread{Tree: format.SnapshotTree, Logical: it.Key.ObjectID, Err: err})
-		return
-	}
-	w.fsTree(r.Parked)
 }
 
 // csums: the sectors the item's sums cover.

@@ -266,7 +266,10 @@ func (tx *Txn) nextSuper() format.Superblock {
 	if sb.Roots.Root(format.SnapshotTree).Logical == 0 {
 		// The last snapshot is gone, and with it every shared node: the
 		// image is again one older builds and fsck read (§6.12).
-		sb.Incompat &^= format.IncompatSnapshots | format.IncompatReceive
+		sb.Incompat &^= format.IncompatSnapshots | format.IncompatReceive | format.IncompatDropping
+	}
+	if tx.dropsDone {
+		sb.Incompat &^= format.IncompatDropping // the last DROP_ITEM is gone
 	}
 	if tx.unparked {
 		sb.Incompat &^= format.IncompatReceive // the RECEIVE_ITEM is gone (§6.13)

@@ -62,7 +62,11 @@ func (fs *FS) SnapshotRoots() ([]format.RootPtr, error) {
 	} else if ok {
 		roots = append(roots, r.Parked) // the live tree a receive parked
 	}
-	return roots, nil
+	drops, _, err := dropsIn(fs.Tree(format.SnapshotTree))
+	for _, d := range drops {
+		roots = append(roots, d.Root) // what is left of trees being dropped
+	}
+	return roots, err
 }
 
 // committedSnapshots lists the committed state's snapshots.
@@ -73,8 +77,8 @@ func (fs *FS) committedSnapshots() ([]Snapshot, error) {
 func snapshotsIn(t *btree.Tree) ([]Snapshot, error) {
 	var out []Snapshot
 	err := t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
-		if it.Key == format.ReceiveKey {
-			return true, nil // a receive in progress (receive.go)
+		if it.Key == format.ReceiveKey || it.Key.Type == format.DropItemKey {
+			return true, nil // a receive in progress (receive.go), a tree being dropped (drop.go)
 		}
 		if it.Key.Type != format.SnapshotItemKey || it.Key.Offset != 0 || it.Key.ObjectID == 0 {
 			return false, fmt.Errorf("snapshot tree: item %v: %w", it.Key, ErrCorrupt)
@@ -159,10 +163,9 @@ func (tx *Txn) CreateSnapshot(s format.SnapshotItem) (uint64, error) {
 	return id, nil
 }
 
-// DropSnapshot deletes snapshot id and drops its root's reference;
-// dropData is called for each EXTENT_DATA item of a leaf that becomes
-// free (the caller drops the data extent's reference).
-func (tx *Txn) DropSnapshot(id uint64, dropData func(x *format.FileExtentItem) error) error {
+// DropSnapshot deletes snapshot id and drops its root's reference: a
+// tree only it held goes to a DROP_ITEM, which DropStep frees in steps.
+func (tx *Txn) DropSnapshot(id uint64) error {
 	t := tx.trees[format.SnapshotTree]
 	k := format.Key{ObjectID: id, Type: format.SnapshotItemKey}
 	b, err := t.Get(k)
@@ -176,10 +179,10 @@ func (tx *Txn) DropSnapshot(id uint64, dropData func(x *format.FileExtentItem) e
 	if err := t.Delete(k); err != nil {
 		return err
 	}
-	if err := tx.dropEmptySnapshotTree(); err != nil {
+	if err := tx.dropLater(s.Root); err != nil {
 		return err
 	}
-	return tx.dropRef(s.Root.Logical, s.Root.Generation, int(s.Root.Level), dropData)
+	return tx.dropEmptySnapshotTree()
 }
 
 // dropEmptySnapshotTree frees the snapshot tree's root once it holds no
@@ -203,10 +206,10 @@ func (tx *Txn) dropEmptySnapshotTree() error {
 
 // RollbackTo makes snapshot id's tree the live fs tree: the snapshot
 // root gains the root set's reference and the old live tree loses it
-// (dropData as for DropSnapshot). The snapshot stays. As for
+// (to a DROP_ITEM, as for DropSnapshot). The snapshot stays. As for
 // CreateSnapshot, the running transaction must not have changed the fs
 // tree.
-func (tx *Txn) RollbackTo(id uint64, dropData func(x *format.FileExtentItem) error) error {
+func (tx *Txn) RollbackTo(id uint64) error {
 	old := tx.fs.sb.Roots.Root(format.FSTree)
 	if tx.trees[format.FSTree].Root() != old {
 		return fmt.Errorf("rollback: the fs tree has uncommitted changes: %w", ErrBusy)
@@ -222,7 +225,7 @@ func (tx *Txn) RollbackTo(id uint64, dropData func(x *format.FileExtentItem) err
 	tx.addNodeRef(s.Root.Logical, s.Root.Level, 1)
 	tx.trees[format.FSTree] = btree.New(tx, format.FSTree, s.Root)
 	tx.RecountCounters() // the live file extents changed without an item change
-	return tx.dropRef(old.Logical, old.Generation, int(old.Level), dropData)
+	return tx.dropLater(old)
 }
 
 // dropRef removes one pointer to a committed fs-tree node: the node is

@@ -58,6 +58,8 @@ type Txn struct {
 	incompat format.IncompatFeatures
 	// unparked: a receive ended in this transaction (receive.go).
 	unparked bool
+	// dropsDone: the last DROP_ITEM went in this transaction (drop.go).
+	dropsDone bool
 	// superChange edits the committed superblock (fsid change, §3.8).
 	superChange func(*format.Superblock)
 	// logBlocks are the fsync log blocks this transaction wrote, freed at
