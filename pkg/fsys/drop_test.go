@@ -8,8 +8,8 @@ import (
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/alloc"
-	"github.com/ddfs/ddfs/pkg/inuse"
 	"github.com/ddfs/ddfs/pkg/device"
+	"github.com/ddfs/ddfs/pkg/inuse"
 )
 
 // dropImage makes an image whose snapshot "a" alone holds 10000 files,
