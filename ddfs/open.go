@@ -43,7 +43,9 @@ func (o *openFlags) addFlags(fl *pflag.FlagSet, wait bool) {
 }
 
 func (o *openFlags) open(image string, write bool) (*store.FS, error) {
-	fs, err := store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices, Degraded: o.degraded})
+	// A read-only command on an image a writer holds reads its last
+	// commit beside it (unless told to wait for the writer).
+	fs, err := store.Open([]string{image}, volume.Options{Write: write, Wait: o.wait, Extra: o.devices, Degraded: o.degraded, Beside: !write && !o.wait})
 	if err != nil {
 		if ferr := foreignRefusal(image, write, o.cmd); ferr != nil {
 			return nil, ferr

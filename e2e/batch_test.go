@@ -114,9 +114,10 @@ func jsonLines(t *testing.T, out string) []setLine {
 }
 
 // TestBatchFsck: fifty operands through fsck.ddfs -j 2 --json: one line
-// per set in operand order with its own code (busy: skipped, 8; missing
-// device: 4; not ddfs: 8; damaged: 4) and the codes OR-ed as the exit
-// status; --wait lets the busy one through once its writer leaves;
+// per set in operand order with its own code (busy: checked beside its
+// writer, 0 with beside_writer; missing device: 4; not ddfs: 8; damaged:
+// 4) and the codes OR-ed as the exit status; a repair (-y) of the busy
+// set is skipped (8), and --wait lets it through once its writer leaves;
 // --shard splits the list.
 func TestBatchFsck(t *testing.T) {
 	f := batchImages(t, 50)
@@ -126,7 +127,7 @@ func TestBatchFsck(t *testing.T) {
 	if len(lines) != len(f.list) {
 		t.Fatalf("%d lines for %d sets\n%s", len(lines), len(f.list), r.stdout)
 	}
-	want := map[string]int{f.damaged: 4, f.busy: 8, f.missing: 4, f.notFS: 8}
+	want := map[string]int{f.damaged: 4, f.busy: 0, f.missing: 4, f.notFS: 8}
 	for i, l := range lines {
 		if l.Path != f.list[i] || l.Exit != want[l.Path] {
 			t.Errorf("line %d: %s exit %d (%s), want %s exit %d", i, l.Path, l.Exit, l.Error, f.list[i], want[f.list[i]])
@@ -154,21 +155,21 @@ func TestBatchFsck(t *testing.T) {
 	if p := byPath[f.missing].Problems; len(p) != 1 || p[0].Code != "DEV_MISSING" {
 		t.Errorf("missing: %+v", p)
 	}
-	if e := byPath[f.busy].Error; !strings.Contains(e, "in use") || !strings.Contains(e, "skipped") {
-		t.Errorf("busy: %q", e)
+	if !strings.Contains(r.stdout, `{"path":"`+f.busy+`","exit":0,`) || !strings.Contains(r.stdout, `"beside_writer":true`) {
+		t.Errorf("busy: not checked beside its writer: %s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "fsck.ddfs: 50 sets checked: 46 clean, 0 corrected, 2 with problems left, 2 not checked; exit 12") {
+	if !strings.Contains(r.stderr, "fsck.ddfs: 50 sets checked: 47 clean, 0 corrected, 2 with problems left, 1 not checked; exit 12") {
 		t.Errorf("summary: %s", r.stderr)
 	}
-	// A set still busy when --wait runs out says so.
-	r = must(t, run(t, f.dir, "fsck.ddfs", "--json", "--wait=1s", f.busy, f.clean[0]), 8)
+	// A repair of a set still busy when --wait runs out says so.
+	r = must(t, run(t, f.dir, "fsck.ddfs", "-y", "--json", "--wait=1s", f.busy, f.clean[0]), 8)
 	if l := jsonLines(t, r.stdout); len(l) != 2 || l[0].Exit != 8 || !strings.HasSuffix(l[0].Error, " is in use by process "+fmt.Sprint(os.Getpid())+" (skipped: still busy after --wait=1s)") {
 		t.Errorf("--wait=1s, busy: %s", r.stdout)
 	}
 	// Text: every line names its set; the busy set with --wait=30s is
-	// checked once its writer closes.
+	// repaired once its writer closes.
 	go func() { time.Sleep(500 * time.Millisecond); dev.Close() }()
-	r = must(t, run(t, f.dir, "fsck.ddfs", "-j", "2", "--wait=30s", f.clean[0], f.busy, f.clean[1]), 0)
+	r = must(t, run(t, f.dir, "fsck.ddfs", "-y", "-j", "2", "--wait=30s", f.clean[0], f.busy, f.clean[1]), 0)
 	if got := strings.Count(r.stdout, ": clean\n"); got != 3 || !strings.HasPrefix(r.stdout, "fsck.ddfs: "+f.clean[0]+": ") {
 		t.Errorf("--wait: %s", r.stdout)
 	}

@@ -252,6 +252,15 @@ func TestBusy(t *testing.T) {
 	if !strings.Contains(r.stderr, fmt.Sprintf("in use by process %d", os.Getpid())) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
+	// Writers fail; readers read the last commit beside the writer, and
+	// fsck -n says so.
+	if r := must(t, run(t, dir, "ddfs", "touch", "x.img:/new"), 1); !strings.Contains(r.stderr, fmt.Sprintf("in use by process %d", os.Getpid())) {
+		t.Fatalf("touch: %q", r.stderr)
+	}
+	must(t, run(t, dir, "ddfs", "ls", "-l", "x.img:/"), 0)
+	if r := must(t, run(t, dir, "fsck.ddfs", "-n", "x.img"), 0); !strings.Contains(r.stdout, "x.img: in use by a writer: checked its last commit (generation ") {
+		t.Fatalf("fsck -n beside a writer: %q", r.stdout)
+	}
 }
 
 func TestMissingDevice(t *testing.T) {

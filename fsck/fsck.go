@@ -343,6 +343,9 @@ func printReport(w io.Writer, image string, rep *check.Report, o *options, inBat
 			image, rep.Generation, plural(rep.Devices, "device"), plural(rep.Chunks, "chunk"),
 			plural(rep.Nodes, "node"), rep.NodeCopies, plural(rep.Items, "item"), state)
 	}
+	if rep.BesideWriter && !o.quiet {
+		fmt.Fprintf(w, "fsck.ddfs: %s: in use by a writer: checked its last commit (generation %d), which it keeps while the check reads it\n", image, rep.Generation)
+	}
 	if o.verbose {
 		indent := "  "
 		if inBatch {

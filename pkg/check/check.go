@@ -140,6 +140,9 @@ type Report struct {
 	// and left.
 	CsumsRebuilt []CsumRebuilt `json:"csums_rebuilt,omitempty"`
 	CsumsRefused []CsumRefused `json:"csums_refused,omitempty"`
+	// BesideWriter: a writer held the image; the check read its last
+	// commit (Generation), which the writer keeps while the check runs.
+	BesideWriter bool `json:"beside_writer,omitempty"`
 	// Exposure is what losing each device would cost: the chunks whose
 	// set profile means to survive it that it would lose (missing
 	// members counted as lost already).
@@ -281,6 +284,7 @@ type checker struct {
 // (Repair) and the report marks what was fixed.
 func Check(specs []string, opt Options) (*Report, error) {
 	vo := volume.Options{Extra: opt.Extra, Wait: opt.Wait, Write: opt.Mode != ModeCheck || opt.RebuildCsums}
+	vo.Beside = !vo.Write && !opt.Wait // -n on a busy image checks its last commit
 	open := func() (*volume.Volume, error) { return volume.Open(specs, vo) }
 	var rebuilt []CsumRebuilt
 	var refused []CsumRefused
@@ -307,7 +311,11 @@ func checkOrRepair(open func() (*volume.Volume, error), opt Options) (*Report, e
 		return nil, err
 	}
 	defer vol.Close()
-	return CheckVolume(vol, opt)
+	rep, err := CheckVolume(vol, opt)
+	if rep != nil {
+		rep.BesideWriter = vol.Beside()
+	}
+	return rep, err
 }
 
 // CheckVolume checks an opened volume (tests, crash replay); opts, if

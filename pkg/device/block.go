@@ -51,7 +51,7 @@ func openBlock(path string, opt OpenOptions) (Device, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := d.lockAll(opt.Wait); err != nil {
+	if err := d.lockAll(opt.Wait, opt.Beside); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -16,6 +17,10 @@ type fileDevice struct {
 	lock *devLock
 	// dirty counts bytes written since writeback was last started.
 	dirty atomic.Int64
+	// beside: a read-only open made beside a writer, with no shared
+	// lock; mark is the generation it marked (readers.go).
+	beside, marked bool
+	mark           uint64
 }
 
 var _ Device = (*fileDevice)(nil)
@@ -46,9 +51,16 @@ func openFile(path string, opt OpenOptions) (*fileDevice, error) {
 	return d, nil
 }
 
-// lockAll locks the whole file.
-func (d *fileDevice) lockAll(wait bool) error {
-	return d.lockRegion(d.name, wait, 0, lockSpan)
+// lockAll locks the whole file. A read-only open with beside that finds
+// a writer goes on without a lock, beside it (readers.go).
+func (d *fileDevice) lockAll(wait, beside bool) error {
+	err := d.lockRegion(d.name, wait && !beside, 0, lockSpan)
+	var busy *BusyError
+	if err != nil && beside && d.ro && errors.As(err, &busy) {
+		d.beside = true
+		return nil
+	}
+	return err
 }
 
 // lockRegion locks [off, off+n); name is what a conflict message shows.

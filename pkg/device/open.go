@@ -38,6 +38,9 @@ type OpenOptions struct {
 	// with ErrBusy. On a block device opened for writing it also waits for
 	// the kernel's exclusive claim (a mount) to go away.
 	Wait bool
+	// Beside: a read-only open that finds a writer holding the image
+	// opens beside it instead of failing or waiting (ReaderMarks).
+	Beside bool
 }
 
 // Open opens the device named by spec and locks it: exclusively for
@@ -94,7 +97,7 @@ func openExisting(spec string, fi fs.FileInfo, opt OpenOptions) (Device, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := d.lockAll(opt.Wait); err != nil {
+		if err := d.lockAll(opt.Wait, opt.Beside); err != nil {
 			d.f.Close()
 			return nil, err
 		}
@@ -122,7 +125,7 @@ func createFile(path string, opt OpenOptions) (Device, error) {
 	}
 	d := &fileDevice{f: f, name: path, size: opt.CreateSize}
 	// Lock before sizing so nobody else starts writing a half-made image.
-	if err := d.lockAll(opt.Wait); err != nil {
+	if err := d.lockAll(opt.Wait, opt.Beside); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -104,3 +104,49 @@ func mappedBytes(f *os.File, off, n int64) (int64, error) {
 	}
 	return total, nil
 }
+
+// markByte takes a shared OFD lock on byte at (the mark) and a classic
+// POSIX one on byte mirror (the PID hint).
+func markByte(f *os.File, at, mirror int64) error {
+	if err := regionLock(f, unix.F_RDLCK, at, 1, false); err != nil {
+		return err
+	}
+	_ = withFd(f, func(fd int) error {
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Start: mirror, Len: 1}
+		return unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
+	})
+	return nil
+}
+
+func unmarkByte(f *os.File, at, mirror int64) error {
+	if err := regionLock(f, unix.F_UNLCK, at, 1, false); err != nil {
+		return err
+	}
+	_ = withFd(f, func(fd int) error {
+		lk := unix.Flock_t{Type: unix.F_UNLCK, Start: mirror, Len: 1}
+		return unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
+	})
+	return nil
+}
+
+// firstLock asks whether another open description holds a lock in
+// [off, off+n); it returns where one starts.
+func firstLock(f *os.File, off, n int64) (int64, bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: off, Len: n}
+	err := withFd(f, func(fd int) error {
+		return ignoringEINTR(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk) })
+	})
+	if err != nil || lk.Type == unix.F_UNLCK {
+		return 0, false, err
+	}
+	return lk.Start, true, nil
+}
+
+// lockPID is the process holding a classic lock on byte at (0: unknown).
+func lockPID(f *os.File, at int64) int {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: at, Len: 1}
+	if withFd(f, func(fd int) error { return unix.FcntlFlock(uintptr(fd), unix.F_GETLK, &lk) }) != nil || lk.Type == unix.F_UNLCK || lk.Pid <= 0 {
+		return 0
+	}
+	return int(lk.Pid)
+}

@@ -52,3 +52,10 @@ func startWriteback(f *os.File, off, n int64) {}
 func mappedBytes(f *os.File, off, n int64) (int64, error) {
 	return 0, fmt.Errorf("%w: SEEK_DATA on this OS", ErrNotSupported)
 }
+
+func markByte(f *os.File, at, mirror int64) error   { return ErrNoReaderMarks }
+func unmarkByte(f *os.File, at, mirror int64) error { return ErrNoReaderMarks }
+func firstLock(f *os.File, off, n int64) (int64, bool, error) {
+	return 0, false, nil
+}
+func lockPID(f *os.File, at int64) int { return 0 }

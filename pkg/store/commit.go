@@ -71,13 +71,9 @@ func (tx *Txn) Commit() error {
 	}
 	// Durable: now the pinned space is free and the dirty nodes are clean.
 	fs.sb = sb
-	for _, r := range tx.pinned {
-		if bg := fs.blockGroup(r.Start); bg != nil && bg.free != nil {
-			if err := bg.free.Add(r.Start, r.Len); err != nil {
-				fs.broken = true
-				return fmt.Errorf("unpin [%d,+%d): %v: %w", r.Start, r.Len, err, ErrCorrupt)
-			}
-		}
+	released, err := fs.releaseFreed(tx.gen, tx.pinned)
+	if err != nil {
+		return err
 	}
 	for _, n := range tx.dirty {
 		fs.cache.put(n)
@@ -87,7 +83,7 @@ func (tx *Txn) Commit() error {
 	}
 	fs.tx = nil
 	fs.fallbacks += tx.Fallbacks
-	tx.discardAfterCommit()
+	tx.discardAfterCommit(released)
 	return nil
 }
 

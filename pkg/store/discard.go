@@ -24,14 +24,14 @@ type DiscardStats struct {
 	PendingBytes uint64
 }
 
-// discardAfterCommit runs once the commit is durable and its pinned space
-// is free again.
-func (tx *Txn) discardAfterCommit() {
+// discardAfterCommit runs once the commit is durable and released, the
+// space it (or an earlier commit readers held) freed, is free again.
+func (tx *Txn) discardAfterCommit(released []alloc.Range) {
 	fs := tx.fs
 	switch fs.sb.Settings.Discard {
 	case format.DiscardSync:
 		// btrfs's discard=sync: each freed extent on its own, every copy.
-		for _, r := range tx.pinned {
+		for _, r := range released {
 			for _, p := range fs.splitByBlockGroup(r) {
 				fs.discardLogical(fs.blockGroup(p.Start), []alloc.Range{p})
 			}
@@ -85,8 +85,8 @@ func (fs *FS) allPendingData() uint64 {
 // all within the per-commit budget. Ranges no longer free are dropped
 // (space reused since; its next free records it again).
 func (fs *FS) discardPending() {
-	if !fs.disc.fresh {
-		return // nothing freed since the last batch: it would repeat itself
+	if !fs.disc.fresh || len(fs.readerHold) > 0 {
+		return // nothing freed since the last batch (it would repeat itself), or readers may read what is recorded
 	}
 	fs.disc.fresh = false
 	defer func() { fs.disc.held = fs.allPendingData() }()

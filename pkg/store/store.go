@@ -41,6 +41,9 @@ type FS struct {
 	bgs      []*BlockGroup // sorted by logical
 	devItems map[uint64]*format.DevItem
 	tx       *Txn
+	// readerHold is the space commits freed that readers beside this
+	// writer may still read (readers.go), oldest commit first.
+	readerHold []freedAt
 	// broken is set when a transaction failed half-way: the in-memory
 	// state no longer matches the disk, so no new transaction may start.
 	broken bool
@@ -132,6 +135,9 @@ func openVolumeWith(vol *volume.Volume, opt volume.Options, repair bool) (*FS, e
 		return nil, err
 	}
 	if opt.Write {
+		if err := fs.refuseOlderReaders(opt.Wait); err != nil {
+			return nil, err
+		}
 		if err := fs.loadDiscardRecords(); err != nil {
 			return nil, err
 		}

@@ -62,6 +62,9 @@ type Options struct {
 	// reads use the surviving copies, writes go to chunks on the present
 	// devices only.
 	Degraded bool
+	// Beside: a read-only open of a set a writer holds reads its last
+	// commit instead of failing or waiting (beside.go).
+	Beside bool
 }
 
 // ErrMissingDevice: a device of the set was not found.
@@ -72,7 +75,7 @@ func (o Options) devOpts() device.OpenOptions {
 	if o.Write {
 		m = device.ReadWrite
 	}
-	return device.OpenOptions{Mode: m, Wait: o.Wait}
+	return device.OpenOptions{Mode: m, Wait: o.Wait, Beside: o.Beside && !o.Write}
 }
 
 // New wraps already opened devices (mkfs, tests). Super may be nil until
@@ -95,6 +98,22 @@ func New(devs []*Dev, super *format.Superblock, writable bool) *Volume {
 // bootstrap (system) chunks only; the caller loads the chunk tree and calls
 // AddChunk.
 func Open(specs []string, opt Options) (*Volume, error) {
+	for try := 1; ; try++ {
+		v, err := openOnce(specs, opt)
+		if err != nil || !v.Beside() {
+			return v, err
+		}
+		if err = v.markBeside(); err == nil {
+			return v, nil
+		}
+		v.Close()
+		if !errors.Is(err, errMoved) || try == besideTries {
+			return nil, fmt.Errorf("%s: open beside its writer: %w", specs[0], err)
+		}
+	}
+}
+
+func openOnce(specs []string, opt Options) (*Volume, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no device given")
 	}
