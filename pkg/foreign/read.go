@@ -359,9 +359,8 @@ func (im *Image) Open(p string) (*File, error) {
 	}
 	if st.holes && st.Size > 0 {
 		// go-diskfs v1.9.4's ext4 File.Read maps a hole onto the blocks
-		// before the next extent (and has no inline data): refused, not
-		// read wrong.
-		return nil, im.pathErr("open", p, fmt.Errorf("%w: an ext file with holes or inline data", ErrUnsupported))
+		// before the next extent: such files are read by extmap.go.
+		return im.openSparse(p, st)
 	}
 	var f iofs.File
 	err = im.call("open", p, func() (err error) {
@@ -372,6 +371,19 @@ func (im *Image) Open(p string) (*File, error) {
 		return nil, err
 	}
 	return &File{im: im, p: p, f: f, st: st, left: st.Size}, nil
+}
+
+// openSparse opens ext file p with holes through its own runs.
+func (im *Image) openSparse(p string, st *Stat) (*File, error) {
+	g, err := extGeometry(im.be.r, im.be.size)
+	if err != nil {
+		return nil, im.pathErr("open", p, err)
+	}
+	runs, err := extRuns(im.be.r, g, st.Ino, st.Size)
+	if err != nil {
+		return nil, im.pathErr("open", p, err)
+	}
+	return &File{im: im, p: p, f: &extReader{r: im.be.r, bs: g.bs, runs: runs, size: uint64(st.Size)}, st: st, left: st.Size}, nil
 }
 
 // Stat is the file's.
