@@ -44,9 +44,10 @@ func importTree(t *testing.T) string {
 	return src
 }
 
-func mke2fs(t *testing.T, src, img string) {
+func mke2fs(t *testing.T, src, img string, features ...string) {
 	t.Helper()
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-E", "root_owner=0:0", "-d", src, img, "16M").CombinedOutput(); err != nil {
+	opts := strings.Join(append([]string{"metadata_csum"}, features...), ",")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-O", opts, "-E", "root_owner=0:0", "-d", src, img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v %s", err, out)
 	}
 }
@@ -55,8 +56,9 @@ func mke2fs(t *testing.T, src, img string) {
 // ext4 keeps, by mkfs.ddfs -r IMAGE and by cp -a IMAGE:PATH IMG:PATH,
 // and tar-out of the ext4 image streams the same tree: each compared,
 // entry by entry, with the host tree mke2fs was given (os.Lstat, not
-// ddfs's reading). What the reader cannot carry (an ext file with
-// holes) fails the mkfs, naming it, and leaves no image.
+// ddfs's reading). A sparse file comes in with its holes (read through
+// its extent tree); what the reader cannot carry (an ext file with
+// inline data) fails the mkfs, naming it, and leaves no image.
 func TestForeignImport(t *testing.T) {
 	if _, err := exec.LookPath("mke2fs"); err != nil {
 		t.Skip("mke2fs not installed")
@@ -95,10 +97,13 @@ func TestForeignImport(t *testing.T) {
 
 	os.Truncate(filepath.Join(src, "dir/sub/c"), 1<<20) // now sparse
 	mke2fs(t, src, filepath.Join(dir, "sparse.ext4"))
-	if r := must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "sparse.ext4", "c.img"), 1); !strings.Contains(r.stderr, "sparse.ext4:/dir/sub/c") {
-		t.Fatalf("mkfs -r of an image with a sparse file: %q", r.stderr)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "sparse.ext4", "c.img"), 0)
+	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "c.img:/"), 0).stdout, src)
+	mke2fs(t, src, filepath.Join(dir, "inline.ext4"), "inline_data")
+	if r := must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "inline.ext4", "d.img"), 1); !strings.Contains(r.stderr, "inline.ext4:/") || !strings.Contains(r.stderr, "inline data") {
+		t.Fatalf("mkfs -r of an image with inline data: %q", r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "c.img")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "d.img")); err == nil {
 		t.Fatal("the failed mkfs left its image")
 	}
 }

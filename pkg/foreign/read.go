@@ -1,6 +1,7 @@
 package foreign
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +42,6 @@ type Stat struct {
 	Btime  time.Time
 	Target string // a symlink's target
 
-	holes bool // ext: fewer bytes allocated than the size (holes or inline data)
 }
 
 // IsDir reports a directory.
@@ -102,7 +102,6 @@ func statOf(fi iofs.FileInfo, name string) (*Stat, error) {
 		s.UID, s.GID, s.Ino, s.Nlink = x.UID, x.GID, uint64(x.Ino), uint32(x.Nlink)
 		s.Atime, s.Ctime, s.Btime, s.Target = x.AccessTime, x.ChangeTime, x.CreateTime, x.LinkTarget
 		s.Rdev = uint64(x.Minor&0xff) | uint64(x.Major&0xfff)<<8 | uint64(x.Minor&^0xff)<<12
-		s.holes = x.Blocks*512 < uint64(max(fi.Size(), 0))
 	case *squashfs.StatT:
 		s.UID, s.GID, s.Ino, s.Target = x.UID, x.GID, uint64(x.Inode), x.LinkTarget
 	case *iso9660.StatT:
@@ -191,15 +190,14 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 			if err != nil {
 				return err
 			}
-			if im.kind.isExt() {
-				// go-diskfs's ext4 DirEntry.Info has the type without
-				// the permission bits; its Stat has both.
-				if fi, err = im.fs.Stat(path.Join(real, name)); err != nil {
-					return err
-				}
+			if st, err = statOf(fi, name); err != nil || !im.kind.isExt() {
+				return err
 			}
-			st, err = statOf(fi, name)
-			return err
+			// go-diskfs's ext4 DirEntry.Info has the type without the
+			// permission bits (its Stat has both, but walks the path from
+			// the root again: half an import's time): they come from the
+			// inode, read here.
+			return im.extPerm(st)
 		})
 		if err != nil {
 			return nil, im.pathErr("stat", path.Join(p, name), err)
@@ -213,7 +211,12 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 // rootStat is the root directory's: go-diskfs's own where it gives one,
 // else a 0755 directory.
 func (im *Image) rootStat() *Stat {
+	if im.root != nil { // asked on every walk: go-diskfs's Stat reads the root again
+		c := *im.root
+		return &c
+	}
 	st := &Stat{Name: "/", Mode: syscall.S_IFDIR | 0o755, Nlink: 2}
+	defer func() { c := *st; im.root = &c }()
 	_ = im.guard("stat", "/", func() error {
 		fi, err := im.fs.Stat(".")
 		if err != nil || fi == nil || !fi.IsDir() {
@@ -357,10 +360,12 @@ func (im *Image) Open(p string) (*File, error) {
 	if !st.IsRegular() {
 		return nil, im.pathErr("open", p, fmt.Errorf("%w: not a regular file", ErrUnsupported))
 	}
-	if st.holes && st.Size > 0 {
+	if im.kind.isExt() && st.Ino != 0 {
 		// go-diskfs v1.9.4's ext4 File.Read maps a hole onto the blocks
-		// before the next extent: such files are read by extmap.go.
-		return im.openSparse(p, st)
+		// before the next extent, and its Open walks the path from the
+		// root again (a third of an import's time): ext files are read
+		// through their own extent tree or block map (extmap.go).
+		return im.openExt(p, st)
 	}
 	var f iofs.File
 	err = im.call("open", p, func() (err error) {
@@ -373,9 +378,40 @@ func (im *Image) Open(p string) (*File, error) {
 	return &File{im: im, p: p, f: f, st: st, left: st.Size}, nil
 }
 
-// openSparse opens ext file p with holes through its own runs.
-func (im *Image) openSparse(p string, st *Stat) (*File, error) {
-	g, err := extGeometry(im.be.r, im.be.size)
+// extPerm sets st's permission bits (07777) from its ext inode, whose
+// type must be the one the directory entry says.
+func (im *Image) extPerm(st *Stat) error {
+	g, err := im.extGeom()
+	if err != nil {
+		return err
+	}
+	raw, err := extInode(im.be.r, g, st.Ino)
+	if err != nil {
+		return err
+	}
+	mode := uint32(binary.LittleEndian.Uint16(raw))
+	if mode&syscall.S_IFMT != st.Mode&syscall.S_IFMT {
+		return corruptf("inode %d has type %#o, its entry %#o", st.Ino, mode&syscall.S_IFMT, st.Mode&syscall.S_IFMT)
+	}
+	st.Mode = st.Mode&syscall.S_IFMT | mode&0o7777
+	return nil
+}
+
+// extGeom is the ext image's geometry, read once.
+func (im *Image) extGeom() (extGeom, error) {
+	if im.ext == nil {
+		g, err := extGeometry(im.be.r, im.be.size)
+		if err != nil {
+			return extGeom{}, err
+		}
+		im.ext = &g
+	}
+	return *im.ext, nil
+}
+
+// openExt opens ext file p (inode st.Ino) through its own runs.
+func (im *Image) openExt(p string, st *Stat) (*File, error) {
+	g, err := im.extGeom()
 	if err != nil {
 		return nil, im.pathErr("open", p, err)
 	}

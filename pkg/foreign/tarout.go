@@ -16,7 +16,7 @@ type TarOptions struct {
 	// form transfer.TarIn applies to its target).
 	Prefix string
 	// Skipped is told of each entry left out (a socket, a file that
-	// cannot be read, such as an ext file with holes); the others still
+	// cannot be read, such as an ext file with inline data); the others still
 	// go. nil: the first such entry ends the stream with its error.
 	Skipped func(error)
 }
