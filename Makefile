@@ -129,6 +129,7 @@ bench: build
 	BIN=$(BIN) bench/nbd.sh
 	BIN=$(BIN) bench/dedupe-tool.sh
 	BIN=$(BIN) bench/fuse.sh
+	BIN=$(BIN) bench/foreign.sh
 
 # The main job on built-in sample data: a four-device set (2 "SSDs", 2 "HDDs")
 # with dedupe and compression, filled from this repository's own source,

@@ -64,7 +64,7 @@ for tree in go small; do
 	kib=$(du -sk "$src" | cut -f1)
 	size=$((kib * 2 / 1024 + 512))M # room for the ddfs copies
 	inodes=$((files + files / 2 + 10000))
-	mke2fs -q -t ext4 -N "$inodes" -d "$src" "$root/$tree.ext4" $((kib * 3 / 2 / 1024 + 256))M
+	mke2fs -q -t ext4 -N "$inodes" -d "$src" "$root/$tree.ext4" $((kib * 3 / 2 / 1024 + 256))M >/dev/null
 	mksquashfs "$src" "$root/$tree.sqfs" -noappend -quiet >/dev/null
 	xorriso -as mkisofs -quiet -R -J -o "$root/$tree.iso" "$src" 2>/dev/null
 	echo "# $tree: $files files, $((kib / 1024)) MiB"
@@ -107,13 +107,20 @@ for tree in go small; do
 	row "$tree: mkfs.ddfs -r tree.iso" "$tree-iso-ddfs"
 	row "$tree: xorriso -osirrox on -extract" "$tree-iso-xorriso"
 	row "$tree: ddfs export --type squashfs" "$tree-export-ddfs"
-	[[ -s "$root/export-$tree.err" ]] && printf '%-52s %s\n' "$tree: ddfs export --type squashfs" "refused: $(cut -c1-150 "$root/export-$tree.err" | head -1)"
+	if [[ -s "$root/export-$tree.err" ]]; then
+		printf '%-52s %s\n' "$tree: ddfs export --type squashfs" "refused: $(cut -c1-150 "$root/export-$tree.err" | head -1)"
+	fi
 	row "$tree: mksquashfs" "$tree-export-mksquashfs"
 done
 for tree in go small; do
-	[[ $mount_ok -eq 1 ]] && echo "  -> $tree: ext4 import / loop mount + mkfs -r = $(ratio "$tree-ext4-ddfs" "$tree-ext4-mount")x (target <= 1.0)"
+	if [[ $mount_ok -eq 1 ]]; then
+		echo "  -> $tree: ext4 import / loop mount + mkfs -r = $(ratio "$tree-ext4-ddfs" "$tree-ext4-mount")x (target <= 1.0)"
+	fi
 	echo "  -> $tree: ext4 import / debugfs rdump = $(ratio "$tree-ext4-ddfs" "$tree-ext4-debugfs")x (target < 1.0)"
 	echo "  -> $tree: squashfs import / unsquashfs = $(ratio "$tree-sqfs-ddfs" "$tree-sqfs-unsquashfs")x"
 	echo "  -> $tree: iso import / xorriso extract = $(ratio "$tree-iso-ddfs" "$tree-iso-xorriso")x"
-	[[ -s "$root/t-$tree-export-ddfs" ]] && echo "  -> $tree: ddfs export / mksquashfs = $(ratio "$tree-export-ddfs" "$tree-export-mksquashfs")x"
+	if [[ -s "$root/t-$tree-export-ddfs" ]]; then
+		echo "  -> $tree: ddfs export / mksquashfs = $(ratio "$tree-export-ddfs" "$tree-export-mksquashfs")x"
+	fi
 done
+exit 0
