@@ -15,6 +15,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/ddfs/ddfs/format"
@@ -242,14 +243,14 @@ func (x *sender) prune(p string, dir, sdir *fsys.Inode, depth int) error {
 
 // removeTree removes p of the base, a directory's entries first.
 func (x *sender) removeTree(p string, in *fsys.Inode, depth int) error {
-	if !in.IsDir() {
-		if moved, err := x.stashIt(p, in); moved || err != nil {
-			return err
-		}
-		return x.put(&format.Record{Type: format.RecUnlink, Path: p})
-	}
 	if depth > maxDepth {
 		return fmt.Errorf("%s: directories nested over %d deep: %w", p, maxDepth, format.ErrCorrupt)
+	}
+	if moved, err := x.stashIt(p, in, depth); moved || err != nil {
+		return err
+	}
+	if !in.IsDir() {
+		return x.put(&format.Record{Type: format.RecUnlink, Path: p})
 	}
 	kids, err := x.base.Children(in)
 	if err != nil {
@@ -402,14 +403,16 @@ type stashed struct {
 	base *fsys.Inode
 }
 
-// stashIt moves the base's non-directory in at p to a stash name when
-// the snapshot still has it, with one name; it reports whether it did.
-func (x *sender) stashIt(p string, in *fsys.Inode) (bool, error) {
-	if in.Nlink != 1 {
+// stashIt moves the base's entry in at p to a stash name when the
+// snapshot still has it, elsewhere: a directory (one name: its entries
+// move with it), or a non-directory with one name; it reports whether it
+// did. A moved directory's own removals follow, under the stash name.
+func (x *sender) stashIt(p string, in *fsys.Inode, depth int) (bool, error) {
+	if in.Nlink != 1 && !in.IsDir() {
 		return false, nil
 	}
 	s, err := x.f.Inode(in.Ino)
-	if errors.Is(err, syscall.ENOENT) || err == nil && !same(in, s) || err == nil && s.Nlink != 1 {
+	if errors.Is(err, syscall.ENOENT) || err == nil && !same(in, s) || err == nil && s.Nlink != 1 && !s.IsDir() {
 		return false, nil
 	}
 	if err != nil {
@@ -418,28 +421,46 @@ func (x *sender) stashIt(p string, in *fsys.Inode) (bool, error) {
 	name := fmt.Sprintf(".ddfs-send-%d-%d", in.Ino, in.Generation)
 	for _, f := range []*fsys.FS{x.base, x.f} {
 		if _, err := f.LookupAt(format.RootDirIno, name); !errors.Is(err, syscall.ENOENT) {
-			return false, err // the name is taken (or cannot be looked up): send the file whole
+			return false, err // the name is taken (or cannot be looked up): send the entry whole
 		}
 	}
 	x.stash[in.Ino] = stashed{name, in}
-	return true, x.put(&format.Record{Type: format.RecRename, Path: p, Target: name})
+	if err := x.put(&format.Record{Type: format.RecRename, Path: p, Target: name}); err != nil {
+		return true, err
+	}
+	if in.IsDir() && x.dirty[in.Ino] {
+		return true, x.prune(name, in, s, depth)
+	}
+	return true, nil
 }
 
-// unstash moves a stashed file to p, its place in the snapshot, then
-// sends how it changed.
+// unstash moves a stashed entry to p, its place in the snapshot, then
+// sends how it changed. Paths noted under a stashed directory (the first
+// names of files with several) move with it.
 func (x *sender) unstash(p string, st stashed, in *fsys.Inode, depth int) error {
 	delete(x.stash, in.Ino)
 	if err := x.put(&format.Record{Type: format.RecRename, Path: st.path, Target: p}); err != nil {
 		return err
 	}
+	if in.IsDir() {
+		for ino, l := range x.links {
+			if strings.HasPrefix(l, st.path+"/") {
+				x.links[ino] = p + l[len(st.path):]
+			}
+		}
+	}
 	return x.change(p, st.base, in, depth)
 }
 
 // dropStash removes what the snapshot walk did not take back (nothing,
-// when the trees agree with their inodes' link counts).
+// when the trees agree with their inodes' link counts); a directory left
+// is a snapshot whose walk does not reach one of its directories.
 func (x *sender) dropStash() error {
 	paths := make([]string, 0, len(x.stash))
-	for _, st := range x.stash {
+	for ino, st := range x.stash {
+		if st.base.IsDir() {
+			return fmt.Errorf("directory %d moved where the snapshot's walk does not reach it: %w", ino, format.ErrCorrupt)
+		}
 		paths = append(paths, st.path)
 	}
 	sort.Strings(paths)

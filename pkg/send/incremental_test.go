@@ -203,8 +203,48 @@ func TestIncrementalRename(t *testing.T) {
 	receiveS2(t, src, 64<<10) // three 1 MiB files, renamed
 }
 
-// A RENAME of a directory, of a missing name, or onto a name that
-// exists is refused and the receive leaves no snapshot.
+// TestIncrementalDirRename: directories moved (one renamed in place, one
+// into a new directory, one out of a directory that is itself moved, one
+// holding a file given a new hard link after the move) travel as RENAMEs
+// with their entries (the stream holds none of their unchanged bytes);
+// the received snapshot equals the sent one.
+func TestIncrementalDirRename(t *testing.T) {
+	src, _ := newFS(t, 1, format.Settings{})
+	populate(t, src)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	mk := func(dir string, files ...string) {
+		_, err := src.Mkdir(dir, fsys.Attr{Mode: 0o750})
+		must(t, err)
+		for _, f := range files {
+			in, err := src.Create(dir+"/"+f, fsys.Attr{Mode: 0o644})
+			must(t, err)
+			must(t, src.WriteAt(in, big, 0))
+		}
+	}
+	mk("/p", "x")
+	mk("/p/q", "y")
+	mk("/r", "z")
+	mk("/h", "w")
+	must(t, src.Link("/h/w", "/h/w2")) // a file with two names in a moved directory
+	_, err := src.CreateSnapshot("s1")
+	must(t, err)
+	must(t, src.Rename("/p", "/p2"))       // renamed in place
+	must(t, src.Rename("/p2/q", "/q2"))    // out of a moved directory
+	_, err = src.Mkdir("/new", fsys.Attr{Mode: 0o755})
+	must(t, err)
+	must(t, src.Rename("/r", "/new/r")) // into a new directory
+	in, err := src.Resolve("/new/r/z", false)
+	must(t, err)
+	must(t, src.WriteAt(in, []byte("changed"), 8192))
+	must(t, src.Rename("/h", "/d/h"))
+	must(t, src.Link("/d/h/w", "/d/w3")) // a new name for a file under a moved directory
+	_, err = src.CreateSnapshot("s2")
+	must(t, err)
+	receiveS2(t, src, 64<<10) // six 1 MiB files in four moved directories
+}
+
+// A RENAME of a directory into itself, of a missing name, or onto a
+// name that exists is refused and the receive leaves no snapshot.
 func TestReceiveRefusesBadRename(t *testing.T) {
 	src, _ := newFS(t, 1, format.Settings{})
 	populate(t, src)
@@ -215,7 +255,7 @@ func TestReceiveRefusesBadRename(t *testing.T) {
 	must(t, err)
 	good := snapStream(t, src, "s2", "s1")
 	for _, bad := range []format.Record{
-		{Type: format.RecRename, Path: "d", Target: "zz"},       // a directory
+		{Type: format.RecRename, Path: "d", Target: "d/e/zz"},   // a directory into itself
 		{Type: format.RecRename, Path: "nothere", Target: "zz"}, // missing
 		{Type: format.RecRename, Path: "d/e/f38", Target: "d/e/f37"},
 	} {

@@ -350,14 +350,10 @@ func (x *receiver) rename(rec *format.Record) error {
 	if err != nil {
 		return err
 	}
-	in, err := x.f.LookupAt(odir, oname)
-	if err != nil {
+	if _, err := x.f.LookupAt(odir, oname); err != nil {
 		return err
 	}
-	if in.IsDir() {
-		return syscall.EISDIR
-	}
-	ndir, nname, err := x.parent(rec.Target)
+	ndir, nname, err := x.parent(rec.Target) // into the moved directory itself: EINVAL
 	if err != nil {
 		return err
 	}
