@@ -228,8 +228,8 @@ func TestIncrementalDirRename(t *testing.T) {
 	must(t, src.Link("/h/w", "/h/w2")) // a file with two names in a moved directory
 	_, err := src.CreateSnapshot("s1")
 	must(t, err)
-	must(t, src.Rename("/p", "/p2"))       // renamed in place
-	must(t, src.Rename("/p2/q", "/q2"))    // out of a moved directory
+	must(t, src.Rename("/p", "/p2"))    // renamed in place
+	must(t, src.Rename("/p2/q", "/q2")) // out of a moved directory
 	_, err = src.Mkdir("/new", fsys.Attr{Mode: 0o755})
 	must(t, err)
 	must(t, src.Rename("/r", "/new/r")) // into a new directory
