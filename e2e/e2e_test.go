@@ -407,14 +407,14 @@ func TestUnknownIncompatRefused(t *testing.T) {
 	for _, off := range []int64{64 << 10, 64 << 20} {
 		b := make([]byte, format.SuperblockSize)
 		f.ReadAt(b, off)
-		b[64] |= 0x80 // incompat bit 7: unknown
+		b[65] |= 0x80 // incompat bit 15: unknown
 		sum := format.Checksum(format.CsumCRC32C, b[32:])
 		copy(b, sum[:])
 		f.WriteAt(b, off)
 	}
 	f.Close()
 	r := must(t, run(t, dir, "ddfs", "info", "x.img"), 1)
-	if !strings.Contains(r.stderr, "incompatible features 0x80") {
+	if !strings.Contains(r.stderr, "incompatible features 0x8000") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }
