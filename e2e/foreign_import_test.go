@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // importTree is a host tree with what ext4 keeps: modes with setuid,
@@ -99,6 +101,16 @@ func TestForeignImport(t *testing.T) {
 	mke2fs(t, src, filepath.Join(dir, "sparse.ext4"))
 	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "sparse.ext4", "c.img"), 0)
 	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "c.img:/"), 0).stdout, src)
+	// Extended attributes come in (go-diskfs keeps none: ext's are read
+	// by pkg/foreign), checked against ddfs's own listing.
+	if err := unix.Setxattr(filepath.Join(src, "dir/sub/c"), "user.origin", []byte("ext4"), 0); err == nil {
+		mke2fs(t, src, filepath.Join(dir, "xattr.ext4"))
+		must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "xattr.ext4", "x.img"), 0)
+		if r := must(t, run(t, dir, "ddfs", "xattr", "get", "x.img:/dir/sub/c", "user.origin"), 0); !strings.Contains(r.stdout, "ext4") {
+			t.Fatalf("xattr after import: %q", r.stdout)
+		}
+		unix.Removexattr(filepath.Join(src, "dir/sub/c"), "user.origin")
+	}
 	mke2fs(t, src, filepath.Join(dir, "inline.ext4"), "inline_data")
 	if r := must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "inline.ext4", "d.img"), 1); !strings.Contains(r.stderr, "inline.ext4:/") || !strings.Contains(r.stderr, "inline data") {
 		t.Fatalf("mkfs -r of an image with inline data: %q", r.stderr)

@@ -127,6 +127,13 @@ func (w *runWalk) add(lblk, pblk, count uint64) error {
 	if pblk != 0 && (pblk >= w.g.blocks || count > w.g.blocks-pblk) {
 		return fmt.Errorf("%w: blocks %d+%d outside the image", ErrCorrupt, pblk, count)
 	}
+	if n := len(w.runs); n > 0 { // block maps give a run per block: merge
+		last := &w.runs[n-1]
+		if last.lblk+last.count == lblk && (last.pblk == 0) == (pblk == 0) && (pblk == 0 || last.pblk+last.count == pblk) {
+			last.count += count
+			return nil
+		}
+	}
 	if len(w.runs) == extMaxRuns {
 		return fmt.Errorf("%w: more than %d extents", ErrCorrupt, extMaxRuns)
 	}
@@ -140,8 +147,9 @@ func (w *runWalk) block(b uint64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: map block %d outside the image", ErrCorrupt, b)
 	}
 	// A file of n blocks needs about n/340 tree blocks (4 KiB blocks) or
-	// n/1024 map blocks: more is a loop in a hostile image.
-	if w.reads++; uint64(w.reads) > w.limit/64+64 {
+	// n/1024 map blocks, all distinct blocks of the image: more is a loop
+	// in a hostile image.
+	if w.reads++; uint64(w.reads) > min(w.limit/64+64, w.g.blocks) {
 		return nil, fmt.Errorf("%w: more map blocks than a file of %d blocks needs", ErrCorrupt, w.limit)
 	}
 	buf := make([]byte, w.g.bs)

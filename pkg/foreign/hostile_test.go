@@ -1,6 +1,7 @@
 package foreign
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ddfs/ddfs/format"
 )
@@ -37,7 +40,9 @@ func smallImage(t testing.TB, k Kind) []byte {
 		os.WriteFile(full, []byte(b), 0o644)
 	}
 	os.Symlink("../a", filepath.Join(src, "d/l"))
-	if k == Ext4 { // a sparse file: the fuzzer reaches extmap.go
+	if k == Ext4 { // a sparse file and xattrs: the fuzzer reaches extmap.go and extxattr.go
+		unix.Setxattr(filepath.Join(src, "a"), "user.k", []byte("value"), 0)
+		unix.Setxattr(filepath.Join(src, "d"), "trusted.t", bytes.Repeat([]byte{7}, 300), 0)
 		s, _ := os.Create(filepath.Join(src, "d/s"))
 		for i, at := range []int64{0, 20 << 10, 40 << 10} {
 			s.WriteAt([]byte{byte('x' + i)}, at)
@@ -95,6 +100,7 @@ func walkAll(data []byte) {
 			}
 			q := path.Join(p, e.Name)
 			im.Stat(q)
+			im.Xattrs(q, e)
 			switch {
 			case e.IsDir():
 				walk(q, depth+1)
@@ -361,5 +367,70 @@ func TestSymlinkLoop(t *testing.T) {
 	}
 	if _, err := im.Lstat("/a"); err != nil {
 		t.Errorf("Lstat of a link in a cycle: %v", err)
+	}
+}
+
+// TestExtXattrs: extended attributes mke2fs -d copied from host files
+// (small ones in the inode, a big one in the attribute block, binary
+// values, a POSIX ACL in ext4's short form) read back as the host's
+// getxattr(2) gives them (the ACL in its form), and tar-out carries them
+// as SCHILY.xattr records.
+func TestExtXattrs(t *testing.T) {
+	needTools(t, "mke2fs")
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(filepath.Join(src, "d"), 0o755)
+	must(t, os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644))
+	acl := []byte{2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 4, 0, 0xe8, 3, 0, 0, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff} // u::rw-,u:1000:r--,g::r--,m::r--,o::---
+	set := map[string]map[string][]byte{
+		"/f": {"user.small": []byte("v"), "trusted.big": bytes.Repeat([]byte{0, 1, 2, 3}, 500), "security.bin": {0xff, 0, 0x80}},
+		"/d": {"user.dir": []byte("on a directory"), "system.posix_acl_access": acl},
+	}
+	for p, xs := range set {
+		for k, v := range xs {
+			if err := unix.Setxattr(filepath.Join(src, p), k, v, 0); err != nil {
+				t.Skipf("setxattr %s on the host: %v", k, err)
+			}
+		}
+	}
+	img := filepath.Join(t.TempDir(), "x.img")
+	run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-d", src, img, "8M")
+	im, err := Open(img)
+	must(t, err)
+	defer im.Close()
+	for p, want := range set {
+		st, err := im.Lstat(p)
+		must(t, err)
+		xs, err := im.Xattrs(p, st)
+		must(t, err)
+		got := map[string][]byte{}
+		for _, x := range xs {
+			got[x.Name] = x.Value
+		}
+		for k := range want { // the host's own reading, not what was set
+			v := make([]byte, 4096)
+			n, err := unix.Getxattr(filepath.Join(src, p), k, v)
+			must(t, err)
+			want[k] = v[:n]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: xattrs %v, want %v", p, got, want)
+		}
+	}
+	var tb bytes.Buffer
+	must(t, im.TarOut(&tb, "/", TarOptions{}))
+	tr := tar.NewReader(&tb)
+	found := 0
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.PAXRecords["SCHILY.xattr.trusted.big"] == string(set["/f"]["trusted.big"]) {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Fatalf("tar-out carried the big attribute %d times", found)
 	}
 }

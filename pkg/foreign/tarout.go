@@ -72,6 +72,13 @@ func (t *tarrer) entry(src, name string, st *Stat, depth int) error {
 	if err != nil {
 		return t.skip(src, err)
 	}
+	xs, err := t.im.Xattrs(src, st)
+	if err == nil {
+		h.PAXRecords, err = xattrPAX(xs)
+	}
+	if err != nil {
+		return t.skip(src, err)
+	}
 	if st.IsRegular() && st.Nlink > 1 && st.Ino != 0 {
 		if first, ok := t.links[st.Ino]; ok {
 			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
