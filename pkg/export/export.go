@@ -115,7 +115,18 @@ func create(w *os.File, o Options) (string, func() error, error) {
 			return "", nil, err
 		}
 		return fs.Workspace(), func() error {
-			return fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, DeepDirectories: true, VolumeIdentifier: o.Label})
+			if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, DeepDirectories: true, VolumeIdentifier: o.Label}); err != nil {
+				return err
+			}
+			sec, ok := sourceDate()
+			if !ok {
+				return nil
+			}
+			fi, err := w.Stat()
+			if err != nil {
+				return err
+			}
+			return stampISO(w, fi.Size(), sec)
 		}, nil
 	}
 	return "", nil, fmt.Errorf("export type %q: want squashfs, iso9660 or fat32: %w", o.Type, syscall.EINVAL)
