@@ -175,3 +175,45 @@ func TestSendCompressedData(t *testing.T) {
 		must(t, run(t, dir, "fsck.ddfs", "--check-data", img), 0)
 	}
 }
+
+// TestToolsKeepSnapshots: the tools that rewrite or move data leave a
+// snapshot as it was: dedupe-tool run (sharing the live tree's blocks),
+// device add and remove (relocating every chunk, shared nodes too),
+// balance, scrub --repair and trimtool; after each, the snapshot diffs
+// equal to the tree it was taken of and fsck --check-data is clean.
+func TestToolsKeepSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := filepath.Abs("../format")
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "256M", "a.img"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-a", src, "a.img:/a"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-a", src, "a.img:/b"), 0)
+	must(t, run(t, dir, "ddfs", "snapshot", "create", "a.img", "s"), 0)
+	must(t, run(t, dir, "ddfs", "rm", "-r", "a.img:/a"), 0)
+	must(t, run(t, dir, "ddfs", "cp", "-a", src, "a.img:/c"), 0)
+	if err := os.WriteFile(filepath.Join(dir, "b.img"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "b.img"), 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	img := "a.img"
+	for _, step := range [][]string{
+		{"dedupe-tool", "run", "a.img"},
+		{"ddfs", "device", "add", "a.img", "b.img"},
+		{"ddfs", "device", "remove", "a.img", "1"},
+		{"ddfs", "balance", "b.img"},
+		{"ddfs", "scrub", "--repair", "b.img"},
+		{"trimtool", "b.img"},
+	} {
+		must(t, run(t, dir, step[0], step[1:]...), 0)
+		if len(step) > 2 && step[2] == "remove" {
+			img = "b.img" // a.img is no longer a member
+		}
+		for _, p := range []string{"/a", "/b"} {
+			if r := run(t, dir, "ddfs", "diff", "-r", img+"@s:"+p, src); r.code != 0 {
+				t.Fatalf("after %v: snapshot %s differs: %s%s", step, p, r.stdout, r.stderr)
+			}
+		}
+		must(t, run(t, dir, "fsck.ddfs", "--check-data", img), 0)
+	}
+}
