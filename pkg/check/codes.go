@@ -142,7 +142,7 @@ var (
 // Extents and block groups.
 var (
 	MetaMissing        = def("META_MISSING", PassExtent, FixPreen, "a node has no metadata extent item (the item is rebuilt from the node)")
-	MetaRefs           = def("META_REFS", PassExtent, FixNone, "a node's metadata item refs differs from the pointers to it (parent nodes, the root set, snapshots)")
+	MetaRefs           = def("META_REFS", PassExtent, FixRepair, "a node's metadata item refs differs from the pointers to it (parent nodes, the root set, snapshots, trees being dropped); -y sets refs to the pointers every tree's walk counted (also on an image with snapshots)")
 	MetaLeaked         = def("META_LEAKED", PassExtent, FixPreen, "a metadata extent item for a node no tree references (leaked space)")
 	ExtentOutside      = def("EXTENT_OUTSIDE", PassExtent, FixNone, "an extent lies outside every chunk")
 	ExtentOverlap      = def("EXTENT_OVERLAP", PassExtent, FixNone, "two extents overlap")

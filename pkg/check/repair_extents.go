@@ -42,6 +42,20 @@ func (f *fixer) fixMetaLeaked(p Problem) error {
 	return nil
 }
 
+// fixMetaRefs sets a node's METADATA_ITEM refs to the pointers the walk
+// of every fs tree (snapshots and trees being dropped too) counted: a
+// cross-check, so it is only reported, and fixed, over complete trees.
+func (f *fixer) fixMetaRefs(p Problem) error {
+	return f.item(format.ExtentTree, p.fix.key, func(b []byte) ([]byte, error) {
+		m, err := format.UnmarshalMetadataItem(b)
+		if err != nil {
+			return nil, err
+		}
+		m.Refs = p.fix.want
+		return format.MarshalMetadataItem(m), nil
+	})
+}
+
 // fixMetaMissing rebuilds the metadata extent item of a node in use.
 func (f *fixer) fixMetaMissing(p Problem) error {
 	return f.rebuildMeta(p.Logical, p.fix.owner)

@@ -197,6 +197,7 @@ var treeFixes = map[Code]fixFunc{
 	ExtentUnreferenced: (*fixer).fixExtentUnreferenced,
 	FileExtentNoItem:   (*fixer).fixFileExtentNoItem,
 	MetaLeaked:         (*fixer).fixMetaLeaked,
+	MetaRefs:           (*fixer).fixMetaRefs,
 	MetaMissing:        (*fixer).fixMetaMissing,
 	BGOrphan:           (*fixer).fixBGOrphan,
 	DiscardBad:         (*fixer).fixDiscardBad,

@@ -197,7 +197,7 @@ func (c *checker) checkMetaRef(l uint64) {
 		refs = 1
 	}
 	if want := 1 + c.snaps.shared[l]; refs != want {
-		c.add(Problem{Code: MetaRefs, Tree: c.seen[l].String(), Logical: l,
+		c.add(Problem{Code: MetaRefs, Tree: c.seen[l].String(), Logical: l, fix: &fixData{key: c.metaItems[l], want: want},
 			Message: fmt.Sprintf("metadata item has refs %d, %d pointers to the node", refs, want)})
 	}
 }

@@ -90,6 +90,34 @@ func TestSnapshotSurgery(t *testing.T) {
 		m.Refs++
 		s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
 		expect(t, s.check(Options{}), want{code: MetaRefs, logical: root.Logical})
+		// -y sets refs to the pointers counted (the one tree fix an image
+		// with snapshots gets), and a check after is clean.
+		if got := repairDevs(t, s.devs, ModeRepair); !got.Clean() {
+			t.Fatalf("repair of META_REFS: %v (limited %q)", got.Problems, got.RepairLimited)
+		}
+		expect(t, fsckDevs(t, s.devs, Options{CheckData: true}))
+	})
+	t.Run("meta-refs-low", func(t *testing.T) {
+		s := newSurgeon(t, base)
+		var k format.Key
+		var m *format.MetadataItem
+		for _, it := range s.items(format.ExtentTree, format.Key{}, format.MaxKey) {
+			if it.Key.Type == format.MetadataItemKey && m == nil {
+				if x, err := format.UnmarshalMetadataItem(it.Data); err == nil && x.Refs >= 2 {
+					k, m = it.Key, x
+				}
+			}
+		}
+		if m == nil {
+			t.Fatal("no shared node")
+		}
+		m.Refs = 1 // a later delete would free a node another tree still points at
+		s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
+		expect(t, s.check(Options{}), want{code: MetaRefs, logical: k.ObjectID})
+		if got := repairDevs(t, s.devs, ModeRepair); !got.Clean() {
+			t.Fatalf("repair of META_REFS: %v", got.Problems)
+		}
+		expect(t, fsckDevs(t, s.devs, Options{CheckData: true}))
 	})
 	t.Run("snapshot-only-extent-refs", func(t *testing.T) {
 		s := newSurgeon(t, base)
