@@ -136,7 +136,7 @@ func (r *repairer) round(round int) (done bool, err error) {
 	}
 	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks and node reference counts are repaired (the other fixes are not yet aware of shared nodes)"
+		r.limited = "the image has snapshots: only node and data copies, superblocks and reference counts are repaired (the other fixes are not yet aware of shared nodes)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
@@ -301,10 +301,10 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 		if !o.Mode.allows(ci.fix) {
 			continue
 		}
-		// META_REFS counts every tree's pointers, snapshots' included:
-		// its fix is the one fix of a tree that knows shared nodes (and
-		// it is withheld when a tree is incomplete).
-		if incomplete && p.Pass != PassSuper && p.Code != NodeCopyBad && p.Code != NodeCopiesDiffer && p.Code != DataCopyBad && p.Code != MetaRefs {
+		// META_REFS and EXTENT_REFS count every tree's pointers,
+		// snapshots' included (a shared leaf once): their fixes know
+		// shared nodes (and they are withheld when a tree is incomplete).
+		if incomplete && p.Pass != PassSuper && p.Code != NodeCopyBad && p.Code != NodeCopiesDiffer && p.Code != DataCopyBad && p.Code != MetaRefs && p.Code != ExtentRefs {
 			continue
 		}
 		out = append(out, p)

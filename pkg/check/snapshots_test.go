@@ -144,6 +144,11 @@ func TestSnapshotSurgery(t *testing.T) {
 		e.Refs += 5
 		s.put(format.ExtentTree, k, format.MarshalExtentItem(e))
 		expect(t, s.check(Options{}), want{code: ExtentRefs, logical: logical})
+		// Counted over every tree (only s1 points at it): -y sets it.
+		if got := repairDevs(t, s.devs, ModeRepair); !got.Clean() {
+			t.Fatalf("repair of EXTENT_REFS: %v (limited %q)", got.Problems, got.RepairLimited)
+		}
+		expect(t, fsckDevs(t, s.devs, Options{CheckData: true}))
 	})
 	t.Run("snapshot-namespace", func(t *testing.T) {
 		s := newSurgeon(t, base)
