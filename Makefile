@@ -121,6 +121,7 @@ bench: build
 	BIN=$(BIN) bench/devremove.sh
 	BIN=$(BIN) bench/fsck.sh
 	BIN=$(BIN) bench/send.sh
+	SET=d2 BIN=$(BIN) bench/send.sh
 	SCALE=$(SCALE) BIN=$(BIN) bench/snapshot.sh
 	BIN=$(BIN) bench/snapwa.sh
 	BIN=$(BIN) bench/batch.sh

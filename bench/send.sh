@@ -12,13 +12,21 @@
 # sender wrote; max RSS is the worst run's (btrfs: the userspace tools; rsync: both ends).
 # Needs root for the loop mounts; the btrfs peer is skipped with a note otherwise.
 #
-# Environment: BIN (bin), D1 (/usr/local/go), RUNS (3), TMPDIR (/tmp).
-# Output: the table on stdout and in bench/results/send-latest.txt.
+# SET=d2 runs the same on a D2-like set (BENCH.md): COPIES (4) copies of D1 and COPIES VM-like
+# files of VM_SIZE (256M) from `gen big`, in 8 GiB images; results in send-d2-latest.txt.
+#
+# Environment: BIN (bin), D1 (/usr/local/go), RUNS (3), SET (d1), COPIES, VM_SIZE, TMPDIR (/tmp).
+# Output: the table on stdout and in bench/results/send-latest.txt (send-d2-latest.txt).
 set -euo pipefail
 export LC_ALL=C PATH="$PATH:/usr/sbin:/sbin"
 BIN=${BIN:-bin}
 D1=${D1:-/usr/local/go}
 RUNS=${RUNS:-3}
+SET=${SET:-d1}
+COPIES=${COPIES:-4}
+VM_SIZE=${VM_SIZE:-256M}
+SIZE=4G
+[[ $SET == d2 ]] && SIZE=8G
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIN=$(cd "$BIN" && pwd)
 root=$(mktemp -d "${TMPDIR:-/tmp}/ddfs-send.XXXXXX")
@@ -44,22 +52,30 @@ timed() {
 	echo "$t1 - $t0" | bc >>"$root/t-$n"
 }
 out=$HERE/results/send-latest.txt
+[[ $SET == d2 ]] && out=$HERE/results/send-d2-latest.txt
 mkdir -p "$HERE/results"
 exec > >(tee "$out")
 
 command -v rsync >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync >/dev/null 2>&1 || true
 command -v rsync >/dev/null || { echo "send.sh: rsync is missing" >&2; exit 1; }
-cp -a "$D1" "$root/d1"
+if [[ $SET == d2 ]]; then
+	mkdir -p "$root/d1"
+	for i in $(seq 1 "$COPIES"); do cp -a "$D1" "$root/d1/go$i"; done
+	go build -o "$root/gen" "$HERE/gen"
+	"$root/gen" big -seed 7 -n "$COPIES" -size "$VM_SIZE" "$root/d1/vm" >/dev/null
+else
+	cp -a "$D1" "$root/d1"
+fi
 files=$(find "$root/d1" -type f | wc -l)
-echo "# send/receive benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, D1 $D1: $files files, $(du -sh "$root/d1" | cut -f1), runs=$RUNS"
-"$BIN/mkfs.ddfs" -q -b 4G -r "$root/d1" "$root/a.img"
+echo "# send/receive benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $SET from $D1: $files files, $(du -sh "$root/d1" | cut -f1), runs=$RUNS"
+"$BIN/mkfs.ddfs" -q -b "$SIZE" -r "$root/d1" "$root/a.img"
 
 btrfs_ok=0
 if [[ $(id -u) -eq 0 ]] && command -v losetup >/dev/null; then
 	command -v mkfs.btrfs >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends btrfs-progs >/dev/null 2>&1 || true
 fi
-btrfs_fs() { # btrfs_fs NAME: a 4G loop btrfs mounted at $root/mnt-NAME
-	truncate -s 4G "$root/$1.btrfs"
+btrfs_fs() { # btrfs_fs NAME: a $SIZE loop btrfs mounted at $root/mnt-NAME
+	truncate -s "$SIZE" "$root/$1.btrfs"
 	local l
 	l=$(losetup -f --show "$root/$1.btrfs") && loops+=("$l") && mkfs.btrfs -q -f "$l" >/dev/null 2>&1 &&
 		mkdir -p "$root/mnt-$1" && mount "$l" "$root/mnt-$1"
@@ -82,7 +98,7 @@ for r in $(seq "$RUNS"); do
 	timed snap-ddfs "'$BIN/ddfs' snapshot create '$root/a.img' t$r"
 	[[ $btrfs_ok -eq 1 ]] && timed snap-btrfs "btrfs subvolume snapshot -r '$root/mnt-src/vol' '$root/mnt-src/t$r' >/dev/null"
 	rm -f "$root/b.img"
-	"$BIN/mkfs.ddfs" -q -b 4G "$root/b.img"
+	"$BIN/mkfs.ddfs" -q -b "$SIZE" "$root/b.img"
 	timed full-ddfs "'$BIN/ddfs' send '$root/a.img@s1' | tee >(wc -c >'$root/sz-full-ddfs') | '$BIN/ddfs' receive -q '$root/b.img'"
 	timed tarout-ddfs "'$BIN/ddfs' tar-out '$root/a.img@s1:/' | cat >/dev/null"
 	timed sendonly-ddfs "'$BIN/ddfs' send '$root/a.img@s1' | cat >/dev/null"
@@ -96,12 +112,12 @@ done
 
 # The same tree in images that compress (zstd): the stream plain, and with
 # --compressed-data (frames as stored; the receiver keeps them).
-"$BIN/mkfs.ddfs" -q -b 4G --compress zstd -r "$root/d1" "$root/z.img"
+"$BIN/mkfs.ddfs" -q -b "$SIZE" --compress zstd -r "$root/d1" "$root/z.img"
 "$BIN/ddfs" snapshot create "$root/z.img" s1
 for r in $(seq "$RUNS"); do
 	for how in plain enc; do
 		rm -f "$root/zr.img"
-		"$BIN/mkfs.ddfs" -q -b 4G --compress zstd "$root/zr.img"
+		"$BIN/mkfs.ddfs" -q -b "$SIZE" --compress zstd "$root/zr.img"
 		flag=
 		[[ $how == enc ]] && flag=--compressed-data
 		timed "z$how-ddfs" "'$BIN/ddfs' send $flag '$root/z.img@s1' | tee >(wc -c >'$root/sz-z$how-ddfs') | '$BIN/ddfs' receive -q '$root/zr.img'"

@@ -272,6 +272,9 @@ type checker struct {
 	reads     *readPool             // node reads to reuse (nodes.go)
 	data      dataCheck             // --check-data's workers (data.go)
 	counted   format.Counters
+	// parkedLogical is the logical bytes of the live tree a receive
+	// parked, which the counters sum while it waits (FORMAT.md §6.13).
+	parkedLogical *uint64
 	sysTree   map[uint64]*format.ChunkItem // the chunk tree's system chunks
 	snaps     snapshotState                // the snapshot pass (snapshots.go)
 	// view names the snapshot whose namespace this checker checks
@@ -435,6 +438,9 @@ func (c *checker) add(p Problem) {
 // checkCounters compares the superblock counters, where the image keeps
 // them, with the sums over the items the walk saw.
 func (c *checker) checkCounters() {
+	if c.parkedLogical != nil {
+		c.counted.LogicalBytes = *c.parkedLogical
+	}
 	if c.sb.RoCompat&format.RoCompatCounters == 0 || c.sb.Counters == c.counted {
 		return
 	}

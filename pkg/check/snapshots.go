@@ -221,6 +221,10 @@ func (c *checker) checkSnapshotNames() {
 		v.walk(format.FSTree)
 		v.checkNames()
 		v.withhold()
+		if s.item.Name == parkedName {
+			n := v.counted.LogicalBytes
+			c.parkedLogical = &n
+		}
 		v.reads.arena.free()
 		v.fs.free()
 		tree := format.FSTree.String() + "@" + s.item.Name

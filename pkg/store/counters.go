@@ -19,13 +19,34 @@ func (fs *FS) Counters() (format.Counters, bool) {
 
 // Recount sums the counters over the committed trees (a full scan).
 func (fs *FS) Recount() (format.Counters, error) {
-	return recount(fs.Tree)
+	parked, err := fs.parkedTree(fs.Tree(format.SnapshotTree))
+	if err != nil {
+		return format.Counters{}, err
+	}
+	return recount(fs.Tree, parked)
 }
 
-func recount(tree func(format.TreeID) *btree.Tree) (format.Counters, error) {
+// parkedTree is the live tree a receive in progress parked (nil: none):
+// the fs tree the counters sum while it waits (FORMAT.md §6.13), so that
+// a receive's begin and end move no counter and need no recount.
+func (fs *FS) parkedTree(snapshots *btree.Tree) (*btree.Tree, error) {
+	r, ok, err := receivingIn(snapshots)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return fs.TreeAt(r.Parked), nil
+}
+
+// recount sums the counters over the trees tree gives, the fs tree's
+// part over parked when a receive parked the live tree.
+func recount(tree func(format.TreeID) *btree.Tree, parked *btree.Tree) (format.Counters, error) {
 	var c format.Counters
 	for _, id := range countedTrees {
-		err := tree(id).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		t := tree(id)
+		if id == format.FSTree && parked != nil {
+			t = parked
+		}
+		err := t.Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
 			c.Add(format.ItemCounters(id, it.Key, it.Data))
 			return true, nil
 		})
@@ -39,8 +60,8 @@ func recount(tree func(format.TreeID) *btree.Tree) (format.Counters, error) {
 // ItemChanged implements btree.ItemObserver: every item a transaction
 // adds or removes moves the counters by its contribution.
 func (tx *Txn) ItemChanged(tree format.TreeID, key format.Key, data []byte, added bool) {
-	if !tx.countersKnown {
-		return
+	if !tx.countersKnown || tree == format.FSTree && tx.receiving {
+		return // a receive's items: the counters sum the parked tree
 	}
 	c := format.ItemCounters(tree, key, data)
 	if added {
@@ -62,7 +83,11 @@ func (tx *Txn) finalCounters() error {
 	if tx.countersKnown && !checkInvariants {
 		return nil
 	}
-	c, err := recount(tx.Tree)
+	parked, err := tx.fs.parkedTree(tx.trees[format.SnapshotTree])
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	c, err := recount(tx.Tree, parked)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}

@@ -68,7 +68,7 @@ func (tx *Txn) BeginReceive(r format.ReceiveItem, base *Snapshot) error {
 	// The root set's reference to the live root is now the item's.
 	tx.trees[format.FSTree] = btree.New(tx, format.FSTree, start)
 	tx.NeedIncompat(format.IncompatSnapshots | format.IncompatReceive)
-	tx.RecountCounters()
+	tx.receiving = true // the counters keep summing the parked tree: no recount
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (tx *Txn) unpark(r *format.ReceiveItem, dropData func(*format.FileExtentIte
 		return err
 	}
 	tx.trees[format.FSTree] = btree.New(tx, format.FSTree, r.Parked)
-	tx.RecountCounters()
+	tx.receiving = false // the counters summed the parked tree all along
 	tx.unparked = true
 	if received.Logical == 0 {
 		return nil

@@ -53,7 +53,10 @@ type Txn struct {
 	// (ItemChanged); see finalCounters.
 	counters      format.Counters
 	countersKnown bool
-	settings      *format.Settings
+	// receiving: a receive parked the live tree; the fs tree's items
+	// change no counter (counters.go).
+	receiving bool
+	settings  *format.Settings
 	// incompat: features the commit's trees need (NeedIncompat).
 	incompat format.IncompatFeatures
 	// unparked: a receive ended in this transaction (receive.go).
@@ -106,6 +109,13 @@ func (fs *FS) begin() (*Txn, error) {
 	tx.counters, tx.countersKnown = fs.Counters()
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		tx.trees[id] = btree.New(tx, id, fs.sb.Roots.Root(id))
+	}
+	if fs.sb.Incompat&format.IncompatReceive != 0 {
+		_, ok, err := receivingIn(tx.trees[format.SnapshotTree])
+		if err != nil {
+			return nil, err
+		}
+		tx.receiving = ok
 	}
 	fs.tx = tx
 	return tx, nil
