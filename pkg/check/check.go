@@ -275,8 +275,8 @@ type checker struct {
 	// parkedLogical is the logical bytes of the live tree a receive
 	// parked, which the counters sum while it waits (FORMAT.md §6.13).
 	parkedLogical *uint64
-	sysTree   map[uint64]*format.ChunkItem // the chunk tree's system chunks
-	snaps     snapshotState                // the snapshot pass (snapshots.go)
+	sysTree       map[uint64]*format.ChunkItem // the chunk tree's system chunks
+	snaps         snapshotState                // the snapshot pass (snapshots.go)
 	// view names the snapshot whose namespace this checker checks
 	// (checkSnapshotNames; "": the live tree and everything else).
 	view string
