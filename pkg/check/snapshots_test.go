@@ -199,21 +199,7 @@ func TestSnapshotSurgery(t *testing.T) {
 	})
 }
 
-// cutMem fails every write once its budget is spent (a power cut).
-type cutMem struct {
-	*device.MemDevice
-	budget *int
-}
-
 var errPowerCut = errors.New("power cut")
-
-func (c cutMem) WriteAt(p []byte, off int64) (int, error) {
-	if *c.budget <= 0 {
-		return 0, errPowerCut
-	}
-	*c.budget--
-	return c.MemDevice.WriteAt(p, off)
-}
 
 // TestDropInProgressClean: an image cut off half-way through freeing a
 // deleted snapshot's tree, in many small steps, checks clean, data
@@ -235,16 +221,21 @@ func TestDropInProgressClean(t *testing.T) {
 		must(t, f.Remove(fmt.Sprintf("/dir/g%03d", i)))
 	}
 	must(t, f.Sync())
-	deleteCut := func(budget int) (*device.MemDevice, int, error) {
+	deleteCut := func(rule device.Rule) (*device.MemDevice, error) {
 		d := devs[0].Snapshot()
-		b := budget
-		g, err := fsys.OpenDevices([]device.Device{cutMem{d, &b}}, true, fsys.Options{DropStep: 8})
+		g, err := fsys.OpenDevices([]device.Device{device.NewFaulty(d, rule)}, true, fsys.Options{DropStep: 8})
 		must(t, err)
-		return d, budget - b, g.DeleteSnapshot("s")
+		return d, g.DeleteSnapshot("s")
 	}
-	_, writes, err := deleteCut(1 << 30)
+	writes := 0
+	_, err = deleteCut(func(op device.OpKind, _, _ int64, count int) error {
+		if op == device.OpWrite {
+			writes = count + 1
+		}
+		return nil
+	})
 	must(t, err)
-	d, _, err := deleteCut(writes / 2)
+	d, err := deleteCut(device.FailAfter(writes/2, device.OpWrite, errPowerCut))
 	if !errors.Is(err, errPowerCut) {
 		t.Fatalf("cut delete: %v", err)
 	}

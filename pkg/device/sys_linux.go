@@ -106,24 +106,17 @@ func mappedBytes(f *os.File, off, n int64) (int64, error) {
 }
 
 // markByte takes a shared OFD lock on byte at (the mark) and a classic
-// POSIX one on byte mirror (the PID hint).
-func markByte(f *os.File, at, mirror int64) error {
-	if err := regionLock(f, unix.F_RDLCK, at, 1, false); err != nil {
-		return err
-	}
-	_ = withFd(f, func(fd int) error {
-		lk := unix.Flock_t{Type: unix.F_RDLCK, Start: mirror, Len: 1}
-		return unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
-	})
-	return nil
-}
+// POSIX one on byte mirror (the PID hint); unmarkByte drops both.
+func markByte(f *os.File, at, mirror int64) error { return setMark(f, unix.F_RDLCK, at, mirror) }
 
-func unmarkByte(f *os.File, at, mirror int64) error {
-	if err := regionLock(f, unix.F_UNLCK, at, 1, false); err != nil {
+func unmarkByte(f *os.File, at, mirror int64) error { return setMark(f, unix.F_UNLCK, at, mirror) }
+
+func setMark(f *os.File, typ int16, at, mirror int64) error {
+	if err := regionLock(f, typ, at, 1, false); err != nil {
 		return err
 	}
-	_ = withFd(f, func(fd int) error {
-		lk := unix.Flock_t{Type: unix.F_UNLCK, Start: mirror, Len: 1}
+	_ = withFd(f, func(fd int) error { // best effort: only the PID in messages
+		lk := unix.Flock_t{Type: typ, Start: mirror, Len: 1}
 		return unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &lk)
 	})
 	return nil

@@ -56,40 +56,58 @@ func extGeometry(r io.ReaderAt, size int64) (extGeom, error) {
 	return g, nil
 }
 
-// extInode reads the raw inode ino.
-func extInode(r io.ReaderAt, g extGeom, ino uint64) ([]byte, error) {
+// extInodes reads an ext image's inodes: the inode table of each group
+// is found once, and the last inode read is kept (an import reads a
+// file's inode for its mode, its attributes and its data in turn).
+type extInodes struct {
+	r      io.ReaderAt
+	g      extGeom
+	tables map[uint64]uint64 // group -> inode table block
+	ino    uint64
+	raw    []byte
+}
+
+// inode returns the raw inode ino (valid until the next call).
+func (x *extInodes) inode(ino uint64) ([]byte, error) {
 	if ino == 0 {
 		return nil, fmt.Errorf("%w: inode 0", ErrCorrupt)
 	}
+	if ino == x.ino && x.raw != nil {
+		return x.raw, nil
+	}
+	g := x.g
 	group, index := (ino-1)/g.inodesPerGroup, (ino-1)%g.inodesPerGroup
-	desc := make([]byte, g.descSize)
-	at := (g.firstDataBlock+1)*g.bs + group*g.descSize
-	if _, err := r.ReadAt(desc, int64(at)); err != nil {
-		return nil, fmt.Errorf("%w: group %d descriptor: %v", ErrCorrupt, group, err)
-	}
-	table := uint64(binary.LittleEndian.Uint32(desc[8:]))
-	if g.descSize >= 64 {
-		table |= uint64(binary.LittleEndian.Uint32(desc[0x28:])) << 32
-	}
-	if table == 0 || table >= g.blocks {
-		return nil, fmt.Errorf("%w: group %d inode table at block %d", ErrCorrupt, group, table)
+	table, ok := x.tables[group]
+	if !ok {
+		desc := make([]byte, g.descSize)
+		at := (g.firstDataBlock+1)*g.bs + group*g.descSize
+		if _, err := x.r.ReadAt(desc, int64(at)); err != nil {
+			return nil, fmt.Errorf("%w: group %d descriptor: %v", ErrCorrupt, group, err)
+		}
+		table = uint64(binary.LittleEndian.Uint32(desc[8:]))
+		if g.descSize >= 64 {
+			table |= uint64(binary.LittleEndian.Uint32(desc[0x28:])) << 32
+		}
+		if table == 0 || table >= g.blocks {
+			return nil, fmt.Errorf("%w: group %d inode table at block %d", ErrCorrupt, group, table)
+		}
+		x.tables[group] = table
 	}
 	raw := make([]byte, g.inodeSize)
-	if _, err := r.ReadAt(raw, int64(table*g.bs+index*g.inodeSize)); err != nil {
+	if _, err := x.r.ReadAt(raw, int64(table*g.bs+index*g.inodeSize)); err != nil {
 		return nil, fmt.Errorf("%w: inode %d: %v", ErrCorrupt, ino, err)
 	}
+	x.ino, x.raw = ino, raw
 	return raw, nil
 }
 
-// extRuns maps file inode ino of size bytes into runs, in logical order.
-func extRuns(r io.ReaderAt, g extGeom, ino uint64, size int64) ([]extRun, error) {
-	raw, err := extInode(r, g, ino)
-	if err != nil {
-		return nil, err
-	}
+// extRuns maps the file of inode raw (ino, size bytes) into runs, in
+// logical order.
+func extRuns(r io.ReaderAt, g extGeom, ino uint64, raw []byte, size int64) ([]extRun, error) {
 	flags := binary.LittleEndian.Uint32(raw[0x20:])
 	iblock := raw[0x28 : 0x28+60]
 	w := &runWalk{r: r, g: g, limit: (uint64(size) + g.bs - 1) / g.bs}
+	var err error
 	switch {
 	case flags&extInlineDataFl != 0:
 		return nil, fmt.Errorf("%w: inline data", ErrUnsupported)

@@ -35,26 +35,27 @@ func (im *Image) Xattrs(p string, st *Stat) ([]Xattr, error) {
 	if !im.kind.isExt() || st.Ino == 0 {
 		return nil, nil
 	}
-	g, err := im.extGeom()
+	x, err := im.extInodes()
 	if err != nil {
 		return nil, im.pathErr("xattrs", p, err)
 	}
-	xs, err := extXattrs(im.be.r, g, st.Ino)
+	raw, err := x.inode(st.Ino)
+	if err != nil {
+		return nil, im.pathErr("xattrs", p, err)
+	}
+	xs, err := extXattrs(im.be.r, x.g, st.Ino, raw)
 	if err != nil {
 		return nil, im.pathErr("xattrs", p, err)
 	}
 	return xs, nil
 }
 
-// extXattrs reads inode ino's attributes: the in-inode ones, then the
-// block's (a name in both is corrupt).
-func extXattrs(r io.ReaderAt, g extGeom, ino uint64) ([]Xattr, error) {
-	raw, err := extInode(r, g, ino)
-	if err != nil {
-		return nil, err
-	}
+// extXattrs reads the attributes of inode raw (ino): the in-inode ones,
+// then the block's (a name in both is corrupt).
+func extXattrs(r io.ReaderAt, g extGeom, ino uint64, raw []byte) ([]Xattr, error) {
 	le := binary.LittleEndian
 	var out []Xattr
+	var err error
 	if len(raw) > 132 {
 		extra := uint64(le.Uint16(raw[128:]))
 		if start := 128 + extra; extra%4 == 0 && start+4 <= uint64(len(raw)) && le.Uint32(raw[start:]) == extXattrMagic {

@@ -31,8 +31,8 @@ type Image struct {
 	// dirs caches directory listings by walked path (cached entries in all).
 	dirs   map[string][]*Stat
 	cached int
-	ext    *extGeom // an ext image's geometry (extmap.go), once read
-	root   *Stat    // the root's, once read
+	ext    *extInodes // an ext image's inode reader (extmap.go), once made
+	root   *Stat      // the root's, once read
 }
 
 // Info is what `ddfs info` says of a foreign image.

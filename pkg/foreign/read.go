@@ -381,11 +381,11 @@ func (im *Image) Open(p string) (*File, error) {
 // extPerm sets st's permission bits (07777) from its ext inode, whose
 // type must be the one the directory entry says.
 func (im *Image) extPerm(st *Stat) error {
-	g, err := im.extGeom()
+	x, err := im.extInodes()
 	if err != nil {
 		return err
 	}
-	raw, err := extInode(im.be.r, g, st.Ino)
+	raw, err := x.inode(st.Ino)
 	if err != nil {
 		return err
 	}
@@ -397,29 +397,33 @@ func (im *Image) extPerm(st *Stat) error {
 	return nil
 }
 
-// extGeom is the ext image's geometry, read once.
-func (im *Image) extGeom() (extGeom, error) {
+// extInodes is the ext image's inode reader, made once.
+func (im *Image) extInodes() (*extInodes, error) {
 	if im.ext == nil {
 		g, err := extGeometry(im.be.r, im.be.size)
 		if err != nil {
-			return extGeom{}, err
+			return nil, err
 		}
-		im.ext = &g
+		im.ext = &extInodes{r: im.be.r, g: g, tables: map[uint64]uint64{}}
 	}
-	return *im.ext, nil
+	return im.ext, nil
 }
 
 // openExt opens ext file p (inode st.Ino) through its own runs.
 func (im *Image) openExt(p string, st *Stat) (*File, error) {
-	g, err := im.extGeom()
+	x, err := im.extInodes()
 	if err != nil {
 		return nil, im.pathErr("open", p, err)
 	}
-	runs, err := extRuns(im.be.r, g, st.Ino, st.Size)
+	raw, err := x.inode(st.Ino)
 	if err != nil {
 		return nil, im.pathErr("open", p, err)
 	}
-	return &File{im: im, p: p, f: &extReader{r: im.be.r, bs: g.bs, runs: runs, size: uint64(st.Size)}, st: st, left: st.Size}, nil
+	runs, err := extRuns(im.be.r, x.g, st.Ino, raw, st.Size)
+	if err != nil {
+		return nil, im.pathErr("open", p, err)
+	}
+	return &File{im: im, p: p, f: &extReader{r: im.be.r, bs: x.g.bs, runs: runs, size: uint64(st.Size)}, st: st, left: st.Size}, nil
 }
 
 // Stat is the file's.
