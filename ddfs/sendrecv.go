@@ -50,6 +50,8 @@ func newSendCmd() *cobra.Command {
 			w = f
 		} else if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			return usageErr("refusing to write a send stream to a terminal (redirect stdout or use -o)")
+		} else if ok {
+			widenPipe(f) // 1 MiB writes into a 64 KiB pipe took turns with the reader 16 times each
 		}
 		im, err := of.openImage(fl.Arg(0), false)
 		if err != nil {
@@ -101,6 +103,9 @@ func newReceiveCmd() *cobra.Command {
 			return usageErr("want IMAGE")
 		}
 		var r io.Reader = c.InOrStdin()
+		if f, ok := r.(*os.File); ok && *in == "" {
+			widenPipe(f) // the stream comes in 1 MiB writes; a 64 KiB pipe splits each in 16
+		}
 		if *in != "" {
 			f, err := os.Open(*in)
 			if err != nil {
