@@ -59,8 +59,8 @@ func mke2fs(t *testing.T, src, img string, features ...string) {
 // and tar-out of the ext4 image streams the same tree: each compared,
 // entry by entry, with the host tree mke2fs was given (os.Lstat, not
 // ddfs's reading). A sparse file comes in with its holes (read through
-// its extent tree); what the reader cannot carry (an ext file with
-// inline data) fails the mkfs, naming it, and leaves no image.
+// its extent tree), and so does an image with inline data; a file that
+// does not read fails the mkfs, naming it, and leaves no image.
 func TestForeignImport(t *testing.T) {
 	if _, err := exec.LookPath("mke2fs"); err != nil {
 		t.Skip("mke2fs not installed")
@@ -111,11 +111,21 @@ func TestForeignImport(t *testing.T) {
 		}
 		unix.Removexattr(filepath.Join(src, "dir/sub/c"), "user.origin")
 	}
+	// Inline data (small files, directories and long symlink targets in
+	// the inode): go-diskfs cannot list it; pkg/foreign reads it itself.
 	mke2fs(t, src, filepath.Join(dir, "inline.ext4"), "inline_data")
-	if r := must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "inline.ext4", "d.img"), 1); !strings.Contains(r.stderr, "inline.ext4:/") || !strings.Contains(r.stderr, "inline data") {
-		t.Fatalf("mkfs -r of an image with inline data: %q", r.stderr)
+	must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "inline.ext4", "d.img"), 0)
+	tarHolds(t, must(t, run(t, dir, "ddfs", "tar-out", "d.img:/"), 0).stdout, src)
+	// What does not read (an extent tree's header zeroed) fails the
+	// mkfs, naming where, and leaves no image.
+	mke2fs(t, src, filepath.Join(dir, "bad.ext4"))
+	if out, err := exec.Command("debugfs", "-w", "-R", "sif /dir/b.bin block[0] 0", filepath.Join(dir, "bad.ext4")).CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v %s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "d.img")); err == nil {
+	if r := must(t, run(t, dir, "mkfs.ddfs", "-q", "-b", "128M", "-r", "bad.ext4", "e.img"), 1); !strings.Contains(r.stderr, "bad.ext4:/dir") || !strings.Contains(r.stderr, "extent") {
+		t.Fatalf("mkfs -r of an image with a broken extent tree: %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "e.img")); err == nil {
 		t.Fatal("the failed mkfs left its image")
 	}
 }

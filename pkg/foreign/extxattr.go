@@ -90,50 +90,62 @@ func extXattrs(r io.ReaderAt, g extGeom, ino uint64, raw []byte) ([]Xattr, error
 	return out, nil
 }
 
-// extXattrEntries appends the entries at the start of ents (ending at
-// four zero bytes); values lie in base at their offsets.
+// extXattrEntries appends the attributes of the entries at the start of
+// ents (ending at four zero bytes); values lie in base at their offsets.
 func extXattrEntries(ents, base []byte, out []Xattr) ([]Xattr, error) {
+	err := walkExtXattrs(ents, base, func(index byte, suffix string, v []byte) error {
+		name := extXattrPrefix[index] + suffix
+		if name == "system.data" {
+			return nil // inline data (extdir.go), not an attribute
+		}
+		v = append([]byte(nil), v...)
+		if index == 2 || index == 3 {
+			var err error
+			if v, err = extACL(v); err != nil {
+				return err
+			}
+		}
+		out = append(out, Xattr{name, v})
+		return nil
+	})
+	return out, err
+}
+
+// walkExtXattrs calls fn with each entry's name index, name suffix and
+// value (in base, at its offset), entries from the start of ents to
+// four zero bytes.
+func walkExtXattrs(ents, base []byte, fn func(index byte, suffix string, value []byte) error) error {
 	le := binary.LittleEndian
 	for at := 0; ; {
 		if at+4 > len(ents) {
-			return nil, fmt.Errorf("%w: attribute entries run past their area", ErrCorrupt)
+			return fmt.Errorf("%w: attribute entries run past their area", ErrCorrupt)
 		}
 		if le.Uint32(ents[at:]) == 0 {
-			return out, nil
+			return nil
 		}
 		if at+16 > len(ents) {
-			return nil, fmt.Errorf("%w: attribute entry past its area", ErrCorrupt)
+			return fmt.Errorf("%w: attribute entry past its area", ErrCorrupt)
 		}
 		e := ents[at:]
 		nlen, index := int(e[0]), e[1]
 		voff, inum, vsize := uint64(le.Uint16(e[2:])), le.Uint32(e[4:]), uint64(le.Uint32(e[8:]))
 		if at+16+nlen > len(ents) || nlen == 0 && index != 2 && index != 3 { // the ACLs have no suffix
-			return nil, fmt.Errorf("%w: attribute name of %d bytes", ErrCorrupt, nlen)
+			return fmt.Errorf("%w: attribute name of %d bytes", ErrCorrupt, nlen)
 		}
 		suffix := string(e[16 : 16+nlen])
 		at += (16 + nlen + 3) &^ 3
 		if inum != 0 {
-			return nil, fmt.Errorf("%w: an attribute value in its own inode (ea_inode)", ErrUnsupported)
+			return fmt.Errorf("%w: an attribute value in its own inode (ea_inode)", ErrUnsupported)
 		}
 		if voff+vsize > uint64(len(base)) {
-			return nil, fmt.Errorf("%w: attribute value %d+%d outside its area", ErrCorrupt, voff, vsize)
+			return fmt.Errorf("%w: attribute value %d+%d outside its area", ErrCorrupt, voff, vsize)
 		}
-		prefix, ok := extXattrPrefix[index]
-		if !ok {
-			return nil, fmt.Errorf("%w: attribute name index %d", ErrUnsupported, index)
+		if _, ok := extXattrPrefix[index]; !ok {
+			return fmt.Errorf("%w: attribute name index %d", ErrUnsupported, index)
 		}
-		name := prefix + suffix
-		if name == "system.data" {
-			continue // inline data's marker, not an attribute
+		if err := fn(index, suffix, base[voff:voff+vsize]); err != nil {
+			return err
 		}
-		v := append([]byte(nil), base[voff:voff+vsize]...)
-		if index == 2 || index == 3 {
-			var err error
-			if v, err = extACL(v); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, Xattr{name, v})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -18,6 +19,7 @@ import (
 // builder is how a test builds one kind of image from a host tree and
 // what of the tree that kind keeps.
 type builder struct {
+	name      string // the subtest's ("": the kind's)
 	kind      Kind
 	tools     []string
 	build     func(t testing.TB, src, img string)
@@ -42,6 +44,12 @@ var builders = []builder{
 	{kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true, inos: true,
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-E", "root_owner=0:0", "-d", src, img, "8M")
+		}},
+	// Inline data: small files, directories and long symlink targets in
+	// the inode, which pkg/foreign reads itself (extdir.go).
+	{name: "ext4-inline", kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true, inos: true,
+		build: func(t testing.TB, src, img string) {
+			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum,inline_data", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
 	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o777, owners: true, mtime: true, specials: true, kernelFS: "squashfs",
 		build: func(t testing.TB, src, img string) {
@@ -94,6 +102,10 @@ func makeTree(t *testing.T, f builder) string {
 		"dir/sub/deeper/random.bin":            big,
 		"dir/a long file name with spaces.txt": []byte("long\n"),
 		"dir/sub/Mixed.Case.Name":              []byte("case\n"),
+		"dir/hundred":                          bytes.Repeat([]byte("h"), 100), // past i_block's 60 bytes
+	}
+	for i := range 40 { // a directory of several blocks (1 KiB blocks) or of inline data and more
+		files[fmt.Sprintf("many/entry-with-a-longer-name-%02d", i)] = []byte{byte(i)}
 	}
 	for p, b := range files {
 		full := filepath.Join(src, p)
@@ -111,6 +123,7 @@ func makeTree(t *testing.T, f builder) string {
 		must(t, os.Symlink("../one", filepath.Join(src, "dir/rel")))
 		must(t, os.Symlink("/dir/sub", filepath.Join(src, "abs")))
 		must(t, os.Symlink("nowhere", filepath.Join(src, "dangling")))
+		must(t, os.Symlink(strings.Repeat("long/", 30)+"target", filepath.Join(src, "dir/longlink"))) // past i_block
 	}
 	if f.hardLinks {
 		must(t, os.Link(filepath.Join(src, "one"), filepath.Join(src, "dir/hard")))
@@ -243,7 +256,11 @@ func slicesEqual(a, b []string) bool {
 // mounts here; the image's bytes are unchanged afterwards.
 func TestReadsLikeTheSource(t *testing.T) {
 	for _, f := range builders {
-		t.Run(string(f.kind), func(t *testing.T) {
+		name := f.name
+		if name == "" {
+			name = string(f.kind)
+		}
+		t.Run(name, func(t *testing.T) {
 			needTools(t, f.tools...)
 			src := makeTree(t, f)
 			img := filepath.Join(t.TempDir(), "x.img")

@@ -31,7 +31,10 @@ func run(t testing.TB, name string, args ...string) {
 
 // smallImage builds a small image of kind k (for the fuzz seeds and the
 // hostile tests), or skips naming the tool.
-func smallImage(t testing.TB, k Kind) []byte {
+func smallImage(t testing.TB, k Kind) []byte { return smallExt(t, k, "metadata_csum") }
+
+// smallExt is smallImage with the ext features given to mke2fs -O.
+func smallExt(t testing.TB, k Kind, features string) []byte {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	for p, b := range map[string]string{"a": "hello\n", "d/b": "bee\n", "d/e/c": string(bytes.Repeat([]byte("c"), 5000))} {
@@ -63,7 +66,7 @@ func smallImage(t testing.TB, k Kind) []byte {
 	}
 	switch k {
 	case Ext4:
-		run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-b", "1024", "-N", "32", "-d", src, img, "192K")
+		run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", features, "-b", "1024", "-N", "32", "-d", src, img, "192K")
 	case FAT12:
 		os.Remove(filepath.Join(src, "d/l"))
 		run(t, "mkfs.vfat", "-F", "12", "-C", img, "64")
@@ -126,7 +129,10 @@ func fuzzFormat(f *testing.F, k Kind) {
 
 // One fuzz target per format, each seeded with a small real image:
 // whatever the bytes, reading them must not panic or hang.
-func FuzzExt4(f *testing.F)     { fuzzFormat(f, Ext4) }
+func FuzzExt4(f *testing.F) {
+	f.Add(smallExt(f, Ext4, "metadata_csum,inline_data")) // extdir.go's reader
+	fuzzFormat(f, Ext4)
+}
 func FuzzSquashfs(f *testing.F) { fuzzFormat(f, Squashfs) }
 func FuzzISO9660(f *testing.F)  { fuzzFormat(f, ISO9660) }
 func FuzzFAT(f *testing.F)      { fuzzFormat(f, FAT12) }

@@ -167,6 +167,14 @@ func (im *Image) readDir(p, real string) ([]*Stat, error) {
 
 // listDir reads directory real from the image.
 func (im *Image) listDir(p, real string) ([]*Stat, error) {
+	if im.extInline() {
+		var out []*Stat
+		err := im.guard("read directory", p, func() (err error) {
+			out, err = im.listExt(p, real)
+			return err
+		})
+		return out, err
+	}
 	var ents []iofs.DirEntry
 	err := im.call("read directory", p, func() (err error) {
 		ents, err = im.fs.ReadDir(fsPath(real))
@@ -217,6 +225,15 @@ func (im *Image) rootStat() *Stat {
 	}
 	st := &Stat{Name: "/", Mode: syscall.S_IFDIR | 0o755, Nlink: 2}
 	defer func() { c := *st; im.root = &c }()
+	if im.extInline() {
+		_ = im.guard("stat", "/", func() error {
+			if s, err := im.ext.stat(extRootIno, "/"); err == nil && s.IsDir() {
+				st = s
+			}
+			return nil
+		})
+		return st
+	}
 	_ = im.guard("stat", "/", func() error {
 		fi, err := im.fs.Stat(".")
 		if err != nil || fi == nil || !fi.IsDir() {
@@ -397,6 +414,22 @@ func (im *Image) extPerm(st *Stat) error {
 	return nil
 }
 
+// extInline reports an ext image with inline data, whose directories
+// ddfs lists itself (extdir.go). One whose superblock does not read is
+// left to go-diskfs, which refuses it.
+func (im *Image) extInline() bool {
+	if !im.kind.isExt() {
+		return false
+	}
+	inline := false
+	_ = im.guard("open", "/", func() error {
+		x, err := im.extInodes()
+		inline = err == nil && x.g.inline
+		return nil
+	})
+	return inline
+}
+
 // extInodes is the ext image's inode reader, made once.
 func (im *Image) extInodes() (*extInodes, error) {
 	if im.ext == nil {
@@ -418,6 +451,13 @@ func (im *Image) openExt(p string, st *Stat) (*File, error) {
 	raw, err := x.inode(st.Ino)
 	if err != nil {
 		return nil, im.pathErr("open", p, err)
+	}
+	if binary.LittleEndian.Uint32(raw[0x20:])&extInlineDataFl != 0 {
+		b, err := extInlineData(raw, st.Size)
+		if err != nil {
+			return nil, im.pathErr("open", p, fmt.Errorf("inode %d: %w", st.Ino, err))
+		}
+		return &File{im: im, p: p, f: &inlineReader{data: b, size: st.Size}, st: st, left: st.Size}, nil
 	}
 	runs, err := extRuns(im.be.r, x.g, st.Ino, raw, st.Size)
 	if err != nil {
