@@ -1,14 +1,14 @@
-// Package export builds another filesystem's image from a ddfs tree with
-// go-diskfs's writers (squashfs, ISO 9660 with Rock Ridge, FAT32), which are not
-// trusted: each image written is read back through pkg/foreign and
-// compared with the tree, entry by entry and byte for byte, before it is
-// kept.
+// Package export builds another filesystem's image from a ddfs tree:
+// ISO 9660 (Rock Ridge) and FAT32 with go-diskfs's writers, squashfs
+// with one of our own (squashfs.go: go-diskfs v1.9.4's cannot write a
+// real tree). No writer is trusted: each image written is read back
+// through pkg/foreign and compared with the tree, entry by entry and
+// byte for byte, before it is kept.
 package export
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +20,6 @@ import (
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
-	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 
 	"github.com/ddfs/ddfs/pkg/foreign"
 	"github.com/ddfs/ddfs/pkg/fsys"
@@ -61,8 +60,14 @@ func Export(f *fsys.FS, src, out string, o Options) (st Stats, err error) {
 			os.Remove(out)
 		}
 	}()
-	if o.Type == "fat32" {
+	switch o.Type {
+	case "fat32":
 		if err := exportFAT(f, src, w, o); err != nil {
+			return st, err
+		}
+		return verify(f, src, out)
+	case "squashfs":
+		if err := writeSquashfs(f, src, w); err != nil {
 			return st, err
 		}
 		return verify(f, src, out)
@@ -87,28 +92,6 @@ func Export(f *fsys.FS, src, out string, o Options) (st Stats, err error) {
 func create(w *os.File, o Options) (string, func() error, error) {
 	b := file.New(w, false)
 	switch o.Type {
-	case "squashfs":
-		fs, err := squashfs.Create(b, 0, 0, 0)
-		if err != nil {
-			return "", nil, err
-		}
-		return fs.Workspace(), func() error {
-			// go-diskfs v1.9.4's squashfs writer reads a symlink's target
-			// by its path relative to the workspace, from the current
-			// directory: it is the workspace while the writer runs.
-			back, err := os.Getwd()
-			if err != nil {
-				return err
-			}
-			if err := os.Chdir(fs.Workspace()); err != nil {
-				return err
-			}
-			defer os.Chdir(back)
-			if err := fs.Finalize(squashfs.FinalizeOptions{Compression: &squashfs.CompressorZstd{}}); err != nil {
-				return err
-			}
-			return stampSquashfs(w)
-		}, nil
 	case "iso9660":
 		fs, err := iso9660.Create(b, 0, 0, 0, "")
 		if err != nil {
@@ -168,21 +151,6 @@ func sourceDate() (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
-}
-
-// stampSquashfs sets a squashfs image's creation time (superblock bytes
-// 8..12, seconds, little-endian; no checksum covers them) to
-// SOURCE_DATE_EPOCH: go-diskfs stamps the clock's, the one byte that
-// kept two exports of one tree apart.
-func stampSquashfs(w *os.File) error {
-	sec, ok := sourceDate()
-	if !ok {
-		return nil
-	}
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], uint32(sec))
-	_, err := w.WriteAt(b[:], 8)
-	return err
 }
 
 // verify reads the image written through pkg/foreign and compares every
