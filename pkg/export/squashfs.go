@@ -37,8 +37,8 @@ const (
 	sqNone      = ^uint64(0)
 	sqMaxName   = 256
 	sqMaxIDs    = 1<<16 - 1 // the superblock counts them in 16 bits
-	sqBlockRaw  = 1 << 24 // a data block's size word: stored uncompressed
-	sqPad       = 4096    // the image is padded to this, as mksquashfs does (loop devices)
+	sqBlockRaw  = 1 << 24   // a data block's size word: stored uncompressed
+	sqPad       = 4096      // the image is padded to this, as mksquashfs does (loop devices)
 )
 
 // Inode types (basic; the extended ones are these + 7).
@@ -71,18 +71,18 @@ type sqLink struct {
 }
 
 type sqWriter struct {
-	f       *fsys.FS
-	w       *bufio.Writer
-	pos     uint64 // the image offset w writes next
-	c       *sqCodec
-	inodes  sqMeta
-	dirs    sqMeta
-	ids     map[uint32]uint16
-	idList  []uint32
-	links   map[uint64]*sqLink // files with several names, by ddfs inode
-	next    uint32             // the last inode number given
-	block   []byte
-	mtime   uint32
+	f      *fsys.FS
+	w      *bufio.Writer
+	pos    uint64 // the image offset w writes next
+	c      *sqCodec
+	inodes sqMeta
+	dirs   sqMeta
+	ids    map[uint32]uint16
+	idList []uint32
+	links  map[uint64]*sqLink // files with several names, by ddfs inode
+	next   uint32             // the last inode number given
+	block  []byte
+	mtime  uint32
 }
 
 // writeSquashfs writes the tree at src of f as a squashfs image to out.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
@@ -42,6 +43,17 @@ type Stat struct {
 	Btime  time.Time
 	Target string // a symlink's target
 
+	// How Open reads a regular file without go-diskfs's Open, which
+	// reads the whole parent directory again (every inode of it, for
+	// squashfs) per file: quadratic in a directory's size.
+	opener  entryOpener // squashfs: the listing's entry
+	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none
+}
+
+// entryOpener is go-diskfs's squashfs directory entry, which opens its
+// file from the inode the listing read.
+type entryOpener interface {
+	Open() (filesystem.File, error)
 }
 
 // IsDir reports a directory.
@@ -108,6 +120,9 @@ func statOf(fi iofs.FileInfo, name string) (*Stat, error) {
 		s.UID, s.GID, s.Ino, s.Target = x.UID, x.GID, uint64(x.Inode), x.LinkTarget
 		if x.NLink > 0 {
 			s.Nlink = x.NLink
+		}
+		if x.ExtAttrSize == 0 { // as go-diskfs reads it (xorriso writes no extended attribute records)
+			s.isoData = int64(x.Location)*isoBlock + 1
 		}
 	}
 	if s.Size < 0 {
@@ -199,6 +214,9 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 				return err
 			}
 			if st, err = statOf(fi, name); err != nil || !im.kind.isExt() {
+				if o, ok := e.(entryOpener); ok && err == nil && im.kind == Squashfs {
+					st.opener = o
+				}
 				return err
 			}
 			// go-diskfs's ext4 DirEntry.Info has the type without the
@@ -384,8 +402,15 @@ func (im *Image) Open(p string) (*File, error) {
 		// through their own extent tree or block map (extmap.go).
 		return im.openExt(p, st)
 	}
+	if st.isoData > 0 {
+		return im.openISO(p, st)
+	}
 	var f iofs.File
 	err = im.call("open", p, func() (err error) {
+		if st.opener != nil {
+			f, err = st.opener.Open()
+			return err
+		}
 		f, err = im.fs.Open(fsPath(real))
 		return err
 	})
@@ -464,6 +489,19 @@ func (im *Image) openExt(p string, st *Stat) (*File, error) {
 		return nil, im.pathErr("open", p, err)
 	}
 	return &File{im: im, p: p, f: &extReader{r: im.be.r, bs: x.g.bs, runs: runs, size: uint64(st.Size)}, st: st, left: st.Size}, nil
+}
+
+// isoBlock is ISO 9660's logical block size (go-diskfs reads only 2048).
+const isoBlock = 2048
+
+// openISO reads ISO file p as go-diskfs does, one contiguous extent, but
+// from the entry its listing read.
+func (im *Image) openISO(p string, st *Stat) (*File, error) {
+	at := st.isoData - 1
+	if at < 0 || st.Size > im.be.size || at > im.be.size-st.Size {
+		return nil, im.pathErr("open", p, corruptf("data at %d+%d outside the image", at, st.Size))
+	}
+	return &File{im: im, p: p, f: io.NopCloser(io.NewSectionReader(im.be.r, at, st.Size)), st: st, left: st.Size}, nil
 }
 
 // Stat is the file's.
