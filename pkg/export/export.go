@@ -166,10 +166,21 @@ func verify(f *fsys.FS, src, out string) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	return st, compareDir(f, im, src, "/", root, &st, 0)
+	v := &verifier{f: f, im: im, buf: make([]byte, 1<<20)}
+	err = v.dir(src, "/", root, 0)
+	return v.st, err
 }
 
-func compareDir(f *fsys.FS, im *foreign.Image, p, q string, dir *fsys.Inode, st *Stats, depth int) error {
+// verifier compares a tree with the image written of it.
+type verifier struct {
+	f   *fsys.FS
+	im  *foreign.Image
+	st  Stats
+	buf []byte // the tree's file data, read to be hashed (one buffer for every file)
+}
+
+func (v *verifier) dir(p, q string, dir *fsys.Inode, depth int) error {
+	f, im := v.f, v.im
 	if depth > 1024 {
 		return fmt.Errorf("%s: nested over 1024 deep: %w", p, syscall.ELOOP)
 	}
@@ -193,21 +204,22 @@ func compareDir(f *fsys.FS, im *foreign.Image, p, q string, dir *fsys.Inode, st 
 		if !ok {
 			return fmt.Errorf("%w: %s: %q missing", ErrMismatch, q, k.Entry.Name)
 		}
-		if err := compareEntry(f, im, path.Join(p, k.Entry.Name), path.Join(q, k.Entry.Name), k.Inode, g, st, depth); err != nil {
+		if err := v.entry(path.Join(p, k.Entry.Name), path.Join(q, k.Entry.Name), k.Inode, g, depth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func compareEntry(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, g *foreign.Stat, st *Stats, depth int) error {
-	st.Entries++
+func (v *verifier) entry(p, q string, in *fsys.Inode, g *foreign.Stat, depth int) error {
+	f, im := v.f, v.im
+	v.st.Entries++
 	if in.Mode&syscall.S_IFMT != g.Mode&syscall.S_IFMT {
 		return fmt.Errorf("%w: %s: type %o, the tree's %o", ErrMismatch, q, g.Mode&syscall.S_IFMT, in.Mode&syscall.S_IFMT)
 	}
 	switch {
 	case in.IsDir():
-		return compareDir(f, im, p, q, in, st, depth+1)
+		return v.dir(p, q, in, depth+1)
 	case in.IsSymlink():
 		want, err := f.ReadlinkInode(in)
 		if err != nil {
@@ -220,26 +232,26 @@ func compareEntry(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, g 
 		if uint64(g.Size) != in.Size {
 			return fmt.Errorf("%w: %s: %d bytes, the tree's %d", ErrMismatch, q, g.Size, in.Size)
 		}
-		return compareData(f, im, p, q, in, st)
+		return v.data(p, q, in)
 	}
 	return nil
 }
 
-// compareData compares a file's bytes by hash, streaming both sides.
-func compareData(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, st *Stats) error {
-	r, err := im.Open(q)
+// data compares a file's bytes by hash, streaming both sides.
+func (v *verifier) data(p, q string, in *fsys.Inode) error {
+	r, err := v.im.Open(q)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
 	}
 	defer r.Close()
 	hg := sha256.New()
-	if _, err := io.Copy(hg, struct{ io.Reader }{r}); err != nil {
+	if _, err := io.CopyBuffer(hg, struct{ io.Reader }{r}, v.buf); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
 	}
 	hw := sha256.New()
-	buf := make([]byte, 1<<20)
+	buf := v.buf
 	for off := uint64(0); off < in.Size; { // holes read as zeros, as the image's reader gives them
-		n, err := f.ReadAt(in, buf[:min(uint64(len(buf)), in.Size-off)], off)
+		n, err := v.f.ReadAt(in, buf[:min(uint64(len(buf)), in.Size-off)], off)
 		if n == 0 && err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -249,6 +261,6 @@ func compareData(f *fsys.FS, im *foreign.Image, p, q string, in *fsys.Inode, st 
 	if !bytes.Equal(hg.Sum(nil), hw.Sum(nil)) {
 		return fmt.Errorf("%w: %s: its bytes differ from the tree's", ErrMismatch, q)
 	}
-	st.Bytes += in.Size
+	v.st.Bytes += in.Size
 	return nil
 }
