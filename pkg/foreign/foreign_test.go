@@ -119,7 +119,10 @@ func makeTree(t *testing.T, f builder) string {
 	if err := os.Mkdir(filepath.Join(src, "emptydir"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if f.symlinks {
+	if f.symlinks { // (FAT aside) names with leading and trailing dots, and a pair that differs by one
+		for _, p := range []string{".hidden", "dir/h.go", "dir/.h.go", "dir/trail.", "dir/sub/.x."} {
+			must(t, os.WriteFile(filepath.Join(src, p), []byte(p), 0o644))
+		}
 		must(t, os.Symlink("../one", filepath.Join(src, "dir/rel")))
 		must(t, os.Symlink("/dir/sub", filepath.Join(src, "abs")))
 		must(t, os.Symlink("nowhere", filepath.Join(src, "dangling")))

@@ -37,7 +37,7 @@ func smallImage(t testing.TB, k Kind) []byte { return smallExt(t, k, "metadata_c
 func smallExt(t testing.TB, k Kind, features string) []byte {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	for p, b := range map[string]string{"a": "hello\n", "d/b": "bee\n", "d/e/c": string(bytes.Repeat([]byte("c"), 5000))} {
+	for p, b := range map[string]string{"a": "hello\n", "d/b": "bee\n", "d/.b": "dot\n", "d/e/c": string(bytes.Repeat([]byte("c"), 5000))} {
 		full := filepath.Join(src, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
 		os.WriteFile(full, []byte(b), 0o644)

@@ -48,6 +48,7 @@ type Stat struct {
 	// squashfs) per file: quadratic in a directory's size.
 	opener  entryOpener // squashfs: the listing's entry
 	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none
+	isoLen  uint32      // ISO 9660 with Rock Ridge: the extent's length (a directory's records)
 }
 
 // entryOpener is go-diskfs's squashfs directory entry, which opens its
@@ -229,6 +230,12 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 			return nil, im.pathErr("stat", path.Join(p, name), err)
 		}
 		out = append(out, st)
+	}
+	if im.kind == ISO9660 {
+		err := im.guard("read directory", p, func() error { return im.isoNames(p, real, out) })
+		if err != nil {
+			return nil, im.pathErr("read directory", p, err)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
