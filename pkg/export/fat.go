@@ -44,7 +44,8 @@ func fatPlan(f *fsys.FS, src string, root *fsys.Inode) (int64, error) {
 			return err
 		}
 		seen := map[string]string{}
-		for _, k := range kids {
+		shorts := newFATShorts()
+		for _, k := range kids { // in fatFill's order: the 8.3 names depend on it
 			name, in := k.Entry.Name, k.Inode
 			q := path.Join(p, name)
 			if err := fatName(name); err != nil {
@@ -54,6 +55,9 @@ func fatPlan(f *fsys.FS, src string, root *fsys.Inode) (int64, error) {
 				return fmt.Errorf("%s: FAT names ignore case and %q is there too: %w", q, other, syscall.EEXIST)
 			}
 			seen[strings.ToUpper(name)] = name
+			if short, other := shorts.add(name); other != "" {
+				return fmt.Errorf("%s: its FAT 8.3 name %s is %q's too (go-diskfs v1.9.4 would write one over the other): %w", q, short, other, syscall.EEXIST)
+			}
 			need += fatEntry
 			switch {
 			case in.IsDir():
@@ -194,3 +198,69 @@ func fatFile(f *fsys.FS, fs *fat32.FileSystem, p, q string, in *fsys.Inode) erro
 	}
 	return nil
 }
+
+// fatShorts follows the 8.3 names go-diskfs v1.9.4 gives a directory's
+// entries as they are made: upper case, dots and spaces dropped, other
+// characters outside 8.3's set made "_", the extension cut to 3; a stem
+// over 8 characters gets the first free "~N" tail, but any other clash is
+// left in place, and then one entry opens as the other (its lookups take
+// the last match of a long or short name). Such a pair is refused.
+type fatShorts struct {
+	names map[string]string   // "STEM.EXT" -> the long name that has it
+	keys  map[string]struct{} // go-diskfs's own clash test: stem and extension run together
+}
+
+func newFATShorts() *fatShorts {
+	return &fatShorts{names: map[string]string{}, keys: map[string]struct{}{}}
+}
+
+// add takes name's 8.3 name; other is the entry that has it already.
+func (s *fatShorts) add(name string) (short, other string) {
+	stem, ext := name, ""
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		stem, ext = name[:i], name[i+1:]
+		if len(ext) > 3 {
+			ext = ext[:3]
+		}
+		ext = fatUpper(ext)
+	}
+	stem = fatUpper(stem)
+	if len(stem) > 8 {
+		stem = stem[:6]
+		for n := 1; ; n++ {
+			tail := fmt.Sprintf("~%d", n)
+			c := stem[:min(len(stem), 8-len(tail))] + tail
+			if _, clash := s.keys[c+ext]; !clash {
+				stem = c
+				break
+			}
+		}
+	}
+	short = stem + "." + ext
+	if o, ok := s.names[short]; ok {
+		return short, o
+	}
+	s.names[short], s.keys[stem+ext] = name, struct{}{}
+	return short, ""
+}
+
+// fatUpper is go-diskfs's uCaseValid: each rune's low byte tested
+// against 8.3's characters (as it does), a-z upper-cased, spaces and dots
+// dropped, anything else "_".
+func fatUpper(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch c := byte(r); {
+		case strings.IndexByte(fatShortChars, c) >= 0:
+			b.WriteRune(r)
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 32)
+		case r == ' ' || r == '.':
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+const fatShortChars = "!#$%&'()-0123456789@ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`{}~"

@@ -3,8 +3,11 @@ package export
 // fatFix mends what go-diskfs v1.9.4's FAT32 writer gets wrong, found by
 // fsck.fat on its images: an empty file keeps the cluster its creation
 // took (a chain longer than the file), the ".." entry of a directory in
-// the root names the root's cluster where FAT wants 0, and the FSInfo
-// free-cluster count is left unknown. The image is read as hostile input
+// the root names the root's cluster where FAT wants 0, the FSInfo
+// free-cluster count is left unknown, and the FAT is sized for the data
+// clusters without its two reserved entries (fsck.fat: "129024 clusters
+// but only space for 129022 FAT entries" at 64 MiB): the boot sector's
+// sector count is cut to what the FAT maps. The image is read as hostile input
 // all the same: every field is bounded before it is used.
 
 import (
@@ -25,7 +28,7 @@ type fatGeom struct {
 	bps, spc, reserved, nfats uint64
 	fatSectors, clusters      uint64
 	dataStart, root, fsInfo   uint64
-	backupBoot                uint64
+	backupBoot, total         uint64 // total: sectors the boot sector says
 }
 
 func readFATGeom(w *os.File) (fatGeom, error) {
@@ -47,6 +50,7 @@ func readFATGeom(w *os.File) (fatGeom, error) {
 	if total <= g.dataStart {
 		return g, fmt.Errorf("fat32: boot sector: no data area")
 	}
+	g.total = total
 	g.clusters = min((total-g.dataStart)/g.spc, g.fatSectors*g.bps/4-2)
 	if g.root < 2 || g.root >= g.clusters+2 {
 		return g, fmt.Errorf("fat32: root cluster %d out of range", g.root)
@@ -76,7 +80,10 @@ func fatFix(w *os.File) error {
 		return err
 	}
 	fx := &fatFixer{w: w, g: g, fat: fat}
-	if err := fx.walk(); err != nil {
+	if err := fx.walk(); err != nil { // every chain inside the clusters the FAT maps
+		return err
+	}
+	if err := fx.fitTotal(); err != nil {
 		return err
 	}
 	if fx.fatChanged {
@@ -192,6 +199,28 @@ func (fx *fatFixer) dir(first uint64, inRoot bool) ([]uint64, error) {
 		}
 	}
 	return sub, nil
+}
+
+// fitTotal cuts the boot sector's (and its backup's) sector count to
+// the clusters the FAT maps, where it says more.
+func (fx *fatFixer) fitTotal() error {
+	g := fx.g
+	fits := g.dataStart + g.clusters*g.spc
+	if g.total <= fits {
+		return nil
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(fits))
+	secs := []uint64{0}
+	if g.backupBoot != 0 && g.backupBoot < g.reserved {
+		secs = append(secs, g.backupBoot)
+	}
+	for _, sec := range secs {
+		if _, err := fx.w.WriteAt(b[:], int64(sec*g.bps+32)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // free returns a chain's clusters to the FAT.
