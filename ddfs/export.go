@@ -1,8 +1,8 @@
 package main
 
 // ddfs export (issue 41): a ddfs tree (of the live namespace or a
-// snapshot) as a squashfs, ISO 9660 or FAT32 image, written by go-diskfs
-// and read back before it is kept.
+// snapshot) as a squashfs (our writer), ISO 9660 or FAT32 (go-diskfs's)
+// image, read back before it is kept.
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 )
 
 func newExportCmd() *cobra.Command {
-	c, fl, of := newCmd("export IMAGE[@SNAPSHOT]:PATH OUT --type squashfs|iso9660|fat32 [--label L] [--size S]\n\nWrites the tree at PATH as a new squashfs (zstd), ISO 9660 (Rock Ridge) or FAT32 image\nfile OUT with go-diskfs's writers, then reads OUT back through ddfs's own readers and\ncompares every entry, size, symlink target and byte with the tree: an image that\ndiffers is removed and the command fails. OUT must not exist. Modes, owners and\ntimes are the writer's to keep (squashfs keeps permissions and owners, ISO 9660\nwith Rock Ridge modes and owners, FAT modification times to 2 s). FAT holds\ndirectories and regular files under 4 GiB only, with names that ignore case: a tree\nwith a symlink, a device node, two names differing only in case or a name FAT\ncannot keep is refused, naming the path, before OUT is made. A FAT image is as big\nas --size, or as the tree needs (64 MiB at least). With SOURCE_DATE_EPOCH set, two\nexports of one tree are the same bytes.",
+	c, fl, of := newCmd("export IMAGE[@SNAPSHOT]:PATH OUT --type squashfs|iso9660|fat32 [--label L] [--size S]\n\nWrites the tree at PATH as a new squashfs (gzip), ISO 9660 (Rock Ridge) or FAT32 image\nfile OUT, then reads OUT back through ddfs's own readers and\ncompares every entry, size, symlink target and byte with the tree: an image that\ndiffers is removed and the command fails. OUT must not exist. Modes, owners and\ntimes are the writer's to keep (squashfs keeps permissions and owners, ISO 9660\nwith Rock Ridge modes and owners, FAT modification times to 2 s). FAT holds\ndirectories and regular files under 4 GiB only, with names that ignore case: a tree\nwith a symlink, a device node, two names differing only in case or sharing an 8.3\nname, or a name FAT cannot keep is refused, naming the path, before OUT is made. A FAT image is as big\nas --size, or as the tree needs (64 MiB at least). With SOURCE_DATE_EPOCH set, two\nexports of one tree are the same bytes.",
 		"write a tree as a squashfs, ISO 9660 or FAT32 image", "  ddfs export disk.img:/rootfs rootfs.squashfs --type squashfs\n  ddfs export disk.img:/seed seed.iso --type iso9660 --label cidata\n  ddfs export disk.img:/boot/efi esp.img --type fat32 --label EFI --size 256M")
 	typ := fl.String("type", "", "the image to write: "+strings.Join(export.Types, " or "))
 	label := fl.String("label", "", "the volume label (ISO 9660's volume identifier, FAT's label)")
