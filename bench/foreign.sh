@@ -86,7 +86,7 @@ for tree in go small; do
 		timed "$tree-sqfs-unsquashfs" "unsquashfs -q -n -d '$root/out' '$root/$tree.sqfs' >/dev/null"
 		timed "$tree-iso-ddfs" "'$BIN/mkfs.ddfs' -q -b $size -r '$root/$tree.iso' '$root/out.img'"
 		timed "$tree-iso-xorriso" "xorriso -osirrox on -indev '$root/$tree.iso' -extract / '$root/out' >/dev/null 2>&1"
-		[[ $export_ok -eq 1 ]] && timed "$tree-export-ddfs" "'$BIN/ddfs' export '$root/$tree.ddfs:/' '$root/out.sqfs' --type squashfs"
+		[[ $export_ok -eq 1 ]] && timed "$tree-export-ddfs" "'$BIN/ddfs' export '$root/$tree.ddfs:/' '$root/out.sqfs' --type squashfs >/dev/null"
 		timed "$tree-export-mksquashfs" "mksquashfs '$src' '$root/out.sqfs' -noappend -quiet >/dev/null"
 	done
 done
