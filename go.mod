@@ -3,6 +3,7 @@ module github.com/ddfs/ddfs
 go 1.26.0
 
 require (
+	github.com/anchore/go-lzo v0.1.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/diskfs/go-diskfs v1.9.4
 	github.com/google/btree v1.1.3
@@ -29,7 +30,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/anchore/go-lzo v0.1.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
 	github.com/djherbis/times v1.6.0 // indirect
 	github.com/elliotwutingfeng/asciiset v0.0.0-20260129054604-cfde2086bc57 // indirect

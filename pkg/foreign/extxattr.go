@@ -32,6 +32,9 @@ var extXattrPrefix = map[byte]string{
 // Xattrs returns the extended attributes of the entry st describes, by
 // name (none where the format keeps none).
 func (im *Image) Xattrs(p string, st *Stat) ([]Xattr, error) {
+	if im.kind == Squashfs {
+		return st.xattrs, nil
+	}
 	if !im.kind.isExt() || st.Ino == 0 {
 		return nil, nil
 	}

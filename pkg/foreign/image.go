@@ -32,6 +32,7 @@ type Image struct {
 	dirs   map[string][]*Stat
 	cached int
 	ext    *extInodes // an ext image's inode reader (extmap.go), once made
+	sqx    [][]Xattr  // a squashfs image's attribute sets (sqxattr.go)
 	root   *Stat      // the root's, once read
 }
 
@@ -90,6 +91,13 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 		return nil, fmt.Errorf("%s: %s: %w", name, k, err)
 	}
 	err = im.guard("open", "", func() (err error) {
+		if k == Squashfs { // go-diskfs gets a made-up attribute table (sqxattr.go)
+			var r2 io.ReaderAt
+			if im.sqx, r2, size, err = sqXattrOverlay(r, size); err != nil {
+				return err
+			}
+			im.be = &roBackend{r: r2, size: size, name: name}
+		}
 		im.fs, err = readFS(k, im.be, size)
 		return err
 	})

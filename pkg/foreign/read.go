@@ -49,6 +49,7 @@ type Stat struct {
 	opener  entryOpener // squashfs: the listing's entry
 	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none
 	isoLen  uint32      // ISO 9660 with Rock Ridge: the extent's length (a directory's records)
+	xattrs  []Xattr     // squashfs: go-diskfs reads them with the inode
 }
 
 // entryOpener is go-diskfs's squashfs directory entry, which opens its
@@ -215,8 +216,9 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 				return err
 			}
 			if st, err = statOf(fi, name); err != nil || !im.kind.isExt() {
-				if o, ok := e.(entryOpener); ok && err == nil && im.kind == Squashfs {
-					st.opener = o
+				if x, ok := fi.Sys().(*squashfs.StatT); ok && err == nil {
+					st.xattrs, err = im.sqXattrsOf(x.Xattrs)
+					st.opener, _ = e.(entryOpener)
 				}
 				return err
 			}
@@ -266,6 +268,9 @@ func (im *Image) rootStat() *Stat {
 		}
 		if s, err := statOf(fi, "/"); err == nil {
 			st = s
+			if x, ok := fi.Sys().(*squashfs.StatT); ok {
+				st.xattrs, _ = im.sqXattrsOf(x.Xattrs) // a set that does not read: none on the root, as go-diskfs's own
+			}
 		}
 		return nil
 	})
