@@ -12,8 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -398,7 +398,9 @@ func TestExtXattrs(t *testing.T) {
 // reading failed the whole listing.
 func TestSquashfsXattrs(t *testing.T) {
 	needTools(t, "mksquashfs")
-	xattrsReadBack(t, func(src, img string) { run(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-xattrs") }, "system.")
+	xattrsReadBack(t, func(src, img string) {
+		run(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-xattrs")
+	}, "system.")
 }
 
 // TestSquashfsManyXattrs: 600 files' attribute sets span several
