@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -217,6 +218,11 @@ func (v *verifier) entry(p, q string, in *fsys.Inode, g *foreign.Stat, depth int
 	if in.Mode&syscall.S_IFMT != g.Mode&syscall.S_IFMT {
 		return fmt.Errorf("%w: %s: type %o, the tree's %o", ErrMismatch, q, g.Mode&syscall.S_IFMT, in.Mode&syscall.S_IFMT)
 	}
+	if im.Kind() == foreign.Squashfs { // the one format written here that keeps them
+		if err := v.xattrs(p, q, in, g); err != nil {
+			return err
+		}
+	}
 	switch {
 	case in.IsDir():
 		return v.dir(p, q, in, depth+1)
@@ -233,6 +239,27 @@ func (v *verifier) entry(p, q string, in *fsys.Inode, g *foreign.Stat, depth int
 			return fmt.Errorf("%w: %s: %d bytes, the tree's %d", ErrMismatch, q, g.Size, in.Size)
 		}
 		return v.data(p, q, in)
+	}
+	return nil
+}
+
+// xattrs compares an entry's extended attributes.
+func (v *verifier) xattrs(p, q string, in *fsys.Inode, g *foreign.Stat) error {
+	want, err := v.f.ListXattrs(in)
+	if err != nil {
+		return fmt.Errorf("%s: xattrs: %w", p, err)
+	}
+	got, err := v.im.Xattrs(q, g)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrMismatch, q, err)
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
+	same := len(got) == len(want)
+	for i := 0; same && i < len(got); i++ {
+		same = got[i].Name == want[i].Name && bytes.Equal(got[i].Value, want[i].Value)
+	}
+	if !same {
+		return fmt.Errorf("%w: %s: %d extended attributes read back, the tree's %d differ", ErrMismatch, q, len(got), len(want))
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ type sqWriter struct {
 	next   uint32             // the last inode number given
 	block  []byte
 	mtime  uint32
+	xattrs sqXattrs
 }
 
 // writeSquashfs writes the tree at src of f as a squashfs image to out.
@@ -96,7 +97,8 @@ func writeSquashfs(f *fsys.FS, src string, out *os.File) error {
 	}
 	c := newSQCodec()
 	s := &sqWriter{f: f, w: bufio.NewWriterSize(out, 1<<20), pos: sqSuperSize, c: c, inodes: sqMeta{c: c}, dirs: sqMeta{c: c},
-		ids: map[uint32]uint16{}, links: map[uint64]*sqLink{}, block: make([]byte, sqBlockSize), mtime: uint32(time.Now().Unix())}
+		ids: map[uint32]uint16{}, links: map[uint64]*sqLink{}, block: make([]byte, sqBlockSize), mtime: uint32(time.Now().Unix()),
+		xattrs: sqXattrs{kv: sqMeta{c: c}}}
 	if sec, ok := sourceDate(); ok {
 		s.mtime = uint32(sec)
 	}
@@ -172,7 +174,20 @@ func (s *sqWriter) dir(p string, in *fsys.Inode, num, parent uint32, depth int) 
 	if parent == 0 {
 		parent = s.next + 1 // the root's, as mksquashfs writes it: one past the last inode
 	}
-	return s.dirInode(in, num, parent, at, size, 2+subdirs)
+	xi, err := s.xattrIndex(p, in)
+	if err != nil {
+		return 0, err
+	}
+	return s.dirInode(in, num, parent, at, size, 2+subdirs, xi)
+}
+
+// xattrIndex is the index of in's attribute set (sqNoXattr: none).
+func (s *sqWriter) xattrIndex(p string, in *fsys.Inode) (uint32, error) {
+	xs, err := s.f.ListXattrs(in)
+	if err != nil {
+		return 0, fmt.Errorf("%s: xattrs: %w", p, err)
+	}
+	return s.xattrs.add(p, xs)
 }
 
 // listing writes a directory's entries under headers: a new header
@@ -238,10 +253,10 @@ func (s *sqWriter) id(v uint32) (uint16, error) {
 
 // dirInode writes a directory's inode: basic, or extended where its
 // listing passes the basic one's 16 bits.
-func (s *sqWriter) dirInode(in *fsys.Inode, num, parent uint32, at uint64, size, nlink uint32) (uint64, error) {
+func (s *sqWriter) dirInode(in *fsys.Inode, num, parent uint32, at uint64, size, nlink, xi uint32) (uint64, error) {
 	le := binary.LittleEndian
 	typ := uint16(sqDir)
-	if size+3 > 0xffff {
+	if size+3 > 0xffff || xi != sqNoXattr {
 		typ += sqExtended
 	}
 	b, err := s.header(typ, in, num)
@@ -255,7 +270,7 @@ func (s *sqWriter) dirInode(in *fsys.Inode, num, parent uint32, at uint64, size,
 	} else {
 		b = le.AppendUint32(le.AppendUint32(le.AppendUint32(b, nlink), size+3), uint32(at>>16))
 		b = le.AppendUint16(le.AppendUint16(le.AppendUint32(b, parent), 0), uint16(at&0xffff))
-		b = le.AppendUint32(b, 0xffffffff) // no xattrs
+		b = le.AppendUint32(b, xi)
 	}
 	return s.putInode(b), nil
 }
@@ -271,15 +286,18 @@ func (s *sqWriter) leaf(p string, in *fsys.Inode, num uint32) (uint64, uint16, e
 	if in.Nlink > 1 && l != nil && l.ok {
 		return l.ref, typ, nil
 	}
+	xi, err := s.xattrIndex(p, in)
+	if err != nil {
+		return 0, 0, err
+	}
 	var ref uint64
-	var err error
 	switch typ {
 	case sqFile:
-		ref, err = s.file(p, in, num)
+		ref, err = s.file(p, in, num, xi)
 	case sqSymlink:
-		ref, err = s.symlink(p, in, num)
+		ref, err = s.symlink(p, in, num, xi)
 	default:
-		ref, err = s.special(typ, in, num)
+		ref, err = s.special(typ, in, num, xi)
 	}
 	if err == nil && in.Nlink > 1 && l != nil {
 		l.ref, l.ok = ref, true
@@ -290,22 +308,33 @@ func (s *sqWriter) leaf(p string, in *fsys.Inode, num uint32) (uint64, uint16, e
 var sqTypes = map[uint32]uint16{syscall.S_IFREG: sqFile, syscall.S_IFLNK: sqSymlink, syscall.S_IFBLK: sqBlock,
 	syscall.S_IFCHR: sqChar, syscall.S_IFIFO: sqFifo, syscall.S_IFSOCK: sqSocket}
 
-func (s *sqWriter) symlink(p string, in *fsys.Inode, num uint32) (uint64, error) {
+// extended is typ's extended form where the inode has attributes.
+func extended(typ uint16, xi uint32) uint16 {
+	if xi != sqNoXattr {
+		return typ + sqExtended
+	}
+	return typ
+}
+
+func (s *sqWriter) symlink(p string, in *fsys.Inode, num, xi uint32) (uint64, error) {
 	target, err := s.f.ReadlinkInode(in)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", p, err)
 	}
-	b, err := s.header(sqSymlink, in, num)
+	b, err := s.header(extended(sqSymlink, xi), in, num)
 	if err != nil {
 		return 0, err
 	}
 	le := binary.LittleEndian
 	b = append(le.AppendUint32(le.AppendUint32(b, in.Nlink), uint32(len(target))), target...)
+	if xi != sqNoXattr {
+		b = le.AppendUint32(b, xi)
+	}
 	return s.putInode(b), nil
 }
 
-func (s *sqWriter) special(typ uint16, in *fsys.Inode, num uint32) (uint64, error) {
-	b, err := s.header(typ, in, num)
+func (s *sqWriter) special(typ uint16, in *fsys.Inode, num, xi uint32) (uint64, error) {
+	b, err := s.header(extended(typ, xi), in, num)
 	if err != nil {
 		return 0, err
 	}
@@ -315,6 +344,9 @@ func (s *sqWriter) special(typ uint16, in *fsys.Inode, num uint32) (uint64, erro
 			return 0, fmt.Errorf("device number %#x (squashfs keeps 32 bits): %w", in.Rdev, syscall.EOVERFLOW)
 		}
 		b = binary.LittleEndian.AppendUint32(b, uint32(in.Rdev)) // Linux's encoding, as squashfs's
+	}
+	if xi != sqNoXattr {
+		b = binary.LittleEndian.AppendUint32(b, xi)
 	}
 	return s.putInode(b), nil
 }
@@ -328,7 +360,7 @@ func (s *sqWriter) putInode(b []byte) uint64 {
 // file writes a regular file's data blocks, then its inode: basic, or
 // extended where it is big, far into the image, sparse or has several
 // names.
-func (s *sqWriter) file(p string, in *fsys.Inode, num uint32) (uint64, error) {
+func (s *sqWriter) file(p string, in *fsys.Inode, num, xi uint32) (uint64, error) {
 	start := s.pos
 	var sizes []uint32
 	sparse := uint64(0)
@@ -356,7 +388,7 @@ func (s *sqWriter) file(p string, in *fsys.Inode, num uint32) (uint64, error) {
 		sizes = append(sizes, word|uint32(len(out)))
 	}
 	le := binary.LittleEndian
-	ext := in.Size > 0xffffffff || start > 0xffffffff || in.Nlink > 1 || sparse > 0
+	ext := in.Size > 0xffffffff || start > 0xffffffff || in.Nlink > 1 || sparse > 0 || xi != sqNoXattr
 	typ := uint16(sqFile)
 	if ext {
 		typ += sqExtended
@@ -367,7 +399,7 @@ func (s *sqWriter) file(p string, in *fsys.Inode, num uint32) (uint64, error) {
 	}
 	if ext {
 		b = le.AppendUint64(le.AppendUint64(le.AppendUint64(b, start), in.Size), sparse)
-		b = le.AppendUint32(le.AppendUint32(le.AppendUint32(le.AppendUint32(b, in.Nlink), 0xffffffff), 0), 0xffffffff)
+		b = le.AppendUint32(le.AppendUint32(le.AppendUint32(le.AppendUint32(b, in.Nlink), 0xffffffff), 0), xi)
 	} else {
 		b = le.AppendUint32(le.AppendUint32(le.AppendUint32(le.AppendUint32(b, uint32(start)), 0xffffffff), 0), uint32(in.Size))
 	}
@@ -418,6 +450,14 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 		return nil, err
 	}
 	used := idStart + uint64(len(index))
+	xattrStart, flags := sqNone, uint16(sqNoFrag|sqNoXattrs)
+	if len(s.xattrs.index) > 0 { // after the id table, as the kernel wants them
+		start, n, err := s.xattrs.writeTo(s, used)
+		if err != nil {
+			return nil, err
+		}
+		xattrStart, flags, used = start, sqNoFrag, used+n
+	}
 	if pad := (sqPad - used%sqPad) % sqPad; pad > 0 {
 		if _, err := s.w.Write(make([]byte, pad)); err != nil {
 			return nil, err
@@ -425,9 +465,9 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 	}
 	sb := le.AppendUint32(nil, sqMagic)
 	sb = le.AppendUint32(le.AppendUint32(le.AppendUint32(le.AppendUint32(sb, s.next), s.mtime), sqBlockSize), 0)
-	sb = le.AppendUint16(le.AppendUint16(le.AppendUint16(sb, sqGzip), sqBlockLog), sqNoFrag|sqNoXattrs)
+	sb = le.AppendUint16(le.AppendUint16(le.AppendUint16(sb, sqGzip), sqBlockLog), flags)
 	sb = le.AppendUint16(le.AppendUint16(le.AppendUint16(sb, uint16(len(s.idList))), 4), 0)
-	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, rootRef), used), idStart), sqNone)
+	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, rootRef), used), idStart), xattrStart)
 	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, inodeStart), dirStart), fragStart), sqNone)
 	return sb, nil
 }

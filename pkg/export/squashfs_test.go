@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/fsys"
 )
@@ -24,6 +26,7 @@ type sqModel struct {
 	target   string // a symlink's
 	rdev     uint64
 	nlink    uint32 // checked where > 1 (hard links)
+	xattrs   map[string]string
 }
 
 // sqTree builds, in a ddfs image, the shapes go-diskfs's writer got
@@ -91,6 +94,30 @@ func sqTree(t *testing.T) (*fsys.FS, map[string]sqModel) {
 	mk("/wide", fsys.Attr{Mode: syscall.S_IFDIR | 0o700}, nil)
 	for i := range 350 { // 350 x ~210 bytes: a listing past 64 KiB
 		mk(fmt.Sprintf("/wide/%s%03d", strings.Repeat("w", 197), i), fsys.Attr{Mode: syscall.S_IFIFO | 0o600}, nil)
+	}
+	// Attributes of every type on every kind of inode; two files share a set.
+	for p, xs := range map[string]map[string]string{
+		"/zdir/text":  {"user.a": "1", "trusted.b": strings.Repeat("B", 300), "security.capability": capNetRaw},
+		"/zdir/empty": {"user.a": "1", "trusted.b": strings.Repeat("B", 300), "security.capability": capNetRaw},
+		"/zdir":       {"user.dir": "d"},
+		"/zdir/fifo":  {"trusted.f": ""},
+		"/zdir/tty":   {"security.selinux": "system_u:object_r:tty_device_t:s0"},
+		"/links/l007": {"trusted.l": "link"},
+		"/zdir/multi": {"user.m": "multi"},
+	} {
+		in, err := f.Resolve(p, false)
+		must(t, err)
+		for k, v := range xs {
+			must(t, f.SetXattr(in, k, []byte(v)))
+		}
+		e := m[p]
+		e.xattrs = xs
+		m[p] = e
+		if p == "/zdir/multi" {
+			e := m["/zdir/hard"]
+			e.xattrs = xs
+			m["/zdir/hard"] = e
+		}
 	}
 	// Writes and new entries stamp the clock's mtime: the model's last.
 	for p, e := range m {
@@ -176,6 +203,9 @@ func sqCompare(t *testing.T, who, root string, m map[string]sqModel, links bool)
 		if want.mode&syscall.S_IFMT != syscall.S_IFLNK && s.Mtim.Sec != want.mtime {
 			t.Errorf("%s: %s: mtime %d, want %d", who, p, s.Mtim.Sec, want.mtime)
 		}
+		if got := hostXattrs(t, hp); fmt.Sprint(got) != fmt.Sprint(want.xattrs) && (len(got) > 0 || len(want.xattrs) > 0) {
+			t.Errorf("%s: %s: xattrs %q, want %q", who, p, got, want.xattrs)
+		}
 		switch want.mode & syscall.S_IFMT {
 		case syscall.S_IFREG:
 			if b, err := os.ReadFile(hp); err != nil || !bytes.Equal(b, want.data) {
@@ -207,3 +237,29 @@ func sqCompare(t *testing.T, who, root string, m map[string]sqModel, links bool)
 		}
 	}
 }
+
+// hostXattrs lists a host file's attributes (not following a symlink).
+func hostXattrs(t *testing.T, p string) map[string]string {
+	buf := make([]byte, 64<<10)
+	n, err := unix.Llistxattr(p, buf)
+	if err != nil {
+		t.Fatalf("llistxattr %s: %v", p, err)
+	}
+	out := map[string]string{}
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		v := make([]byte, 64<<10)
+		k, err := unix.Lgetxattr(p, name, v)
+		if err != nil {
+			t.Fatalf("lgetxattr %s %s: %v", p, name, err)
+		}
+		out[name] = string(v[:k])
+	}
+	return out
+}
+
+// capNetRaw is a valid file capability (VFS_CAP_REVISION_2, effective,
+// CAP_NET_RAW permitted), as ping carries: the kernel checks the form.
+const capNetRaw = "\x01\x00\x00\x02\x00\x20\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
