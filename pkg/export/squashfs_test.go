@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -263,3 +264,21 @@ func hostXattrs(t *testing.T, p string) map[string]string {
 // capNetRaw is a valid file capability (VFS_CAP_REVISION_2, effective,
 // CAP_NET_RAW permitted), as ping carries: the kernel checks the form.
 const capNetRaw = "\x01\x00\x00\x02\x00\x20\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+
+// TestSquashfsRefusesACL: squashfs keeps no system.* attribute; a tree
+// with an ACL is refused naming the file and the attribute, leaving no
+// OUT (mksquashfs would drop it with a warning).
+func TestSquashfsRefusesACL(t *testing.T) {
+	f := tree(t)
+	in, err := f.Resolve("/small", false)
+	must(t, err)
+	must(t, f.SetXattr(in, "system.posix_acl_access", []byte{2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff}))
+	out := filepath.Join(t.TempDir(), "x.sqfs")
+	_, err = Export(f, "/", out, Options{Type: "squashfs"})
+	if !errors.Is(err, syscall.EOPNOTSUPP) || !strings.Contains(err.Error(), "/small") || !strings.Contains(err.Error(), "system.posix_acl_access") {
+		t.Fatalf("export of a tree with an ACL: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a refused export left %s", out)
+	}
+}
