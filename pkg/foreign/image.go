@@ -33,6 +33,7 @@ type Image struct {
 	cached int
 	ext    *extInodes // an ext image's inode reader (extmap.go), once made
 	sqx    [][]Xattr  // a squashfs image's attribute sets (sqxattr.go)
+	rr     int        // ISO 9660: 0 not looked at, 1 Rock Ridge (isodir.go lists it), 2 none
 	root   *Stat      // the root's, once read
 }
 

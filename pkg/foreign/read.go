@@ -192,6 +192,9 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 		})
 		return out, err
 	}
+	if im.isoRR() {
+		return im.listISO(p, real)
+	}
 	var ents []iofs.DirEntry
 	err := im.call("read directory", p, func() (err error) {
 		ents, err = im.fs.ReadDir(fsPath(real))
@@ -233,12 +236,6 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 		}
 		out = append(out, st)
 	}
-	if im.kind == ISO9660 {
-		err := im.guard("read directory", p, func() error { return im.isoNames(p, real, out) })
-		if err != nil {
-			return nil, im.pathErr("read directory", p, err)
-		}
-	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
@@ -252,6 +249,15 @@ func (im *Image) rootStat() *Stat {
 	}
 	st := &Stat{Name: "/", Mode: syscall.S_IFDIR | 0o755, Nlink: 2}
 	defer func() { c := *st; im.root = &c }()
+	if im.isoRR() {
+		_ = im.guard("stat", "/", func() error {
+			if s, err := im.isoRoot(); err == nil {
+				st = s
+			}
+			return nil
+		})
+		return st
+	}
 	if im.extInline() {
 		_ = im.guard("stat", "/", func() error {
 			if s, err := im.ext.stat(extRootIno, "/"); err == nil && s.IsDir() {
