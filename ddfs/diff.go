@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -176,9 +177,52 @@ func sameFile(a, b string) bool {
 func hostSide(p string) side {
 	a, err := filepath.Abs(p)
 	if err != nil || a == "/" {
-		return side{os.DirFS("/"), ".", p, nil}
+		return side{hostFS("/"), ".", p, nil}
 	}
-	return side{os.DirFS(filepath.Dir(a)), filepath.Base(a), p, nil}
+	return side{hostFS(filepath.Dir(a)), filepath.Base(a), p, nil}
+}
+
+// hostFS is a host directory as io/fs names, as os.DirFS but for names
+// that are not UTF-8 (os.DirFS refuses "caf\xe9": a Linux name is bytes).
+type hostFS string
+
+func (h hostFS) join(op, name string) (string, error) {
+	if !fs.ValidPath(strings.ToValidUTF8(name, "x")) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return filepath.Join(string(h), name), nil
+}
+
+func (h hostFS) Open(name string) (fs.File, error) {
+	p, err := h.join("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+func (h hostFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := h.join("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(p)
+}
+
+func (h hostFS) Lstat(name string) (fs.FileInfo, error) {
+	p, err := h.join("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(p)
+}
+
+func (h hostFS) ReadLink(name string) (string, error) {
+	p, err := h.join("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	return os.Readlink(p)
 }
 
 // differ is one diff run: what it printed and whether it had trouble.

@@ -18,7 +18,7 @@ import (
 // owners, a hard link, symlinks, a fifo, a device node (as root).
 func importTree(t *testing.T) string {
 	src := filepath.Join(t.TempDir(), "src")
-	for p, b := range map[string]string{"a.txt": "alpha\n", "dir/b.bin": strings.Repeat("b", 300000), "dir/sub/c": "", "dir/sp ace": "s\n"} {
+	for p, b := range map[string]string{"a.txt": "alpha\n", "dir/b.bin": strings.Repeat("b", 300000), "dir/sub/c": "", "dir/sp ace": "s\n", "dir/caf\xe9": "latin-1\n"} {
 		full := filepath.Join(src, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)

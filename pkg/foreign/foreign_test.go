@@ -127,7 +127,14 @@ func makeTree(t *testing.T, f builder) string {
 		must(t, os.Symlink("/dir/sub", filepath.Join(src, "abs")))
 		must(t, os.Symlink("nowhere", filepath.Join(src, "dangling")))
 		must(t, os.Symlink(strings.Repeat("long/", 30)+"target", filepath.Join(src, "dir/longlink"))) // past i_block
-		must(t, os.Symlink(strings.Repeat("c", 250)+"/x", filepath.Join(src, "dir/bigpart")))     // a component over one Rock Ridge SL entry
+		must(t, os.Symlink(strings.Repeat("c", 250)+"/x", filepath.Join(src, "dir/bigpart")))         // a component over one Rock Ridge SL entry
+		must(t, os.WriteFile(filepath.Join(src, "caf\xe9"), []byte("latin-1 name"), 0o644))           // not UTF-8: names are bytes
+		deep := filepath.Join(src, "deep")
+		for i := range 40 {
+			deep = filepath.Join(deep, fmt.Sprintf("d%02d", i))
+		}
+		must(t, os.MkdirAll(deep, 0o755))
+		must(t, os.WriteFile(filepath.Join(deep, "leaf"), []byte("40 deep"), 0o644))
 	}
 	if f.hardLinks {
 		must(t, os.Link(filepath.Join(src, "one"), filepath.Join(src, "dir/hard")))

@@ -4,6 +4,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +20,7 @@ func (im *Image) FS() iofs.FS { return ioFS{im} }
 type ioFS struct{ im *Image }
 
 func (x ioFS) path(op, name string) (string, error) {
-	if !iofs.ValidPath(name) {
+	if !iofs.ValidPath(strings.ToValidUTF8(name, "x")) { // its rules but for UTF-8: names are bytes
 		return "", &iofs.PathError{Op: op, Path: name, Err: iofs.ErrInvalid}
 	}
 	if name == "." {

@@ -98,7 +98,9 @@ func ioErr(op, name string, err error) error {
 // resolve returns the inode name refers to, following a final symlink if
 // follow is set.
 func (v *ioFS) resolve(op, name string, follow bool) (*Inode, error) {
-	if !fs.ValidPath(name) {
+	// fs.ValidPath's rules but for UTF-8: a Linux name is bytes, and a
+	// view that refused "caf\xe9" could not diff or copy a tree holding it.
+	if !fs.ValidPath(strings.ToValidUTF8(name, "x")) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	v.mu.Lock()
