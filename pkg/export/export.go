@@ -168,6 +168,15 @@ func verify(f *fsys.FS, src, out string) (Stats, error) {
 		return st, err
 	}
 	v := &verifier{f: f, im: im, buf: make([]byte, 1<<20)}
+	if im.Kind() == foreign.Squashfs { // the root's own attributes (the walk compares its entries')
+		g, err := im.Lstat("/")
+		if err == nil {
+			err = v.xattrs(src, "/", root, g)
+		}
+		if err != nil {
+			return v.st, err
+		}
+	}
 	err = v.dir(src, "/", root, 0)
 	return v.st, err
 }

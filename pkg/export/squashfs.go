@@ -100,7 +100,7 @@ func writeSquashfs(f *fsys.FS, src string, out *os.File) error {
 		ids: map[uint32]uint16{}, links: map[uint64]*sqLink{}, block: make([]byte, sqBlockSize), mtime: uint32(time.Now().Unix()),
 		xattrs: sqXattrs{kv: sqMeta{c: c}}}
 	if sec, ok := sourceDate(); ok {
-		s.mtime = uint32(sec)
+		s.mtime = sqTime(sec)
 	}
 	if _, err := out.Seek(sqSuperSize, 0); err != nil {
 		return err

@@ -108,7 +108,7 @@ func extDirents(b []byte, out []extDirent) ([]extDirent, error) {
 		if rec == 0 || rec == 65535 { // a 64 KiB block's whole-block entry
 			rec = len(b) - at
 		}
-		if rec < 8 || rec%4 != 0 || at+rec > len(b) || ino != 0 && 8+nlen > rec {
+		if rec < 8 || rec%4 != 0 || at+rec > len(b) || ino != 0 && (nlen == 0 || 8+nlen > rec) {
 			return nil, fmt.Errorf("%w: directory entry at %d of length %d", ErrCorrupt, at, rec)
 		}
 		if name := string(b[at+8 : at+8+min(nlen, rec-8)]); ino != 0 && name != "." && name != ".." {
@@ -251,16 +251,11 @@ func (im *Image) listExt(p, real string) ([]*Stat, error) {
 	}
 	ino := uint64(extRootIno)
 	if real != "" {
-		parent, base := path.Split(real)
-		ents, err := im.readDir(p, strings.TrimSuffix(parent, "/"))
+		d, err := im.subdir(p, real)
 		if err != nil {
 			return nil, err
 		}
-		i := sort.Search(len(ents), func(i int) bool { return ents[i].Name >= base })
-		if i == len(ents) || ents[i].Name != base || !ents[i].IsDir() {
-			return nil, im.pathErr("read directory", p, syscall.ENOENT)
-		}
-		ino = ents[i].Ino
+		ino = d.Ino
 	}
 	raw, err := x.inode(ino)
 	if err != nil {

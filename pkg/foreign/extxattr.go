@@ -33,6 +33,9 @@ var extXattrPrefix = map[byte]string{
 // name (none where the format keeps none).
 func (im *Image) Xattrs(p string, st *Stat) ([]Xattr, error) {
 	if im.kind == Squashfs {
+		if st.xerr != nil {
+			return nil, im.pathErr("xattrs", p, st.xerr)
+		}
 		return st.xattrs, nil
 	}
 	if !im.kind.isExt() || st.Ino == 0 {

@@ -47,6 +47,9 @@ type isoRecord struct {
 	recorded   time.Time // the record's own date (no TF modify time: this)
 	target     []byte    // SL: the symlink's target
 	slDone     bool      // the last SL component ended (no continue flag)
+	cl         uint32    // CL: a relocated directory's extent (mkisofs moves directories past 8 deep)
+	more       bool      // flag 0x80: the file goes on in the next record's extent
+	split      bool      // a file in several extents (over 4 GiB): not read
 }
 
 // isoRR reports an ISO image with Rock Ridge: its root's "." record
@@ -59,11 +62,13 @@ func (im *Image) isoRR() bool {
 		im.rr = 2
 		_ = im.guard("open", "/", func() error {
 			lba, size, err := im.isoRootExtent()
-			if err != nil {
-				return nil
+			var self *isoRecord
+			if err == nil {
+				self, _, err = im.isoRecords(lba, size)
 			}
-			self, _, err := im.isoRecords(lba, size)
-			if err == nil && self != nil && (self.px || self.hasName) {
+			// Rock Ridge, or a root that does not read: listed here, which
+			// says why (not go-diskfs's listing as if there were none).
+			if err != nil || self != nil && (self.px || self.hasName) {
 				im.rr = 1
 			}
 			return nil
@@ -110,6 +115,12 @@ func (im *Image) listISO(p, real string) ([]*Stat, error) {
 	}
 	out := make([]*Stat, 0, len(recs))
 	for i := range recs {
+		if recs[i].cl != 0 {
+			err := im.guard("read directory", p, func() error { return im.isoRelocated(&recs[i]) })
+			if err != nil {
+				return nil, im.pathErr("read directory", path.Join(p, recs[i].name), err)
+			}
+		}
 		st, err := recs[i].stat()
 		if err != nil {
 			return nil, im.pathErr("read directory", p, err)
@@ -118,6 +129,27 @@ func (im *Image) listISO(p, real string) ([]*Stat, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// isoRelocated makes r, a placeholder (CL) for a directory mkisofs moved
+// to rr_moved, that directory: its extent, and its "." record's
+// attributes.
+func (im *Image) isoRelocated(r *isoRecord) error {
+	first := make([]byte, 34)
+	if _, err := im.be.r.ReadAt(first, int64(r.cl)*isoBlock); err != nil || first[0] < 34 {
+		return corruptf("relocated directory at block %d: %v", r.cl, err)
+	}
+	self, _, err := im.isoRecords(r.cl, binary.LittleEndian.Uint32(first[10:]))
+	if err != nil {
+		return err
+	}
+	if self == nil || !self.dir {
+		return corruptf("relocated directory at block %d: no \".\" record", r.cl)
+	}
+	name := r.name
+	*r = *self
+	r.name, r.hasName = name, true
+	return nil
 }
 
 // isoDirExtent is where directory real's records lie: the root's from
@@ -129,16 +161,14 @@ func (im *Image) isoDirExtent(p, real string) (lba, size uint32, err error) {
 		}
 		return lba, size, nil
 	}
-	parent, base := path.Split(real)
-	ents, err := im.readDir(p, strings.TrimSuffix(parent, "/"))
+	d, err := im.subdir(p, real)
 	if err != nil {
 		return 0, 0, err
 	}
-	i := sort.Search(len(ents), func(i int) bool { return ents[i].Name >= base })
-	if i == len(ents) || ents[i].Name != base || !ents[i].IsDir() || ents[i].isoData < 1 {
-		return 0, 0, im.pathErr("read directory", p, syscall.ENOENT)
+	if d.isoData < 1 {
+		return 0, 0, im.pathErr("read directory", p, corruptf("directory without an extent"))
 	}
-	return uint32((ents[i].isoData - 1) / isoBlock), ents[i].isoLen, nil
+	return uint32((d.isoData - 1) / isoBlock), d.isoLen, nil
 }
 
 // isoRoot is the root's Stat, from its "." record.
@@ -162,6 +192,9 @@ func (r *isoRecord) stat() (*Stat, error) {
 	}
 	st := &Stat{Name: r.name, Mode: syscall.S_IFREG | 0o444, Nlink: 1, Size: int64(r.size), Mtime: r.recorded,
 		isoData: int64(r.lba)*isoBlock + 1, isoLen: r.size}
+	if r.split {
+		st.isoData = -1 // openISO refuses it
+	}
 	if r.dir {
 		st.Mode, st.Size = syscall.S_IFDIR|0o555, int64(r.size)
 	}
@@ -224,17 +257,22 @@ func (im *Image) isoRecords(lba, size uint32) (*isoRecord, []isoRecord, error) {
 		if su > l {
 			return nil, nil, corruptf("directory at block %d: a name past its record", lba)
 		}
-		r := isoRecord{lba: binary.LittleEndian.Uint32(rec[2:]), size: binary.LittleEndian.Uint32(rec[10:]),
-			dir: rec[25]&2 != 0, recorded: isoShortTime(rec[18:25])}
+		// The data follow the extended attribute record (rec[1] blocks).
+		r := isoRecord{lba: binary.LittleEndian.Uint32(rec[2:]) + uint32(rec[1]), size: binary.LittleEndian.Uint32(rec[10:]),
+			dir: rec[25]&2 != 0, more: rec[25]&0x80 != 0, recorded: isoShortTime(rec[18:25])}
 		dot := nl == 1 && rec[33] <= 1
-		relocated, err := im.isoSUSP(rec[su:], &r, 0)
+		relocated, err := im.isoSUSP(rec[su:], &r)
 		if err != nil {
 			return nil, nil, err
 		}
-		switch {
+		switch n := len(out); {
 		case dot && rec[33] == 0 && self == nil:
 			self = &r
 		case dot || relocated:
+		case n > 0 && out[n-1].more && out[n-1].name == r.name: // the same file's next extent
+			out[n-1].size, out[n-1].more, out[n-1].split = out[n-1].size+r.size, r.more, true
+		case n == maxEntries:
+			return nil, nil, corruptf("directory at block %d: over %d entries", lba, maxEntries)
 		default:
 			out = append(out, r)
 		}
@@ -266,19 +304,41 @@ func isoLongTime(b []byte) time.Time {
 	return t.Add(time.Duration(cs)*10*time.Millisecond - time.Duration(int8(b[16]))*15*time.Minute)
 }
 
-// isoSUSP reads a System Use area's Rock Ridge entries into r (following
-// CE continuation areas) and reports an RE entry.
-func (im *Image) isoSUSP(b []byte, r *isoRecord, hops int) (relocated bool, err error) {
+// isoSUSP reads a record's System Use entries into r, following its
+// continuation areas (one CE per area, as SUSP has it; at most
+// isoMaxCEHops areas a record), and reports an RE entry.
+func (im *Image) isoSUSP(b []byte, r *isoRecord) (relocated bool, err error) {
+	for areas := 0; ; areas++ {
+		ce, re, err := isoArea(b, r)
+		if err != nil {
+			return false, err
+		}
+		relocated = relocated || re
+		if ce == nil {
+			return relocated, nil
+		}
+		if areas == isoMaxCEHops {
+			return false, corruptf("Rock Ridge continuation areas over %d", isoMaxCEHops)
+		}
+		if b, err = im.isoContinuation(ce); err != nil {
+			return false, err
+		}
+	}
+}
+
+// isoArea reads one System Use area's entries into r: its CE entry (nil
+// none; the first if several) and whether it holds RE.
+func isoArea(b []byte, r *isoRecord) (ce []byte, relocated bool, err error) {
 	for p := 0; p+4 <= len(b); {
 		sig, l := string(b[p:p+2]), int(b[p+2])
 		if l < 4 || p+l > len(b) {
-			return relocated, nil // padding, or the end
+			break // padding, or the end
 		}
 		e := b[p : p+l]
 		p += l
 		if fn := isoEntries[sig]; fn != nil {
 			if err := fn(r, e); err != nil {
-				return false, err
+				return nil, false, err
 			}
 			continue
 		}
@@ -286,33 +346,31 @@ func (im *Image) isoSUSP(b []byte, r *isoRecord, hops int) (relocated bool, err 
 		case "RE":
 			relocated = true
 		case "CE":
-			more, err := im.isoContinue(e, r, hops)
-			if err != nil {
-				return false, err
+			if ce == nil {
+				ce = e
 			}
-			relocated = relocated || more
 		case "ST":
-			return relocated, nil
+			return ce, relocated, nil
 		}
 	}
-	return relocated, nil
+	return ce, relocated, nil
 }
 
-// isoContinue reads the continuation area a CE entry names.
-func (im *Image) isoContinue(e []byte, r *isoRecord, hops int) (bool, error) {
-	if len(e) < 28 || hops >= isoMaxCEHops {
-		return false, corruptf("Rock Ridge continuation")
+// isoContinuation reads the continuation area a CE entry names.
+func (im *Image) isoContinuation(e []byte) ([]byte, error) {
+	if len(e) < 28 {
+		return nil, corruptf("Rock Ridge CE of %d bytes", len(e))
 	}
 	lba, off, n := binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[12:]), binary.LittleEndian.Uint32(e[20:])
 	at := int64(lba)*isoBlock + int64(off)
 	if n > isoBlock || at+int64(n) > im.be.size {
-		return false, corruptf("Rock Ridge continuation area at %d of %d bytes", at, n)
+		return nil, corruptf("Rock Ridge continuation area at %d of %d bytes", at, n)
 	}
 	c := make([]byte, n)
 	if _, err := im.be.r.ReadAt(c, at); err != nil {
-		return false, corruptf("Rock Ridge continuation area: %v", err)
+		return nil, corruptf("Rock Ridge continuation area: %v", err)
 	}
-	return im.isoSUSP(c, r, hops+1)
+	return c, nil
 }
 
 // isoEntries decode the Rock Ridge entries that describe a file.
@@ -335,6 +393,13 @@ var isoEntries = map[string]func(r *isoRecord, e []byte) error{
 		if len(e) >= 44 {
 			r.ino = uint64(le.Uint32(e[36:]))
 		}
+		return nil
+	},
+	"CL": func(r *isoRecord, e []byte) error {
+		if len(e) < 12 {
+			return corruptf("Rock Ridge CL of %d bytes", len(e))
+		}
+		r.cl = binary.LittleEndian.Uint32(e[4:])
 		return nil
 	},
 	"PN": func(r *isoRecord, e []byte) error {

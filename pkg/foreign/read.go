@@ -47,9 +47,10 @@ type Stat struct {
 	// reads the whole parent directory again (every inode of it, for
 	// squashfs) per file: quadratic in a directory's size.
 	opener  entryOpener // squashfs: the listing's entry
-	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none
+	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none; -1 a file in several extents (not read)
 	isoLen  uint32      // ISO 9660 with Rock Ridge: the extent's length (a directory's records)
 	xattrs  []Xattr     // squashfs: go-diskfs reads them with the inode
+	xerr    error       // squashfs: why the root's xattrs did not read (Xattrs says it)
 }
 
 // entryOpener is go-diskfs's squashfs directory entry, which opens its
@@ -240,6 +241,21 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 	return out, nil
 }
 
+// subdir is directory real's entry in its parent's listing (the readers
+// of our own find a directory by its inode or extent, not its path).
+func (im *Image) subdir(p, real string) (*Stat, error) {
+	parent, base := path.Split(real)
+	ents, err := im.readDir(p, strings.TrimSuffix(parent, "/"))
+	if err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(ents), func(i int) bool { return ents[i].Name >= base })
+	if i == len(ents) || ents[i].Name != base || !ents[i].IsDir() {
+		return nil, im.pathErr("read directory", p, syscall.ENOENT)
+	}
+	return ents[i], nil
+}
+
 // rootStat is the root directory's: go-diskfs's own where it gives one,
 // else a 0755 directory.
 func (im *Image) rootStat() *Stat {
@@ -275,7 +291,7 @@ func (im *Image) rootStat() *Stat {
 		if s, err := statOf(fi, "/"); err == nil {
 			st = s
 			if x, ok := fi.Sys().(*squashfs.StatT); ok {
-				st.xattrs, _ = im.sqXattrsOf(x.Xattrs) // a set that does not read: none on the root, as go-diskfs's own
+				st.xattrs, st.xerr = im.sqXattrsOf(x.Xattrs)
 			}
 		}
 		return nil
@@ -420,7 +436,7 @@ func (im *Image) Open(p string) (*File, error) {
 		// through their own extent tree or block map (extmap.go).
 		return im.openExt(p, st)
 	}
-	if st.isoData > 0 {
+	if st.isoData != 0 {
 		return im.openISO(p, st)
 	}
 	var f iofs.File
@@ -516,7 +532,10 @@ const isoBlock = 2048
 // from the entry its listing read.
 func (im *Image) openISO(p string, st *Stat) (*File, error) {
 	at := st.isoData - 1
-	if at < 0 || st.Size > im.be.size || at > im.be.size-st.Size {
+	if at < 0 {
+		return nil, im.pathErr("open", p, fmt.Errorf("%w: a file in several extents (over 4 GiB)", ErrUnsupported))
+	}
+	if st.Size > im.be.size || at > im.be.size-st.Size {
 		return nil, im.pathErr("open", p, corruptf("data at %d+%d outside the image", at, st.Size))
 	}
 	return &File{im: im, p: p, f: io.NopCloser(io.NewSectionReader(im.be.r, at, st.Size)), st: st, left: st.Size}, nil

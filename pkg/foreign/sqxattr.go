@@ -96,11 +96,6 @@ func sqXattrOverlay(r io.ReaderAt, size int64) ([][]Xattr, io.ReaderAt, int64, e
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("squashfs attribute table: %w", err)
 	}
-	if len(sets) == 0 {
-		le.PutUint64(o.super[sqXattrAt:], sqNoTable)
-		o.at = size
-		return nil, o, size, nil
-	}
 	o.at = (size + 4095) &^ 4095
 	o.table = sqFakeTable(uint64(o.at), len(sets))
 	le.PutUint64(o.super[sqXattrAt:], uint64(o.at)+uint64(len(o.table))-uint64(16+8*sqBlocks(16*len(sets))))
@@ -164,7 +159,7 @@ func (t *sqTable) sets(start uint64) ([][]Xattr, error) {
 	}
 	kvStart, n := le.Uint64(hdr), int(le.Uint32(hdr[8:]))
 	nb := sqBlocks(16 * n)
-	if kvStart >= start || uint64(nb)*8 > uint64(t.size)-start-16 {
+	if n == 0 || kvStart >= start || uint64(nb)*8 > uint64(t.size)-start-16 {
 		return nil, corruptf("%d attribute sets at %d, pairs at %d", n, start, kvStart)
 	}
 	locs := make([]byte, 8*nb)
@@ -173,7 +168,16 @@ func (t *sqTable) sets(start uint64) ([][]Xattr, error) {
 	}
 	var ids []byte
 	for i := range nb {
-		b, _, err := t.block(le.Uint64(locs[8*i:]))
+		// As the kernel checks them: each id block starts before the
+		// next (or the header) and is at most a metadata block long.
+		at, end := le.Uint64(locs[8*i:]), start
+		if i+1 < nb {
+			end = le.Uint64(locs[8*i+8:])
+		}
+		if at < kvStart || at >= end || end-at > sqMeta+2 {
+			return nil, corruptf("id block %d at %d, the next at %d", i, at, end)
+		}
+		b, _, err := t.block(at)
 		if err != nil {
 			return nil, err
 		}
@@ -186,10 +190,18 @@ func (t *sqTable) sets(start uint64) ([][]Xattr, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := make([][]Xattr, n)
+	// Each distinct set is decoded once (ids may all name one), its
+	// values left in kv; one budget bounds every set's bytes.
+	sets, seen, budget := make([][]Xattr, n), map[[2]uint64]int{}, sqMaxXattrMem
 	for i := range n {
 		e := ids[16*i:]
-		if sets[i], err = sqSet(kv, where, le.Uint64(e), int(le.Uint32(e[8:]))); err != nil {
+		k := [2]uint64{le.Uint64(e), uint64(le.Uint32(e[8:]))}
+		if j, ok := seen[k]; ok {
+			sets[i] = sets[j]
+			continue
+		}
+		seen[k] = i
+		if sets[i], err = sqSet(kv, where, k[0], int(k[1]), &budget); err != nil {
 			return nil, fmt.Errorf("set %d: %w", i, err)
 		}
 	}
@@ -235,14 +247,14 @@ func (t *sqTable) block(off uint64) ([]byte, uint64, error) {
 	if _, err := t.r.ReadAt(raw, int64(off)+2); err != nil {
 		return nil, 0, corruptf("metadata block at %d: %v", off, err)
 	}
-	if hv&0x8000 != 0 {
-		return raw, n + 2, nil
+	b := raw
+	if hv&0x8000 == 0 {
+		var err error
+		if b, err = t.decompress(raw); err != nil {
+			return nil, 0, corruptf("metadata block at %d: %v", off, err)
+		}
 	}
-	b, err := t.decompress(raw)
-	if err != nil {
-		return nil, 0, corruptf("metadata block at %d: %v", off, err)
-	}
-	if t.mem += len(b); t.mem > sqMaxXattrMem {
+	if t.mem += len(b); t.mem > sqMaxXattrMem { // stored blocks count too: ids may name one many times
 		return nil, 0, corruptf("attribute table over %d bytes", sqMaxXattrMem)
 	}
 	return b, n + 2, nil
@@ -270,7 +282,11 @@ func (t *sqTable) decompress(raw []byte) ([]byte, error) {
 				return nil, err
 			}
 		}
-		return t.zd.DecodeAll(raw, nil)
+		b, err := t.zd.DecodeAll(raw, nil)
+		if err == nil && len(b) > sqMeta {
+			err = fmt.Errorf("a metadata block of over %d bytes", sqMeta)
+		}
+		return b, err
 	default:
 		return nil, fmt.Errorf("%w: squashfs codec %d", ErrUnsupported, t.codec)
 	}
@@ -286,7 +302,7 @@ func (t *sqTable) decompress(raw []byte) ([]byte, error) {
 
 // sqSet reads count pairs at reference ref (a block's offset << 16 | the
 // offset in it) of the decompressed pairs kv.
-func sqSet(kv []byte, where map[uint64]int, ref uint64, count int) ([]Xattr, error) {
+func sqSet(kv []byte, where map[uint64]int, ref uint64, count int, budget *int) ([]Xattr, error) {
 	le := binary.LittleEndian
 	at := func(ref uint64) (int, error) {
 		b, ok := where[ref>>16]
@@ -299,7 +315,7 @@ func sqSet(kv []byte, where map[uint64]int, ref uint64, count int) ([]Xattr, err
 	if err != nil {
 		return nil, err
 	}
-	if count > 1<<16 || count*8 > len(kv)-p {
+	if count < 1 || count > 1<<16 || count*8 > len(kv)-p {
 		return nil, corruptf("%d pairs", count)
 	}
 	out, total := make([]Xattr, 0, count), 0
@@ -333,7 +349,10 @@ func sqSet(kv []byte, where map[uint64]int, ref uint64, count int) ([]Xattr, err
 		if total += len(name) + len(v) + 32; total > paxXattrMax {
 			return nil, corruptf("attributes over %d bytes", paxXattrMax)
 		}
-		out = append(out, Xattr{name, append([]byte(nil), v...)})
+		if *budget -= len(name) + 32; *budget < 0 {
+			return nil, corruptf("attribute sets over %d bytes", sqMaxXattrMem)
+		}
+		out = append(out, Xattr{name, v[:len(v):len(v)]}) // in kv: no copy
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	for i := 1; i < len(out); i++ {

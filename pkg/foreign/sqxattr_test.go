@@ -1,0 +1,60 @@
+package foreign
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// sqTableAt parses table b (an attribute table made at offset 0) whose
+// id header is the last 16 + 8 x blocks bytes.
+func sqTableAt(b []byte, n int) ([][]Xattr, error) {
+	t := &sqTable{r: bytes.NewReader(b), size: int64(len(b)), codec: 1}
+	return t.sets(uint64(len(b) - 16 - 8*sqBlocks(16*n)))
+}
+
+// TestSqTableBounds: the made-up table parses (each set its index); a
+// header of no sets, id blocks named twice or out of order, and a set
+// of no pairs are refused; many ids naming one set decode it once.
+func TestSqTableBounds(t *testing.T) {
+	le := binary.LittleEndian
+	const n = 600 // two id blocks
+	good := sqFakeTable(0, n)
+	sets, err := sqTableAt(good, n)
+	if err != nil || len(sets) != n {
+		t.Fatalf("%d sets, %v", len(sets), err)
+	}
+	for i, s := range sets {
+		if len(s) != 1 || s[0].Name != "user."+sqXattrIDKey || le.Uint32(s[0].Value) != uint32(i) {
+			t.Fatalf("set %d: %+v", i, s)
+		}
+	}
+	hdr := len(good) - 16 - 8*2
+	for name, mutate := range map[string]func(b []byte){
+		"no sets":        func(b []byte) { le.PutUint32(b[hdr+8:], 0) },
+		"id block twice": func(b []byte) { copy(b[hdr+24:hdr+32], b[hdr+16:hdr+24]) },
+		"id blocks swapped": func(b []byte) {
+			x := le.Uint64(b[hdr+16:])
+			le.PutUint64(b[hdr+16:], le.Uint64(b[hdr+24:]))
+			le.PutUint64(b[hdr+24:], x)
+		},
+		"a set of no pairs": func(b []byte) { le.PutUint32(b[le.Uint64(b[hdr+16:])+2+8:], 0) },
+	} {
+		b := append([]byte(nil), good...)
+		mutate(b)
+		if _, err := sqTableAt(b, n); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Every id naming set 0's pairs: one decoding, shared.
+	b := append([]byte(nil), good...)
+	ids := b[le.Uint64(b[hdr+16:])+2:]
+	for i := 1; i < 512; i++ {
+		copy(ids[16*i:16*i+16], ids[:16])
+	}
+	sets, err = sqTableAt(b, n)
+	if err != nil || &sets[1][0] != &sets[0][0] {
+		t.Fatalf("ids naming one set: shared %v, %v", len(sets) > 1 && &sets[1][0] == &sets[0][0], err)
+	}
+}
