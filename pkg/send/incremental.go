@@ -394,25 +394,28 @@ func (x *sender) changeXattrs(p string, b, s *fsys.Inode) error {
 	return nil
 }
 
-// A file with one name in both snapshots that moved travels as RENAMEs,
-// its data staying where it is: the removal walk moves it out of the way
-// to a stash name in the root, and the snapshot walk moves it from there
-// to its new path and sends what else changed.
+// A file that moved travels as RENAMEs, its data staying where it is:
+// the removal walk moves it out of the way to a stash name in the root,
+// and the snapshot walk moves it from there to its new path and sends
+// what else changed. A file with several names stashes the first name
+// removed (its other removed names are unlinked); the snapshot walk's
+// first name of it takes the stash back, the others LINK to that one,
+// and where a name was kept the new ones LINK to it and the stash goes.
 type stashed struct {
 	path string
 	base *fsys.Inode
 }
 
 // stashIt moves the base's entry in at p to a stash name when the
-// snapshot still has it, elsewhere: a directory (one name: its entries
-// move with it), or a non-directory with one name; it reports whether it
-// did. A moved directory's own removals follow, under the stash name.
+// snapshot still has it, elsewhere (a directory's entries move with it);
+// it reports whether it did. A moved directory's own removals follow,
+// under the stash name.
 func (x *sender) stashIt(p string, in *fsys.Inode, depth int) (bool, error) {
-	if in.Nlink != 1 && !in.IsDir() {
-		return false, nil
+	if _, ok := x.stash[in.Ino]; ok {
+		return false, nil // another name of the file is stashed: this one goes
 	}
 	s, err := x.f.Inode(in.Ino)
-	if errors.Is(err, syscall.ENOENT) || err == nil && !same(in, s) || err == nil && s.Nlink != 1 && !s.IsDir() {
+	if errors.Is(err, syscall.ENOENT) || err == nil && !same(in, s) {
 		return false, nil
 	}
 	if err != nil {
@@ -441,6 +444,9 @@ func (x *sender) unstash(p string, st stashed, in *fsys.Inode, depth int) error 
 	delete(x.stash, in.Ino)
 	if err := x.put(&format.Record{Type: format.RecRename, Path: st.path, Target: p}); err != nil {
 		return err
+	}
+	if !in.IsDir() && in.Nlink > 1 {
+		x.links[in.Ino] = p // its other new names LINK to this one
 	}
 	if in.IsDir() {
 		for ino, l := range x.links {

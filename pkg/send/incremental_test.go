@@ -243,6 +243,37 @@ func TestIncrementalDirRename(t *testing.T) {
 	receiveS2(t, src, 64<<10) // six 1 MiB files in four moved directories
 }
 
+// TestIncrementalLinksMoved: files with several names whose names all
+// changed (moved, one name renamed and another made, both moved into a
+// new directory and a third added) travel as RENAMEs and LINKs, never
+// their data; the received snapshot equals the sent one.
+func TestIncrementalLinksMoved(t *testing.T) {
+	src, _ := newFS(t, 1, format.Settings{})
+	populate(t, src)
+	big := bytes.Repeat([]byte("fedcba9876543210"), 1<<16)
+	for _, f := range []string{"/m1", "/m2", "/m3"} {
+		in, err := src.Create(f, fsys.Attr{Mode: 0o644})
+		must(t, err)
+		must(t, src.WriteAt(in, big, 0))
+		must(t, src.Link(f, f+"-b"))
+	}
+	_, err := src.CreateSnapshot("s1")
+	must(t, err)
+	must(t, src.Rename("/m1", "/m1-moved")) // both names of m1 renamed
+	must(t, src.Rename("/m1-b", "/d/m1-b-moved"))
+	must(t, src.Rename("/m2", "/m2-new")) // one renamed, the other removed, a third made
+	must(t, src.Remove("/m2-b"))
+	must(t, src.Link("/m2-new", "/m2-third"))
+	_, err = src.Mkdir("/n", fsys.Attr{Mode: 0o755}) // both into a new directory, and a third name
+	must(t, err)
+	must(t, src.Rename("/m3", "/n/m3"))
+	must(t, src.Rename("/m3-b", "/n/m3-b"))
+	must(t, src.Link("/n/m3", "/n/m3-c"))
+	_, err = src.CreateSnapshot("s2")
+	must(t, err)
+	receiveS2(t, src, 64<<10) // three 1 MiB files, all names changed
+}
+
 // A RENAME of a directory into itself, of a missing name, or onto a
 // name that exists is refused and the receive leaves no snapshot.
 func TestReceiveRefusesBadRename(t *testing.T) {
