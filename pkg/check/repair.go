@@ -135,8 +135,11 @@ func (r *repairer) round(round int) (done bool, err error) {
 		return false, err
 	}
 	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
+	if shared && len(rep.Incomplete) == 0 {
+		todo = append(todo, r.opt.liveValueFixes(rep.Problems)...)
+	}
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks and reference counts are repaired (the other fixes are not yet aware of shared nodes)"
+		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts and the live tree's inode values are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
@@ -308,6 +311,27 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 			continue
 		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// liveValues are the fixes that set one field of an inode item to the
+// value the check counted: through the transaction's copy-on-write they
+// change the live tree's leaf only (a snapshot sharing it keeps its own),
+// and they touch no extent, name or reference.
+var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NBytes: true, SpecialSize: true, Rdev: true, InodeFlags: true}
+
+// liveValueFixes are ps's liveValues problems of the live fs tree, on an
+// image with snapshots (whose own trees are read-only: left reported).
+func (o Options) liveValueFixes(ps []Problem) []Problem {
+	if mappingBroken(ps) {
+		return nil
+	}
+	var out []Problem
+	for _, p := range ps {
+		if ci, _ := p.Code.Info(); liveValues[p.Code] && p.Tree == format.FSTree.String() && o.Mode.allows(ci.fix) {
+			out = append(out, p)
+		}
 	}
 	return out
 }

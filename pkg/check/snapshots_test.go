@@ -179,6 +179,30 @@ func TestSnapshotSurgery(t *testing.T) {
 			t.Fatalf("repair changed a snapshot: %v", got.Problems)
 		}
 	})
+	t.Run("snapshot-value-left", func(t *testing.T) {
+		// A wrong value in a snapshot's own leaf (the root's size in s1)
+		// is left, and the live tree's inode of the same number is not
+		// set to the snapshot's count.
+		s := newSurgeon(t, base)
+		must(t, s.tx.Commit())
+		k := format.Key{ObjectID: format.RootDirIno, Type: format.InodeItemKey}
+		leaf := leafOf(t, s.st.Vol, snapshotRoot(t, s.st, "s1").Logical, k)
+		for i, it := range leaf.Items {
+			if it.Key == k {
+				in, err := format.UnmarshalInodeItem(it.Data)
+				must(t, err)
+				in.Size += 7
+				leaf.Items[i].Data = format.MarshalInodeItem(in)
+			}
+		}
+		writeNode(t, s.st.Vol, leaf)
+		expect(t, fsckDevs(t, s.devs, Options{}), want{code: DirSize, ino: format.RootDirIno})
+		got := repairDevs(t, s.devs, ModeRepair)
+		if len(got.Problems) != 1 || got.Problems[0].Tree != "fs@s1" || got.Problems[0].Fixed {
+			t.Fatalf("after the repair: %v", got.Problems)
+		}
+		expect(t, fsckDevs(t, s.devs, Options{}), want{code: DirSize, ino: format.RootDirIno}) // the live tree still clean
+	})
 	t.Run("duplicate-name", func(t *testing.T) {
 		s := newSurgeon(t, base)
 		all, err := s.st.Snapshots()
@@ -188,13 +212,36 @@ func TestSnapshotSurgery(t *testing.T) {
 		s.put(format.SnapshotTree, format.Key{ObjectID: 99, Type: format.SnapshotItemKey}, format.MarshalSnapshotItem(&dup))
 		expect(t, s.check(Options{}), want{code: SnapshotBad})
 	})
-	t.Run("live-fix-limited", func(t *testing.T) {
+	t.Run("live-value-fix", func(t *testing.T) {
+		// A live inode's count and its directory's size repaired on an
+		// image with snapshots; the snapshot's copy of the leaf is not
+		// touched (its inode keeps its own, right, values).
 		s := newSurgeon(t, base)
-		s.inode(s.ino("/mid"), func(in *format.InodeItem) { in.Nlink = 5 })
-		expect(t, s.check(Options{}), want{code: Nlink, ino: s.ino("/mid")})
+		mid := s.ino("/mid")
+		s.inode(mid, func(in *format.InodeItem) { in.Nlink = 5 })
+		s.inode(format.RootDirIno, func(in *format.InodeItem) { in.Size += 7 })
+		expect(t, s.check(Options{}), want{code: Nlink, ino: mid}, want{code: DirSize, ino: format.RootDirIno})
 		got := repairDevs(t, s.devs, ModeRepair)
-		if got.Clean() || got.RepairLimited == "" {
-			t.Fatalf("repair of a live-tree count on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
+		if !got.Clean() || got.RepairLimited != "" {
+			t.Fatalf("repair of live-tree values on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
+		}
+		if after := fsckDevs(t, s.devs, Options{CheckData: true}); !after.Clean() {
+			t.Fatalf("after the repair: %v", after.Problems)
+		}
+		st, err := store.OpenVolume(volumeOf(t, s.devs))
+		must(t, err)
+		f, err := fsys.New(st, fsys.Options{})
+		must(t, err)
+		for tree, want := range map[string]uint32{"": 1, "s1": 1} {
+			v := f
+			if tree != "" {
+				v, err = f.OpenSnapshot(tree)
+				must(t, err)
+			}
+			in, err := v.Resolve("/mid", false)
+			if err != nil || in.Nlink != want {
+				t.Fatalf("%q: /mid nlink %v (%v), want %d", tree, in, err, want)
+			}
 		}
 	})
 }
