@@ -37,11 +37,13 @@ func (fs *FS) Space(root format.RootPtr) (SnapshotSpace, error) {
 			return nil
 		}
 		seen[l] = true
-		refs, err := fs.committedRefs(format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(level)})
-		if err != nil {
-			return err
+		if excl { // below a shared node nothing is the tree's own: no lookup
+			refs, err := fs.committedRefs(format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(level)})
+			if err != nil {
+				return err
+			}
+			excl = refs == 1
 		}
-		excl = excl && refs == 1
 		sp.Referenced += ns
 		if excl {
 			sp.Exclusive += ns
