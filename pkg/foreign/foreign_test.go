@@ -45,13 +45,18 @@ var builders = []builder{
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
+	// -no-exports: no inode table index, so go-diskfs's 0777 bits only.
+	{name: "squashfs-no-exports", kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o777, owners: true, mtime: true, specials: true,
+		build: func(t testing.TB, src, img string) {
+			sh(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-no-exports")
+		}},
 	// Inline data: small files, directories and long symlink targets in
 	// the inode, which pkg/foreign reads itself (extdir.go).
 	{name: "ext4-inline", kind: Ext4, tools: []string{"mke2fs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "ext4", hardLinks: true, inos: true,
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum,inline_data", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
-	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o777, owners: true, mtime: true, specials: true, kernelFS: "squashfs",
+	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "squashfs",
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress")
 		}},

@@ -61,7 +61,7 @@ func smallExt(t testing.TB, k Kind, features string) []byte {
 	img := filepath.Join(dir, "x.img")
 	var f *builder
 	for i := range builders {
-		if builders[i].kind == k {
+		if builders[i].kind == k && f == nil { // the first: the plain one
 			f = &builders[i]
 		}
 	}

@@ -33,6 +33,7 @@ type Image struct {
 	cached int
 	ext    *extInodes // an ext image's inode reader (extmap.go), once made
 	sqx    [][]Xattr  // a squashfs image's attribute sets (sqxattr.go)
+	sqm    *sqModes   // a squashfs image's set-ID bits, through its export table (sqmode.go)
 	rr     int        // ISO 9660: 0 not looked at, 1 Rock Ridge (isodir.go lists it), 2 none
 	root   *Stat      // the root's, once read
 }
@@ -93,6 +94,13 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 	}
 	err = im.guard("open", "", func() (err error) {
 		if k == Squashfs { // go-diskfs gets a made-up attribute table (sqxattr.go)
+			super := make([]byte, sqSuper)
+			if _, err := r.ReadAt(super, 0); err != nil {
+				return corruptf("squashfs superblock: %v", err)
+			}
+			if im.sqm, err = newSQModes(r, size, super); err != nil {
+				return err
+			}
 			var r2 io.ReaderAt
 			if im.sqx, r2, size, err = sqXattrOverlay(r, size); err != nil {
 				return err

@@ -221,7 +221,9 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 			}
 			if st, err = statOf(fi, name); err != nil || !im.kind.isExt() {
 				if x, ok := fi.Sys().(*squashfs.StatT); ok && err == nil {
-					st.xattrs, err = im.sqXattrsOf(x.Xattrs)
+					if st.xattrs, err = im.sqXattrsOf(x.Xattrs); err == nil {
+						err = im.sqPerm(st)
+					}
 					st.opener, _ = e.(entryOpener)
 				}
 				return err
@@ -292,6 +294,7 @@ func (im *Image) rootStat() *Stat {
 			st = s
 			if x, ok := fi.Sys().(*squashfs.StatT); ok {
 				st.xattrs, st.xerr = im.sqXattrsOf(x.Xattrs)
+				_ = im.sqPerm(st) // a broken export table: go-diskfs's bits here; every entry's listing says why
 			}
 		}
 		return nil

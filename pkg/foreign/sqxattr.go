@@ -144,6 +144,8 @@ type sqTable struct {
 	codec uint16
 	mem   int // decompressed bytes so far
 	zd    *zstd.Decoder
+	// unbounded: no total (a reader that keeps few blocks, as sqModes).
+	unbounded bool
 }
 
 // sets parses the table whose id header is at start: every set's pairs,
@@ -254,7 +256,7 @@ func (t *sqTable) block(off uint64) ([]byte, uint64, error) {
 			return nil, 0, corruptf("metadata block at %d: %v", off, err)
 		}
 	}
-	if t.mem += len(b); t.mem > sqMaxXattrMem { // stored blocks count too: ids may name one many times
+	if t.mem += len(b); t.mem > sqMaxXattrMem && !t.unbounded { // stored blocks count too: ids may name one many times
 		return nil, 0, corruptf("attribute table over %d bytes", sqMaxXattrMem)
 	}
 	return b, n + 2, nil

@@ -1,0 +1,140 @@
+package foreign
+
+// Squashfs set-user-ID, set-group-ID and sticky bits, read by a reader
+// of our own. go-diskfs v1.9.4's squashfs Mode keeps only 0777 (a
+// Debian rootfs's passwd, su and mount lose their set-user-ID bit), and
+// its entries say an inode's number but not where it lies. mksquashfs
+// writes an export table (inode number -> inode reference) unless told
+// -no-exports: through it ddfs reads the inode's header, its type and
+// its 12 permission bits. Without one, the 0777 bits are what there is.
+
+import (
+	"encoding/binary"
+	"io"
+	"syscall"
+)
+
+const sqModeCache = 256 // metadata blocks kept (2 MiB)
+
+// sqModes finds inodes' permission bits through the export table.
+type sqModes struct {
+	t      *sqTable
+	inodes uint64   // inode_table_start
+	export []uint64 // the export table's metadata block offsets
+	count  uint64   // inode_count
+	cache  map[uint64]sqBlock
+}
+
+// sqBlock is a metadata block's bytes and its length on disk.
+type sqBlock struct {
+	b    []byte
+	disk uint64
+}
+
+// newSQModes reads squashfs image r's export table index (nil: none).
+func newSQModes(r io.ReaderAt, size int64, super []byte) (*sqModes, error) {
+	le := binary.LittleEndian
+	start, count := le.Uint64(super[88:]), uint64(le.Uint32(super[4:]))
+	if start == sqNoTable {
+		return nil, nil
+	}
+	nb := uint64(sqBlocks(int(min(count, 1<<32)) * 8))
+	if count == 0 || start > uint64(size) || nb*8 > uint64(size)-start {
+		return nil, corruptf("export table at %d for %d inodes", start, count)
+	}
+	idx := make([]byte, nb*8)
+	if _, err := r.ReadAt(idx, int64(start)); err != nil {
+		return nil, corruptf("export table: %v", err)
+	}
+	m := &sqModes{t: &sqTable{r: r, size: size, codec: le.Uint16(super[20:]), unbounded: true},
+		inodes: le.Uint64(super[64:]), count: count, cache: map[uint64]sqBlock{}}
+	for i := range nb {
+		m.export = append(m.export, le.Uint64(idx[8*i:]))
+	}
+	return m, nil
+}
+
+// block is the metadata block at off, from the cache where it is.
+func (m *sqModes) block(off uint64) (sqBlock, error) {
+	if c, ok := m.cache[off]; ok {
+		return c, nil
+	}
+	b, disk, err := m.t.block(off)
+	if err != nil {
+		return sqBlock{}, err
+	}
+	if len(m.cache) == sqModeCache {
+		clear(m.cache)
+	}
+	m.cache[off] = sqBlock{b, disk}
+	return m.cache[off], nil
+}
+
+// bytesAt reads n bytes at reference ref of the table at start (they may
+// run on into the next metadata block).
+func (m *sqModes) bytesAt(start, ref uint64, n int) ([]byte, error) {
+	at, off := start+ref>>16, int(ref&0xffff)
+	var out []byte
+	for len(out) < n {
+		c, err := m.block(at)
+		if err != nil {
+			return nil, err
+		}
+		if off > len(c.b) {
+			return nil, corruptf("reference %#x past its block", ref)
+		}
+		out = append(out, c.b[off:min(len(c.b), off+n-len(out))]...)
+		at, off = at+c.disk, 0
+	}
+	return out, nil
+}
+
+// perm is inode ino's permission bits (07777) and its type (squashfs's
+// basic type: 1 directory ... 7 socket).
+func (m *sqModes) perm(ino uint64) (uint32, uint16, error) {
+	if ino == 0 || ino > m.count {
+		return 0, 0, corruptf("inode number %d of %d", ino, m.count)
+	}
+	i := (ino - 1) * 8
+	blk := i / sqMeta
+	if blk >= uint64(len(m.export)) {
+		return 0, 0, corruptf("inode number %d past the export table", ino)
+	}
+	c, err := m.block(m.export[blk])
+	if err != nil {
+		return 0, 0, err
+	}
+	if int(i%sqMeta)+8 > len(c.b) {
+		return 0, 0, corruptf("export entry of inode %d past its block", ino)
+	}
+	ref := binary.LittleEndian.Uint64(c.b[i%sqMeta:])
+	h, err := m.bytesAt(m.inodes, ref, 4)
+	if err != nil {
+		return 0, 0, err
+	}
+	typ := binary.LittleEndian.Uint16(h)
+	if typ > 7 {
+		typ -= 7 // an extended inode: its basic type
+	}
+	return uint32(binary.LittleEndian.Uint16(h[2:])) & 0o7777, typ, nil
+}
+
+// sqTypes is st_mode's type for squashfs's basic inode types.
+var sqTypes = [8]uint32{0, syscall.S_IFDIR, syscall.S_IFREG, syscall.S_IFLNK, syscall.S_IFBLK, syscall.S_IFCHR, syscall.S_IFIFO, syscall.S_IFSOCK}
+
+// sqPerm adds st's set-ID and sticky bits from its inode; the inode the
+// export table names must have the type and 0777 bits go-diskfs read.
+func (im *Image) sqPerm(st *Stat) error {
+	if im.sqm == nil {
+		return nil
+	}
+	perm, typ, err := im.sqm.perm(st.Ino)
+	if err != nil {
+		return err
+	}
+	if typ == 0 || typ >= 8 || sqTypes[typ] != st.Mode&syscall.S_IFMT || perm&0o777 != st.Mode&0o777 {
+		return corruptf("inode %d: the export table names one of type %d, mode %#o; its entry says %#o", st.Ino, typ, perm, st.Mode)
+	}
+	st.Mode |= perm & 0o7000
+	return nil
+}
