@@ -227,7 +227,10 @@ func (v *verifier) entry(p, q string, in *fsys.Inode, g *foreign.Stat, depth int
 	if in.Mode&syscall.S_IFMT != g.Mode&syscall.S_IFMT {
 		return fmt.Errorf("%w: %s: type %o, the tree's %o", ErrMismatch, q, g.Mode&syscall.S_IFMT, in.Mode&syscall.S_IFMT)
 	}
-	if im.Kind() == foreign.Squashfs { // the one format written here that keeps them
+	if im.Kind() == foreign.Squashfs { // written by ddfs: it keeps every bit, owner and attribute
+		if g.Mode&0o7777 != in.Mode&0o7777 || g.UID != in.UID || g.GID != in.GID {
+			return fmt.Errorf("%w: %s: mode %#o %d:%d, the tree's %#o %d:%d", ErrMismatch, q, g.Mode&0o7777, g.UID, g.GID, in.Mode&0o7777, in.UID, in.GID)
+		}
 		if err := v.xattrs(p, q, in, g); err != nil {
 			return err
 		}

@@ -27,18 +27,19 @@ import (
 )
 
 const (
-	sqMagic     = 0x73717368
-	sqBlockLog  = 17
-	sqBlockSize = 1 << sqBlockLog
-	sqSuperSize = 96
-	sqGzip      = 1
-	sqNoFrag    = 0x10  // NO_FRAGMENTS
-	sqNoXattrs  = 0x200 // NO_XATTRS
-	sqNone      = ^uint64(0)
-	sqMaxName   = 256
-	sqMaxIDs    = 1<<16 - 1 // the superblock counts them in 16 bits
-	sqBlockRaw  = 1 << 24   // a data block's size word: stored uncompressed
-	sqPad       = 4096      // the image is padded to this, as mksquashfs does (loop devices)
+	sqMagic      = 0x73717368
+	sqBlockLog   = 17
+	sqBlockSize  = 1 << sqBlockLog
+	sqSuperSize  = 96
+	sqGzip       = 1
+	sqNoFrag     = 0x10  // NO_FRAGMENTS
+	sqNoXattrs   = 0x200 // NO_XATTRS
+	sqExportable = 0x80  // EXPORTABLE: an export table
+	sqNone       = ^uint64(0)
+	sqMaxName    = 256
+	sqMaxIDs     = 1<<16 - 1 // the superblock counts them in 16 bits
+	sqBlockRaw   = 1 << 24   // a data block's size word: stored uncompressed
+	sqPad        = 4096      // the image is padded to this, as mksquashfs does (loop devices)
 )
 
 // Inode types (basic; the extended ones are these + 7).
@@ -84,6 +85,7 @@ type sqWriter struct {
 	block  []byte
 	mtime  uint32
 	xattrs sqXattrs
+	refs   []uint64 // each inode's reference, by number - 1: the export table
 }
 
 // writeSquashfs writes the tree at src of f as a squashfs image to out.
@@ -354,6 +356,11 @@ func (s *sqWriter) special(typ uint16, in *fsys.Inode, num, xi uint32) (uint64, 
 func (s *sqWriter) putInode(b []byte) uint64 {
 	ref := s.inodes.ref()
 	s.inodes.write(b)
+	num := binary.LittleEndian.Uint32(b[12:]) // the header's inode number
+	for uint32(len(s.refs)) < num {
+		s.refs = append(s.refs, 0)
+	}
+	s.refs[num-1] = ref
 	return ref
 }
 
@@ -429,34 +436,36 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 	if n, err = s.dirs.writeTo(s.w); err != nil {
 		return nil, err
 	}
-	// The id table: metadata blocks of 32-bit ids, then the array of
-	// their offsets that id_table_start points at. No fragment table:
-	// its start says where it would be, as for an empty one.
+	// No fragment table: its start says where it would be, as for an
+	// empty one. Then the export table (inode number -> reference, which
+	// NFS and readers that find an inode by number use) and the id table,
+	// each as metadata blocks of fixed-size entries and the array of
+	// their offsets the superblock points at.
 	fragStart := dirStart + uint64(n)
-	ids := sqMeta{c: s.c}
-	var index []byte
-	for i, v := range s.idList {
-		if i%(sqMetaBlock/4) == 0 {
-			ids.flush()
-			index = le.AppendUint64(index, fragStart+uint64(ids.done.Len()))
-		}
-		ids.write(le.AppendUint32(nil, v))
+	var refs []byte
+	for _, r := range s.refs {
+		refs = le.AppendUint64(refs, r)
 	}
-	if n, err = ids.writeTo(s.w); err != nil {
+	exportStart, n2, err := s.table(fragStart, refs, 8)
+	if err != nil {
 		return nil, err
 	}
-	idStart := fragStart + uint64(n)
-	if _, err := s.w.Write(index); err != nil {
+	var ids []byte
+	for _, v := range s.idList {
+		ids = le.AppendUint32(ids, v)
+	}
+	idStart, n3, err := s.table(fragStart+n2, ids, 4)
+	if err != nil {
 		return nil, err
 	}
-	used := idStart + uint64(len(index))
-	xattrStart, flags := sqNone, uint16(sqNoFrag|sqNoXattrs)
+	used := fragStart + n2 + n3
+	xattrStart, flags := sqNone, uint16(sqNoFrag|sqNoXattrs|sqExportable)
 	if len(s.xattrs.index) > 0 { // after the id table, as the kernel wants them
 		start, n, err := s.xattrs.writeTo(s, used)
 		if err != nil {
 			return nil, err
 		}
-		xattrStart, flags, used = start, sqNoFrag, used+n
+		xattrStart, flags, used = start, flags&^sqNoXattrs, used+n
 	}
 	if pad := (sqPad - used%sqPad) % sqPad; pad > 0 {
 		if _, err := s.w.Write(make([]byte, pad)); err != nil {
@@ -468,6 +477,30 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 	sb = le.AppendUint16(le.AppendUint16(le.AppendUint16(sb, sqGzip), sqBlockLog), flags)
 	sb = le.AppendUint16(le.AppendUint16(le.AppendUint16(sb, uint16(len(s.idList))), 4), 0)
 	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, rootRef), used), idStart), xattrStart)
-	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, inodeStart), dirStart), fragStart), sqNone)
+	sb = le.AppendUint64(le.AppendUint64(le.AppendUint64(le.AppendUint64(sb, inodeStart), dirStart), fragStart), exportStart)
 	return sb, nil
+}
+
+// table writes entries (of size bytes each, none split across blocks)
+// at image offset at as metadata blocks, then the array of their
+// offsets; it returns where that array starts and the bytes written.
+func (s *sqWriter) table(at uint64, entries []byte, size int) (start, n uint64, err error) {
+	le := binary.LittleEndian
+	m := sqMeta{c: s.c}
+	var index []byte
+	for i := 0; i < len(entries); i += size {
+		if i%sqMetaBlock == 0 {
+			m.flush()
+			index = le.AppendUint64(index, at+uint64(m.done.Len()))
+		}
+		m.write(entries[i : i+size])
+	}
+	blocks, err := m.writeTo(s.w)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := s.w.Write(index); err != nil {
+		return 0, 0, err
+	}
+	return at + uint64(blocks), uint64(blocks) + uint64(len(index)), nil
 }
