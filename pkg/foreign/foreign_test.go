@@ -56,7 +56,7 @@ var builders = []builder{
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mke2fs", "-q", "-F", "-t", "ext4", "-O", "metadata_csum,inline_data", "-E", "root_owner=0:0", "-d", src, img, "8M")
 		}},
-	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "squashfs",
+	{kind: Squashfs, tools: []string{"mksquashfs"}, symlinks: true, permMask: 0o7777, owners: true, mtime: true, specials: true, kernelFS: "squashfs", hardLinks: true, inos: true,
 		build: func(t testing.TB, src, img string) {
 			sh(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress")
 		}},

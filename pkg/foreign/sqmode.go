@@ -1,9 +1,10 @@
 package foreign
 
-// Squashfs set-user-ID, set-group-ID and sticky bits, read by a reader
-// of our own. go-diskfs v1.9.4's squashfs Mode keeps only 0777 (a
-// Debian rootfs's passwd, su and mount lose their set-user-ID bit), and
-// its entries say an inode's number but not where it lies. mksquashfs
+// Squashfs set-user-ID, set-group-ID and sticky bits and link counts,
+// read by a reader of our own. go-diskfs v1.9.4's squashfs Mode keeps
+// only 0777 (a Debian rootfs's passwd, su and mount lose their
+// set-user-ID bit), its link count is always 1 (hard links come in as
+// copies), and its entries say an inode's number but not where it lies. mksquashfs
 // writes an export table (inode number -> inode reference) unless told
 // -no-exports: through it ddfs reads the inode's header, its type and
 // its 12 permission bits. Without one, the 0777 bits are what there is.
@@ -23,6 +24,8 @@ type sqModes struct {
 	export []uint64 // the export table's metadata block offsets
 	count  uint64   // inode_count
 	cache  map[uint64]sqBlock
+	ref    uint64 // the last inode perm found, and its type as written
+	raw    uint16
 }
 
 // sqBlock is a metadata block's bytes and its length on disk.
@@ -89,6 +92,34 @@ func (m *sqModes) bytesAt(start, ref uint64, n int) ([]byte, error) {
 	return out, nil
 }
 
+// sqInode is what ddfs reads of a squashfs inode itself.
+type sqInode struct {
+	perm  uint32 // 07777
+	typ   uint16 // basic type: 1 directory ... 7 socket
+	nlink uint32 // 0: the inode keeps none (a basic file: 1)
+}
+
+// sqNlinkAt is where an inode keeps its link count, by type (1..14).
+var sqNlinkAt = [15]int{0, 20, 0, 16, 16, 16, 16, 16, 16, 40, 16, 16, 16, 16, 16}
+
+// inode reads inode ino's header and link count.
+func (m *sqModes) inode(ino uint64) (sqInode, error) {
+	var out sqInode
+	perm, typ, err := m.perm(ino)
+	if err != nil {
+		return out, err
+	}
+	out.perm, out.typ = perm, typ
+	if at := sqNlinkAt[m.raw]; at > 0 {
+		b, err := m.bytesAt(m.inodes, m.ref, at+4)
+		if err != nil {
+			return out, err
+		}
+		out.nlink = binary.LittleEndian.Uint32(b[at:])
+	}
+	return out, nil
+}
+
 // perm is inode ino's permission bits (07777) and its type (squashfs's
 // basic type: 1 directory ... 7 socket).
 func (m *sqModes) perm(ino uint64) (uint32, uint16, error) {
@@ -113,6 +144,10 @@ func (m *sqModes) perm(ino uint64) (uint32, uint16, error) {
 		return 0, 0, err
 	}
 	typ := binary.LittleEndian.Uint16(h)
+	if typ == 0 || typ > 14 {
+		return 0, 0, corruptf("inode %d of type %d", ino, typ)
+	}
+	m.ref, m.raw = ref, typ
 	if typ > 7 {
 		typ -= 7 // an extended inode: its basic type
 	}
@@ -122,19 +157,23 @@ func (m *sqModes) perm(ino uint64) (uint32, uint16, error) {
 // sqTypes is st_mode's type for squashfs's basic inode types.
 var sqTypes = [8]uint32{0, syscall.S_IFDIR, syscall.S_IFREG, syscall.S_IFLNK, syscall.S_IFBLK, syscall.S_IFCHR, syscall.S_IFIFO, syscall.S_IFSOCK}
 
-// sqPerm adds st's set-ID and sticky bits from its inode; the inode the
-// export table names must have the type and 0777 bits go-diskfs read.
+// sqPerm adds st's set-ID and sticky bits and link count from its inode;
+// the inode the export table names must have the type and 0777 bits
+// go-diskfs read.
 func (im *Image) sqPerm(st *Stat) error {
 	if im.sqm == nil {
 		return nil
 	}
-	perm, typ, err := im.sqm.perm(st.Ino)
+	in, err := im.sqm.inode(st.Ino)
 	if err != nil {
 		return err
 	}
-	if typ == 0 || typ >= 8 || sqTypes[typ] != st.Mode&syscall.S_IFMT || perm&0o777 != st.Mode&0o777 {
-		return corruptf("inode %d: the export table names one of type %d, mode %#o; its entry says %#o", st.Ino, typ, perm, st.Mode)
+	if in.typ == 0 || in.typ >= 8 || sqTypes[in.typ] != st.Mode&syscall.S_IFMT || in.perm&0o777 != st.Mode&0o777 {
+		return corruptf("inode %d: the export table names one of type %d, mode %#o; its entry says %#o", st.Ino, in.typ, in.perm, st.Mode)
 	}
-	st.Mode |= perm & 0o7000
+	st.Mode |= in.perm & 0o7000
+	if in.nlink > 0 && !st.IsDir() { // go-diskfs says 1: hard links are found by this count
+		st.Nlink = in.nlink
+	}
 	return nil
 }
