@@ -1,9 +1,11 @@
 package foreign
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -98,6 +100,11 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 			if _, err := r.ReadAt(super, 0); err != nil {
 				return corruptf("squashfs superblock: %v", err)
 			}
+			if binary.LittleEndian.Uint16(super[20:]) == sqLZ4 {
+				// go-diskfs v1.9.4 decompresses squashfs's raw lz4 blocks as
+				// lz4 frames: every read fails. Said plainly, not "corrupt".
+				return fmt.Errorf("%w: squashfs compressed with lz4 (go-diskfs v1.9.4 cannot read it; mksquashfs -comp gzip, xz or zstd can be)", ErrUnsupported)
+			}
 			if im.sqm, err = newSQModes(r, size, super); err != nil {
 				return err
 			}
@@ -111,6 +118,9 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 		return err
 	})
 	if err != nil {
+		if !strings.Contains(err.Error(), name) { // a panic's is named already
+			err = fmt.Errorf("%s: %w", name, err)
+		}
 		return nil, err
 	}
 	return im, nil

@@ -34,6 +34,7 @@ const (
 	sqXattrIDKey  = "ddfs-xattr-id"
 	sqMaxXattrMem = 64 << 20 // bytes of decompressed attribute table
 	sqMeta        = 8192
+	sqLZ4         = 5 // the superblock's compression id for lz4
 )
 
 // sqPrefixes names a pair's type (its low byte); 0x100 marks a value

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +60,23 @@ func TestSqTableBounds(t *testing.T) {
 	sets, err = sqTableAt(b, n)
 	if err != nil || &sets[1][0] != &sets[0][0] {
 		t.Fatalf("ids naming one set: shared %v, %v", len(sets) > 1 && &sets[1][0] == &sets[0][0], err)
+	}
+}
+
+// TestSquashfsLZ4Refused: go-diskfs cannot read lz4 squashfs (it takes
+// raw lz4 blocks for frames); opening one says so, naming the image,
+// rather than calling it corrupt.
+func TestSquashfsLZ4Refused(t *testing.T) {
+	needTools(t, "mksquashfs")
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(src, 0o755))
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	img := filepath.Join(t.TempDir(), "x.sqfs")
+	if out, err := exec.Command("mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-comp", "lz4").CombinedOutput(); err != nil {
+		t.Skipf("mksquashfs -comp lz4: %v %s", err, out)
+	}
+	_, err := Open(img)
+	if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "lz4") {
+		t.Fatalf("open of an lz4 squashfs: %v", err)
 	}
 }
