@@ -230,6 +230,7 @@ func TestJSONVocabulary(t *testing.T) {
 		{"ddfs set-uuid", []string{"set-uuid", "--json", "a.img"}, 0},
 		{"ddfs snapshot list", []string{"snapshot", "list", "--json", "snap.img"}, 0},
 		{"ddfs snapshot list", []string{"snapshot", "list", "--json", "recv.img"}, 0},
+		{"ddfs export", []string{"export", "--json", "a.img:/format", "x.sqfs", "--type", "squashfs"}, 0},
 	}
 	ran := map[string]bool{}
 	for _, r := range runs {
