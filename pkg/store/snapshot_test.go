@@ -46,6 +46,11 @@ func TestLiveNodesHoldSnapshots(t *testing.T) {
 	if err := fs.loadSharedGen(); err != nil || fs.sharedGen != kept.Generation {
 		t.Fatalf("shared generation %d (%v), want %d", fs.sharedGen, err, kept.Generation)
 	}
+	// Right after the snapshot every node is named by two roots: each is
+	// listed once.
+	if shared, err := fs.liveNodes(); err != nil || len(slices.Compact(slices.Clone(shared))) != len(shared) {
+		t.Fatalf("with every node shared: %d nodes listed (%v), not distinct", len(shared), err)
+	}
 	put(2) // every leaf and the root copied: the old ones are the snapshot's alone
 	var snapNodes []uint64
 	if err := fs.TreeAt(kept).WalkNodes(func(n *format.Node) error { snapNodes = append(snapNodes, n.Logical); return nil }); err != nil {
