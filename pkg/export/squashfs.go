@@ -99,7 +99,7 @@ func writeSquashfs(f *fsys.FS, src string, out *os.File) error {
 	}
 	c := newSQCodec()
 	s := &sqWriter{f: f, w: bufio.NewWriterSize(out, 1<<20), pos: sqSuperSize, c: c, inodes: sqMeta{c: c}, dirs: sqMeta{c: c},
-		ids: map[uint32]uint16{}, links: map[uint64]*sqLink{}, block: make([]byte, sqBlockSize), mtime: uint32(time.Now().Unix()),
+		ids: map[uint32]uint16{}, links: map[uint64]*sqLink{}, block: make([]byte, sqBlockSize), mtime: sqTime(time.Now().Unix()),
 		xattrs: sqXattrs{kv: sqMeta{c: c}}}
 	if sec, ok := sourceDate(); ok {
 		s.mtime = sqTime(sec)
@@ -138,7 +138,7 @@ func (s *sqWriter) number(in *fsys.Inode) uint32 {
 	return s.next
 }
 
-// dir writes directory in (at p, number num, its parent's parent) and
+// dir writes directory in (at p, number num, its parent's number parent) and
 // everything below it; it returns the directory's inode reference.
 func (s *sqWriter) dir(p string, in *fsys.Inode, num, parent uint32, depth int) (uint64, error) {
 	if depth > 1024 {
