@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // onTerminal runs a shell command line with a pty for its stdin, stdout
@@ -18,7 +20,12 @@ func onTerminal(t *testing.T, dir, line string) string {
 	if err != nil {
 		t.Skip("no script(1) for a pty")
 	}
-	cmd := exec.Command(script, "-qec", line, "/dev/null")
+	// A bound, not a timing: a line that hangs fails the test with what
+	// it printed instead of holding CI to go test's hour.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qec", line, "/dev/null")
+	cmd.WaitDelay = 10 * time.Second // the pty's other holders (a stalled job) do not keep Wait waiting
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
@@ -63,9 +70,11 @@ func TestCopyProgressInterrupted(t *testing.T) {
 	// signal comes once cp has read the 10 MiB (its rchar), so its bar is
 	// drawn whatever the load (a sleep 1 raced: no bar yet under load).
 	// SIGINT goes to the whole job, as Ctrl-C sends it to the foreground
-	// group (cp alone would wait for its stalled stdin).
+	// group (cp alone would wait for its stalled stdin). A cp that ended
+	// before (it failed) ends the wait too: the test then fails on its
+	// exit and output instead of waiting for ever.
 	out := onTerminal(t, dir, `set -m; (head -c 10M /dev/urandom; sleep 600) | ddfs cp - d.img:/big & p=$!; `+
-		`until [ "$(awk '/^rchar/{print $2}' /proc/$p/io 2>/dev/null)" -ge 10485760 ] 2>/dev/null; do sleep 0.05; done; `+
+		`until ! kill -0 $p 2>/dev/null || [ "$(awk '/^rchar/{print $2}' /proc/$p/io 2>/dev/null)" -ge 10485760 ] 2>/dev/null; do sleep 0.05; done; `+
 		`kill -INT %1; wait $p; echo "exit=$?"`)
 	if !strings.Contains(out, "exit=130") {
 		t.Fatalf("cp was not killed by SIGINT: %q", out)
