@@ -446,7 +446,7 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 	for _, r := range s.refs {
 		refs = le.AppendUint64(refs, r)
 	}
-	exportStart, n2, err := s.table(fragStart, refs, 8)
+	exportStart, n2, err := s.table(fragStart, refs, 8, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +454,7 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 	for _, v := range s.idList {
 		ids = le.AppendUint32(ids, v)
 	}
-	idStart, n3, err := s.table(fragStart+n2, ids, 4)
+	idStart, n3, err := s.table(fragStart+n2, ids, 4, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -482,9 +482,11 @@ func (s *sqWriter) tables(rootRef uint64) ([]byte, error) {
 }
 
 // table writes entries (of size bytes each, none split across blocks)
-// at image offset at as metadata blocks, then the array of their
-// offsets; it returns where that array starts and the bytes written.
-func (s *sqWriter) table(at uint64, entries []byte, size int) (start, n uint64, err error) {
+// at image offset at as metadata blocks, then head (the xattr table's
+// header; nil for the others) and the array of the blocks' offsets; it
+// returns where head starts, which the superblock names, and the bytes
+// written.
+func (s *sqWriter) table(at uint64, entries []byte, size int, head []byte) (start, n uint64, err error) {
 	le := binary.LittleEndian
 	m := sqMeta{c: s.c}
 	var index []byte
@@ -499,8 +501,8 @@ func (s *sqWriter) table(at uint64, entries []byte, size int) (start, n uint64, 
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, err := s.w.Write(index); err != nil {
+	if _, err := s.w.Write(append(head, index...)); err != nil {
 		return 0, 0, err
 	}
-	return at + uint64(blocks), uint64(blocks) + uint64(len(index)), nil
+	return at + uint64(blocks), uint64(blocks) + uint64(len(head)+len(index)), nil
 }

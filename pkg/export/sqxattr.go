@@ -70,23 +70,7 @@ func (x *sqXattrs) writeTo(s *sqWriter, at uint64) (start, n uint64, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	ids := sqMeta{c: x.kv.c}
-	var locs []byte
-	for i := 0; i < len(x.ids); i += 16 {
-		if i%sqMetaBlock == 0 {
-			ids.flush()
-			locs = le.AppendUint64(locs, at+uint64(kvLen)+uint64(ids.done.Len()))
-		}
-		ids.write(x.ids[i : i+16])
-	}
-	idLen, err := ids.writeTo(s.w)
-	if err != nil {
-		return 0, 0, err
-	}
-	start = at + uint64(kvLen) + uint64(idLen)
-	hdr := append(le.AppendUint32(le.AppendUint32(le.AppendUint64(nil, at), uint32(len(x.index))), 0), locs...)
-	if _, err := s.w.Write(hdr); err != nil {
-		return 0, 0, err
-	}
-	return start, uint64(kvLen) + uint64(idLen) + uint64(len(hdr)), nil
+	hdr := le.AppendUint32(le.AppendUint32(le.AppendUint64(nil, at), uint32(len(x.index))), 0)
+	start, idLen, err := s.table(at+uint64(kvLen), x.ids, 16, hdr)
+	return start, uint64(kvLen) + idLen, err
 }
