@@ -12,7 +12,6 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/fat12"
 	"github.com/diskfs/go-diskfs/filesystem/fat16"
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
-	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
@@ -36,7 +35,7 @@ type Image struct {
 	ext    *extInodes // an ext image's inode reader (extmap.go), once made
 	sqx    [][]Xattr  // a squashfs image's attribute sets (sqxattr.go)
 	sqm    *sqModes   // a squashfs image's set-ID bits, through its export table (sqmode.go)
-	rr     int        // ISO 9660: 0 not looked at, 1 Rock Ridge (isodir.go lists it), 2 none
+	iso    isoVolume  // ISO 9660: the tree listed (isovol.go)
 	root   *Stat      // the root's, once read
 }
 
@@ -95,6 +94,9 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 		return nil, fmt.Errorf("%s: %s: %w", name, k, err)
 	}
 	err = im.guard("open", "", func() (err error) {
+		if k == ISO9660 { // read by ddfs alone (isovol.go says why)
+			return im.isoChoose()
+		}
 		if k == Squashfs { // go-diskfs gets a made-up attribute table (sqxattr.go)
 			super := make([]byte, sqSuper)
 			if _, err := r.ReadAt(super, 0); err != nil {
@@ -138,8 +140,6 @@ func readFS(k Kind, b *roBackend, size int64) (filesystem.FileSystem, error) {
 		fs, err = ext4.Read(b, size, 0, 0)
 	case Squashfs:
 		fs, err = squashfs.Read(b, size, 0, 0)
-	case ISO9660:
-		fs, err = iso9660.Read(b, size, 0, 0)
 	case FAT12:
 		fs, err = fat12.Read(b, size, 0, 0)
 	case FAT16:

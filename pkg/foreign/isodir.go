@@ -1,18 +1,17 @@
 package foreign
 
-// ISO 9660 with Rock Ridge, listed by a reader of our own. go-diskfs
-// v1.9.4 strips a leading and a trailing "." from every file's name,
-// Rock Ridge's NM names included (".gitignore" lists as "gitignore",
-// ".h.go" beside "h.go" as a second "h.go"), reads a directory named
-// ".hidden" its own writer made as "", and then fails every path lookup
-// through that directory's parent. On an image with Rock Ridge, ddfs
-// reads the directory records and their System Use entries itself: NM
-// (name), PX (mode, links, owner, serial), TF (times), SL (symlink
-// target), PN (device), CE (continuation), RE (a relocated directory's
-// record, hidden); directories are found by the extent their parent's
-// record names, never by path. Images without Rock Ridge keep go-diskfs's
-// reading (ISO or Joliet names). Every number is the image's and is
-// bounded first.
+// ISO 9660 directories, read by a reader of our own (isovol.go says why
+// not go-diskfs's, and which tree and names). go-diskfs v1.9.4 also
+// strips a leading and a trailing "." from every file's name, Rock
+// Ridge's NM names included (".gitignore" lists as "gitignore", ".h.go"
+// beside "h.go" as a second "h.go"), reads a directory named ".hidden"
+// its own writer made as "", and then fails every path lookup through
+// that directory's parent. ddfs reads the directory records and, on a
+// Rock Ridge tree, their System Use entries: NM (name), PX (mode, links,
+// owner, serial), TF (times), SL (symlink target), PN (device), CE
+// (continuation), RE (a relocated directory's record, hidden);
+// directories are found by the extent their parent's record names,
+// never by path. Every number is the image's and is bounded first.
 
 import (
 	"encoding/binary"
@@ -34,6 +33,7 @@ type isoRecord struct {
 	dir        bool
 	name       string
 	hasName    bool
+	susp       bool // an SP entry: the tree has System Use entries
 	px         bool // a PX entry: mode, nlink, uid, gid (ino) below are its
 	mode       uint32
 	nlink, uid uint32
@@ -52,51 +52,7 @@ type isoRecord struct {
 	split      bool      // a file in several extents (over 4 GiB): not read
 }
 
-// isoRR reports an ISO image with Rock Ridge: its root's "." record
-// carries SUSP entries (SP, or PX/NM as some writers put them).
-func (im *Image) isoRR() bool {
-	if im.kind != ISO9660 {
-		return false
-	}
-	if im.rr == 0 {
-		im.rr = 2
-		_ = im.guard("open", "/", func() error {
-			lba, size, err := im.isoRootExtent()
-			var self *isoRecord
-			if err == nil {
-				self, _, err = im.isoRecords(lba, size)
-			}
-			// Rock Ridge, or a root that does not read: listed here, which
-			// says why (not go-diskfs's listing as if there were none).
-			if err != nil || self != nil && (self.px || self.hasName) {
-				im.rr = 1
-			}
-			return nil
-		})
-	}
-	return im.rr == 1
-}
-
-// isoRootExtent is where the root directory's records lie (the primary
-// volume descriptor's root record).
-func (im *Image) isoRootExtent() (lba, size uint32, err error) {
-	for at := int64(16); at < 16+64; at++ {
-		vd := make([]byte, 190)
-		if _, err := im.be.r.ReadAt(vd, at*isoBlock); err != nil {
-			return 0, 0, corruptf("volume descriptor %d: %v", at, err)
-		}
-		if string(vd[1:6]) != "CD001" || vd[0] == 255 {
-			break
-		}
-		if vd[0] == 1 {
-			root := vd[156:]
-			return binary.LittleEndian.Uint32(root[2:]), binary.LittleEndian.Uint32(root[10:]), nil
-		}
-	}
-	return 0, 0, corruptf("no primary volume descriptor")
-}
-
-// listISO lists directory real (at p) of a Rock Ridge image.
+// listISO lists directory real (at p) of an ISO image.
 func (im *Image) listISO(p, real string) ([]*Stat, error) {
 	lba, size, err := im.isoDirExtent(p, real)
 	if err != nil {
@@ -156,10 +112,7 @@ func (im *Image) isoRelocated(r *isoRecord) error {
 // the volume descriptor, another's from its record in its parent.
 func (im *Image) isoDirExtent(p, real string) (lba, size uint32, err error) {
 	if real == "" {
-		if lba, size, err = im.isoRootExtent(); err != nil {
-			return 0, 0, im.pathErr("read directory", p, err)
-		}
-		return lba, size, nil
+		return im.iso.rootLBA, im.iso.rootLen, nil
 	}
 	d, err := im.subdir(p, real)
 	if err != nil {
@@ -173,11 +126,7 @@ func (im *Image) isoDirExtent(p, real string) (lba, size uint32, err error) {
 
 // isoRoot is the root's Stat, from its "." record.
 func (im *Image) isoRoot() (*Stat, error) {
-	lba, size, err := im.isoRootExtent()
-	if err != nil {
-		return nil, err
-	}
-	self, _, err := im.isoRecords(lba, size)
+	self, _, err := im.isoRecords(im.iso.rootLBA, im.iso.rootLen)
 	if err != nil || self == nil {
 		return nil, corruptf("root directory: no \".\" record (%v)", err)
 	}
@@ -261,9 +210,15 @@ func (im *Image) isoRecords(lba, size uint32) (*isoRecord, []isoRecord, error) {
 		r := isoRecord{lba: binary.LittleEndian.Uint32(rec[2:]) + uint32(rec[1]), size: binary.LittleEndian.Uint32(rec[10:]),
 			dir: rec[25]&2 != 0, more: rec[25]&0x80 != 0, recorded: isoShortTime(rec[18:25])}
 		dot := nl == 1 && rec[33] <= 1
-		relocated, err := im.isoSUSP(rec[su:], &r)
-		if err != nil {
-			return nil, nil, err
+		var relocated bool
+		if im.iso.tree == isoRockRidge {
+			var err error
+			if relocated, err = im.isoSUSP(rec[su:], &r); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !dot && !r.hasName {
+			r.name, r.hasName = im.isoName(rec[33:33+nl]), true
 		}
 		switch n := len(out); {
 		case dot && rec[33] == 0 && self == nil:
@@ -345,6 +300,8 @@ func isoArea(b []byte, r *isoRecord) (ce []byte, relocated bool, err error) {
 		switch sig {
 		case "RE":
 			relocated = true
+		case "SP":
+			r.susp = true
 		case "CE":
 			if ce == nil {
 				ce = e

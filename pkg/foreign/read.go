@@ -14,7 +14,6 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
-	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 )
 
@@ -48,7 +47,7 @@ type Stat struct {
 	// squashfs) per file: quadratic in a directory's size.
 	opener  entryOpener // squashfs: the listing's entry
 	isoData int64       // ISO 9660: the data's byte offset (its extent's LBA x 2048) + 1; 0 none; -1 a file in several extents (not read)
-	isoLen  uint32      // ISO 9660 with Rock Ridge: the extent's length (a directory's records)
+	isoLen  uint32      // ISO 9660: the extent's length (a directory's records)
 	xattrs  []Xattr     // squashfs: go-diskfs reads them with the inode
 	xerr    error       // squashfs: why the root's xattrs did not read (Xattrs says it)
 }
@@ -119,14 +118,6 @@ func statOf(fi iofs.FileInfo, name string) (*Stat, error) {
 		s.Rdev = uint64(x.Minor&0xff) | uint64(x.Major&0xfff)<<8 | uint64(x.Minor&^0xff)<<12
 	case *squashfs.StatT:
 		s.UID, s.GID, s.Ino, s.Target = x.UID, x.GID, uint64(x.Inode), x.LinkTarget
-	case *iso9660.StatT:
-		s.UID, s.GID, s.Ino, s.Target = x.UID, x.GID, uint64(x.Inode), x.LinkTarget
-		if x.NLink > 0 {
-			s.Nlink = x.NLink
-		}
-		if x.ExtAttrSize == 0 { // as go-diskfs reads it (xorriso writes no extended attribute records)
-			s.isoData = int64(x.Location)*isoBlock + 1
-		}
 	}
 	if s.Size < 0 {
 		return nil, corruptf("%s: size %d", name, s.Size)
@@ -193,7 +184,7 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 		})
 		return out, err
 	}
-	if im.isoRR() {
+	if im.kind == ISO9660 {
 		return im.listISO(p, real)
 	}
 	var ents []iofs.DirEntry
@@ -267,7 +258,7 @@ func (im *Image) rootStat() *Stat {
 	}
 	st := &Stat{Name: "/", Mode: syscall.S_IFDIR | 0o755, Nlink: 2}
 	defer func() { c := *st; im.root = &c }()
-	if im.isoRR() {
+	if im.kind == ISO9660 {
 		_ = im.guard("stat", "/", func() error {
 			if s, err := im.isoRoot(); err == nil {
 				st = s
@@ -305,7 +296,7 @@ func (im *Image) rootStat() *Stat {
 // walk resolves image path p: the symlink-free path go-diskfs uses and
 // its Stat. follow: a symlink as the last component is followed too.
 func (im *Image) walk(op, p string, follow bool) (string, *Stat, error) {
-	if im.fs == nil {
+	if !im.kind.IsFilesystem() {
 		return "", nil, im.pathErr(op, p, ErrPartitionTable)
 	}
 	todo := splitPath(p)
@@ -528,11 +519,10 @@ func (im *Image) openExt(p string, st *Stat) (*File, error) {
 	return &File{im: im, p: p, f: &extReader{r: im.be.r, bs: x.g.bs, runs: runs, size: uint64(st.Size)}, st: st, left: st.Size}, nil
 }
 
-// isoBlock is ISO 9660's logical block size (go-diskfs reads only 2048).
+// isoBlock is ISO 9660's logical block size (bounds.go refuses others).
 const isoBlock = 2048
 
-// openISO reads ISO file p as go-diskfs does, one contiguous extent, but
-// from the entry its listing read.
+// openISO reads ISO file p from the extent its listing's record names.
 func (im *Image) openISO(p string, st *Stat) (*File, error) {
 	at := st.isoData - 1
 	if at < 0 {
