@@ -17,10 +17,7 @@ type fileDevice struct {
 	lock *devLock
 	// dirty counts bytes written since writeback was last started.
 	dirty atomic.Int64
-	// beside: a read-only open made beside a writer, with no shared
-	// lock; mark is the generation it marked (readers.go).
-	beside, marked bool
-	mark           uint64
+	marks // slot 0: readers beside a writer (readers.go)
 }
 
 var _ Device = (*fileDevice)(nil)

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,10 +15,11 @@ import (
 // partDevice is a window [off, off+size) onto an image file. go-diskfs only
 // reads the partition table; all I/O goes through the file backend.
 type partDevice struct {
-	dev  *fileDevice
-	name string
-	off  int64
-	size int64
+	dev   *fileDevice
+	name  string
+	off   int64
+	size  int64
+	marks // slot num: readers beside the window's writer (readers.go)
 }
 
 var _ Device = (*partDevice)(nil)
@@ -32,13 +34,21 @@ func openPartition(spec, path string, num int, opt OpenOptions) (Device, error) 
 		d.f.Close()
 		return nil, err
 	}
+	p := &partDevice{dev: d, name: spec, off: off, size: size, marks: marks{slot: int64(num)}}
 	// Lock only the window so two partitions of one image can both be
 	// written, while the whole image still conflicts with each of them.
-	if err := d.lockRegion(spec, opt.Wait, off, size); err != nil {
+	// A read-only open beside finding a writer goes on without a lock.
+	beside := opt.Beside && d.ro && num < readerSlots
+	err = d.lockRegion(spec, opt.Wait && !beside, off, size)
+	var busy *BusyError
+	if err != nil && beside && errors.As(err, &busy) {
+		p.beside, err = true, nil
+	}
+	if err != nil {
 		d.f.Close()
 		return nil, err
 	}
-	return &partDevice{dev: d, name: spec, off: off, size: size}, nil
+	return p, nil
 }
 
 // findPartition returns the byte window of 1-based partition num.

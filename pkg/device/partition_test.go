@@ -159,3 +159,53 @@ func TestPartitionLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderMarksPerWindow: readers beside the writers of two partitions
+// of one image each mark their own window: a writer sees its window's
+// readers only (a writer of partition 2 held back by a reader of
+// partition 1 would keep freed space for nothing; the reverse would reuse
+// space a reader still reads), a new mark replaces the old, and a
+// closed reader's mark is gone.
+func TestReaderMarksPerWindow(t *testing.T) {
+	path := makePartitioned(t, "gpt")
+	open := func(n int, o OpenOptions) ReaderMarks {
+		t.Helper()
+		d, err := Open(fmt.Sprintf("%s@%d", path, n), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		m, ok := d.(ReaderMarks)
+		if !ok {
+			t.Fatalf("partition %d carries no reader marks", n)
+		}
+		return m
+	}
+	w1, w2 := open(1, OpenOptions{Mode: ReadWrite}), open(2, OpenOptions{Mode: ReadWrite})
+	r1, r2 := open(1, OpenOptions{Beside: true}), open(2, OpenOptions{Beside: true})
+	if !r1.Beside() || !r2.Beside() || w1.Beside() {
+		t.Fatalf("beside: r1 %v r2 %v w1 %v", r1.Beside(), r2.Beside(), w1.Beside())
+	}
+	oldest := func(w ReaderMarks, want uint64, found bool) {
+		t.Helper()
+		gen, _, ok, err := w.OldestReader() // no PID: our own POSIX mirror locks never conflict with us
+		if err != nil || ok != found || ok && gen != want {
+			t.Fatalf("oldest reader %d (found %v, %v), want %d (found %v)", gen, ok, err, want, found)
+		}
+	}
+	if err := r1.MarkReader(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.MarkReader(9); err != nil {
+		t.Fatal(err)
+	}
+	oldest(w1, 5, true)
+	oldest(w2, 9, true)
+	if err := r1.MarkReader(7); err != nil {
+		t.Fatal(err)
+	}
+	oldest(w1, 7, true)
+	r1.(Device).Close()
+	oldest(w1, 0, false)
+	oldest(w2, 9, true)
+}

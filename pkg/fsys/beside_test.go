@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/diskfs/go-diskfs/partition/gpt"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
@@ -15,9 +18,23 @@ import (
 
 // besideImage makes an image file of files besideFiles, each besideSize
 // bytes of its own pattern, and returns its path and the data.
-func besideImage(t *testing.T) (string, map[string][]byte) {
+// With partitioned, the image is partition 1 of a GPT disk image (its
+// path ends in "@1").
+func besideImage(t *testing.T, partitioned bool) (string, map[string][]byte) {
+	const size = 96 << 20
 	path := filepath.Join(t.TempDir(), "a.img")
-	d, err := device.Open(path, device.OpenOptions{Mode: device.ReadWrite, Create: true, CreateSize: 96 << 20})
+	o := device.OpenOptions{Mode: device.ReadWrite, Create: true, CreateSize: size}
+	if partitioned {
+		f, err := os.Create(path)
+		must(t, err)
+		must(t, f.Truncate(size+2<<20))
+		tbl := &gpt.Table{LogicalSectorSize: 512, PhysicalSectorSize: 512, ProtectiveMBR: true,
+			Partitions: []*gpt.Partition{{Index: 1, Start: 2048, End: 2048 + size/512 - 1, Type: gpt.LinuxFilesystem}}}
+		must(t, tbl.Write(f, size+2<<20))
+		must(t, f.Close())
+		path, o = path+"@1", device.OpenOptions{Mode: device.ReadWrite}
+	}
+	d, err := device.Open(path, o)
 	must(t, err)
 	st, tx, err := store.CreateTx(store.CreateParams{FSID: [16]byte{7}, Csum: format.CsumCRC32C, NodeSize: 16384, SectorSize: 4096,
 		Data: format.ProfileSingle, Metadata: format.ProfileDup, Devices: []store.NewDevice{{Dev: d, Path: path}}})
@@ -57,8 +74,14 @@ func openPath(t *testing.T, path string, o volume.Options) (*FS, error) {
 // writer rewrites every file in later commits: the space those commits
 // free stays unused while the reader may read it, then is reused. A new
 // writer refuses the image while a reader of an older commit remains.
+// The same on partition 1 of a disk image (its own reader marks).
 func TestReaderBesideWriter(t *testing.T) {
-	path, files := besideImage(t)
+	t.Run("image", func(t *testing.T) { readerBesideWriter(t, false) })
+	t.Run("partition", func(t *testing.T) { readerBesideWriter(t, true) })
+}
+
+func readerBesideWriter(t *testing.T, partitioned bool) {
+	path, files := besideImage(t, partitioned)
 	w, err := openPath(t, path, volume.Options{Write: true})
 	must(t, err)
 	if _, err := openPath(t, path, volume.Options{}); !errors.Is(err, device.ErrBusy) {
