@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/cli"
 	"github.com/ddfs/ddfs/pkg/fsys"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -79,13 +80,17 @@ func newSnapshotListCmd() *cobra.Command {
 			// ReceivedUUID: the sent snapshot's, for one ddfs receive made.
 			ReceivedUUID string `json:"received_uuid,omitempty"`
 		}
+		roots := make([]format.RootPtr, len(snaps))
+		for i, s := range snaps {
+			roots[i] = s.Root
+		}
+		spaces, err := im.f.Store().Spaces(roots) // nodes the snapshots share read once
+		if err != nil {
+			return fmt.Errorf("%s: snapshot space: %w", fl.Arg(0), err)
+		}
 		rows := []row{}
-		for _, s := range snaps {
-			sp, err := im.f.Store().Space(s.Root)
-			if err != nil {
-				return fmt.Errorf("%s@%s: %w", fl.Arg(0), s.Name, err)
-			}
-			r := row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime), sp, ""}
+		for i, s := range snaps {
+			r := row{s.ID, s.Name, uuid.UUID(s.UUID).String(), s.Generation, ts(s.Ctime), spaces[i], ""}
 			if s.ReceivedUUID != [16]byte{} {
 				r.ReceivedUUID = uuid.UUID(s.ReceivedUUID).String()
 			}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
 )
 
@@ -54,11 +55,22 @@ func snapshotSpace(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	freed := 0
+	var roots []format.RootPtr
 	for _, s := range snaps {
+		roots = append(roots, s.Root)
+	}
+	all, err := f.st.Spaces(roots) // one walk, shared leaves read once
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := 0
+	for i, s := range snaps {
 		sp, err := f.st.Space(s.Root)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if all[i] != sp {
+			t.Fatalf("%s: Spaces says %+v, Space alone %+v", s.Name, all[i], sp)
 		}
 		if sp.Referenced < sp.Exclusive || sp.Exclusive < sp.ExclusiveData || sp.Referenced == 0 {
 			t.Fatalf("%s: %+v", s.Name, sp)
