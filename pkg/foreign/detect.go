@@ -159,6 +159,12 @@ func parseBPB(b []byte) (fatBPB, bool) {
 	case p.clusters < 65525:
 		p.kind = FAT16
 	default:
+		// FAT32 keeps its FAT size in the 32-bit field only: go-diskfs
+		// reads that one, so a 16-bit one besides it (which ddfs would
+		// check instead) is refused.
+		if binary.LittleEndian.Uint16(b[22:]) != 0 {
+			return fatBPB{}, false
+		}
 		p.kind = FAT32
 	}
 	return p, true

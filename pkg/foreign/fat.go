@@ -8,8 +8,11 @@ import (
 
 // boundFAT checks a FAT image before go-diskfs reads it: the regions its
 // BPB names lie inside the image, and no cluster chain of the first FAT
-// loops (go-diskfs follows a chain until its end mark, appending to a
-// list: a chain that comes back to itself would never end).
+// loops or leaves the data area (go-diskfs follows a chain until its end
+// mark, appending to a list, and sizes a directory's buffer by the list:
+// a chain that comes back to itself would never end, one through the
+// FAT's entries past the last cluster made a 40 KiB image a 2.7 GiB
+// allocation).
 func boundFAT(r io.ReaderAt, size int64) (identity, error) {
 	boot, err := readExact(r, 512, 0)
 	if err != nil {
@@ -28,7 +31,7 @@ func boundFAT(r io.ReaderAt, size int64) (identity, error) {
 	if n, err := r.ReadAt(fat, int64(uint64(p.reserved)*bps)); uint64(n) < fatBytes {
 		return identity{}, corruptf("read the FAT: %v", err)
 	}
-	if err := checkChains(p.kind, fat); err != nil {
+	if err := checkChains(p.kind, fat, p.clusters); err != nil {
 		return identity{}, err
 	}
 	id := identity{}
@@ -46,14 +49,16 @@ func boundFAT(r io.ReaderAt, size int64) (identity, error) {
 	return id, nil
 }
 
-// fatEntries decodes a FAT into next-cluster values; end marks, bad and
-// free clusters become 0 (no next).
-func fatEntries(k Kind, fat []byte) []uint32 {
+// fatEntries decodes a FAT into next-cluster values (0 for free,
+// reserved, bad and end marks), failing on a value that names no
+// cluster of the data area (clusters 2 to clusters+1).
+func fatEntries(k Kind, fat []byte, clusters uint32) ([]uint32, error) {
 	var next []uint32
+	bad := uint32(0x0ffffff7)
 	switch k {
 	case FAT12:
 		n := len(fat) * 2 / 3
-		next = make([]uint32, n)
+		next, bad = make([]uint32, n), 0xff7
 		for i := 0; i < n; i++ {
 			v := uint32(binary.LittleEndian.Uint16(fat[i*3/2:]))
 			if i%2 == 1 {
@@ -62,7 +67,7 @@ func fatEntries(k Kind, fat []byte) []uint32 {
 			next[i] = v & 0xfff
 		}
 	case FAT16:
-		next = make([]uint32, len(fat)/2)
+		next, bad = make([]uint32, len(fat)/2), 0xfff7
 		for i := range next {
 			next[i] = uint32(binary.LittleEndian.Uint16(fat[2*i:]))
 		}
@@ -73,17 +78,23 @@ func fatEntries(k Kind, fat []byte) []uint32 {
 		}
 	}
 	for i, v := range next {
-		if v < 2 || v >= uint32(len(next)) {
-			next[i] = 0 // free, reserved, bad, end of chain, or out of the table
+		switch {
+		case i >= 2 && v >= 2 && v < bad && (v-2 >= clusters || v >= uint32(len(next))):
+			return nil, corruptf("%s cluster %d chains to cluster %d, past the last (%d)", k, i, v, uint64(clusters)+1)
+		case v < 2 || v >= bad:
+			next[i] = 0 // free, reserved, bad or end of chain
 		}
 	}
-	return next
+	return next, nil
 }
 
-// checkChains fails on a cluster chain that loops (O(clusters): each
-// cluster is walked once).
-func checkChains(k Kind, fat []byte) error {
-	next := fatEntries(k, fat)
+// checkChains fails on a cluster chain that loops or leaves the data
+// area (O(clusters): each cluster is walked once).
+func checkChains(k Kind, fat []byte, clusters uint32) error {
+	next, err := fatEntries(k, fat, clusters)
+	if err != nil {
+		return err
+	}
 	const (
 		unseen = iota
 		onPath

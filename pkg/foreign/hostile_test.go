@@ -161,6 +161,69 @@ func TestFATLoopRefused(t *testing.T) {
 	}
 }
 
+// setFAT12 sets FAT12 entry i of fat to v.
+func setFAT12(fat []byte, i int, v uint16) {
+	w := binary.LittleEndian.Uint16(fat[i*3/2:])
+	if i%2 == 1 {
+		w = w&0x000f | v<<4
+	} else {
+		w = w&0xf000 | v&0xfff
+	}
+	binary.LittleEndian.PutUint16(fat[i*3/2:], w)
+}
+
+// TestFATChainPastDataArea: a cluster chain through the FAT's entries
+// past the last cluster (go-diskfs follows it and sizes a directory's
+// buffer by it: 2.7 GiB for a 40 KiB directory) is refused at open.
+func TestFATChainPastDataArea(t *testing.T) {
+	img := smallImage(t, FAT12)
+	p, ok := parseBPB(img)
+	if !ok {
+		t.Fatal("no BPB")
+	}
+	fat := img[p.reserved*p.bytesPerSector:]
+	last := int(p.clusters) + 1
+	if (last+3)*3/2+2 > int(p.fatSectors*p.bytesPerSector) {
+		t.Fatalf("a FAT of %d sectors holds no entry past cluster %d", p.fatSectors, last)
+	}
+	for _, c := range []struct{ at, to int }{{2, last + 1}, {last + 1, last + 2}, {last + 2, 0xff7 - 1}} {
+		bad := bytes.Clone(img)
+		setFAT12(bad[p.reserved*p.bytesPerSector:], c.at, uint16(c.to))
+		_, err := OpenReader("past.img", bytes.NewReader(bad), int64(len(bad)))
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("cluster %d chained to %d (the last is %d) opened: %v", c.at, c.to, last, err)
+		}
+	}
+	setFAT12(fat, last+1, 0xfff) // an end mark past the data area names nothing: fine
+	if _, err := OpenReader("end.img", bytes.NewReader(img), int64(len(img))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFAT32SizeFields: a FAT32 boot sector with a 16-bit FAT size (ddfs
+// checked that one) and a 32-bit one of 4 GiB (go-diskfs reads that:
+// 12 GiB allocated, and the chains ddfs checked were not the ones it
+// followed) is refused before go-diskfs allocates anything.
+func TestFAT32SizeFields(t *testing.T) {
+	needTools(t, "mkfs.vfat")
+	path := filepath.Join(t.TempDir(), "f32.img")
+	run(t, "mkfs.vfat", "-F", "32", "-C", path, "40000")
+	img, err := os.ReadFile(path)
+	must(t, err)
+	if _, err := OpenReader("f32.img", bytes.NewReader(img), int64(len(img))); err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint16(img[22:], 630)
+	binary.LittleEndian.PutUint32(img[36:], 0x7fffff)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = OpenReader("f32.img", bytes.NewReader(img), int64(len(img)))
+	runtime.ReadMemStats(&after)
+	if err == nil || after.TotalAlloc-before.TotalAlloc > 64<<20 {
+		t.Fatalf("two FAT sizes: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
 // TestTruncatedExtRefused: an ext image cut short is refused before
 // go-diskfs sizes anything from its superblock.
 func TestTruncatedExtRefused(t *testing.T) {
