@@ -1,14 +1,17 @@
 package foreign
 
-// ext images with inline data (INCOMPAT_INLINE_DATA), read by a reader of
-// our own. go-diskfs v1.9.4 knows nothing of inline data: it crashes
+// ext directories and inodes, read by a reader of our own. go-diskfs
+// v1.9.4 knows nothing of inline data (INCOMPAT_INLINE_DATA): it crashes
 // listing a directory that holds an inline symlink or is inline itself,
-// and reads an inline file's i_block as an extent tree. On those images
-// ddfs lists directories and stats their entries from the inodes itself;
-// other ext images keep go-diskfs's listing. A small file, directory or
-// long symlink keeps its bytes in i_block (60 bytes) and then in the
-// in-inode attribute "system.data". Every number is the image's and is
-// bounded before use.
+// and reads an inline file's i_block as an extent tree. And on every
+// listing it allocates a directory's or a slow symlink's bytes before
+// reading them, sized by an extent and the inode's size (2 GiB for a
+// crafted 8 MiB image), and follows hashed-directory index entries with
+// no bound. So ddfs lists every ext image's directories and stats their
+// entries from the inodes itself; go-diskfs only opens the image. A
+// small file, directory or long symlink keeps its bytes in i_block (60
+// bytes) and then in the in-inode attribute "system.data". Every number
+// is the image's and is bounded before use.
 
 import (
 	"bytes"
@@ -23,9 +26,8 @@ import (
 )
 
 const (
-	extIncompatInlineData = 0x8000 // superblock s_feature_incompat
-	extRootIno            = 2
-	extMaxDirBytes        = 1 << 30 // a directory's size: 1 GiB of entries is ~30M names
+	extRootIno     = 2
+	extMaxDirBytes = 1 << 30 // a directory's size: 1 GiB of entries is ~30M names
 )
 
 // extInlineData is the bytes inline file raw keeps: i_block, then the

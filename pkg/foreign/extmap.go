@@ -23,7 +23,6 @@ type extRun struct {
 // extGeom is what reading an inode needs of an ext superblock.
 type extGeom struct {
 	bs, inodesPerGroup, inodeSize, descSize, firstDataBlock, blocks uint64
-	inline                                                          bool // INCOMPAT_INLINE_DATA: read directories ourselves (extdir.go)
 }
 
 const (
@@ -47,7 +46,6 @@ func extGeometry(r io.ReaderAt, size int64) (extGeom, error) {
 	if le.Uint32(sb[76:]) >= 1 {
 		g.inodeSize = uint64(le.Uint16(sb[88:]))
 	}
-	g.inline = le.Uint32(sb[96:])&extIncompatInlineData != 0
 	if le.Uint32(sb[96:])&0x80 != 0 { // 64BIT
 		g.descSize = uint64(le.Uint16(sb[254:]))
 	}

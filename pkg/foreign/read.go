@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem"
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 )
 
@@ -112,10 +111,6 @@ func statOf(fi iofs.FileInfo, name string) (*Stat, error) {
 		s.Mode |= 0o755
 	}
 	switch x := fi.Sys().(type) {
-	case *ext4.StatT:
-		s.UID, s.GID, s.Ino, s.Nlink = x.UID, x.GID, uint64(x.Ino), uint32(x.Nlink)
-		s.Atime, s.Ctime, s.Btime, s.Target = x.AccessTime, x.ChangeTime, x.CreateTime, x.LinkTarget
-		s.Rdev = uint64(x.Minor&0xff) | uint64(x.Major&0xfff)<<8 | uint64(x.Minor&^0xff)<<12
 	case *squashfs.StatT:
 		s.UID, s.GID, s.Ino, s.Target = x.UID, x.GID, uint64(x.Inode), x.LinkTarget
 	}
@@ -176,7 +171,7 @@ func (im *Image) readDir(p, real string) ([]*Stat, error) {
 
 // listDir reads directory real from the image.
 func (im *Image) listDir(p, real string) ([]*Stat, error) {
-	if im.extInline() {
+	if im.kind.isExt() { // read by ddfs alone (extdir.go says why)
 		var out []*Stat
 		err := im.guard("read directory", p, func() (err error) {
 			out, err = im.listExt(p, real)
@@ -210,20 +205,16 @@ func (im *Image) listDir(p, real string) ([]*Stat, error) {
 			if err != nil {
 				return err
 			}
-			if st, err = statOf(fi, name); err != nil || !im.kind.isExt() {
-				if x, ok := fi.Sys().(*squashfs.StatT); ok && err == nil {
-					if st.xattrs, err = im.sqXattrsOf(x.Xattrs); err == nil {
-						err = im.sqPerm(st)
-					}
-					st.opener, _ = e.(entryOpener)
-				}
+			if st, err = statOf(fi, name); err != nil {
 				return err
 			}
-			// go-diskfs's ext4 DirEntry.Info has the type without the
-			// permission bits (its Stat has both, but walks the path from
-			// the root again: half an import's time): they come from the
-			// inode, read here.
-			return im.extPerm(st)
+			if x, ok := fi.Sys().(*squashfs.StatT); ok {
+				if st.xattrs, err = im.sqXattrsOf(x.Xattrs); err == nil {
+					err = im.sqPerm(st)
+				}
+				st.opener, _ = e.(entryOpener)
+			}
+			return err
 		})
 		if err != nil {
 			return nil, im.pathErr("stat", path.Join(p, name), err)
@@ -267,9 +258,13 @@ func (im *Image) rootStat() *Stat {
 		})
 		return st
 	}
-	if im.extInline() {
+	if im.kind.isExt() {
 		_ = im.guard("stat", "/", func() error {
-			if s, err := im.ext.stat(extRootIno, "/"); err == nil && s.IsDir() {
+			x, err := im.extInodes()
+			if err != nil {
+				return err
+			}
+			if s, err := x.stat(extRootIno, "/"); err == nil && s.IsDir() {
 				st = s
 			}
 			return nil
@@ -446,41 +441,6 @@ func (im *Image) Open(p string) (*File, error) {
 		return nil, err
 	}
 	return &File{im: im, p: p, f: f, st: st, left: st.Size}, nil
-}
-
-// extPerm sets st's permission bits (07777) from its ext inode, whose
-// type must be the one the directory entry says.
-func (im *Image) extPerm(st *Stat) error {
-	x, err := im.extInodes()
-	if err != nil {
-		return err
-	}
-	raw, err := x.inode(st.Ino)
-	if err != nil {
-		return err
-	}
-	mode := uint32(binary.LittleEndian.Uint16(raw))
-	if mode&syscall.S_IFMT != st.Mode&syscall.S_IFMT {
-		return corruptf("inode %d has type %#o, its entry %#o", st.Ino, mode&syscall.S_IFMT, st.Mode&syscall.S_IFMT)
-	}
-	st.Mode = st.Mode&syscall.S_IFMT | mode&0o7777
-	return nil
-}
-
-// extInline reports an ext image with inline data, whose directories
-// ddfs lists itself (extdir.go). One whose superblock does not read is
-// left to go-diskfs, which refuses it.
-func (im *Image) extInline() bool {
-	if !im.kind.isExt() {
-		return false
-	}
-	inline := false
-	_ = im.guard("open", "/", func() error {
-		x, err := im.extInodes()
-		inline = err == nil && x.g.inline
-		return nil
-	})
-	return inline
 }
 
 // extInodes is the ext image's inode reader, made once.
