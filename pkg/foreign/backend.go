@@ -35,6 +35,8 @@ type roBackend struct {
 	// read and seen account the current operation (reset by guard).
 	read int64
 	seen map[int64]int
+	// sniff checks what a squashfs image's reads return (sqbomb.go).
+	sniff *sqSniffer
 }
 
 var _ backend.Storage = (*roBackend)(nil)
@@ -78,6 +80,11 @@ func (b *roBackend) ReadAt(p []byte, off int64) (int, error) {
 	m, err := b.r.ReadAt(p[:n], off)
 	if err == nil {
 		err = eof
+	}
+	if b.sniff != nil {
+		if serr := b.sniff.check(off, p[:m]); serr != nil {
+			panic(errBudget{serr.Error()})
+		}
 	}
 	return m, err
 }

@@ -110,14 +110,25 @@ func open(name string, r io.ReaderAt, size int64) (*Image, error) {
 			if im.sqm, err = newSQModes(r, size, super); err != nil {
 				return err
 			}
+			sniff, err := newSQSniffer(r, size, super)
+			if err != nil {
+				return err
+			}
 			var r2 io.ReaderAt
 			if im.sqx, r2, size, err = sqXattrOverlay(r, size); err != nil {
 				return err
 			}
-			im.be = &roBackend{r: r2, size: size, name: name}
+			im.be = &roBackend{r: r2, size: size, name: name, sniff: sniff}
 		}
-		im.fs, err = readFS(k, im.be, size)
-		return err
+		if im.fs, err = readFS(k, im.be, size); err != nil {
+			return err
+		}
+		if sq, ok := im.fs.(*squashfs.FileSystem); ok {
+			// go-diskfs keeps 128 MiB of decompressed blocks across calls
+			// by default: a bound of ours instead.
+			sq.SetCacheSize(sqCacheBytes)
+		}
+		return nil
 	})
 	if err != nil {
 		if !strings.Contains(err.Error(), name) { // a panic's is named already

@@ -252,8 +252,11 @@ func (t *sqTable) block(off uint64) ([]byte, uint64, error) {
 	}
 	b := raw
 	if hv&0x8000 == 0 {
-		var err error
-		if b, err = t.decompress(raw); err != nil {
+		err := sqCheckPayload(t.codec, raw, sqMeta)
+		if err == nil {
+			b, err = t.decompress(raw)
+		}
+		if err != nil {
 			return nil, 0, corruptf("metadata block at %d: %v", off, err)
 		}
 	}

@@ -2,11 +2,14 @@ package foreign
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -78,5 +81,39 @@ func TestSquashfsLZ4Refused(t *testing.T) {
 	_, err := Open(img)
 	if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "lz4") {
 		t.Fatalf("open of an lz4 squashfs: %v", err)
+	}
+}
+
+// TestSquashfsBombsRefused: images an audit of go-diskfs's allocations
+// crafted (testdata/hostile): an id table block that is a zstd frame of
+// 16 GiB (go-diskfs's DecodeAll allocated 1 GiB for it), a fragment of
+// 2 MiB whose frame claims 60 GiB (go-diskfs ended the process: "out of
+// memory"), an xz block asking for a 4 GiB dictionary (allocated). Each
+// is refused as corrupt, reading it whole allocating under 64 MiB.
+func TestSquashfsBombsRefused(t *testing.T) {
+	for _, name := range []string{"s_zbomb", "s_fragbomb", "sx_dict"} {
+		f, err := os.Open(filepath.Join("testdata", "hostile", name+".img.gz"))
+		must(t, err)
+		zr, err := gzip.NewReader(f)
+		must(t, err)
+		img, err := io.ReadAll(zr)
+		f.Close()
+		must(t, err)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		im, err := OpenReader(name, bytes.NewReader(img), int64(len(img)))
+		if err == nil {
+			_, err = im.ReadDir("/")
+			if err == nil {
+				var r *File
+				if r, err = im.Open("/a.txt"); err == nil {
+					_, err = io.ReadAll(struct{ io.Reader }{r})
+				}
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
+			t.Errorf("%s: %v after allocating %d bytes", name, err, after.TotalAlloc-before.TotalAlloc)
+		}
 	}
 }
