@@ -86,7 +86,12 @@ func newSnapshotListCmd() *cobra.Command {
 		}
 		spaces, err := im.f.Store().Spaces(roots) // nodes the snapshots share read once
 		if err != nil {
-			return fmt.Errorf("%s: snapshot space: %w", fl.Arg(0), err)
+			for _, s := range snaps { // name the snapshot whose tree fails
+				if _, serr := im.f.Store().Space(s.Root); serr != nil {
+					return fmt.Errorf("%s@%s: %w", fl.Arg(0), s.Name, serr)
+				}
+			}
+			return fmt.Errorf("%s: %w", fl.Arg(0), err)
 		}
 		rows := []row{}
 		for i, s := range snaps {

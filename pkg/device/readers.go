@@ -58,12 +58,14 @@ func (m *marks) Beside() bool { return m.beside }
 // at is the lock byte of generation gen's mark in m's slot.
 func (m *marks) at(gen uint64) int64 { return readerBase + m.slot*slotSpan + int64(gen) }
 
+// mirror is the byte of the classic POSIX copy of the mark at at.
+func mirror(at int64) int64 { return at - readerBase + readerMirror }
+
 // markReader marks gen on f (named name), replacing the earlier mark.
 func (m *marks) markReader(f *os.File, name string, gen uint64) error {
 	if gen >= slotSpan || m.slot < 0 || m.slot >= readerSlots {
 		return fmt.Errorf("mark generation %d: %w", gen, ErrNoReaderMarks)
 	}
-	mirror := func(at int64) int64 { return at - readerBase + readerMirror }
 	if err := markByte(f, m.at(gen), mirror(m.at(gen))); err != nil {
 		return fmt.Errorf("mark %s as read at generation %d: %w", name, gen, err)
 	}
@@ -95,7 +97,7 @@ func (m *marks) oldestReader(f *os.File, name string) (uint64, int, bool, error)
 	if found < 0 {
 		return 0, 0, false, nil
 	}
-	return uint64(found - base), lockPID(f, found-readerBase+readerMirror), true, nil
+	return uint64(found - base), lockPID(f, mirror(found)), true, nil
 }
 
 // MarkReader implements ReaderMarks.

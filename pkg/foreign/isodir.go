@@ -29,11 +29,12 @@ const (
 
 // isoRecord is a directory record and what Rock Ridge says of it.
 type isoRecord struct {
-	lba, size  uint32
+	lba        uint32
+	size       uint64 // a file in several extents: their sum (each under 4 GiB)
 	dir        bool
 	name       string
 	hasName    bool
-	susp       bool // an SP entry: the tree has System Use entries
+	susp       bool // an SP or ER entry: the tree has System Use entries
 	px         bool // a PX entry: mode, nlink, uid, gid (ino) below are its
 	mode       uint32
 	nlink, uid uint32
@@ -140,7 +141,7 @@ func (r *isoRecord) stat() (*Stat, error) {
 		return nil, corruptf("Rock Ridge name %q", r.name)
 	}
 	st := &Stat{Name: r.name, Mode: syscall.S_IFREG | 0o444, Nlink: 1, Size: int64(r.size), Mtime: r.recorded,
-		isoData: int64(r.lba)*isoBlock + 1, isoLen: r.size}
+		isoData: int64(r.lba)*isoBlock + 1, isoLen: uint32(min(r.size, 1<<32-1))}
 	if r.split {
 		st.isoData = -1 // openISO refuses it
 	}
@@ -201,13 +202,16 @@ func (im *Image) isoRecords(lba, size uint32) (*isoRecord, []isoRecord, error) {
 		}
 		rec := b[off : off+l]
 		off += l
+		if rec[25]&0x04 != 0 { // an associated file: hidden, as Linux hides it
+			continue
+		}
 		nl := int(rec[32])
 		su := 33 + nl + (nl+1)%2
 		if su > l {
 			return nil, nil, corruptf("directory at block %d: a name past its record", lba)
 		}
 		// The data follow the extended attribute record (rec[1] blocks).
-		r := isoRecord{lba: binary.LittleEndian.Uint32(rec[2:]) + uint32(rec[1]), size: binary.LittleEndian.Uint32(rec[10:]),
+		r := isoRecord{lba: binary.LittleEndian.Uint32(rec[2:]) + uint32(rec[1]), size: uint64(binary.LittleEndian.Uint32(rec[10:])),
 			dir: rec[25]&2 != 0, more: rec[25]&0x80 != 0, recorded: isoShortTime(rec[18:25])}
 		dot := nl == 1 && rec[33] <= 1
 		var relocated bool
@@ -300,7 +304,7 @@ func isoArea(b []byte, r *isoRecord) (ce []byte, relocated bool, err error) {
 		switch sig {
 		case "RE":
 			relocated = true
-		case "SP":
+		case "SP", "ER": // SUSP's indicator, an extension's reference
 			r.susp = true
 		case "CE":
 			if ce == nil {

@@ -3,9 +3,10 @@ package foreign
 // Which of an ISO 9660 image's trees ddfs lists, and how a record's name
 // reads, as Linux's isofs does (the reference the tests hold ddfs to):
 // Rock Ridge names on the primary tree when its root's "." record
-// carries System Use entries (an entry without NM keeps its ISO name);
+// carries SUSP's SP or an ER (an entry without NM keeps its ISO name);
 // else the Joliet tree of a supplementary descriptor (UCS-2 names); else
-// the primary tree's ISO names as isofs's map=normal shows them.
+// Rock Ridge where the root has PX or NM all the same; else the primary
+// tree's ISO names as isofs's map=normal shows them.
 //
 // Every ISO directory is read by ddfs (isodir.go), none by go-diskfs
 // v1.9.4: its reader allocates sizes it reads from the image before it
@@ -65,6 +66,7 @@ func (im *Image) isoChoose() error {
 	case joliet != nil:
 		im.iso.tree = isoJoliet
 		im.iso.rootLBA, im.iso.rootLen = root(joliet)
+	case self != nil && (self.px || self.hasName): // Rock Ridge entries without SP, as some writers put them
 	default:
 		im.iso.tree = isoPlain
 	}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -143,5 +144,39 @@ func TestISOHugeSizesRefused(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
 			t.Errorf("%s: /d read (%v) after allocating %d bytes", name, err, after.TotalAlloc-before.TotalAlloc)
 		}
+	}
+}
+
+// isoRec is a directory record of a file named name: size bytes at lba,
+// flags (0x80: the file goes on in the next record).
+func isoRec(name string, lba, size uint32, flags byte) []byte {
+	l := 33 + len(name) + (len(name)+1)%2
+	r := make([]byte, l)
+	r[0] = byte(l)
+	binary.LittleEndian.PutUint32(r[2:], lba)
+	binary.BigEndian.PutUint32(r[6:], lba)
+	binary.LittleEndian.PutUint32(r[10:], size)
+	binary.BigEndian.PutUint32(r[14:], size)
+	r[25], r[32] = flags, byte(len(name))
+	copy(r[33:], name)
+	return r
+}
+
+// TestISOSplitFileSize: a file in two extents of 3 GiB each (xorriso
+// writes files over 4 GiB so) is 6 GiB long, not its size modulo 4 GiB;
+// ddfs lists it and refuses to read it (several extents).
+func TestISOSplitFileSize(t *testing.T) {
+	dir := slices.Concat(isoRec("\x00", 1, isoBlock, 2), isoRec("\x01", 1, isoBlock, 2),
+		isoRec("BIG.;1", 10, 3<<30, 0x80), isoRec("BIG.;1", 20, 3<<30, 0))
+	img := make([]byte, 2*isoBlock)
+	copy(img[isoBlock:], dir)
+	im := &Image{name: "x.iso", kind: ISO9660, be: &roBackend{r: bytes.NewReader(img), size: int64(len(img))}, iso: isoVolume{tree: isoPlain, rootLBA: 1, rootLen: isoBlock}}
+	ents, err := im.ReadDir("/")
+	must(t, err)
+	if len(ents) != 1 || ents[0].Name != "big" || ents[0].Size != 6<<30 {
+		t.Fatalf("entries %+v", ents)
+	}
+	if _, err := im.Open("/big"); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("open of a file in two extents: %v", err)
 	}
 }

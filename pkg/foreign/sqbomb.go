@@ -17,21 +17,28 @@ package foreign
 // left (README).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 )
 
 // Squashfs compression ids (the superblock's).
 const (
 	sqGzip = 1
 	sqLZMA = 2
+	sqLZO  = 3
 	sqXZ   = 4
+	sqLZ4  = 5
 	sqZstd = 6
 )
 
 // sqCacheBytes bounds go-diskfs's cache of decompressed squashfs blocks
-// (128 MiB by default, kept across calls).
+// (128 MiB by default, kept across calls). It counts blocks of the
+// image's block size, a metadata block (8 KiB) taking one too: 16 MiB
+// of 4 KiB blocks may hold 32 MiB of metadata.
 const sqCacheBytes = 16 << 20
 
 // sqMaxDict is the largest dictionary or window a payload may ask for:
@@ -60,53 +67,81 @@ func sqCheckPayload(codec uint16, b []byte, limit uint64) error {
 	return nil
 }
 
-// xzCheck reads an xz stream's first block header: its LZMA2 dictionary
-// and its uncompressed size where given. (Later blocks are not reached
-// without decoding; a payload squashfs writes holds one.)
+// xzCheck reads an xz stream's block headers: each block's LZMA2
+// dictionary, and its uncompressed size where given. A block header that
+// gives its compressed size (mksquashfs's do) leads to the next block;
+// one that does not ends the walk (its successor is not found without
+// decoding).
 func xzCheck(b []byte, limit uint64) error {
-	if len(b) < 14 || string(b[:6]) != "\xfd7zXZ\x00" || b[12] == 0 {
+	if len(b) < 12 || string(b[:6]) != "\xfd7zXZ\x00" {
 		return nil
 	}
-	h := b[12:]
-	hl := (int(h[0]) + 1) * 4
-	if hl > len(h) {
-		return nil
-	}
-	h, flags := h[2:hl-4], h[1] // without the size byte, flags, and CRC32
-	if flags&0x40 != 0 {
-		if _, n := varint(h); n > 0 {
-			h = h[n:]
-		}
-	}
-	if flags&0x80 != 0 {
-		size, n := varint(h)
-		if n == 0 {
+	check := [16]int{0, 4, 4, 4, 8, 8, 8, 16, 16, 16, 32, 32, 32, 64, 64, 64}[b[7]&0xf]
+	var out uint64
+	for at := 12; at < len(b) && b[at] != 0; { // 0: the index, no more blocks
+		hl := (int(b[at]) + 1) * 4
+		if hl > len(b)-at {
 			return nil
 		}
-		if size > limit {
-			return fmt.Errorf("xz block of %d bytes (at most %d)", size, limit)
+		packed, size, err := xzBlockHeader(b[at:at+hl], limit)
+		if err != nil {
+			return err
 		}
-		h = h[n:]
+		if out += size; out > limit {
+			return fmt.Errorf("xz blocks of over %d bytes", limit)
+		}
+		if packed == 0 || packed > uint64(len(b)) {
+			return nil
+		}
+		at += hl + int(packed+3)&^3 + check
+	}
+	return nil
+}
+
+// xzBlockHeader checks one block header h (its size byte to its CRC32):
+// the LZMA2 dictionary against sqMaxDict, the stated uncompressed size
+// against limit. It returns the sizes it states (0: not stated).
+func xzBlockHeader(h []byte, limit uint64) (packed, size uint64, err error) {
+	if len(h) < 8 {
+		return 0, 0, nil // no room for a filter: the decoder refuses it
+	}
+	h, flags := h[2:len(h)-4], h[1] // without the size byte, flags, and CRC32
+	if flags&0x40 != 0 {
+		v, n := varint(h)
+		if n == 0 {
+			return 0, 0, nil
+		}
+		packed, h = v, h[n:]
+	}
+	if flags&0x80 != 0 {
+		v, n := varint(h)
+		if n == 0 {
+			return 0, 0, nil
+		}
+		if v > limit {
+			return 0, 0, fmt.Errorf("xz block of %d bytes (at most %d)", v, limit)
+		}
+		size, h = v, h[n:]
 	}
 	for range int(flags&3) + 1 {
 		id, n := varint(h)
 		if n == 0 {
-			return nil
+			return 0, 0, nil
 		}
 		plen, m := varint(h[n:])
 		if m == 0 || uint64(len(h)-n-m) < plen {
-			return nil
+			return 0, 0, nil
 		}
 		props := h[n+m : n+m+int(plen)]
 		if id == 0x21 && plen == 1 && props[0] <= 40 {
 			d := props[0]
 			if dict := uint64(2|d&1) << (d/2 + 11); dict > sqMaxDict {
-				return fmt.Errorf("xz block with a %d-byte dictionary (at most %d)", dict, sqMaxDict)
+				return 0, 0, fmt.Errorf("xz block with a %d-byte dictionary (at most %d)", dict, sqMaxDict)
 			}
 		}
 		h = h[n+m+int(plen):]
 	}
-	return nil
+	return packed, size, nil
 }
 
 // varint decodes xz's variable-length integer (n 0: none).
@@ -171,6 +206,9 @@ func zstdCheck(b []byte, limit uint64) error {
 		if window > sqMaxDict || fcsLen > 0 && fcs > limit {
 			return fmt.Errorf("zstd frame of %d bytes with a %d-byte window (at most %d)", fcs, window, limit)
 		}
+		// A frame that states its size is decoded to that size at most
+		// (the decoder stops past it): its blocks count only without one.
+		frame := uint64(0)
 		for last := false; !last; {
 			if p+3 > len(b) {
 				return nil
@@ -180,18 +218,22 @@ func zstdCheck(b []byte, limit uint64) error {
 			last, p = h&1 != 0, p+3
 			switch h >> 1 & 3 {
 			case 0: // raw
-				out, p = out+size, p+int(size)
+				frame, p = frame+size, p+int(size)
 			case 1: // RLE: one byte, size times
-				out, p = out+size, p+1
+				frame, p = frame+size, p+1
 			case 2:
-				out, p = out+min(window, 128<<10), p+int(size)
+				frame, p = frame+min(window, 128<<10), p+int(size)
 			default:
 				return nil
 			}
-			if out > limit {
+			if fcsLen > 0 {
+				frame = min(frame, fcs)
+			}
+			if out+frame > limit {
 				return fmt.Errorf("zstd frames of over %d bytes", limit)
 			}
 		}
+		out += frame
 		if fhd&4 != 0 {
 			p += 4
 		}
@@ -212,7 +254,22 @@ type sqSniffer struct {
 	block uint64
 	hdrAt int64 // where the last 2-byte read was, and what it read
 	hdr   uint16
-	frags map[int64]uint32 // compressed fragments' sizes by start
+	frags []sqFrag // compressed fragments, by start
+}
+
+// sqFrag is a compressed fragment block: where, and its size on disk.
+type sqFrag struct {
+	at int64
+	n  uint32
+}
+
+// frag is the compressed fragment at off (n 0: none).
+func (s *sqSniffer) frag(off int64) uint32 {
+	i := sort.Search(len(s.frags), func(i int) bool { return s.frags[i].at >= off })
+	if i < len(s.frags) && s.frags[i].at == off {
+		return s.frags[i].n
+	}
+	return 0
 }
 
 func (s *sqSniffer) check(off int64, p []byte) error {
@@ -221,7 +278,7 @@ func (s *sqSniffer) check(off int64, p []byte) error {
 		s.hdrAt, s.hdr = off, binary.LittleEndian.Uint16(p)
 	case off == s.hdrAt+2 && s.hdr&0x8000 == 0 && len(p) == int(s.hdr&0x7fff):
 		return sqCheckPayload(s.codec, p, sqMeta)
-	case s.frags[off] != 0 && len(p) == int(s.frags[off]):
+	case s.frag(off) != 0 && len(p) == int(s.frag(off)):
 		return sqCheckPayload(s.codec, p, s.block)
 	}
 	return nil
@@ -233,18 +290,14 @@ func (s *sqSniffer) check(off int64, p []byte) error {
 // compressed ones kept for check.
 func newSQSniffer(r io.ReaderAt, size int64, super []byte) (*sqSniffer, error) {
 	le := binary.LittleEndian
-	s := &sqSniffer{codec: le.Uint16(super[20:]), block: uint64(le.Uint32(super[sqBlockSize:])), hdrAt: -3, frags: map[int64]uint32{}}
+	s := &sqSniffer{codec: le.Uint16(super[20:]), block: uint64(le.Uint32(super[sqBlockSize:])), hdrAt: -3}
 	count, start, used := uint64(le.Uint32(super[sqFragments:])), le.Uint64(super[80:]), le.Uint64(super[sqBytesUsed:])
 	if count == 0 || start == sqNoTable {
 		return s, nil
 	}
-	nb := uint64(sqBlocks(int(count) * 16)) // count <= used/16 (boundSquashfs)
-	if start > uint64(size) || nb*8 > uint64(size)-start {
-		return nil, corruptf("fragment table at %d for %d fragments", start, count)
-	}
-	idx := make([]byte, nb*8)
-	if _, err := r.ReadAt(idx, int64(start)); err != nil {
-		return nil, corruptf("fragment table: %v", err)
+	idx, err := sqIndex(r, size, start, uint64(sqBlocks(int(count)*16)), "fragment table") // count <= used/16 (boundSquashfs)
+	if err != nil {
+		return nil, err
 	}
 	t := &sqTable{r: r, size: size, codec: s.codec, unbounded: true}
 	defer func() {
@@ -253,8 +306,8 @@ func newSQSniffer(r io.ReaderAt, size int64, super []byte) (*sqSniffer, error) {
 		}
 	}()
 	k := uint64(0) // entries read
-	for i := range nb {
-		b, _, err := t.block(le.Uint64(idx[8*i:]))
+	for _, at := range idx {
+		b, _, err := t.block(at)
 		if err != nil {
 			return nil, fmt.Errorf("fragment table: %w", err)
 		}
@@ -264,8 +317,16 @@ func newSQSniffer(r io.ReaderAt, size int64, super []byte) (*sqSniffer, error) {
 				return nil, corruptf("fragment %d at %d of %d bytes (blocks of %d, %d bytes used)", k, at, n&^(1<<24), s.block, used)
 			}
 			if n&(1<<24) == 0 && n != 0 {
-				s.frags[int64(at)] = n
+				s.frags = append(s.frags, sqFrag{int64(at), n})
 			}
+		}
+	}
+	// One start, one size: a second size at a start would be read
+	// unchecked (go-diskfs reads what the entry a file names says).
+	slices.SortFunc(s.frags, func(a, b sqFrag) int { return cmp.Compare(a.at, b.at) })
+	for i := 1; i < len(s.frags); i++ {
+		if s.frags[i].at == s.frags[i-1].at && s.frags[i].n != s.frags[i-1].n {
+			return nil, corruptf("fragments at %d of %d and %d bytes", s.frags[i].at, s.frags[i-1].n, s.frags[i].n)
 		}
 	}
 	return s, nil

@@ -28,6 +28,23 @@ type sqModes struct {
 	raw    uint16
 }
 
+// sqIndex reads the nb metadata block locations (u64 each) of the table
+// whose index lies at start.
+func sqIndex(r io.ReaderAt, size int64, start, nb uint64, what string) ([]uint64, error) {
+	if start > uint64(size) || nb > (uint64(size)-start)/8 {
+		return nil, corruptf("%s at %d of %d blocks", what, start, nb)
+	}
+	idx := make([]byte, nb*8)
+	if _, err := r.ReadAt(idx, int64(start)); err != nil {
+		return nil, corruptf("%s: %v", what, err)
+	}
+	out := make([]uint64, nb)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(idx[8*i:])
+	}
+	return out, nil
+}
+
 // sqBlock is a metadata block's bytes and its length on disk.
 type sqBlock struct {
 	b    []byte
@@ -41,20 +58,15 @@ func newSQModes(r io.ReaderAt, size int64, super []byte) (*sqModes, error) {
 	if start == sqNoTable {
 		return nil, nil
 	}
-	nb := uint64(sqBlocks(int(min(count, 1<<32)) * 8))
-	if count == 0 || start > uint64(size) || nb*8 > uint64(size)-start {
-		return nil, corruptf("export table at %d for %d inodes", start, count)
+	if count == 0 {
+		return nil, corruptf("export table at %d for no inodes", start)
 	}
-	idx := make([]byte, nb*8)
-	if _, err := r.ReadAt(idx, int64(start)); err != nil {
-		return nil, corruptf("export table: %v", err)
+	export, err := sqIndex(r, size, start, uint64(sqBlocks(int(min(count, 1<<32))*8)), "export table")
+	if err != nil {
+		return nil, err
 	}
-	m := &sqModes{t: &sqTable{r: r, size: size, codec: le.Uint16(super[20:]), unbounded: true},
-		inodes: le.Uint64(super[64:]), count: count, cache: map[uint64]sqBlock{}}
-	for i := range nb {
-		m.export = append(m.export, le.Uint64(idx[8*i:]))
-	}
-	return m, nil
+	return &sqModes{t: &sqTable{r: r, size: size, codec: le.Uint16(super[20:]), unbounded: true},
+		inodes: le.Uint64(super[64:]), count: count, cache: map[uint64]sqBlock{}, export: export}, nil
 }
 
 // block is the metadata block at off, from the cache where it is.

@@ -34,7 +34,6 @@ const (
 	sqXattrIDKey  = "ddfs-xattr-id"
 	sqMaxXattrMem = 64 << 20 // bytes of decompressed attribute table
 	sqMeta        = 8192
-	sqLZ4         = 5 // the superblock's compression id for lz4
 )
 
 // sqPrefixes names a pair's type (its low byte); 0x100 marks a value
@@ -272,17 +271,17 @@ func (t *sqTable) decompress(raw []byte) ([]byte, error) {
 	var rd io.Reader
 	var err error
 	switch t.codec {
-	case 1:
+	case sqGzip:
 		rd, err = zlib.NewReader(bytes.NewReader(raw))
-	case 2:
+	case sqLZMA:
 		rd, err = lzma.NewReader(bytes.NewReader(raw))
-	case 3:
+	case sqLZO:
 		out := make([]byte, sqMeta)
 		n, err := lzo.Decompress(raw, out)
 		return out[:n], err
-	case 4:
+	case sqXZ:
 		rd, err = xz.NewReader(bytes.NewReader(raw))
-	case 6:
+	case sqZstd:
 		if t.zd == nil {
 			if t.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<20)); err != nil {
 				return nil, err

@@ -30,7 +30,8 @@ func (fs *FS) Space(root format.RootPtr) (SnapshotSpace, error) {
 }
 
 // maxCachedRefs bounds the data refs Spaces keeps of the leaves it read
-// (16 bytes each): past it, a leaf another tree shares is read again.
+// (16 bytes each) and the refs it looked up: past it, a leaf another
+// tree shares is read again, a ref looked up again.
 const maxCachedRefs = 4 << 20
 
 // spaceWalk is the state Spaces keeps across trees: what it read of the
@@ -163,8 +164,9 @@ func (w *spaceWalk) committedRefs(k format.Key) (uint64, error) {
 		return r, nil
 	}
 	r, err := w.fs.committedRefs(k)
-	if err == nil {
+	if err == nil && w.cached < maxCachedRefs {
 		w.refs[k] = r
+		w.cached++
 	}
 	return r, err
 }
