@@ -428,6 +428,18 @@ func (im *Image) Open(p string) (*File, error) {
 	if st.isoData != 0 {
 		return im.openISO(p, st)
 	}
+	if s := im.be.sniff; s != nil { // squashfs: this file's compressed blocks get checked (sqbomb.go)
+		s.data = nil
+		if im.sqm != nil {
+			err := im.guard("open", p, func() (err error) {
+				s.data, err = im.sqm.dataBlocks(st.Ino, s.block)
+				return err
+			})
+			if err != nil {
+				return nil, im.pathErr("open", p, err)
+			}
+		}
+	}
 	var f iofs.File
 	err = im.call("open", p, func() (err error) {
 		if st.opener != nil {

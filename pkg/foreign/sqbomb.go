@@ -10,11 +10,11 @@ package foreign
 // every metadata block and fragment go-diskfs reads (sqSniffer, on the
 // backend: such a payload is refused before go-diskfs sees it).
 //
-// Data blocks are not sniffed: their compressed flag lives in the file's
-// inode, which go-diskfs reads, and a block stored raw may be a .zst
-// file's first bytes. Their input is at most one block (1 MiB); gzip's
-// output is then at most ~1 GiB, and a zstd or xz bomb there is a risk
-// left (README).
+// A file's data blocks are checked as its inode lists them (the
+// compressed flag is there: a block stored raw may be a .zst file's first
+// bytes), found through the export table (sqModes); an image made with
+// -no-exports has none, and its data blocks go unchecked (README). gzip
+// states no size: a block of at most 1 MiB may inflate to ~1 GiB.
 
 import (
 	"cmp"
@@ -255,6 +255,7 @@ type sqSniffer struct {
 	hdrAt int64 // where the last 2-byte read was, and what it read
 	hdr   uint16
 	frags []sqFrag // compressed fragments, by start
+	data  []sqFrag // the compressed data blocks of the file being read (sqModes.dataBlocks)
 }
 
 // sqFrag is a compressed fragment block: where, and its size on disk.
@@ -263,11 +264,12 @@ type sqFrag struct {
 	n  uint32
 }
 
-// frag is the compressed fragment at off (n 0: none).
-func (s *sqSniffer) frag(off int64) uint32 {
-	i := sort.Search(len(s.frags), func(i int) bool { return s.frags[i].at >= off })
-	if i < len(s.frags) && s.frags[i].at == off {
-		return s.frags[i].n
+// sizeAt is the size of the block of list (sorted by start) at off (0:
+// none there).
+func sizeAt(list []sqFrag, off int64) uint32 {
+	i := sort.Search(len(list), func(i int) bool { return list[i].at >= off })
+	if i < len(list) && list[i].at == off {
+		return list[i].n
 	}
 	return 0
 }
@@ -278,7 +280,7 @@ func (s *sqSniffer) check(off int64, p []byte) error {
 		s.hdrAt, s.hdr = off, binary.LittleEndian.Uint16(p)
 	case off == s.hdrAt+2 && s.hdr&0x8000 == 0 && len(p) == int(s.hdr&0x7fff):
 		return sqCheckPayload(s.codec, p, sqMeta)
-	case s.frag(off) != 0 && len(p) == int(s.frag(off)):
+	case sizeAt(s.frags, off) == uint32(len(p)) || sizeAt(s.data, off) == uint32(len(p)):
 		return sqCheckPayload(s.codec, p, s.block)
 	}
 	return nil

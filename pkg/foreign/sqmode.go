@@ -189,3 +189,53 @@ func (im *Image) sqPerm(st *Stat) error {
 	}
 	return nil
 }
+
+// dataBlocks is where regular file ino's compressed data blocks lie,
+// from its inode (a basic or an extended file; blockSize the image's):
+// each one's start and size on disk, in file order.
+func (m *sqModes) dataBlocks(ino, blockSize uint64) ([]sqFrag, error) {
+	if _, _, err := m.perm(ino); err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	var head []byte
+	var start, size uint64
+	var frag uint32
+	switch m.raw {
+	case 2: // basic file: blocks_start u32, fragment, offset, file_size u32
+		b, err := m.bytesAt(m.inodes, m.ref, 32)
+		if err != nil {
+			return nil, err
+		}
+		head, start, frag, size = b, uint64(le.Uint32(b[16:])), le.Uint32(b[20:]), uint64(le.Uint32(b[28:]))
+	case 9: // extended file: blocks_start u64, file_size u64, sparse, nlink, fragment, offset, xattr
+		b, err := m.bytesAt(m.inodes, m.ref, 56)
+		if err != nil {
+			return nil, err
+		}
+		head, start, size, frag = b, le.Uint64(b[16:]), le.Uint64(b[24:]), le.Uint32(b[44:])
+	default:
+		return nil, corruptf("inode %d of type %d is no regular file", ino, m.raw)
+	}
+	n := size / blockSize
+	if frag == ^uint32(0) && size%blockSize != 0 {
+		n++ // no fragment: the tail is a block of its own
+	}
+	if n > uint64(m.t.size)/4 { // the list is stored in the image
+		return nil, corruptf("inode %d: %d blocks for %d bytes", ino, n, size)
+	}
+	b, err := m.bytesAt(m.inodes, m.ref, len(head)+4*int(n))
+	if err != nil {
+		return nil, err
+	}
+	var out []sqFrag
+	for i := range int(n) {
+		w := le.Uint32(b[len(head)+4*i:])
+		on := uint64(w &^ (1 << 24))
+		if w&(1<<24) == 0 && on != 0 {
+			out = append(out, sqFrag{int64(start), uint32(on)})
+		}
+		start += on
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,4 +162,58 @@ func TestSquashfsCodecsReadBack(t *testing.T) {
 			t.Fatalf("%v: read %d files", args, n)
 		}
 	}
+}
+
+// TestSquashfsDataBlockBomb: a file's first data block (zstd, about half
+// of 128 KiB: hex digits) whose frame header is made to claim 60 GiB is
+// refused when the file is read, the inode's block list naming it a
+// compressed block (through the export table); go-diskfs's DecodeAll
+// allocated 32768 times its length (2 GiB) for it. A file stored raw
+// that starts with such a header (a .zst file) still reads.
+func TestSquashfsDataBlockBomb(t *testing.T) {
+	needTools(t, "mksquashfs")
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(src, 0o755))
+	hex := make([]byte, 256<<10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range hex {
+		hex[i] = "0123456789abcdef"[rng.IntN(16)]
+	}
+	must(t, os.WriteFile(filepath.Join(src, "a"), hex, 0o644))
+	// 8-byte content size, a 1 KiB window (a window this size is within
+	// the decoder's limits: it sizes its output by the content size)
+	bomb := append([]byte("\x28\xb5\x2f\xfd\xc0\x00"), binary.LittleEndian.AppendUint64(nil, 60<<30)...)
+	must(t, os.WriteFile(filepath.Join(src, "b.zst"), bomb, 0o644))
+	img := filepath.Join(t.TempDir(), "x.sq")
+	run(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-comp", "zstd", "-no-fragments")
+	b, err := os.ReadFile(img)
+	must(t, err)
+	const first = 96 // mksquashfs writes the data blocks right after the superblock, a's first
+	if !bytes.HasPrefix(b[first:], []byte("\x28\xb5\x2f\xfd")) {
+		t.Fatalf("no zstd frame at %d: % x", first, b[first:first+8])
+	}
+	copy(b[first+4:], bomb[4:])
+	im, err := OpenReader("x.sq", bytes.NewReader(b), int64(len(b)))
+	must(t, err)
+	got, err := readAllOf(im, "/b.zst")
+	if err != nil || !bytes.Equal(got, bomb) {
+		t.Fatalf("b.zst: %q %v", got, err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = readAllOf(im, "/a")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
+		t.Fatalf("a: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
+// readAllOf is the bytes of im's file p.
+func readAllOf(im *Image, p string) ([]byte, error) {
+	f, err := im.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(struct{ io.Reader }{f})
 }
