@@ -137,9 +137,10 @@ func (r *repairer) round(round int) (done bool, err error) {
 	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
 	if shared && len(rep.Incomplete) == 0 {
 		todo = append(todo, r.opt.liveValueFixes(rep.Problems)...)
+		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
 	}
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts and the live tree's inode values are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
+		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records and the live tree's inode values are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
@@ -183,8 +184,9 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 		}
 		return vol, again, nil
 	}
-	// Shared nodes: dropping or rebuilding trees, older roots and chunk
-	// moves are not snapshot-aware; only the system arrays are rewritten.
+	// Shared nodes: rebuilding the fs tree, older roots and chunk moves
+	// are not snapshot-aware; on an image with snapshots only the system
+	// arrays are rewritten and the derived trees (never shared) dropped.
 	repair, broken := r.opt.Mode == ModeRepair && !shared, mappingBroken(rep.Problems)
 	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
 		// First: every other write goes through the mapping.
@@ -193,8 +195,8 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 			return wrap(true, err)
 		}
 	}
-	if repair && !broken {
-		if again, err := r.trees(vol, rep); again || err != nil {
+	if r.opt.Mode == ModeRepair && !broken {
+		if again, err := r.trees(vol, rep, shared); again || err != nil {
 			return wrap(again, err)
 		}
 	}
@@ -224,14 +226,15 @@ func (r *repairer) profiles(vol *volume.Volume) error {
 }
 
 // trees drops the derived trees that need it, else rebuilds the fs tree
-// when its nodes are lost (once); again when it did (vol closed).
-func (r *repairer) trees(vol *volume.Volume, rep *Report) (again bool, err error) {
+// when its nodes are lost (once; not where snapshots share them); again
+// when it did (vol closed).
+func (r *repairer) trees(vol *volume.Volume, rep *Report, shared bool) (again bool, err error) {
 	dropped, err := dropDerived(vol, rep)
 	if err != nil || len(dropped) > 0 { // check without them; the next rounds rebuild them
 		vol.Close()
 		return true, err
 	}
-	if r.rebuilt != "" || !rebuildsFS(rep) {
+	if shared || r.rebuilt != "" || !rebuildsFS(rep) {
 		return false, nil
 	}
 	r.lost, err = rebuildFS(vol, r.opt)
@@ -315,6 +318,29 @@ func (o Options) fixable(ps []Problem, incomplete bool) []Problem {
 	return out
 }
 
+// unsharedFixes are ps's problems of what snapshots never share, fixed
+// on an image with snapshots as on one without: a metadata item for a
+// node no tree (snapshots' included) points at, the dedupe index (its
+// own tree and the extents' index marks) and discard records.
+func (o Options) unsharedFixes(ps []Problem) []Problem {
+	return o.fixesWhere(ps, func(p Problem) bool { return p.Code == MetaLeaked || p.Pass == PassDedupe || p.Pass == PassDisc })
+}
+
+// fixesWhere are ps's problems that match and the mode may fix (none
+// while the chunk mapping is broken).
+func (o Options) fixesWhere(ps []Problem, match func(Problem) bool) []Problem {
+	if mappingBroken(ps) {
+		return nil
+	}
+	var out []Problem
+	for _, p := range ps {
+		if ci, _ := p.Code.Info(); match(p) && o.Mode.allows(ci.fix) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // liveValues are the fixes that set one field of an inode item to the
 // value the check counted: through the transaction's copy-on-write they
 // change the live tree's leaf only (a snapshot sharing it keeps its own),
@@ -324,16 +350,7 @@ var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NByte
 // liveValueFixes are ps's liveValues problems of the live fs tree, on an
 // image with snapshots (whose own trees are read-only: left reported).
 func (o Options) liveValueFixes(ps []Problem) []Problem {
-	if mappingBroken(ps) {
-		return nil
-	}
-	var out []Problem
-	for _, p := range ps {
-		if ci, _ := p.Code.Info(); liveValues[p.Code] && p.Tree == format.FSTree.String() && o.Mode.allows(ci.fix) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return o.fixesWhere(ps, func(p Problem) bool { return liveValues[p.Code] && p.Tree == format.FSTree.String() })
 }
 
 // mappingBroken reports problems of the chunk mapping or the device
