@@ -140,7 +140,7 @@ func (r *repairer) round(round int) (done bool, err error) {
 		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
 	}
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records and the live tree's inode values are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
+		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records, and the live tree's inode values, entry types and hash keys are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
@@ -341,11 +341,14 @@ func (o Options) fixesWhere(ps []Problem, match func(Problem) bool) []Problem {
 	return out
 }
 
-// liveValues are the fixes that set one field of an inode item to the
-// value the check counted: through the transaction's copy-on-write they
-// change the live tree's leaf only (a snapshot sharing it keeps its own),
-// and they touch no extent, name or reference.
-var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NBytes: true, SpecialSize: true, Rdev: true, InodeFlags: true}
+// liveValues are the fixes that rewrite items of one inode or directory
+// in place: a field of an inode item set to the value the check counted,
+// an entry's type set to its inode's, a directory or xattr item moved
+// under its name's hash. Through the transaction's copy-on-write they
+// change the live tree's leaf only (a snapshot sharing it keeps its
+// own), and they touch no extent, no reference, and no name's target.
+var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NBytes: true, SpecialSize: true, Rdev: true, InodeFlags: true,
+	EntryType: true, DirItemHash: true, XattrHash: true}
 
 // liveValueFixes are ps's liveValues problems of the live fs tree, on an
 // image with snapshots (whose own trees are read-only: left reported).

@@ -212,6 +212,56 @@ func TestSnapshotSurgery(t *testing.T) {
 		s.put(format.SnapshotTree, format.Key{ObjectID: 99, Type: format.SnapshotItemKey}, format.MarshalSnapshotItem(&dup))
 		expect(t, s.check(Options{}), want{code: SnapshotBad})
 	})
+	t.Run("live-entry-fix", func(t *testing.T) {
+		// A live entry's type and a live directory item's hash key are
+		// mended on an image with snapshots; s1's root leaf keeps its
+		// own, right, entries.
+		s := newSurgeon(t, base)
+		root := uint64(format.RootDirIno)
+		idx, e := s.entry(root, "mid")
+		e.Type = format.FileTypeSymlink
+		s.put(format.FSTree, format.Key{ObjectID: root, Type: format.DirIndexKey, Offset: idx}, format.MarshalDirEntry(e))
+		s.put(format.FSTree, dirItemKey(root, "mid"), format.MarshalDirEntries([]format.DirEntry{e}))
+		k := dirItemKey(root, "dir")
+		to := k
+		to.Offset++
+		s.move(format.FSTree, k, to)
+		expect(t, s.check(Options{}), want{code: DirItemHash, ino: root}, want{code: EntryType, ino: root})
+		got := repairDevs(t, s.devs, ModeRepair)
+		if !got.Clean() || got.RepairLimited != "" {
+			t.Fatalf("repair of live entries on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
+		}
+		if after := fsckDevs(t, s.devs, Options{CheckData: true}); !after.Clean() {
+			t.Fatalf("after the repair: %v", after.Problems)
+		}
+		st, err := store.OpenVolume(volumeOf(t, s.devs))
+		must(t, err)
+		f, err := fsys.New(st, fsys.Options{})
+		must(t, err)
+		for _, tree := range []string{"", "s1"} {
+			v := f
+			if tree != "" {
+				v, err = f.OpenSnapshot(tree)
+				must(t, err)
+			}
+			for name, typ := range map[string]format.FileType{"mid": format.FileTypeRegular, "dir": format.FileTypeDir} {
+				in, err := v.Resolve("/"+name, false)
+				if err != nil {
+					t.Fatalf("%q: /%s: %v", tree, name, err)
+				}
+				found := false
+				must(t, v.ReadDir(resolveIn(t, v, "/"), func(d fsys.DirEntry) bool {
+					if d.Name == name {
+						found = d.Ino == in.Ino && d.Type == typ
+					}
+					return true
+				}))
+				if !found {
+					t.Fatalf("%q: /%s's entry is not a type %d entry of inode %d", tree, name, typ, in.Ino)
+				}
+			}
+		}
+	})
 	t.Run("live-value-fix", func(t *testing.T) {
 		// A live inode's count and its directory's size repaired on an
 		// image with snapshots; the snapshot's copy of the leaf is not
@@ -298,4 +348,12 @@ func TestDropInProgressClean(t *testing.T) {
 	if rep.Snapshots != 0 {
 		t.Fatalf("%d snapshots checked, want 0", rep.Snapshots)
 	}
+}
+
+// resolveIn is v's inode of p.
+func resolveIn(t *testing.T, v *fsys.FS, p string) *fsys.Inode {
+	t.Helper()
+	in, err := v.Resolve(p, false)
+	must(t, err)
+	return in
 }
