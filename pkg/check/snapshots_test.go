@@ -227,17 +227,8 @@ func TestSnapshotSurgery(t *testing.T) {
 		to.Offset++
 		s.move(format.FSTree, k, to)
 		expect(t, s.check(Options{}), want{code: DirItemHash, ino: root}, want{code: EntryType, ino: root})
-		got := repairDevs(t, s.devs, ModeRepair)
-		if !got.Clean() || got.RepairLimited != "" {
-			t.Fatalf("repair of live entries on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
-		}
-		if after := fsckDevs(t, s.devs, Options{CheckData: true}); !after.Clean() {
-			t.Fatalf("after the repair: %v", after.Problems)
-		}
-		st, err := store.OpenVolume(volumeOf(t, s.devs))
-		must(t, err)
-		f, err := fsys.New(st, fsys.Options{})
-		must(t, err)
+		f := repairedClean(t, s)
+		var err error
 		for _, tree := range []string{"", "s1"} {
 			v := f
 			if tree != "" {
@@ -271,17 +262,8 @@ func TestSnapshotSurgery(t *testing.T) {
 		s.inode(mid, func(in *format.InodeItem) { in.Nlink = 5 })
 		s.inode(format.RootDirIno, func(in *format.InodeItem) { in.Size += 7 })
 		expect(t, s.check(Options{}), want{code: Nlink, ino: mid}, want{code: DirSize, ino: format.RootDirIno})
-		got := repairDevs(t, s.devs, ModeRepair)
-		if !got.Clean() || got.RepairLimited != "" {
-			t.Fatalf("repair of live-tree values on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
-		}
-		if after := fsckDevs(t, s.devs, Options{CheckData: true}); !after.Clean() {
-			t.Fatalf("after the repair: %v", after.Problems)
-		}
-		st, err := store.OpenVolume(volumeOf(t, s.devs))
-		must(t, err)
-		f, err := fsys.New(st, fsys.Options{})
-		must(t, err)
+		f := repairedClean(t, s)
+		var err error
 		for tree, want := range map[string]uint32{"": 1, "s1": 1} {
 			v := f
 			if tree != "" {
@@ -356,4 +338,22 @@ func resolveIn(t *testing.T, v *fsys.FS, p string) *fsys.Inode {
 	in, err := v.Resolve(p, false)
 	must(t, err)
 	return in
+}
+
+// repairedClean repairs s's image, which must come out clean with
+// nothing withheld (and check clean with data after), and opens it.
+func repairedClean(t *testing.T, s *surgeon) *fsys.FS {
+	t.Helper()
+	got := repairDevs(t, s.devs, ModeRepair)
+	if !got.Clean() || got.RepairLimited != "" {
+		t.Fatalf("repair on a snapshot image: %v, limited %q", got.Problems, got.RepairLimited)
+	}
+	if after := fsckDevs(t, s.devs, Options{CheckData: true}); !after.Clean() {
+		t.Fatalf("after the repair: %v", after.Problems)
+	}
+	st, err := store.OpenVolume(volumeOf(t, s.devs))
+	must(t, err)
+	f, err := fsys.New(st, fsys.Options{})
+	must(t, err)
+	return f
 }
