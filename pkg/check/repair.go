@@ -136,11 +136,11 @@ func (r *repairer) round(round int) (done bool, err error) {
 	}
 	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
 	if shared && len(rep.Incomplete) == 0 {
-		todo = append(todo, r.opt.liveValueFixes(rep.Problems)...)
+		todo = append(todo, r.opt.liveFixes(rep.Problems)...)
 		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
 	}
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records, and the live tree's inode values, entry types and hash keys are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
+		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records, and the live tree's inode values, names and hash keys are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	// A round that changed nothing will not do better next time.
@@ -350,10 +350,15 @@ func (o Options) fixesWhere(ps []Problem, match func(Problem) bool) []Problem {
 var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NBytes: true, SpecialSize: true, Rdev: true, InodeFlags: true,
 	EntryType: true, DirItemHash: true, XattrHash: true}
 
-// liveValueFixes are ps's liveValues problems of the live fs tree, on an
-// image with snapshots (whose own trees are read-only: left reported).
-func (o Options) liveValueFixes(ps []Problem) []Problem {
-	return o.fixesWhere(ps, func(p Problem) bool { return liveValues[p.Code] && p.Tree == format.FSTree.String() })
+// liveFixes are ps's problems of the live fs tree whose fixes edit its
+// items only (liveValues, and the name fixes: entries, back references,
+// inodes recreated or linked into lost+found), on an image with
+// snapshots (whose own trees are read-only: left reported). No extent
+// or reference changes: a snapshot sharing a leaf keeps its copy.
+func (o Options) liveFixes(ps []Problem) []Problem {
+	return o.fixesWhere(ps, func(p Problem) bool {
+		return p.Tree == format.FSTree.String() && (liveValues[p.Code] || nameFixes[p.Code] != nil)
+	})
 }
 
 // mappingBroken reports problems of the chunk mapping or the device

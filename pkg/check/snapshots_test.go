@@ -1,8 +1,10 @@
 package check
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -253,6 +255,25 @@ func TestSnapshotSurgery(t *testing.T) {
 			}
 		}
 	})
+	t.Run("live-name-fix", func(t *testing.T) {
+		// In the live tree: an entry naming no inode, and /mid's back
+		// reference gone (an orphan, its entry without a ref). -y mends
+		// the live names; s1 lists and reads as before.
+		s1Before := treeListing(t, openedFS(t, base), "s1")
+		s := newSurgeon(t, base)
+		root := uint64(format.RootDirIno)
+		s.link(root, "ghost", 90000, format.FileTypeRegular)
+		mid := s.ino("/mid")
+		s.del(format.FSTree, format.Key{ObjectID: mid, Type: format.InodeRefKey, Offset: root})
+		expect(t, s.check(Options{}), want{code: Orphan, ino: mid}, want{code: EntryNoRef, ino: root}, want{code: EntryDangling, ino: root}, want{code: InodeMissing, ino: 90000})
+		f := repairedClean(t, s)
+		if got := treeListing(t, f, "s1"); !maps.Equal(got, s1Before) {
+			t.Fatalf("s1 after the repair: %v\nbefore: %v", got, s1Before)
+		}
+		if in := resolveIn(t, f, "/mid"); in.Ino != mid {
+			t.Fatalf("live /mid is inode %d, want %d", in.Ino, mid)
+		}
+	})
 	t.Run("live-value-fix", func(t *testing.T) {
 		// A live inode's count and its directory's size repaired on an
 		// image with snapshots; the snapshot's copy of the leaf is not
@@ -356,4 +377,24 @@ func repairedClean(t *testing.T, s *surgeon) *fsys.FS {
 	f, err := fsys.New(st, fsys.Options{})
 	must(t, err)
 	return f
+}
+
+// treeListing is each entry of snapshot name's root: its inode, type
+// and, for a regular file, the sha256 of its bytes.
+func treeListing(t *testing.T, f *fsys.FS, name string) map[string]string {
+	t.Helper()
+	v, err := f.OpenSnapshot(name)
+	must(t, err)
+	out := map[string]string{}
+	must(t, v.ReadDir(resolveIn(t, v, "/"), func(d fsys.DirEntry) bool {
+		sum := ""
+		if in, err := v.Inode(d.Ino); err == nil && d.Type == format.FileTypeRegular {
+			buf := make([]byte, in.Size)
+			n, err := v.ReadAt(in, buf, 0)
+			sum = fmt.Sprintf("%x %d %v", sha256.Sum256(buf[:n]), n, err)
+		}
+		out[d.Name] = fmt.Sprint(d.Ino, d.Type, sum)
+		return true
+	}))
+	return out
 }
