@@ -120,6 +120,9 @@ type fatBPB struct {
 	fatSectors        uint32 // 22 u16, or 36 u32 (FAT32) when that is 0
 	clusters          uint32 // data clusters, which decide FAT12/16/32
 	kind              Kind
+	// fat16Size: a FAT32 boot sector with a 16-bit FAT size too (boundFAT
+	// refuses it: go-diskfs reads the 32-bit one, ddfs checked this one).
+	fat16Size bool
 }
 
 func parseBPB(b []byte) (fatBPB, bool) {
@@ -159,13 +162,8 @@ func parseBPB(b []byte) (fatBPB, bool) {
 	case p.clusters < 65525:
 		p.kind = FAT16
 	default:
-		// FAT32 keeps its FAT size in the 32-bit field only: go-diskfs
-		// reads that one, so a 16-bit one besides it (which ddfs would
-		// check instead) is refused.
-		if binary.LittleEndian.Uint16(b[22:]) != 0 {
-			return fatBPB{}, false
-		}
-		p.kind = FAT32
+		// FAT32 keeps its FAT size in the 32-bit field only.
+		p.kind, p.fat16Size = FAT32, binary.LittleEndian.Uint16(b[22:]) != 0
 	}
 	return p, true
 }

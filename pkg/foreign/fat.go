@@ -22,6 +22,9 @@ func boundFAT(r io.ReaderAt, size int64) (identity, error) {
 	if !ok {
 		return identity{}, corruptf("FAT boot sector")
 	}
+	if p.fat16Size {
+		return identity{}, corruptf("FAT32 boot sector with a 16-bit FAT size (%d sectors) besides its 32-bit one", p.fatSectors)
+	}
 	bps := uint64(p.bytesPerSector)
 	if p.totalSectors*bps > uint64(size) {
 		return identity{}, corruptf("%s of %d sectors of %d bytes, image of %d bytes", p.kind, p.totalSectors, bps, size)

@@ -219,7 +219,7 @@ func TestFAT32SizeFields(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err = OpenReader("f32.img", bytes.NewReader(img), int64(len(img)))
 	runtime.ReadMemStats(&after)
-	if err == nil || after.TotalAlloc-before.TotalAlloc > 64<<20 {
+	if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
 		t.Fatalf("two FAT sizes: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
 	}
 }
