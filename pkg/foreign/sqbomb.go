@@ -254,19 +254,20 @@ type sqSniffer struct {
 	block uint64
 	hdrAt int64 // where the last 2-byte read was, and what it read
 	hdr   uint16
-	frags []sqFrag // compressed fragments, by start
-	data  []sqFrag // the compressed data blocks of the file being read (sqModes.dataBlocks)
+	frags []sqCompressed // compressed fragments, by start
+	data  []sqCompressed // the compressed data blocks of the file being read (sqModes.dataBlocks)
 }
 
-// sqFrag is a compressed fragment block: where, and its size on disk.
-type sqFrag struct {
+// sqCompressed is a compressed fragment or data block: where, and its
+// size on disk.
+type sqCompressed struct {
 	at int64
 	n  uint32
 }
 
 // sizeAt is the size of the block of list (sorted by start) at off (0:
 // none there).
-func sizeAt(list []sqFrag, off int64) uint32 {
+func sizeAt(list []sqCompressed, off int64) uint32 {
 	i := sort.Search(len(list), func(i int) bool { return list[i].at >= off })
 	if i < len(list) && list[i].at == off {
 		return list[i].n
@@ -319,13 +320,13 @@ func newSQSniffer(r io.ReaderAt, size int64, super []byte) (*sqSniffer, error) {
 				return nil, corruptf("fragment %d at %d of %d bytes (blocks of %d, %d bytes used)", k, at, n&^(1<<24), s.block, used)
 			}
 			if n&(1<<24) == 0 && n != 0 {
-				s.frags = append(s.frags, sqFrag{int64(at), n})
+				s.frags = append(s.frags, sqCompressed{int64(at), n})
 			}
 		}
 	}
 	// One start, one size: a second size at a start would be read
 	// unchecked (go-diskfs reads what the entry a file names says).
-	slices.SortFunc(s.frags, func(a, b sqFrag) int { return cmp.Compare(a.at, b.at) })
+	slices.SortFunc(s.frags, func(a, b sqCompressed) int { return cmp.Compare(a.at, b.at) })
 	for i := 1; i < len(s.frags); i++ {
 		if s.frags[i].at == s.frags[i-1].at && s.frags[i].n != s.frags[i-1].n {
 			return nil, corruptf("fragments at %d of %d and %d bytes", s.frags[i].at, s.frags[i-1].n, s.frags[i].n)

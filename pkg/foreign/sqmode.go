@@ -193,7 +193,7 @@ func (im *Image) sqPerm(st *Stat) error {
 // dataBlocks is where regular file ino's compressed data blocks lie,
 // from its inode (a basic or an extended file; blockSize the image's):
 // each one's start and size on disk, in file order.
-func (m *sqModes) dataBlocks(ino, blockSize uint64) ([]sqFrag, error) {
+func (m *sqModes) dataBlocks(ino, blockSize uint64) ([]sqCompressed, error) {
 	if _, _, err := m.perm(ino); err != nil {
 		return nil, err
 	}
@@ -228,12 +228,12 @@ func (m *sqModes) dataBlocks(ino, blockSize uint64) ([]sqFrag, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []sqFrag
+	var out []sqCompressed
 	for i := range int(n) {
 		w := le.Uint32(b[len(head)+4*i:])
 		on := uint64(w &^ (1 << 24))
 		if w&(1<<24) == 0 && on != 0 {
-			out = append(out, sqFrag{int64(start), uint32(on)})
+			out = append(out, sqCompressed{int64(start), uint32(on)})
 		}
 		start += on
 	}
