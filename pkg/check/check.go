@@ -358,7 +358,7 @@ func CheckVolume(vol *volume.Volume, opts ...Options) (*Report, error) {
 		c.checkFS()
 		c.checkSnapshotNames()
 		for _, s := range c.snaps.list {
-			if !s.dropping {
+			if !s.countOnly {
 				c.rep.Snapshots++
 			}
 		}

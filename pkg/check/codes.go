@@ -136,7 +136,7 @@ var (
 	NodeCopiesDiffer = def("NODE_COPIES_DIFFER", PassNode, FixPreen, "two copies of a node both validate but differ byte for byte (both locations reported); the one that does not fit the node's place (its parent pointer's first key) is rewritten from the one that does, none when the place cannot decide")
 	NodePtrGen       = def("NODE_PTR_GEN", PassNode, FixNone, "a child pointer is newer than its node")
 	ItemBad          = def("ITEM_BAD", PassNode, FixNone, "a chunk, device, extent or snapshot tree item does not decode or contradicts its key")
-	SnapshotBad      = def("SNAPSHOT_BAD", PassNode, FixNone, "a snapshot, receive or drop item contradicts the image: made after the filesystem's generation, a name or UUID another snapshot has, more than 4096 snapshots, or the snapshots (receive, dropping) feature off (its tree is not checked)")
+	SnapshotBad      = def("SNAPSHOT_BAD", PassNode, FixNone, "a snapshot, receive or drop item contradicts the image: made after the filesystem's generation, a name or UUID another snapshot has, more than 4096 snapshots, or the snapshots (receive, dropping) feature off (its tree's nodes and data count as in use, its names are not checked, and a repair frees and re-counts nothing while it stands)")
 )
 
 // Extents and block groups.

@@ -143,6 +143,13 @@ func (r *repairer) round(round int) (done bool, err error) {
 		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records, and the live tree's inode values, names and hash keys are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
+	if hasCode(rep.Problems, SnapshotBad) {
+		// An item the check rejects may still be opened: its tree counts
+		// as in use, but the counts are not trusted to free or re-count.
+		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs} {
+			todo = withoutCode(todo, c)
+		}
+	}
 	// A round that changed nothing will not do better next time.
 	if len(todo) == 0 || round == maxRounds || same {
 		vol.Close()
@@ -346,15 +353,17 @@ func (o Options) fixesWhere(ps []Problem, match func(Problem) bool) []Problem {
 // an entry's type set to its inode's, a directory or xattr item moved
 // under its name's hash. Through the transaction's copy-on-write they
 // change the live tree's leaf only (a snapshot sharing it keeps its
-// own), and they touch no extent, no reference, and no name's target.
+// own), and they change no data extent, and no reference beyond what
+// copy-on-write itself changes.
 var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NBytes: true, SpecialSize: true, Rdev: true, InodeFlags: true,
 	EntryType: true, DirItemHash: true, XattrHash: true}
 
 // liveFixes are ps's problems of the live fs tree whose fixes edit its
 // items only (liveValues, and the name fixes: entries, back references,
 // inodes recreated or linked into lost+found), on an image with
-// snapshots (whose own trees are read-only: left reported). No extent
-// or reference changes: a snapshot sharing a leaf keeps its copy.
+// snapshots (whose own trees are read-only: left reported). No data
+// extent changes, no reference changes beyond copy-on-write's own: a
+// snapshot sharing a leaf keeps its copy.
 func (o Options) liveFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool {
 		return p.Tree == format.FSTree.String() && (liveValues[p.Code] || nameFixes[p.Code] != nil)

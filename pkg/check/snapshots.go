@@ -25,9 +25,11 @@ import (
 type snapshotRef struct {
 	id   uint64
 	item *format.SnapshotItem
-	// dropping: what is left of a tree being dropped (DROP_ITEM): its
-	// nodes and data count, it has no namespace to check.
-	dropping bool
+	// countOnly: a tree whose nodes and data count as in use, with no
+	// namespace checked: what is left of a tree being dropped
+	// (DROP_ITEM), or the tree of an item the check rejects (SNAPSHOT_BAD:
+	// the store may still open it, and "in use" wins).
+	countOnly bool
 }
 
 // snapshotState is what the walk of the snapshot tree found.
@@ -75,6 +77,7 @@ func (c *checker) snapshotItem(node uint64, it format.Item) {
 	problem := func(msg string, args ...any) {
 		c.add(Problem{Code: SnapshotBad, Tree: format.SnapshotTree.String(), Logical: node,
 			Message: fmt.Sprintf("snapshot %d %q: ", it.Key.ObjectID, s.Name) + fmt.Sprintf(msg, args...)})
+		st.list = append(st.list, snapshotRef{id: it.Key.ObjectID, item: s, countOnly: true})
 	}
 	switch other, dupName := st.names[s.Name]; {
 	case !c.sharing():
@@ -105,12 +108,13 @@ func (c *checker) receiveItem(node uint64, it format.Item, bad func(error)) {
 		bad(err)
 		return
 	}
+	ref := snapshotRef{item: &format.SnapshotItem{Root: r.Parked, Generation: r.Generation, Name: parkedName}}
 	if c.sb.Incompat&format.IncompatReceive == 0 || !c.sharing() {
 		c.add(Problem{Code: SnapshotBad, Tree: format.SnapshotTree.String(), Logical: node,
 			Message: "a receive item without the receive and snapshots features"})
-		return
+		ref.countOnly = true
 	}
-	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: r.Parked, Generation: r.Generation, Name: parkedName}})
+	c.snaps.list = append(c.snaps.list, ref)
 }
 
 // dropItem takes a DROP_ITEM: what is left of a tree being dropped is
@@ -127,9 +131,8 @@ func (c *checker) dropItem(node uint64, it format.Item, bad func(error)) {
 	if c.sb.Incompat&format.IncompatDropping == 0 || !c.sharing() || d.Generation > c.sb.Generation {
 		c.add(Problem{Code: SnapshotBad, Tree: format.SnapshotTree.String(), Logical: node,
 			Message: fmt.Sprintf("drop item %d: without the dropping and snapshots features, or made at generation %d after the filesystem's %d", it.Key.ObjectID, d.Generation, c.sb.Generation)})
-		return
 	}
-	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: d.Root, Generation: d.Generation, Name: droppingName}, dropping: true})
+	c.snaps.list = append(c.snaps.list, snapshotRef{item: &format.SnapshotItem{Root: d.Root, Generation: d.Generation, Name: droppingName}, countOnly: true})
 }
 
 // droppingName labels a tree being dropped among the snapshots.
@@ -211,7 +214,7 @@ func (c *checker) checkSnapshotNames() {
 		if c.opt.cancelled() != nil {
 			return
 		}
-		if s.dropping {
+		if s.countOnly {
 			continue
 		}
 		sb := *c.sb

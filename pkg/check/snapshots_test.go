@@ -212,7 +212,10 @@ func TestSnapshotSurgery(t *testing.T) {
 		dup := all[0].SnapshotItem
 		dup.UUID[0] ^= 0xff
 		s.put(format.SnapshotTree, format.Key{ObjectID: 99, Type: format.SnapshotItemKey}, format.MarshalSnapshotItem(&dup))
-		expect(t, s.check(Options{}), want{code: SnapshotBad})
+		// The rejected item's tree counts as in use: its root has one
+		// pointer more than its refs say (a delete of either item would
+		// free the tree the other names).
+		expect(t, s.check(Options{}), want{code: SnapshotBad}, want{code: MetaRefs, logical: dup.Root.Logical})
 	})
 	t.Run("live-entry-fix", func(t *testing.T) {
 		// A live entry's type and a live directory item's hash key are
@@ -272,6 +275,48 @@ func TestSnapshotSurgery(t *testing.T) {
 		}
 		if in := resolveIn(t, f, "/mid"); in.Ino != mid {
 			t.Fatalf("live /mid is inode %d, want %d", in.Ino, mid)
+		}
+	})
+	t.Run("rejected-snapshot-kept", func(t *testing.T) {
+		// s2 given s1's UUID: the check rejects its item (SNAPSHOT_BAD),
+		// but the store still opens it. Its nodes and data count as in
+		// use, and -y frees or re-counts nothing: after 200 new files
+		// in the live tree s2 reads as before. (Not walked, its nodes
+		// were META_LEAKED and -y freed them: the next write failed.)
+		before := treeListing(t, openedFS(t, base), "s2")
+		s := newSurgeon(t, base)
+		all, err := s.st.Snapshots()
+		must(t, err)
+		var it format.SnapshotItem
+		var id, uuid1 = uint64(0), [16]byte{}
+		for _, x := range all {
+			switch x.Name {
+			case "s1":
+				uuid1 = x.UUID
+			case "s2":
+				it, id = x.SnapshotItem, x.ID
+			}
+		}
+		it.UUID = uuid1
+		s.put(format.SnapshotTree, format.Key{ObjectID: id, Type: format.SnapshotItemKey}, format.MarshalSnapshotItem(&it))
+		expect(t, s.check(Options{}), want{code: SnapshotBad})
+		if got := repairDevs(t, s.devs, ModeRepair); got.Clean() {
+			t.Fatalf("the rejected item went unreported: %v", got.Problems)
+		}
+		vol, err := volume.FromDevices(asDevices(s.devs), true)
+		must(t, err)
+		st, err := store.OpenVolume(vol)
+		must(t, err)
+		f, err := fsys.New(st, fsys.Options{})
+		must(t, err)
+		for i := range 200 {
+			in, err := f.Create(fmt.Sprintf("/new%03d", i), fsys.Attr{Mode: 0o644})
+			must(t, err)
+			must(t, f.WriteAt(in, pattern(5000, byte(i)), 0))
+		}
+		must(t, f.Close())
+		if got := treeListing(t, openedFS(t, s.devs), "s2"); !maps.Equal(got, before) {
+			t.Fatalf("s2 after -y and 200 writes: %v\nbefore: %v", got, before)
 		}
 	})
 	t.Run("live-value-fix", func(t *testing.T) {
