@@ -404,6 +404,7 @@ type File struct {
 	f    io.ReadCloser
 	st   *Stat
 	left int64
+	sq   []sqCompressed // a squashfs file's compressed data blocks, checked as read (sqbomb.go)
 }
 
 // Open opens regular file p (symlinks followed) for reading.
@@ -428,16 +429,14 @@ func (im *Image) Open(p string) (*File, error) {
 	if st.isoData != 0 {
 		return im.openISO(p, st)
 	}
-	if s := im.be.sniff; s != nil { // squashfs: this file's compressed blocks get checked (sqbomb.go)
-		s.data = nil
-		if im.sqm != nil {
-			err := im.guard("open", p, func() (err error) {
-				s.data, err = im.sqm.dataBlocks(st.Ino, s.block)
-				return err
-			})
-			if err != nil {
-				return nil, im.pathErr("open", p, err)
-			}
+	var sq []sqCompressed
+	if s := im.be.sniff; s != nil && im.sqm != nil { // squashfs: this file's compressed blocks get checked
+		err := im.guard("open", p, func() (err error) {
+			sq, err = im.sqm.dataBlocks(st.Ino, s.block)
+			return err
+		})
+		if err != nil {
+			return nil, im.pathErr("open", p, err)
 		}
 	}
 	var f iofs.File
@@ -452,7 +451,7 @@ func (im *Image) Open(p string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{im: im, p: p, f: f, st: st, left: st.Size}, nil
+	return &File{im: im, p: p, f: f, st: st, left: st.Size, sq: sq}, nil
 }
 
 // extInodes is the ext image's inode reader, made once.
@@ -523,6 +522,9 @@ func (f *File) Read(b []byte) (int, error) {
 		var m int
 		var rerr error
 		err := f.im.guard("read", f.p, func() error {
+			if s := f.im.be.sniff; s != nil {
+				s.data = f.sq // this file's blocks, whatever file was read last
+			}
 			m, rerr = f.f.Read(b[n:])
 			return nil
 		})

@@ -255,7 +255,7 @@ type sqSniffer struct {
 	hdrAt int64 // where the last 2-byte read was, and what it read
 	hdr   uint16
 	frags []sqCompressed // compressed fragments, by start
-	data  []sqCompressed // the compressed data blocks of the file being read (sqModes.dataBlocks)
+	data  []sqCompressed // the compressed data blocks of the file being read (File.sq, set at each Read)
 }
 
 // sqCompressed is a compressed fragment or data block: where, and its
@@ -281,7 +281,7 @@ func (s *sqSniffer) check(off int64, p []byte) error {
 		s.hdrAt, s.hdr = off, binary.LittleEndian.Uint16(p)
 	case off == s.hdrAt+2 && s.hdr&0x8000 == 0 && len(p) == int(s.hdr&0x7fff):
 		return sqCheckPayload(s.codec, p, sqMeta)
-	case sizeAt(s.frags, off) == uint32(len(p)) || sizeAt(s.data, off) == uint32(len(p)):
+	case len(p) > 0 && (sizeAt(s.frags, off) == uint32(len(p)) || sizeAt(s.data, off) == uint32(len(p))):
 		return sqCheckPayload(s.codec, p, s.block)
 	}
 	return nil

@@ -17,6 +17,14 @@ import (
 
 const sqModeCache = 256 // metadata blocks kept (2 MiB)
 
+// sqMaxListed bounds the block list entries dataBlocks reads of one file
+// (a 2 TiB file of 128 KiB blocks), sqMaxKept the compressed ones it
+// keeps (16 bytes each: 64 MiB).
+const (
+	sqMaxListed = 1 << 24
+	sqMaxKept   = 1 << 22
+)
+
 // sqModes finds inodes' permission bits through the export table.
 type sqModes struct {
 	t      *sqTable
@@ -221,21 +229,33 @@ func (m *sqModes) dataBlocks(ino, blockSize uint64) ([]sqCompressed, error) {
 	if frag == ^uint32(0) && size%blockSize != 0 {
 		n++ // no fragment: the tail is a block of its own
 	}
-	if n > uint64(m.t.size)/4 { // the list is stored in the image
-		return nil, corruptf("inode %d: %d blocks for %d bytes", ino, n, size)
-	}
-	b, err := m.bytesAt(m.inodes, m.ref, len(head)+4*int(n))
-	if err != nil {
-		return nil, err
-	}
+	// The list is read a metadata block at a time (it is compressed: a
+	// sparse file's may be far longer than the image), up to
+	// sqMaxListed entries (sqMaxKept compressed); what lies past that, or
+	// past the image, goes unchecked (go-diskfs's reads fail past its end).
 	var out []sqCompressed
-	for i := range int(n) {
-		w := le.Uint32(b[len(head)+4*i:])
-		on := uint64(w &^ (1 << 24))
-		if w&(1<<24) == 0 && on != 0 {
-			out = append(out, sqCompressed{int64(start), uint32(on)})
+	at, off := m.inodes+m.ref>>16, int(m.ref&0xffff)+len(head)
+	var carry []byte
+	for i := uint64(0); i < min(n, sqMaxListed) && start < uint64(m.t.size) && len(out) < sqMaxKept; {
+		c, err := m.block(at)
+		if err != nil {
+			return nil, err
 		}
-		start += on
+		if off > len(c.b) {
+			off -= len(c.b) // the head ran on into the next block
+			at += c.disk
+			continue
+		}
+		b := append(carry, c.b[off:]...)
+		for ; len(b) >= 4 && i < min(n, sqMaxListed); i, b = i+1, b[4:] {
+			w := le.Uint32(b)
+			on := uint64(w &^ (1 << 24))
+			if w&(1<<24) == 0 && on != 0 {
+				out = append(out, sqCompressed{int64(start), uint32(on)})
+			}
+			start += on
+		}
+		carry, at, off = append([]byte(nil), b...), at+c.disk, 0
 	}
 	return out, nil
 }

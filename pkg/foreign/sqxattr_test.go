@@ -169,7 +169,8 @@ func TestSquashfsCodecsReadBack(t *testing.T) {
 // refused when the file is read, the inode's block list naming it a
 // compressed block (through the export table); go-diskfs's DecodeAll
 // allocated 32768 times its length (2 GiB) for it. A file stored raw
-// that starts with such a header (a .zst file) still reads.
+// that starts with such a header (a .zst file) still reads; a is opened
+// before it and read after (each file's blocks go with the file).
 func TestSquashfsDataBlockBomb(t *testing.T) {
 	needTools(t, "mksquashfs")
 	src := filepath.Join(t.TempDir(), "src")
@@ -195,13 +196,15 @@ func TestSquashfsDataBlockBomb(t *testing.T) {
 	copy(b[first+4:], bomb[4:])
 	im, err := OpenReader("x.sq", bytes.NewReader(b), int64(len(b)))
 	must(t, err)
+	a, err := im.Open("/a") // opened first, read after another file: its own blocks are checked
+	must(t, err)
 	got, err := readAllOf(im, "/b.zst")
 	if err != nil || !bytes.Equal(got, bomb) {
 		t.Fatalf("b.zst: %q %v", got, err)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err = readAllOf(im, "/a")
+	_, err = io.ReadAll(struct{ io.Reader }{a})
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorrupt) || after.TotalAlloc-before.TotalAlloc > 64<<20 {
 		t.Fatalf("a: %v after allocating %d bytes", err, after.TotalAlloc-before.TotalAlloc)
@@ -216,4 +219,53 @@ func readAllOf(im *Image, p string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(struct{ io.Reader }{f})
+}
+
+// TestSquashfsSparseBlockList: a sparse file's block list (4096 entries
+// of 4 KiB blocks: 16 KiB, over several metadata blocks, the image far
+// smaller, one entry split across two of them) is read a metadata block
+// at a time: the file reads back, and its one compressed block, at the
+// list's end, is still checked (its frame header made to claim 60 GiB:
+// refused). A first version bounded the list by the image's size and
+// refused to open the file.
+func TestSquashfsSparseBlockList(t *testing.T) {
+	needTools(t, "mksquashfs")
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(src, 0o755))
+	rng := rand.New(rand.NewPCG(3, 4))
+	tail := make([]byte, 4096)
+	for i := range tail {
+		tail[i] = "0123456789abcdef"[rng.IntN(16)]
+	}
+	want := make([]byte, 16<<20)
+	copy(want[len(want)-len(tail):], tail)
+	// a 25-byte symlink inode first: s's list starts off a 4-byte
+	// boundary, so an entry runs across two metadata blocks
+	must(t, os.Symlink("x", filepath.Join(src, "a")))
+	f, err := os.Create(filepath.Join(src, "s"))
+	must(t, err)
+	must(t, f.Truncate(int64(len(want))))
+	_, err = f.WriteAt(tail, int64(len(want)-len(tail)))
+	must(t, err)
+	must(t, f.Close())
+	img := filepath.Join(t.TempDir(), "x.sq")
+	run(t, "mksquashfs", src, img, "-quiet", "-noappend", "-no-progress", "-comp", "zstd", "-b", "4096", "-no-fragments")
+	b, err := os.ReadFile(img)
+	must(t, err)
+	im, err := OpenReader("x.sq", bytes.NewReader(b), int64(len(b)))
+	must(t, err)
+	got, err := readAllOf(im, "/s")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("s: %d bytes (%v), equal %v", len(got), err, bytes.Equal(got, want))
+	}
+	const first = 96 // the one data block, right after the superblock
+	if !bytes.HasPrefix(b[first:], []byte("\x28\xb5\x2f\xfd")) {
+		t.Fatalf("no zstd frame at %d: % x", first, b[first:first+8])
+	}
+	copy(b[first+4:], append([]byte{0xc0, 0}, binary.LittleEndian.AppendUint64(nil, 60<<30)...))
+	im, err = OpenReader("x.sq", bytes.NewReader(b), int64(len(b)))
+	must(t, err)
+	if _, err := readAllOf(im, "/s"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("s with a 60 GiB frame header: %v", err)
+	}
 }
