@@ -146,19 +146,23 @@ func FuzzFAT(f *testing.F)      { fuzzFormat(f, FAT12) }
 // TestFATLoopRefused: a cluster chain that comes back to itself (go-diskfs
 // would follow it forever) is refused at open.
 func TestFATLoopRefused(t *testing.T) {
+	img, _, fat := smallFAT(t)
+	setFAT12(fat, 2, 2) // cluster 2 is the first file's; make it point to itself
+	_, err := OpenReader("loop.img", bytes.NewReader(img), int64(len(img)))
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a FAT chain looping on cluster 2 opened: %v", err)
+	}
+}
+
+// smallFAT is smallImage's FAT12 image, its boot sector, and its first
+// FAT (a slice of the image).
+func smallFAT(t *testing.T) ([]byte, fatBPB, []byte) {
 	img := smallImage(t, FAT12)
 	p, ok := parseBPB(img)
 	if !ok {
 		t.Fatal("no BPB")
 	}
-	fat := img[p.reserved*p.bytesPerSector:]
-	// Cluster 2 is the first file's; make it point to itself.
-	v := binary.LittleEndian.Uint16(fat[3:])
-	binary.LittleEndian.PutUint16(fat[3:], v&0xf000|2)
-	_, err := OpenReader("loop.img", bytes.NewReader(img), int64(len(img)))
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("a FAT chain looping on cluster 2 opened: %v", err)
-	}
+	return img, p, img[p.reserved*p.bytesPerSector:]
 }
 
 // setFAT12 sets FAT12 entry i of fat to v.
@@ -176,12 +180,7 @@ func setFAT12(fat []byte, i int, v uint16) {
 // past the last cluster (go-diskfs follows it and sizes a directory's
 // buffer by it: 2.7 GiB for a 40 KiB directory) is refused at open.
 func TestFATChainPastDataArea(t *testing.T) {
-	img := smallImage(t, FAT12)
-	p, ok := parseBPB(img)
-	if !ok {
-		t.Fatal("no BPB")
-	}
-	fat := img[p.reserved*p.bytesPerSector:]
+	img, p, fat := smallFAT(t)
 	last := int(p.clusters) + 1
 	if (last+3)*3/2+2 > int(p.fatSectors*p.bytesPerSector) {
 		t.Fatalf("a FAT of %d sectors holds no entry past cluster %d", p.fatSectors, last)
