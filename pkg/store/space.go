@@ -283,12 +283,21 @@ func (tx *Txn) allocExtent(t format.ChunkType, n, align uint64) (uint64, error) 
 	return 0, fmt.Errorf("allocate %d bytes of %v: %w", n, t, ErrNoSpace)
 }
 
-// takeFrom takes n bytes from the first block group of type t that
-// accept (nil: any) allows and that has room.
+// takeFrom takes n bytes from a block group of type t that accept (nil:
+// any) allows and that has room, in logical order: a commit's new nodes
+// then land near the ones it frees (its extent-tree items in the same
+// leaves). A group whose free map is not loaded yet is loaded on the way
+// only when a good part of it is free (roomy); the nearly full ones come
+// last, the emptiest first. Loading a map scans the group's extent
+// items: a commit whose old nodes were freed a node or two into each of
+// many nearly full groups loaded six of them at 1M files (12 ms).
 func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockGroup) bool) (uint64, bool, error) {
 	fs := tx.fs
+	fits := func(bg *BlockGroup) bool {
+		return bg.Chunk.Type == t && bg.Free() >= n && (accept == nil || accept(bg)) && fs.writableGroup(bg)
+	}
 	for _, bg := range fs.bgs {
-		if bg.Chunk.Type != t || bg.Free() < n || (accept != nil && !accept(bg)) || !fs.writableGroup(bg) {
+		if !fits(bg) || bg.free == nil && bg.Free() < max(n, bg.Chunk.Length/roomyPart) {
 			continue
 		}
 		if bg.free == nil {
@@ -296,13 +305,42 @@ func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockG
 				return 0, false, err
 			}
 		}
-		if at, ok := tx.takeIn(bg, n, align, tx.hint[t]); ok {
-			bg.Used += n
-			tx.hint[t] = at + n
+		if at, ok := tx.takeFromGroup(bg, n, align); ok {
 			return at, true, nil
 		}
 	}
-	return 0, false, nil
+	for {
+		var best *BlockGroup
+		for _, bg := range fs.bgs {
+			if bg.free == nil && fits(bg) && (best == nil || bg.Free() > best.Free()) {
+				best = bg
+			}
+		}
+		if best == nil {
+			return 0, false, nil
+		}
+		if err := fs.loadFree(best); err != nil {
+			return 0, false, err
+		}
+		if at, ok := tx.takeFromGroup(best, n, align); ok {
+			return at, true, nil
+		}
+	}
+}
+
+// roomyPart: a group with at least 1/roomyPart of its bytes free is
+// worth loading in logical order.
+const roomyPart = 64
+
+// takeFromGroup takes n bytes from bg's loaded free map.
+func (tx *Txn) takeFromGroup(bg *BlockGroup, n, align uint64) (uint64, bool) {
+	t := bg.Chunk.Type
+	at, ok := tx.takeIn(bg, n, align, tx.hint[t])
+	if ok {
+		bg.Used += n
+		tx.hint[t] = at + n
+	}
+	return at, ok
 }
 
 // freeExtent releases [logical, +n). Space allocated by the running
