@@ -149,8 +149,8 @@ type Report struct {
 	Exposure []volume.Exposure `json:"exposure"`
 	// Snapshots counts the snapshots checked (FORMAT.md §6.12). Their
 	// trees are read-only and share nodes: a repair of such an image
-	// rewrites only node and data copies, superblocks, META_REFS and
-	// EXTENT_REFS (RepairLimited).
+	// leaves the snapshots' trees and the live tree's fixes that are not
+	// aware of shared nodes (RepairLimited says which it makes).
 	Snapshots int `json:"snapshots_checked,omitempty"`
 	// RepairLimited says why a repair left fixable problems alone.
 	RepairLimited string `json:"repair_limited,omitempty"`

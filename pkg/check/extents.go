@@ -43,7 +43,8 @@ func (c *checker) checkMetaItems(used map[uint64]uint64) []uint64 {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	for _, l := range nodes {
 		if _, ok := c.metaItems[l]; !ok {
-			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, fix: &fixData{owner: c.seen[l]}, Message: "node has no metadata extent item"})
+			// Rebuilt with the pointers counted (a node snapshots share has several).
+			c.add(Problem{Code: MetaMissing, Tree: c.seen[l].String(), Logical: l, fix: &fixData{owner: c.seen[l], want: 1 + c.snaps.shared[l]}, Message: "node has no metadata extent item"})
 		} else {
 			c.checkMetaRef(l)
 		}

@@ -138,15 +138,16 @@ func (r *repairer) round(round int) (done bool, err error) {
 	if shared && len(rep.Incomplete) == 0 {
 		todo = append(todo, r.opt.liveFixes(rep.Problems)...)
 		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
+		todo = append(todo, r.opt.everyTreeFixes(rep.Problems)...)
 	}
 	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: only node and data copies, superblocks, reference counts, leaked metadata items, the dedupe index, discard records, and the live tree's inode values, names and hash keys are repaired (the other fixes are not yet aware of shared nodes; snapshots are read-only)"
+		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree, backup root sets and chunk moves are left (those fixes are not yet aware of shared nodes)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	if hasCode(rep.Problems, SnapshotBad) {
 		// An item the check rejects may still be opened: its tree counts
 		// as in use, but the counts are not trusted to free or re-count.
-		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs} {
+		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs, ExtentUnreferenced, CsumOrphan} {
 			todo = withoutCode(todo, c)
 		}
 	}
@@ -333,6 +334,25 @@ func (o Options) unsharedFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool { return p.Code == MetaLeaked || p.Pass == PassDedupe || p.Pass == PassDisc })
 }
 
+// countedOverEveryTree are the fixes whose values the check counts over
+// every tree, snapshots' and trees being dropped included: a metadata
+// item rebuilt with the pointers counted, a data extent item rebuilt from
+// (or made to read as) the file extents of every tree, or freed when none
+// points at it, block group and device usage summed from the items, a
+// block group item with no chunk dropped, and checksums over space no
+// extent of any tree holds (or that do not decode) dropped. None edits a
+// tree a snapshot shares; each is what it is on an image without
+// snapshots.
+var countedOverEveryTree = map[Code]bool{MetaMissing: true, BGMissing: true, BGUsed: true, BGOrphan: true, DevBytesUsed: true,
+	ExtentUnreferenced: true, FileExtentNoItem: true, ExtentReadAs: true, CsumOrphan: true, CsumItemBad: true}
+
+// everyTreeFixes are ps's problems whose fixes are countedOverEveryTree,
+// on an image with snapshots (over complete trees only: a tree not read
+// would be counted as pointing at nothing).
+func (o Options) everyTreeFixes(ps []Problem) []Problem {
+	return o.fixesWhere(ps, func(p Problem) bool { return countedOverEveryTree[p.Code] })
+}
+
 // fixesWhere are ps's problems that match and the mode may fix (none
 // while the chunk mapping is broken).
 func (o Options) fixesWhere(ps []Problem, match func(Problem) bool) []Problem {
@@ -359,16 +379,25 @@ var liveValues = map[Code]bool{Nlink: true, DirNlink: true, DirSize: true, NByte
 	EntryType: true, DirItemHash: true, XattrHash: true}
 
 // liveFixes are ps's problems of the live fs tree whose fixes edit its
-// items only (liveValues, and the name fixes: entries, back references,
-// inodes recreated or linked into lost+found), on an image with
-// snapshots (whose own trees are read-only: left reported). No data
-// extent changes, no reference changes beyond copy-on-write's own: a
+// items only (liveValues, liveItems, the layout fixes, and the name
+// fixes: entries, back references, inodes recreated or linked into
+// lost+found), on an image with snapshots (whose own trees are
+// read-only: left reported). No data extent is freed, no reference
+// changes beyond copy-on-write's own and a dropped file extent's: a
 // snapshot sharing a leaf keeps its copy.
 func (o Options) liveFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool {
-		return p.Tree == format.FSTree.String() && (liveValues[p.Code] || nameFixes[p.Code] != nil)
+		return p.Tree == format.FSTree.String() && (liveValues[p.Code] || liveItems[p.Code] || nameFixes[p.Code] != nil || isLayoutFix(p.Code))
 	})
 }
+
+// liveItems are the other fixes that edit the live tree's items only
+// (an undecodable item or a PROP_ITEM dropped, a size grown over its
+// extents), as the layout fixes do: through copy-on-write, a snapshot
+// sharing the leaf keeps its own. A file extent they drop gives back its
+// reference but never its data extent (dropFileExtent): whether another
+// tree still points at it is the next round's recount.
+var liveItems = map[Code]bool{FSItemBad: true, PropItem: true, ExtentBeyondSize: true}
 
 // mappingBroken reports problems of the chunk mapping or the device
 // items: then a write through the mapping (a rewritten copy, a commit's

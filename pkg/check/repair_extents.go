@@ -56,9 +56,10 @@ func (f *fixer) fixMetaRefs(p Problem) error {
 	})
 }
 
-// fixMetaMissing rebuilds the metadata extent item of a node in use.
+// fixMetaMissing rebuilds the metadata extent item of a node in use,
+// its refs the pointers the walk of every tree counted.
 func (f *fixer) fixMetaMissing(p Problem) error {
-	return f.rebuildMeta(p.Logical, p.fix.owner)
+	return f.rebuildMeta(p.Logical, p.fix.owner, max(p.fix.want, 1))
 }
 
 // fixBGOrphan drops a block group item with no chunk.

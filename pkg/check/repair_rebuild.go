@@ -54,13 +54,13 @@ func (f *fixer) addUsed(logical, n uint64) {
 
 // rebuildMeta makes the metadata item of the node at l, a node of tree
 // owner that a tree references, from the node's header.
-func (f *fixer) rebuildMeta(l uint64, owner format.TreeID) error {
+func (f *fixer) rebuildMeta(l uint64, owner format.TreeID, refs uint64) error {
 	n, err := f.st.ReadNode(owner, l, 0, -1)
 	if err != nil {
 		return nil // no copy reads: NODE_COPY_BAD's, not this fix's
 	}
 	k := format.Key{ObjectID: l, Type: format.MetadataItemKey, Offset: uint64(n.Level)}
-	item := format.MarshalMetadataItem(&format.MetadataItem{Refs: 1, Generation: n.Generation, Owner: owner})
+	item := format.MarshalMetadataItem(&format.MetadataItem{Refs: refs, Generation: n.Generation, Owner: owner})
 	// Put: an item at k that does not decode (ITEM_BAD) is replaced.
 	if err := f.tree(format.ExtentTree).Put(k, item); err != nil {
 		return fmt.Errorf("metadata item %v: %w", k, err)

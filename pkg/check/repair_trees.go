@@ -211,6 +211,10 @@ var treeFixes = map[Code]fixFunc{
 	DedupeHash:         (*fixer).fixDedupeItem,
 }
 
+// shared reports whether the image has snapshots (fs-tree nodes and data
+// extents other trees may point at).
+func (f *fixer) shared() bool { return f.st.Super().Incompat&format.IncompatSnapshots != 0 }
+
 // fix applies the fix of one problem to the running transaction.
 func (f *fixer) fix(p Problem) error {
 	if p.fix == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"syscall"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -317,6 +318,43 @@ func TestSnapshotSurgery(t *testing.T) {
 		must(t, f.Close())
 		if got := treeListing(t, openedFS(t, s.devs), "s2"); !maps.Equal(got, before) {
 			t.Fatalf("s2 after -y and 200 writes: %v\nbefore: %v", got, before)
+		}
+	})
+	t.Run("live-extent-drop-low-refs", func(t *testing.T) {
+		// Live /zeros made a fifo (its file extents dropped by -y) and
+		// its first data extent's refs set to 1, though s1 and s2 point
+		// at it too; a live file extent of /trunc that does not decode
+		// keeps -y from trusting any data count (EXTENT_REFS unfixed):
+		// -y drops /zeros's live file extents but frees no data extent;
+		// s1 reads /zeros as before, also after 40 files come and go.
+		s1Before := treeListing(t, openedFS(t, base), "s1")
+		s := newSurgeon(t, base)
+		z := s.ino("/zeros")
+		l, n := s.diskExtent(z)
+		s.inode(z, func(in *format.InodeItem) { in.Mode = syscall.S_IFIFO | 0o600 })
+		k := format.Key{ObjectID: l, Type: format.ExtentItemKey, Offset: n}
+		e, err := format.UnmarshalExtentItem(s.get(format.ExtentTree, k))
+		must(t, err)
+		e.Refs = 1
+		s.put(format.ExtentTree, k, format.MarshalExtentItem(e))
+		s.put(format.FSTree, format.Key{ObjectID: s.ino("/trunc"), Type: format.FileExtentKey}, []byte{1, 2, 3})
+		rep := s.check(Options{})
+		if !hasCode(rep.Problems, NotFileExtents) || !hasCode(rep.Problems, ExtentRefs) {
+			t.Fatalf("damage not seen: %v", rep.Problems)
+		}
+		got := repairDevs(t, s.devs, ModeRepair)
+		if !hasCode(got.Problems, NotFileExtents) || got.RepairLimited != "" {
+			t.Fatalf("repair: %v (limited %q)", got.Problems, got.RepairLimited)
+		}
+		if got := treeListing(t, openedFS(t, s.devs), "s1"); !maps.Equal(got, s1Before) {
+			t.Fatalf("s1 after the repair: %v\nbefore: %v", got, s1Before)
+		}
+		churn(t, s.devs)
+		if got := treeListing(t, openedFS(t, s.devs), "s1"); !maps.Equal(got, s1Before) {
+			t.Fatalf("s1 after the repair and 40 files: %v\nbefore: %v", got, s1Before)
+		}
+		if after := fsckDevs(t, s.devs, Options{CheckData: true}); hasCode(after.Problems, NotFileExtents) || hasCode(after.Problems, DataCopyBad) {
+			t.Fatalf("after the repair: %v", after.Problems)
 		}
 	})
 	t.Run("live-value-fix", func(t *testing.T) {
