@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,8 +45,8 @@ func writeDegraded(t *testing.T, devs []*device.MemDevice, name string, n int) [
 	return data
 }
 
-// readBack reads name from devs (a degraded open when some are left out)
-// and compares it with want.
+// readBack reads name (@SNAP:PATH: in snapshot SNAP) from devs (a
+// degraded open when some are left out) and compares it with want.
 func readBack(t *testing.T, devs []*device.MemDevice, name string, want []byte) {
 	t.Helper()
 	st := openSet(t, devs, false)
@@ -53,6 +54,12 @@ func readBack(t *testing.T, devs []*device.MemDevice, name string, want []byte) 
 	f, err := fsys.New(st, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if snap, rest, ok := strings.Cut(strings.TrimPrefix(name, "@"), ":"); ok && strings.HasPrefix(name, "@") {
+		if f, err = f.OpenSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		name = rest
 	}
 	in, err := f.Resolve(name, false)
 	if err != nil {
@@ -70,14 +77,44 @@ func readBack(t *testing.T, devs []*device.MemDevice, name string, want []byte) 
 // reports each (CHUNK_BELOW_PROFILE) and that losing devid 1 would lose
 // them; -p leaves them; -y moves them to raid1, after which fsck is
 // clean, nothing is exposed, and the file reads with either device lost.
+// So on an image with a snapshot taken while degraded (its nodes, shared
+// with the live tree, in those chunks): a move keeps every logical
+// address, and the snapshot reads the file too.
 func TestChunkBelowProfile(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "snapshot"}[snap], func(t *testing.T) { testChunkBelowProfile(t, snap) })
+	}
+}
+
+func testChunkBelowProfile(t *testing.T, snap bool) {
 	l := layout{2, format.ProfileRaid1, format.ProfileRaid1}
 	devs := build(t, l, 60)
 	data := writeDegraded(t, devs[:1], "/degraded", 3<<20)
+	if snap {
+		st := openSet(t, devs[:1], true)
+		f, err := fsys.New(st, fsys.Options{})
+		must(t, err)
+		_, err = f.CreateSnapshot("s")
+		must(t, err)
+		must(t, f.Close())
+		// And a live value to mend in the same rounds (DIR_SIZE): the
+		// chunk moves are not "withheld" beside it.
+		st = openSet(t, devs[:1], true)
+		tx, err := st.Begin()
+		must(t, err)
+		b, err := tx.Tree(format.FSTree).Get(inodeKey(format.RootDirIno))
+		must(t, err)
+		in, err := format.UnmarshalInodeItem(bytes.Clone(b))
+		must(t, err)
+		in.Size += 7
+		must(t, tx.Tree(format.FSTree).Put(inodeKey(format.RootDirIno), format.MarshalInodeItem(in)))
+		must(t, tx.Commit())
+		must(t, st.Close())
+	}
 	rep := checkDevs(t, devs)
 	var below []string
 	for _, p := range rep.Problems {
-		if p.Warning { // the member that was away lags a generation
+		if p.Warning || snap && (p.Code == SuperGeneration || p.Code == DirSize) { // the member away lags (more commits with the snapshot's)
 			continue
 		}
 		if p.Code != ChunkBelowProfile {
@@ -91,7 +128,11 @@ func TestChunkBelowProfile(t *testing.T) {
 	if len(rep.Exposure) != 1 || rep.Exposure[0].DevID != 1 || rep.Exposure[0].Chunks != len(below) || rep.Exposure[0].Used < 3<<20 {
 		t.Fatalf("exposure %+v, want devid 1 with the %d chunks below profile and the file's 3 MiB", rep.Exposure, len(below))
 	}
-	for _, mode := range []Mode{ModePreen, ModeRepair} {
+	modes := []Mode{ModePreen, ModeRepair}
+	if snap {
+		modes = modes[1:] // -y meets DIR_SIZE beside the chunks below the profiles
+	}
+	for _, mode := range modes {
 		rep, err := Repair(func() (*volume.Volume, error) { return writable(devs) }, Options{Mode: mode})
 		if err != nil {
 			t.Fatal(err)
@@ -105,12 +146,18 @@ func TestChunkBelowProfile(t *testing.T) {
 		if want := map[Mode]int{ModePreen: 0, ModeRepair: len(below)}[mode]; fixed != want {
 			t.Fatalf("mode %d: %d problems fixed, want %d: %v", mode, fixed, want, rep.Problems)
 		}
+		if mode == ModeRepair && rep.RepairLimited != "" {
+			t.Fatalf("-y limited: %s", rep.RepairLimited)
+		}
 	}
 	if rep := checkDevs(t, devs); !rep.Clean() || len(rep.Problems) != 0 || len(rep.Exposure) != 0 {
 		t.Fatalf("after -y: problems %v, exposure %+v", rep.Problems, rep.Exposure)
 	}
 	for i := range devs {
 		readBack(t, []*device.MemDevice{devs[1-i]}, "/degraded", data)
+		if snap {
+			readBack(t, []*device.MemDevice{devs[1-i]}, "@s:/degraded", data)
+		}
 	}
 }
 

@@ -140,8 +140,9 @@ func (r *repairer) round(round int) (done bool, err error) {
 		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
 		todo = append(todo, r.opt.everyTreeFixes(rep.Problems)...)
 	}
-	if shared && len(r.opt.fixable(rep.Problems, false)) > len(todo) {
-		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree, backup root sets and chunk moves are left (those fixes are not yet aware of shared nodes)"
+	// Chunks below the profiles are moved by a whole-set step of their own.
+	if shared && len(withoutCode(r.opt.fixable(rep.Problems, false), ChunkBelowProfile)) > len(withoutCode(todo, ChunkBelowProfile)) {
+		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree and backup root sets are left (those fixes are not yet aware of shared nodes)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	if hasCode(rep.Problems, SnapshotBad) {
@@ -192,9 +193,11 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 		}
 		return vol, again, nil
 	}
-	// Shared nodes: rebuilding the fs tree, older roots and chunk moves
-	// are not snapshot-aware; on an image with snapshots only the system
-	// arrays are rewritten and the derived trees (never shared) dropped.
+	// Shared nodes: rebuilding the fs tree and older roots are not
+	// snapshot-aware; on an image with snapshots the system arrays are
+	// rewritten, the derived trees (never shared) dropped and chunks
+	// moved (a move keeps every logical address, so every pointer to a
+	// shared node or extent stays right).
 	repair, broken := r.opt.Mode == ModeRepair && !shared, mappingBroken(rep.Problems)
 	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
 		// First: every other write goes through the mapping.
@@ -213,7 +216,7 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 			return vol, again, err
 		}
 	}
-	if repair && !r.profilesRestored && round < maxRounds && onlyBelowProfile(rep.Problems) {
+	if r.opt.Mode == ModeRepair && !r.profilesRestored && round < maxRounds && onlyBelowProfile(rep.Problems) {
 		return wrap(true, r.profiles(vol))
 	}
 	return vol, false, nil
