@@ -136,18 +136,29 @@ func (r *repairer) round(round int) (done bool, err error) {
 	}
 	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
 	if shared && len(rep.Incomplete) == 0 {
-		todo = append(todo, r.opt.liveFixes(rep.Problems)...)
+		if !countsToFix(rep.Problems) {
+			// A copy on write of a shared leaf reads its node and data
+			// counts (a node whose refs say 1 is freed, not split): the
+			// live tree's edits wait for a round with the counts right.
+			todo = append(todo, r.opt.liveFixes(rep.Problems)...)
+		}
 		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
 		todo = append(todo, r.opt.everyTreeFixes(rep.Problems)...)
 	}
-	// Chunks below the profiles are moved by a whole-set step of their own.
+	// What the last round leaves is what the report says (a round may
+	// leave the live tree's fixes to the next: countsToFix). Chunks below
+	// the profiles are moved by a whole-set step of their own.
+	r.limited = ""
 	if shared && len(withoutCode(r.opt.fixable(rep.Problems, false), ChunkBelowProfile)) > len(withoutCode(todo, ChunkBelowProfile)) {
 		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree and backup root sets are left (those fixes are not yet aware of shared nodes)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
-	if hasCode(rep.Problems, SnapshotBad) {
+	if hasCode(rep.Problems, SnapshotBad) || snapshotItemBad(rep.Problems) {
 		// An item the check rejects may still be opened: its tree counts
 		// as in use, but the counts are not trusted to free or re-count.
+		// An item of the snapshot tree that does not decode or is keyed
+		// wrong (a DROP_ITEM the store still drops) has its tree not
+		// counted at all.
 		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs, ExtentUnreferenced, CsumOrphan} {
 			todo = withoutCode(todo, c)
 		}
@@ -354,6 +365,31 @@ var countedOverEveryTree = map[Code]bool{MetaMissing: true, BGMissing: true, BGU
 // would be counted as pointing at nothing).
 func (o Options) everyTreeFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool { return countedOverEveryTree[p.Code] })
+}
+
+// countsToFix reports a node or data extent count that this round fixes
+// (a problem found with its fix).
+func countsToFix(ps []Problem) bool {
+	for _, p := range ps {
+		switch p.Code {
+		case MetaRefs, MetaMissing, ExtentRefs, FileExtentNoItem:
+			if p.fix != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// snapshotItemBad reports an item of the snapshot tree the check
+// rejects (ITEM_BAD).
+func snapshotItemBad(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Code == ItemBad && p.Tree == format.SnapshotTree.String() {
+			return true
+		}
+	}
+	return false
 }
 
 // fixesWhere are ps's problems that match and the mode may fix (none

@@ -35,7 +35,7 @@ func TestRepairSurgerySnapshot(t *testing.T) {
 	must(t, f.Close())
 	original := contents(t, base)
 	originalPaths := pathsOf(t, base)
-	if snap := snapshotTree(t, base); len(snap) < 10 {
+	if snap := snapshotTree(t, base, "s"); len(snap) < 10 {
 		t.Fatalf("snapshot lists %d entries", len(snap))
 	}
 	for _, tc := range surgeryCases() {
@@ -45,19 +45,19 @@ func TestRepairSurgerySnapshot(t *testing.T) {
 			must(t, s.tx.Commit())
 			before := fsckDevs(t, s.devs, Options{CheckData: true})
 			damaged, damagedPaths := contents(t, s.devs), pathsOf(t, s.devs)
-			snapDamaged := snapshotTree(t, s.devs)
+			snapDamaged := snapshotTree(t, s.devs, "s")
 			rep := repairDevs(t, s.devs, ModeRepair)
 			after := fsckDevs(t, s.devs, Options{CheckData: true})
 			checkRepairPaths(t, tc.name, originalPaths, damagedPaths, pathsOf(t, s.devs))
 			checkRepairContents(t, original, damaged, contents(t, s.devs))
-			checkSnapshotKept(t, "after -y", snapDamaged, snapshotTree(t, s.devs))
+			checkSnapshotKept(t, "after -y", snapDamaged, snapshotTree(t, s.devs, "s"))
 			checkSnapshotRepair(t, tc.name, before, rep, after)
 			if rep.RepairLimited != "" { // the damage is the live tree's or every tree's
 				t.Errorf("-y withheld fixes: %s (left %v)", rep.RepairLimited, codesOf(after.Problems, false))
 			}
 			if !hasAnyCode(after.Problems, MetaRefs, ExtentRefs, MetaMissing, FileExtentNoItem, MetaLeaked, ExtentUnreferenced) {
 				churn(t, s.devs)
-				checkSnapshotKept(t, "after -y and 40 files", snapDamaged, snapshotTree(t, s.devs))
+				checkSnapshotKept(t, "after -y and 40 files", snapDamaged, snapshotTree(t, s.devs, "s"))
 			}
 		})
 	}
@@ -140,17 +140,17 @@ func checkSnapshotKept(t *testing.T, when string, before, after map[string]strin
 	}
 }
 
-// snapshotTree maps each path of snapshot s (at most 64 deep) to its
+// snapshotTree maps each path of snapshot name (at most 64 deep) to its
 // inode and, for a regular file that reads whole, the sha256 of its
 // bytes.
-func snapshotTree(t *testing.T, devs []*device.MemDevice) map[string]string {
+func snapshotTree(t *testing.T, devs []*device.MemDevice, name string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	f := openedFS(t, devs)
 	if f == nil {
 		return out
 	}
-	v, err := f.OpenSnapshot("s")
+	v, err := f.OpenSnapshot(name)
 	if err != nil {
 		return out
 	}

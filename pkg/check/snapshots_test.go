@@ -1,10 +1,12 @@
 package check
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -357,6 +359,92 @@ func TestSnapshotSurgery(t *testing.T) {
 			t.Fatalf("after the repair: %v", after.Problems)
 		}
 	})
+	t.Run("shared-leaf-low-refs-live-fix", func(t *testing.T) {
+		// A leaf the live tree shares with s2 has a wrong nlink and an
+		// INODE_REF that does not decode (written in place: both trees
+		// show them) and its metadata item says refs 1. -y sets the refs
+		// before it copies the leaf to mend the live tree (FS_ITEM_BAD,
+		// fixed first, copied it with refs 1 and took no reference to its
+		// data for the copy); s2 reads as before, after a repair cut short
+		// one round in and the live file removed, after the repair, and
+		// after 40 files.
+		f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+		populate(t, f)
+		for i := range 300 { // leaves enough that a change far off leaves /zeros's shared
+			_, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
+			must(t, err)
+		}
+		must(t, f.Sync())
+		_, err := f.CreateSnapshot("s2")
+		must(t, err)
+		must(t, f.Remove("/dir/g299"))
+		must(t, f.Close())
+		s := newSurgeon(t, own)
+		sb := s.st.Super()
+		live := sb.Roots.Root(format.FSTree).Logical
+		var leaf *format.Node
+		var k format.Key
+		var ino uint64
+		var path string
+		for _, p := range []string{"/zeros", "/trunc", "/sparse", "/mid"} { // files with data
+			i := s.ino(p)
+			l := leafOf(t, s.st.Vol, live, inodeKey(i))
+			k = format.Key{ObjectID: l.Logical, Type: format.MetadataItemKey}
+			if m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k)); err == nil && m.Refs >= 2 {
+				leaf, ino, path = l, i, p
+				m.Refs = 1
+				s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
+				break
+			}
+		}
+		if leaf == nil {
+			t.Fatal("no live leaf shared with a snapshot")
+		}
+		must(t, s.tx.Commit())
+		bad := false
+		for i, it := range leaf.Items {
+			switch {
+			case it.Key == inodeKey(ino):
+				in, err := format.UnmarshalInodeItem(it.Data)
+				must(t, err)
+				in.Nlink += 4
+				leaf.Items[i].Data = format.MarshalInodeItem(in)
+			case !bad && it.Key.Type == format.InodeRefKey && it.Key.ObjectID != ino:
+				leaf.Items[i].Data = []byte{1, 2, 3} // FS_ITEM_BAD, fixed first
+				bad = true
+			}
+		}
+		writeNode(t, s.st.Vol, leaf)
+		s2Before := snapshotTree(t, s.devs, "s2")
+		rep := fsckDevs(t, s.devs, Options{})
+		if !hasCode(rep.Problems, MetaRefs) || !hasCode(rep.Problems, Nlink) || !hasCode(rep.Problems, FSItemBad) {
+			t.Fatalf("damage not seen: %v", rep.Problems)
+		}
+		// One round, as a repair cut short leaves it, then the live file
+		// removed: its data extents must keep s2's reference.
+		r := &repairer{open: opener(s.devs), opt: Options{Mode: ModeRepair}, all: []Problem{}, index: map[problemID]int{}}
+		if _, err := r.round(0); err != nil {
+			t.Fatal(err)
+		}
+		f2 := openedWritable(t, s.devs)
+		must(t, f2.Remove(path))
+		must(t, f2.Close())
+		checkSnapshotKept(t, "after one round of -y and the live "+path+" removed", s2Before, snapshotTree(t, s.devs, "s2"))
+		got := repairDevs(t, s.devs, ModeRepair)
+		for _, p := range got.Problems {
+			if p.Tree == format.FSTree.String() && !p.Fixed || (p.Code == MetaRefs && !p.Fixed) {
+				t.Fatalf("-y left %v", p)
+			}
+		}
+		checkSnapshotKept(t, "after -y", s2Before, snapshotTree(t, s.devs, "s2"))
+		churn(t, s.devs)
+		checkSnapshotKept(t, "after -y and 40 files", s2Before, snapshotTree(t, s.devs, "s2"))
+		for _, p := range fsckDevs(t, s.devs, Options{CheckData: true}).Problems {
+			if !strings.HasPrefix(p.Tree, "fs@") { // the snapshots keep their nlink: read-only
+				t.Fatalf("after the repair: %v", p)
+			}
+		}
+	})
 	t.Run("live-value-fix", func(t *testing.T) {
 		// A live inode's count and its directory's size repaired on an
 		// image with snapshots; the snapshot's copy of the leaf is not
@@ -384,12 +472,10 @@ func TestSnapshotSurgery(t *testing.T) {
 
 var errPowerCut = errors.New("power cut")
 
-// TestDropInProgressClean: an image cut off half-way through freeing a
-// deleted snapshot's tree, in many small steps, checks clean, data
-// included: what is left of the tree (its DROP_ITEM) counts toward node
-// and data references and has no namespace to check; fsck reports no
-// snapshot.
-func TestDropInProgressClean(t *testing.T) {
+// cutDrop is an image cut off half-way through freeing deleted snapshot
+// s's tree (/big and 400 files only s held), in steps of 8.
+func cutDrop(t *testing.T) *device.MemDevice {
+	t.Helper()
 	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
 	for i := range 400 {
@@ -422,6 +508,16 @@ func TestDropInProgressClean(t *testing.T) {
 	if !errors.Is(err, errPowerCut) {
 		t.Fatalf("cut delete: %v", err)
 	}
+	return d
+}
+
+// TestDropInProgressClean: an image cut off half-way through freeing a
+// deleted snapshot's tree, in many small steps, checks clean, data
+// included: what is left of the tree (its DROP_ITEM) counts toward node
+// and data references and has no namespace to check; fsck reports no
+// snapshot.
+func TestDropInProgressClean(t *testing.T) {
+	d := cutDrop(t)
 	vol, err := volume.FromDevices([]device.Device{d}, false)
 	must(t, err)
 	st, err := store.OpenVolume(vol)
@@ -480,4 +576,50 @@ func treeListing(t *testing.T, f *fsys.FS, name string) map[string]string {
 		return true
 	}))
 	return out
+}
+
+// TestDropItemRejectedKept: a DROP_ITEM the check rejects (its key offset
+// not 0) whose tree the store still goes on dropping: its nodes and data
+// look leaked and unreferenced to the check, and -y frees and re-counts
+// nothing while a snapshot-tree item is bad (freed, the next drop step
+// would lower the refs of whatever file reused the space).
+func TestDropItemRejectedKept(t *testing.T) {
+	d := cutDrop(t)
+	devs := []*device.MemDevice{d}
+	// Through the store alone: an fsys open would finish the drop.
+	vol, err := volume.FromDevices(asDevices(devs), true)
+	must(t, err)
+	st, err := store.OpenVolume(vol)
+	must(t, err)
+	tx, err := st.Begin()
+	must(t, err)
+	var k format.Key
+	var b []byte
+	must(t, tx.Tree(format.SnapshotTree).Scan(format.Key{}, format.MaxKey, func(it format.Item) (bool, error) {
+		if it.Key.Type == format.DropItemKey {
+			k, b = it.Key, bytes.Clone(it.Data)
+		}
+		return true, nil
+	}))
+	if b == nil {
+		t.Fatal("no drop item")
+	}
+	must(t, tx.Tree(format.SnapshotTree).Delete(k))
+	k.Offset = 1
+	must(t, tx.Tree(format.SnapshotTree).Put(k, b))
+	must(t, tx.Commit())
+	must(t, st.Close())
+	rep := fsckDevs(t, devs, Options{})
+	if !hasCode(rep.Problems, ItemBad) || !hasCode(rep.Problems, ExtentUnreferenced) {
+		t.Fatalf("damage not seen as expected: %v", rep.Problems)
+	}
+	got := repairDevs(t, devs, ModeRepair)
+	for _, p := range got.Problems {
+		if p.Fixed && (p.Code == ExtentUnreferenced || p.Code == MetaLeaked || p.Code == CsumOrphan || p.Code == ExtentRefs || p.Code == MetaRefs) {
+			t.Errorf("-y %v beside a bad snapshot-tree item", p)
+		}
+	}
+	if after := fsckDevs(t, devs, Options{}); !hasCode(after.Problems, ExtentUnreferenced) {
+		t.Fatalf("the dropping tree's extents are gone after -y: %v", after.Problems)
+	}
 }

@@ -115,7 +115,7 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 	var stack []walkedNode
 	for id := format.TreeID(1); id <= format.NumTrees; id++ {
 		if r := fs.sb.Roots.Root(id); r.Logical != 0 {
-			stack = append(stack, walkedNode{id, r.Logical, r.Generation, int(r.Level)})
+			stack = append(stack, walkedNode{id, r.Logical, r.Generation, int(r.Level), nil})
 		}
 	}
 	roots, err := fs.SnapshotRoots()
@@ -123,14 +123,14 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 		return nil, err
 	}
 	for _, r := range roots {
-		stack = append(stack, walkedNode{format.FSTree, r.Logical, r.Generation, int(r.Level)})
+		stack = append(stack, walkedNode{format.FSTree, r.Logical, r.Generation, int(r.Level), nil})
 	}
 	var out []uint64
 	// Snapshots share fs-tree nodes: an interior node is walked once. A
 	// leaf named twice is listed twice (a map of every leaf cost a
 	// writer's first allocation 10 ms at 1M files).
 	seen := map[uint64]bool{}
-	w := walker{fs: fs, buf: make([]byte, fs.sb.NodeSize)}
+	w := walker{fs: fs}
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -144,49 +144,34 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 			return nil, err
 		}
 		for _, p := range ptrs {
-			stack = append(stack, walkedNode{v.id, p.Logical, p.Generation, v.level - 1})
+			stack = append(stack, walkedNode{v.id, p.Logical, p.Generation, v.level - 1, &p.Key})
 		}
 	}
 	fs.live.gen, fs.live.nodes = fs.sb.Generation, out
 	return out, nil
 }
 
-// walkedNode is a node liveNodes has yet to list (and read, if interior).
+// walkedNode is a node liveNodes has yet to list (and read, if interior);
+// first is its parent's key for it (nil: a root).
 type walkedNode struct {
 	id           format.TreeID
 	logical, gen uint64
 	level        int
+	first        *format.Key
 }
 
-// walker reads liveNodes' interior nodes, each from its first copy when
-// that copy fits its place (as a parity chunk's are): a writer's first
-// allocation reads every interior node (357 at 1M files), and reading
-// each copy doubled the 7.8 ms the walk took. What it reads is cached, as
-// any read node is: decoded into one reused node instead, the walk took
-// 2.4 ms, not 4.3, but a 1M-file snapshot delete ran 25% slower (its
-// heap smaller, the collector ran 1,540 times, not 994).
-type walker struct {
-	fs  *FS
-	buf []byte
-}
+// walker reads liveNodes' interior nodes the way any reader does: every
+// copy, the one that fits (the parent's key too) chosen, two that fit
+// yet differ refused, the node cached. Copy 0 alone (7.8 -> 4.3 ms at 1M files) was tried: a
+// copy that fits the header yet not the parent's key, or that differs
+// from a copy that fits too, would have the walk follow (and the cache
+// serve) a node no reader accepts, missing the nodes the right copy
+// names.
+type walker struct{ fs *FS }
 
-// ptrs are the child pointers of interior node v; any node whose first
-// copy does not fit is read the healing way, every copy chosen. Two
-// copies that both fit yet differ make the node unreadable to every
-// reader, so what copy 0 alone names is all a reader can reach.
+// ptrs are the child pointers of interior node v.
 func (w *walker) ptrs(v walkedNode) ([]format.KeyPtr, error) {
-	fs := w.fs
-	if n := fs.cache.get(v.logical); n != nil && n.Generation == v.gen && n.Owner == v.id && int(n.Level) == v.level {
-		return n.Ptrs, nil
-	}
-	want := format.NodeExpect{FSID: fs.sb.FSID, AltFSID: fs.sb.NewFSID, Logical: v.logical, Generation: v.gen, Owner: v.id, Level: v.level}
-	if fs.Vol.ReadCopy(v.logical, w.buf, 0) == nil {
-		if n, err := format.UnmarshalNode(w.buf, fs.sb.CsumType, want); err == nil {
-			fs.cache.put(n)
-			return n.Ptrs, nil
-		}
-	}
-	n, err := fs.readNode(v.id, v.logical, v.gen, v.level, nil)
+	n, err := w.fs.readNode(v.id, v.logical, v.gen, v.level, v.first)
 	if err != nil {
 		return nil, err
 	}

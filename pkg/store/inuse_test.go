@@ -10,10 +10,9 @@ import (
 )
 
 // TestVerifyFreeReadsPastBadFirstCopy: the walk behind a writer's check
-// of free space reads interior nodes from their first copy; where that
-// copy is damaged it reads the node the healing way, so the nodes below
-// it still count as in use. A free map that holds one of them is
-// refused with ErrSpaceInUse.
+// of free space reads interior nodes as readers do: where the first copy
+// is damaged, the other, so the nodes below it still count as in use. A
+// free map that holds one of them is refused with ErrSpaceInUse.
 func TestVerifyFreeReadsPastBadFirstCopy(t *testing.T) {
 	devs := memDevs(2, 1<<30)
 	fs := create(t, devs, format.ProfileRaid1, format.ProfileRaid1)
@@ -46,6 +45,49 @@ func TestVerifyFreeReadsPastBadFirstCopy(t *testing.T) {
 	}
 	if err := fs.verifyFree(bg, free); !errors.Is(err, ErrSpaceInUse) {
 		t.Fatalf("free map holding live leaf %d under a root with a bad first copy: %v, want ErrSpaceInUse", leaf, err)
+	}
+}
+
+// TestVerifyFreeFollowsTheCopyReadersChoose: an interior node whose copy
+// 0 has the right header but not the parent's key (a stale or foreign
+// node at the right place) is read as readers read it, from the copy
+// that fits the key: the leaf only that copy names is in use. (A walk of
+// copy 0 alone missed it, and a walk without the key refused the node.)
+func TestVerifyFreeFollowsTheCopyReadersChoose(t *testing.T) {
+	devs := memDevs(2, 1<<30)
+	fs := create(t, devs, format.ProfileRaid1, format.ProfileRaid1)
+	fillTree(t, fs, rand.New(rand.NewPCG(9, 10)), 20000, map[format.Key][]byte{})
+	root := fs.sb.Roots.Root(format.FSTree)
+	if root.Level < 2 {
+		t.Fatalf("fs tree root level %d: need an interior node below the root", root.Level)
+	}
+	rn, err := fs.readNode(format.FSTree, root.Logical, root.Generation, int(root.Level), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := rn.Ptrs[1]
+	c, err := fs.readNode(format.FSTree, cp.Logical, cp.Generation, int(root.Level)-1, &cp.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := c.Ptrs[0].Logical
+	other := *c
+	other.Ptrs = append([]format.KeyPtr(nil), c.Ptrs[1:]...) // fits the header, not the key
+	if err := fs.Vol.WriteCopy(c.Logical, format.MarshalNode(&other, fs.sb.NodeSize, fs.sb.CsumType), 0); err != nil {
+		t.Fatal(err)
+	}
+	fs.Close()
+	fs = reopen(t, devs, false)
+	bg := fs.blockGroup(leaf)
+	free, err := fs.rawFree(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := free.Add(leaf, uint64(fs.sb.NodeSize)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.verifyFree(bg, free); !errors.Is(err, ErrSpaceInUse) {
+		t.Fatalf("free map holding leaf %d that only copy 1 of its parent names: %v, want ErrSpaceInUse", leaf, err)
 	}
 }
 
