@@ -150,7 +150,7 @@ func (r *repairer) round(round int) (done bool, err error) {
 	// the profiles are moved by a whole-set step of their own.
 	r.limited = ""
 	if shared && len(withoutCode(r.opt.fixable(rep.Problems, false), ChunkBelowProfile)) > len(withoutCode(todo, ChunkBelowProfile)) {
-		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree and backup root sets are left (those fixes are not yet aware of shared nodes)"
+		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree is not rebuilt (that fix is not yet aware of shared nodes)"
 	}
 	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
 	if hasCode(rep.Problems, SnapshotBad) || snapshotItemBad(rep.Problems) {
@@ -204,12 +204,13 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 		}
 		return vol, again, nil
 	}
-	// Shared nodes: rebuilding the fs tree and older roots are not
-	// snapshot-aware; on an image with snapshots the system arrays are
-	// rewritten, the derived trees (never shared) dropped and chunks
-	// moved (a move keeps every logical address, so every pointer to a
-	// shared node or extent stays right).
-	repair, broken := r.opt.Mode == ModeRepair && !shared, mappingBroken(rep.Problems)
+	// Shared nodes: rebuilding the fs tree is not snapshot-aware (trees
+	// skips it on an image with snapshots); the system arrays, the
+	// derived trees (never shared), backup roots (only a set that checks
+	// clean) and chunk moves (a move keeps every logical address, so
+	// every pointer to a shared node or extent stays right) are as on
+	// any image.
+	broken := mappingBroken(rep.Problems)
 	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
 		// First: every other write goes through the mapping.
 		if r.sysRewritten, err = fixSysArrays(vol, rep.Problems); r.sysRewritten || err != nil {
@@ -222,7 +223,9 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 			return wrap(again, err)
 		}
 	}
-	if repair && r.restored == 0 && hasCode(rep.Problems, TreeRootBad) {
+	// A backup root set is put in place only when it checks clean, data,
+	// snapshot trees and their counts included: on any image.
+	if r.opt.Mode == ModeRepair && r.restored == 0 && hasCode(rep.Problems, TreeRootBad) {
 		if vol, again, err = r.backupRoots(vol); again || err != nil {
 			return vol, again, err
 		}

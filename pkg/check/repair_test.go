@@ -233,10 +233,25 @@ func TestRepairCancelled(t *testing.T) {
 
 // TestRepairBackupRoots: with no copy of the fs tree's root readable, -y
 // puts back the newest backup root set that checks clean, reports its
-// generation, and the files are those of that generation.
+// generation, and the files are those of that generation. So on an image
+// with a snapshot (the set checks clean, snapshot trees and counts
+// included): the snapshot reads as it did.
 func TestRepairBackupRoots(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "snapshot"}[snap], func(t *testing.T) { testRepairBackupRoots(t, snap) })
+	}
+}
+
+func testRepairBackupRoots(t *testing.T, snap bool) {
 	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
+	var snapBefore map[string]string
+	if snap {
+		must(t, f.Sync())
+		_, err := f.CreateSnapshot("s")
+		must(t, err)
+		snapBefore = snapshotTree(t, devs, "s")
+	}
 	want := contents(t, devs)
 	gen := f.Store().Super().Generation
 	in, err := f.Create("/late", fsys.Attr{Mode: 0o644})
@@ -271,6 +286,9 @@ func TestRepairBackupRoots(t *testing.T) {
 	got := contents(t, devs)
 	if len(got) != len(want) {
 		t.Fatalf("%d files, want the %d of generation %d", len(got), len(want), gen)
+	}
+	if snap {
+		checkSnapshotKept(t, "after the backup roots", snapBefore, snapshotTree(t, devs, "s"))
 	}
 	for ino, sum := range want {
 		if got[ino] != sum {
