@@ -11,6 +11,8 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/store"
@@ -134,37 +136,12 @@ func (r *repairer) round(round int) (done bool, err error) {
 	if again || err != nil {
 		return false, err
 	}
-	todo := r.opt.fixable(rep.Problems, len(rep.Incomplete) > 0 || shared)
-	if shared && len(rep.Incomplete) == 0 {
-		if !countsToFix(rep.Problems) {
-			// A copy on write of a shared leaf reads its node and data
-			// counts (a node whose refs say 1 is freed, not split): the
-			// live tree's edits wait for a round with the counts right.
-			todo = append(todo, r.opt.liveFixes(rep.Problems)...)
-		}
-		todo = append(todo, r.opt.unsharedFixes(rep.Problems)...)
-		todo = append(todo, r.opt.everyTreeFixes(rep.Problems)...)
-	}
-	// What the last round leaves is what the report says (a round may
-	// leave the live tree's fixes to the next: countsToFix). Chunks below
-	// the profiles are moved by a whole-set step of their own.
-	r.limited = ""
-	if shared && len(withoutCode(r.opt.fixable(rep.Problems, false), ChunkBelowProfile)) > len(withoutCode(todo, ChunkBelowProfile)) {
-		r.limited = "the image has snapshots: their trees are read-only, and a lost fs tree is not rebuilt (that fix is not yet aware of shared nodes)"
-	}
-	todo = withoutCode(todo, ChunkBelowProfile) // not while anything else is wrong
-	if hasCode(rep.Problems, SnapshotBad) || snapshotItemBad(rep.Problems) {
-		// An item the check rejects may still be opened: its tree counts
-		// as in use, but the counts are not trusted to free or re-count.
-		// An item of the snapshot tree that does not decode or is keyed
-		// wrong (a DROP_ITEM the store still drops) has its tree not
-		// counted at all.
-		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs, ExtentUnreferenced, CsumOrphan} {
-			todo = withoutCode(todo, c)
-		}
-	}
+	todo := r.plan(rep, shared)
 	// A round that changed nothing will not do better next time.
 	if len(todo) == 0 || round == maxRounds || same {
+		if round == maxRounds && !same && len(todo) > 0 && r.limited == "" {
+			r.limited = fmt.Sprintf("fixes were left after %d rounds", round+1)
+		}
 		vol.Close()
 		return true, nil
 	}
@@ -177,6 +154,55 @@ func (r *repairer) round(round int) (done bool, err error) {
 	}
 	return false, nil
 }
+
+// plan is the fixes of one round, and sets r.limited to why fixable
+// problems are left (what the last round leaves is what the report
+// says). Chunks below the profiles are moved by a whole-set step of
+// their own.
+func (r *repairer) plan(rep *Report, shared bool) []Problem {
+	ps := rep.Problems
+	var why []string
+	todo := r.opt.fixable(ps, len(rep.Incomplete) > 0 || shared)
+	if shared && len(rep.Incomplete) == 0 {
+		why = append(why, "the image has snapshots: their trees are read-only, and a lost fs tree is not rebuilt (that fix is not yet aware of shared nodes)")
+		if countsWrong(ps) {
+			// A copy on write of a shared leaf reads its node and data
+			// counts (a node whose refs say 1 is freed, not split): the
+			// live tree's edits wait for a round with the counts right.
+			why = append(why, "the live tree's fixes wait for its node and data counts to be right")
+		} else {
+			todo = append(todo, r.opt.liveFixes(ps)...)
+		}
+		todo = append(todo, r.opt.unsharedFixes(ps)...)
+		todo = append(todo, r.opt.everyTreeFixes(ps)...)
+	} else if shared {
+		why = append(why, "the image has snapshots and a tree did not read whole: only copies, superblocks and counts are repaired")
+	}
+	todo = withoutCode(todo, ChunkBelowProfile)
+	switch {
+	case snapshotItemBad(ps):
+		// The tree such an item may name (a DROP_ITEM keyed wrong that
+		// the store still drops) is not counted at all: no count, and
+		// nothing a count decides, is trusted.
+		todo = slices.DeleteFunc(todo, func(p Problem) bool { return p.Pass != PassSuper && !isCopyFix(p.Code) })
+		why = append(why, "an item of the snapshot tree is bad (ITEM_BAD): the tree it may name is not counted, so only copies and superblocks are repaired")
+	case hasCode(ps, SnapshotBad):
+		// An item the check rejects may still be opened: its tree counts
+		// as in use, but the counts are not trusted to free or re-count.
+		for _, c := range []Code{MetaLeaked, MetaRefs, ExtentRefs, ExtentUnreferenced, CsumOrphan} {
+			todo = withoutCode(todo, c)
+		}
+		why = append(why, "a snapshot item the check rejects stands (SNAPSHOT_BAD): nothing is freed or re-counted")
+	}
+	r.limited = ""
+	if len(withoutCode(r.opt.fixable(ps, false), ChunkBelowProfile)) > len(todo) && len(why) > 0 {
+		r.limited = strings.Join(why, "; ")
+	}
+	return todo
+}
+
+// isCopyFix: a fix that rewrites a bad copy from a good one.
+func isCopyFix(c Code) bool { return c == NodeCopyBad || c == NodeCopiesDiffer || c == DataCopyBad }
 
 // record adds rep's new problems to all and reports whether rep found
 // the same problems as the round before.
@@ -370,12 +396,17 @@ func (o Options) everyTreeFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool { return countedOverEveryTree[p.Code] })
 }
 
-// countsToFix reports a node or data extent count that this round fixes
-// (a problem found with its fix).
-func countsToFix(ps []Problem) bool {
+// countsWrong reports a node count the check finds wrong, or a data
+// extent count it fixes this round. (A data count it cannot fix, a file
+// extent not decoding, does not hold the live tree's fixes back: their
+// copy on write raises each count of a shared leaf by one, and the file
+// extents they drop never free an extent.)
+func countsWrong(ps []Problem) bool {
 	for _, p := range ps {
 		switch p.Code {
-		case MetaRefs, MetaMissing, ExtentRefs, FileExtentNoItem:
+		case MetaRefs, MetaMissing:
+			return true
+		case ExtentRefs, FileExtentNoItem:
 			if p.fix != nil {
 				return true
 			}

@@ -53,8 +53,8 @@ func checksClean(open func() (*volume.Volume, error), sb *format.Superblock, opt
 	vol.Super = sb
 	opt.CheckData = true
 	rep, err := CheckVolume(vol, opt)
-	if err != nil {
-		return false
+	if err != nil || opt.cancelled() != nil {
+		return false // a check cut short may skip the data and snapshot passes
 	}
 	for _, p := range rep.Problems {
 		if p.Pass != PassSuper && !p.Warning {

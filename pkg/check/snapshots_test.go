@@ -13,6 +13,7 @@ import (
 	"github.com/ddfs/ddfs/format"
 	"github.com/ddfs/ddfs/pkg/device"
 	"github.com/ddfs/ddfs/pkg/fsys"
+	"github.com/ddfs/ddfs/pkg/inspect"
 	"github.com/ddfs/ddfs/pkg/store"
 	"github.com/ddfs/ddfs/pkg/volume"
 )
@@ -580,9 +581,11 @@ func treeListing(t *testing.T, f *fsys.FS, name string) map[string]string {
 
 // TestDropItemRejectedKept: a DROP_ITEM the check rejects (its key offset
 // not 0) whose tree the store still goes on dropping: its nodes and data
-// look leaked and unreferenced to the check, and -y frees and re-counts
-// nothing while a snapshot-tree item is bad (freed, the next drop step
-// would lower the refs of whatever file reused the space).
+// look leaked and unreferenced to the check, and a data extent item it
+// shares with /mid is gone. -y repairs only copies and superblocks while
+// a snapshot-tree item is bad, and says so: freed, the next drop step
+// would lower the refs of whatever file reused the space; rebuilt from
+// the live tree's count, it would free /mid's data.
 func TestDropItemRejectedKept(t *testing.T) {
 	d := cutDrop(t)
 	devs := []*device.MemDevice{d}
@@ -607,17 +610,30 @@ func TestDropItemRejectedKept(t *testing.T) {
 	must(t, tx.Tree(format.SnapshotTree).Delete(k))
 	k.Offset = 1
 	must(t, tx.Tree(format.SnapshotTree).Put(k, b))
+	// And /mid's data extent item gone: the live tree and the dropping
+	// one point at it; rebuilt with the live tree's count alone, the
+	// next drop step would free it under /mid.
+	mid, err := inspect.Lookup(st.Tree(format.FSTree), "/mid")
+	must(t, err)
+	xb, err := tx.Tree(format.FSTree).Get(format.Key{ObjectID: mid, Type: format.FileExtentKey})
+	must(t, err)
+	x, err := format.UnmarshalFileExtentItem(bytes.Clone(xb))
+	must(t, err)
+	must(t, tx.Tree(format.ExtentTree).Delete(format.Key{ObjectID: x.DiskLogical, Type: format.ExtentItemKey, Offset: x.DiskLen}))
 	must(t, tx.Commit())
 	must(t, st.Close())
 	rep := fsckDevs(t, devs, Options{})
-	if !hasCode(rep.Problems, ItemBad) || !hasCode(rep.Problems, ExtentUnreferenced) {
+	if !hasCode(rep.Problems, ItemBad) || !hasCode(rep.Problems, ExtentUnreferenced) || !hasCode(rep.Problems, FileExtentNoItem) {
 		t.Fatalf("damage not seen as expected: %v", rep.Problems)
 	}
 	got := repairDevs(t, devs, ModeRepair)
 	for _, p := range got.Problems {
-		if p.Fixed && (p.Code == ExtentUnreferenced || p.Code == MetaLeaked || p.Code == CsumOrphan || p.Code == ExtentRefs || p.Code == MetaRefs) {
+		if p.Fixed && p.Code != ItemBad && p.Pass != PassSuper {
 			t.Errorf("-y %v beside a bad snapshot-tree item", p)
 		}
+	}
+	if !strings.Contains(got.RepairLimited, "ITEM_BAD") {
+		t.Errorf("repair_limited %q does not say why", got.RepairLimited)
 	}
 	if after := fsckDevs(t, devs, Options{}); !hasCode(after.Problems, ExtentUnreferenced) {
 		t.Fatalf("the dropping tree's extents are gone after -y: %v", after.Problems)
