@@ -396,20 +396,20 @@ func (o Options) everyTreeFixes(ps []Problem) []Problem {
 	return o.fixesWhere(ps, func(p Problem) bool { return countedOverEveryTree[p.Code] })
 }
 
-// countsWrong reports a node count the check finds wrong, or a data
-// extent count it fixes this round. (A data count it cannot fix, a file
-// extent not decoding, does not hold the live tree's fixes back: their
-// copy on write raises each count of a shared leaf by one, and the file
-// extents they drop never free an extent.)
+// countsWrong reports a node count the check finds wrong, a data extent
+// with no item (a copy on write of a leaf pointing at it fails: the
+// round's transaction would be dropped), or a data count it fixes this
+// round. A data count it cannot fix (a file extent not decoding) does not
+// hold the live tree's fixes back: their copy on write raises each count
+// of a shared leaf by one, and the file extents they drop never free an
+// extent.
 func countsWrong(ps []Problem) bool {
 	for _, p := range ps {
-		switch p.Code {
-		case MetaRefs, MetaMissing:
+		switch {
+		case p.Code == MetaRefs || p.Code == MetaMissing || p.Code == FileExtentNoItem:
 			return true
-		case ExtentRefs, FileExtentNoItem:
-			if p.fix != nil {
-				return true
-			}
+		case p.Code == ExtentRefs && p.fix != nil:
+			return true
 		}
 	}
 	return false

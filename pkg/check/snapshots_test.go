@@ -369,38 +369,13 @@ func TestSnapshotSurgery(t *testing.T) {
 		// data for the copy); s2 reads as before, after a repair cut short
 		// one round in and the live file removed, after the repair, and
 		// after 40 files.
-		f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
-		populate(t, f)
-		for i := range 300 { // leaves enough that a change far off leaves /zeros's shared
-			_, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
-			must(t, err)
-		}
-		must(t, f.Sync())
-		_, err := f.CreateSnapshot("s2")
+		s := newSurgeon(t, sharedLeafImage(t))
+		leaf, ino, path := sharedLeaf(t, s)
+		k := format.Key{ObjectID: leaf.Logical, Type: format.MetadataItemKey}
+		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
 		must(t, err)
-		must(t, f.Remove("/dir/g299"))
-		must(t, f.Close())
-		s := newSurgeon(t, own)
-		sb := s.st.Super()
-		live := sb.Roots.Root(format.FSTree).Logical
-		var leaf *format.Node
-		var k format.Key
-		var ino uint64
-		var path string
-		for _, p := range []string{"/zeros", "/trunc", "/sparse", "/mid"} { // files with data
-			i := s.ino(p)
-			l := leafOf(t, s.st.Vol, live, inodeKey(i))
-			k = format.Key{ObjectID: l.Logical, Type: format.MetadataItemKey}
-			if m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k)); err == nil && m.Refs >= 2 {
-				leaf, ino, path = l, i, p
-				m.Refs = 1
-				s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
-				break
-			}
-		}
-		if leaf == nil {
-			t.Fatal("no live leaf shared with a snapshot")
-		}
+		m.Refs = 1
+		s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
 		must(t, s.tx.Commit())
 		bad := false
 		for i, it := range leaf.Items {
@@ -443,6 +418,58 @@ func TestSnapshotSurgery(t *testing.T) {
 		for _, p := range fsckDevs(t, s.devs, Options{CheckData: true}).Problems {
 			if !strings.HasPrefix(p.Tree, "fs@") { // the snapshots keep their nlink: read-only
 				t.Fatalf("after the repair: %v", p)
+			}
+		}
+	})
+	t.Run("shared-leaf-extent-item-gone", func(t *testing.T) {
+		// In a leaf the live tree shares with s2: a data extent item
+		// gone (FILE_EXTENT_NO_ITEM), another file extent that does not
+		// decode (so no data count is trusted: the item gets no fix) and
+		// a wrong nlink, written in place. Copying the leaf to mend the
+		// live nlink would take a reference to the extent with no item
+		// and drop the round's transaction, every round (nothing fixed):
+		// -y leaves the live fixes, says why, and makes the others.
+		s := newSurgeon(t, sharedLeafImage(t))
+		leaf, ino, _ := sharedLeaf(t, s)
+		gone, garbled := -1, -1
+		for i, it := range leaf.Items {
+			var x format.FileExtentItem
+			if it.Key.Type != format.FileExtentKey || format.DecodeFileExtentItem(it.Data, &x) != nil {
+				continue
+			}
+			switch {
+			case gone < 0 && x.Type != format.FileExtentInline && x.DiskLogical != 0:
+				gone = i
+				s.del(format.ExtentTree, format.Key{ObjectID: x.DiskLogical, Type: format.ExtentItemKey, Offset: x.DiskLen})
+			case garbled < 0:
+				garbled = i
+			}
+		}
+		if gone < 0 || garbled < 0 {
+			t.Fatalf("leaf %d: no two file extents to damage", leaf.Logical)
+		}
+		must(t, s.tx.Commit())
+		leaf.Items[garbled].Data = []byte{1, 2, 3}
+		for i, it := range leaf.Items {
+			if it.Key == inodeKey(ino) {
+				in, err := format.UnmarshalInodeItem(it.Data)
+				must(t, err)
+				in.Nlink += 4
+				leaf.Items[i].Data = format.MarshalInodeItem(in)
+			}
+		}
+		writeNode(t, s.st.Vol, leaf)
+		rep := fsckDevs(t, s.devs, Options{})
+		if !hasCode(rep.Problems, FileExtentNoItem) || !hasCode(rep.Problems, Nlink) || !hasCode(rep.Problems, FSItemBad) {
+			t.Fatalf("damage not seen: %v", rep.Problems)
+		}
+		got := repairDevs(t, s.devs, ModeRepair)
+		if !strings.Contains(got.RepairLimited, "counts") {
+			t.Fatalf("repair_limited %q, want the counts named: %v", got.RepairLimited, got.Problems)
+		}
+		for _, p := range got.Problems {
+			if p.Code == BGUsed && !p.Fixed { // the round's other fixes were not dropped with it
+				t.Fatalf("-y left %v", p)
 			}
 		}
 	})
@@ -638,4 +665,41 @@ func TestDropItemRejectedKept(t *testing.T) {
 	if after := fsckDevs(t, devs, Options{}); !hasCode(after.Problems, ExtentUnreferenced) {
 		t.Fatalf("the dropping tree's extents are gone after -y: %v", after.Problems)
 	}
+}
+
+// sharedLeafImage is the populated image with 300 more files, snapshot
+// s2 of it, and one file removed after: leaves far from the change stay
+// shared by the live tree and s2 (refs 2).
+func sharedLeafImage(t *testing.T) []*device.MemDevice {
+	t.Helper()
+	f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
+	populate(t, f)
+	for i := range 300 {
+		_, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
+		must(t, err)
+	}
+	must(t, f.Sync())
+	_, err := f.CreateSnapshot("s2")
+	must(t, err)
+	must(t, f.Remove("/dir/g299"))
+	must(t, f.Close())
+	return own
+}
+
+// sharedLeaf is a live leaf the snapshot shares (refs >= 2) that holds
+// the inode item of a file with data: the leaf, the inode and its path.
+func sharedLeaf(t *testing.T, s *surgeon) (*format.Node, uint64, string) {
+	t.Helper()
+	sb := s.st.Super()
+	live := sb.Roots.Root(format.FSTree).Logical
+	for _, p := range []string{"/zeros", "/trunc", "/sparse", "/mid"} {
+		i := s.ino(p)
+		l := leafOf(t, s.st.Vol, live, inodeKey(i))
+		k := format.Key{ObjectID: l.Logical, Type: format.MetadataItemKey}
+		if m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k)); err == nil && m.Refs >= 2 {
+			return l, i, p
+		}
+	}
+	t.Fatal("no live leaf shared with a snapshot")
+	return nil, 0, ""
 }
