@@ -506,11 +506,7 @@ func cutDrop(t *testing.T) *device.MemDevice {
 	t.Helper()
 	f, devs := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
-	for i := range 400 {
-		in, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
-		must(t, err)
-		must(t, f.WriteAt(in, pattern(3000+i*7, byte(i)), 0))
-	}
+	addFiles(t, f, 400, true)
 	_, err := f.CreateSnapshot("s")
 	must(t, err)
 	must(t, f.Remove("/big"))
@@ -674,10 +670,7 @@ func sharedLeafImage(t *testing.T) []*device.MemDevice {
 	t.Helper()
 	f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
-	for i := range 300 {
-		_, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
-		must(t, err)
-	}
+	addFiles(t, f, 300, false)
 	must(t, f.Sync())
 	_, err := f.CreateSnapshot("s2")
 	must(t, err)
@@ -702,4 +695,16 @@ func sharedLeaf(t *testing.T, s *surgeon) (*format.Node, uint64, string) {
 	}
 	t.Fatal("no live leaf shared with a snapshot")
 	return nil, 0, ""
+}
+
+// addFiles makes /dir/g000.. /dir/gNNN, with a few KiB each when data.
+func addFiles(t *testing.T, f *fsys.FS, n int, data bool) {
+	t.Helper()
+	for i := range n {
+		in, err := f.Create(fmt.Sprintf("/dir/g%03d", i), fsys.Attr{Mode: 0o644})
+		must(t, err)
+		if data {
+			must(t, f.WriteAt(in, pattern(3000+i*7, byte(i)), 0))
+		}
+	}
 }
