@@ -103,6 +103,26 @@ func (s *RangeSet) Remove(start, n uint64) error {
 	return nil
 }
 
+// RemoveOverlap takes out of the set whatever of [start, start+n) it
+// holds (none, part or all).
+func (s *RangeSet) RemoveOverlap(start, n uint64) {
+	var meet []Range
+	if l, ok := s.at(start); ok && l.End() > start {
+		meet = append(meet, l)
+	}
+	s.tree().AscendGreaterOrEqual(Range{Start: start + 1}, func(v Range) bool {
+		if v.Start >= start+n {
+			return false
+		}
+		meet = append(meet, v)
+		return true
+	})
+	for _, r := range meet {
+		a, e := max(r.Start, start), min(r.End(), start+n)
+		_ = s.Remove(a, e-a) // inside r by construction
+	}
+}
+
 // Contains reports whether [start, start+n) is wholly free.
 func (s *RangeSet) Contains(start, n uint64) bool {
 	r, ok := s.at(start)

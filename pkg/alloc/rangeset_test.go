@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestRangeSetModel runs random adds, removes, contains and firsts on a
-// RangeSet and on a byte map of a 512-byte space (the model), and
-// compares every answer and the whole set after each step.
+// TestRangeSetModel runs random adds, removes, overlap removes, contains
+// and firsts on a RangeSet and on a byte map of a 512-byte space (the
+// model), and compares every answer and the whole set after each step.
 func TestRangeSetModel(t *testing.T) {
 	const space = 512
 	r := rand.New(rand.NewPCG(5, 6))
@@ -47,7 +47,7 @@ func TestRangeSetModel(t *testing.T) {
 		for step := range 600 {
 			a, n := r.IntN(space), 1+r.IntN(24)
 			n = min(n, space-a)
-			switch r.IntN(4) {
+			switch r.IntN(5) {
 			case 0:
 				err := s.Add(uint64(a), uint64(n))
 				if want := !anyFree(a, n); (err == nil) != want {
@@ -67,6 +67,11 @@ func TestRangeSetModel(t *testing.T) {
 					for i := a; i < a+n; i++ {
 						free[i] = false
 					}
+				}
+			case 4:
+				s.RemoveOverlap(uint64(a), uint64(n))
+				for i := a; i < a+n; i++ {
+					free[i] = false
 				}
 			case 2:
 				if got, want := s.Contains(uint64(a), uint64(n)), allFree(a, n); got != want {

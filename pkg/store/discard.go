@@ -101,10 +101,8 @@ func (fs *FS) discardPending() {
 			fs.disc.setPending(k, nil)
 			continue
 		}
-		if bg.free == nil {
-			if err := fs.loadFree(bg); err != nil {
-				continue // keep it recorded; trimtool or fsck will see the problem
-			}
+		if err := fs.verifiedFree(bg); err != nil {
+			continue // keep it recorded; trimtool or fsck will see the problem
 		}
 		var now, keep []alloc.Range
 		pend := fs.disc.pending[k] // sorted, disjoint

@@ -147,8 +147,15 @@ func (tx *Txn) WriteLog(payload []byte) error {
 	}
 	ns := uint64(format.LogBlockSize(&fs.sb))
 	at, ok, err := tx.takeFrom(format.ChunkMetadata, ns, ns, func(bg *BlockGroup) bool { return !bg.isNew })
-	if err != nil || !ok {
-		return errors.Join(ErrLogFull, err)
+	if err != nil {
+		// Not ErrLogFull: the commit it would ask for would not see the
+		// failure again (a lazily loaded map has dropped the block it
+		// refused, lazyfree.go), and a lie in the extent tree must reach
+		// the user.
+		return err
+	}
+	if !ok {
+		return ErrLogFull
 	}
 	tx.logBlocks = append(tx.logBlocks, alloc.Range{Start: at, Len: ns})
 	raw, err := format.MarshalLogBlock(&b, uint32(ns), fs.sb.CsumType)
@@ -214,10 +221,8 @@ func (tx *Txn) ClaimData(logical, n uint64) error {
 	if bg == nil || bg.Chunk.Type != format.ChunkData || logical+n > bg.Chunk.Logical+bg.Chunk.Length || logical+n < logical {
 		return fmt.Errorf("data [%d,+%d) is not in a data chunk: %w", logical, n, ErrCorrupt)
 	}
-	if bg.free == nil {
-		if err := tx.fs.loadFree(bg); err != nil {
-			return err
-		}
+	if err := tx.fs.verifiedFree(bg); err != nil {
+		return err
 	}
 	if !bg.free.Contains(logical, n) {
 		return fmt.Errorf("data [%d,+%d) is already in use: %w", logical, n, ErrCorrupt)

@@ -63,13 +63,7 @@ func (fs *FS) keepInUse(free *alloc.RangeSet, start, n uint64, err error) error 
 	if !fs.repair {
 		return err
 	}
-	for _, r := range free.Ranges() {
-		if s, e := max(r.Start, start), min(r.End(), start+n); s < e {
-			if err := free.Remove(s, e-s); err != nil {
-				return err
-			}
-		}
-	}
+	free.RemoveOverlap(start, n)
 	return nil
 }
 
@@ -112,18 +106,9 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 	if fs.live.gen == fs.sb.Generation && fs.live.nodes != nil {
 		return fs.live.nodes, nil
 	}
-	var stack []walkedNode
-	for id := format.TreeID(1); id <= format.NumTrees; id++ {
-		if r := fs.sb.Roots.Root(id); r.Logical != 0 {
-			stack = append(stack, walkedNode{id, r.Logical, r.Generation, int(r.Level), nil})
-		}
-	}
-	roots, err := fs.SnapshotRoots()
+	stack, err := fs.rootNodes()
 	if err != nil {
 		return nil, err
-	}
-	for _, r := range roots {
-		stack = append(stack, walkedNode{format.FSTree, r.Logical, r.Generation, int(r.Level), nil})
 	}
 	var out []uint64
 	// Snapshots share fs-tree nodes: an interior node is walked once. A
@@ -148,6 +133,25 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 		}
 	}
 	fs.live.gen, fs.live.nodes = fs.sb.Generation, out
+	return out, nil
+}
+
+// rootNodes are the roots of every committed tree: the root set's, the
+// snapshots', the trees being dropped, a parked receive.
+func (fs *FS) rootNodes() ([]walkedNode, error) {
+	var out []walkedNode
+	for id := format.TreeID(1); id <= format.NumTrees; id++ {
+		if r := fs.sb.Roots.Root(id); r.Logical != 0 {
+			out = append(out, walkedNode{id, r.Logical, r.Generation, int(r.Level), nil})
+		}
+	}
+	roots, err := fs.SnapshotRoots()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range roots {
+		out = append(out, walkedNode{format.FSTree, r.Logical, r.Generation, int(r.Level), nil})
+	}
 	return out, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
+	"github.com/ddfs/ddfs/pkg/device"
 )
 
 // TestVerifyFreeReadsPastBadFirstCopy: the walk behind a writer's check
@@ -31,8 +32,8 @@ func TestVerifyFreeReadsPastBadFirstCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.Close()
-	if err := verifyFreeLying(t, reopen(t, devs, false), leaf); !errors.Is(err, ErrSpaceInUse) {
-		t.Fatalf("free map holding live leaf %d under a root with a bad first copy: %v, want ErrSpaceInUse", leaf, err)
+	if whole, lazy := verifyFreeLying(t, devs, leaf); !errors.Is(whole, ErrSpaceInUse) || !errors.Is(lazy, ErrSpaceInUse) {
+		t.Fatalf("free map holding live leaf %d under a root with a bad first copy: %v, block alone %v; want ErrSpaceInUse", leaf, whole, lazy)
 	}
 }
 
@@ -65,28 +66,39 @@ func TestVerifyFreeFollowsTheCopyReadersChoose(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.Close()
-	if err := verifyFreeLying(t, reopen(t, devs, false), leaf); !errors.Is(err, ErrSpaceInUse) {
-		t.Fatalf("free map holding leaf %d that only copy 1 of its parent names: %v, want ErrSpaceInUse", leaf, err)
+	if whole, lazy := verifyFreeLying(t, devs, leaf); !errors.Is(whole, ErrSpaceInUse) || !errors.Is(lazy, ErrSpaceInUse) {
+		t.Fatalf("free map holding leaf %d that only copy 1 of its parent names: %v, block alone %v; want ErrSpaceInUse", leaf, whole, lazy)
 	}
 }
 
-// verifyFreeLying is verifyFree of the group of node leaf with a free
-// map that holds leaf, as an extent tree that lies would have it.
-func verifyFreeLying(t *testing.T, fs *FS, leaf uint64) error {
+// verifyFreeLying holds a free map of node leaf's group that holds leaf,
+// as an extent tree that lies would have it, against the trees both ways
+// a writer does: whole (verifyFree), and the block alone as a lazily
+// loaded map does (checkTaken, lazyfree.go).
+func verifyFreeLying(t *testing.T, devs []*device.MemDevice, leaf uint64) (whole, lazy error) {
 	t.Helper()
-	defer fs.Close()
-	bg := fs.blockGroup(leaf)
-	free, err := fs.rawFree(bg)
-	if err != nil {
-		t.Fatal(err)
+	for _, alone := range []bool{false, true} {
+		fs := reopen(t, devs, false)
+		bg := fs.blockGroup(leaf)
+		free, err := fs.rawFree(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free.Contains(leaf, uint64(fs.sb.NodeSize)) {
+			t.Fatalf("leaf %d is free per the extent tree before the test lies", leaf)
+		}
+		if err := free.Add(leaf, uint64(fs.sb.NodeSize)); err != nil {
+			t.Fatal(err)
+		}
+		if alone {
+			bg.free, bg.lazy = free, true
+			lazy = fs.checkTaken(bg, leaf, uint64(fs.sb.NodeSize))
+		} else {
+			whole = fs.verifyFree(bg, free)
+		}
+		fs.Close()
 	}
-	if free.Contains(leaf, uint64(fs.sb.NodeSize)) {
-		t.Fatalf("leaf %d is free per the extent tree before the test lies", leaf)
-	}
-	if err := free.Add(leaf, uint64(fs.sb.NodeSize)); err != nil {
-		t.Fatal(err)
-	}
-	return fs.verifyFree(bg, free)
+	return whole, lazy
 }
 
 // TestTakeFromSkipsNearlyFullGroups: a writer takes space in logical

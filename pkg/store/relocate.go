@@ -105,10 +105,8 @@ func (tx *Txn) copyUsed(bg *BlockGroup, oldC, newC *volume.Chunk, fresh map[uint
 	if len(fresh) == 0 {
 		return nil
 	}
-	if bg.free == nil {
-		if err := fs.loadFree(bg); err != nil {
-			return err
-		}
+	if err := fs.verifiedFree(bg); err != nil {
+		return err
 	}
 	want := func(t volume.Target) bool {
 		for _, r := range fresh[t.DevID] {

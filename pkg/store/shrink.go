@@ -64,10 +64,8 @@ func (tx *Txn) trimChunks() error {
 		if pi, _ := c.Profile.Info(); pi.Striped {
 			continue
 		}
-		if bg.free == nil {
-			if err := fs.loadFree(bg); err != nil {
-				return err
-			}
+		if err := fs.verifiedFree(bg); err != nil {
+			return err
 		}
 		usedEnd := c.Logical
 		if rs := bg.free.Ranges(); len(rs) > 0 && rs[len(rs)-1].End() == c.End() {

@@ -13,33 +13,9 @@ import (
 // live fs tree has replaced all of them, they are still listed once.
 func TestLiveNodesHoldSnapshots(t *testing.T) {
 	fs := create(t, memDevs(1, 256<<20), format.ProfileSingle, format.ProfileDup)
-	put := func(val byte) {
-		tx, err := fs.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := uint64(0); i < 2000; i++ {
-			k := format.Key{ObjectID: 300 + i, Type: format.XattrItemKey, Offset: 1}
-			if err := tx.Tree(format.FSTree).Put(k, []byte(fmt.Sprint(val, i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(val byte) { putItems(t, fs, val) }
 	put(1)
-	tx, err := fs.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := fs.sb.Roots.Root(format.FSTree)
-	if _, err := tx.CreateSnapshot(format.SnapshotItem{Name: "s", UUID: [16]byte{1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	kept := snapshotNow(t, fs)
 	// As an open finds it: nodes up to the snapshot root's generation
 	// may be shared.
 	fs.sharedGen = 0
@@ -68,4 +44,41 @@ func TestLiveNodesHoldSnapshots(t *testing.T) {
 			t.Fatalf("snapshot node %d is not among the nodes in use", l)
 		}
 	}
+}
+
+// putItems commits 2000 items of the fs tree whose values name val: run
+// again with another val, it copies every leaf.
+func putItems(t *testing.T, fs *FS, val byte) {
+	t.Helper()
+	tx, err := fs.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 2000; i++ {
+		k := format.Key{ObjectID: 300 + i, Type: format.XattrItemKey, Offset: 1}
+		if err := tx.Tree(format.FSTree).Put(k, []byte(fmt.Sprint(val, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshotNow commits snapshot "s" of the live fs tree and returns the
+// root it keeps.
+func snapshotNow(t *testing.T, fs *FS) format.RootPtr {
+	t.Helper()
+	tx, err := fs.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := fs.sb.Roots.Root(format.FSTree)
+	if _, err := tx.CreateSnapshot(format.SnapshotItem{Name: "s", UUID: [16]byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return kept
 }

@@ -20,6 +20,11 @@ type BlockGroup struct {
 	itemUsed uint64
 	// free is the free-space map, nil until first needed.
 	free *alloc.RangeSet
+	// lazy: free was loaded for allocation only and not verified whole;
+	// each block taken from it is checked (lazyfree.go). lazyChecked
+	// counts those checks.
+	lazy        bool
+	lazyChecked int
 	// isNew: created by the running transaction, no items on disk yet.
 	isNew bool
 	// flags are the block group item's (BlockGroupFallback).
@@ -98,7 +103,7 @@ func (fs *FS) loadFree(bg *BlockGroup) error {
 	}
 	// Pinned ranges of this transaction are still in the committed tree,
 	// so they count as used here, as they must until the commit.
-	bg.free = free
+	bg.free, bg.lazy = free, false
 	return nil
 }
 
@@ -128,6 +133,14 @@ func (fs *FS) rawFree(bg *BlockGroup) (*alloc.RangeSet, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+	}
+	// Space commits freed while readers beside may still read it is out
+	// of every map until released (readers.go), also of a map loaded
+	// after the free.
+	for _, h := range fs.readerHold {
+		for _, r := range h.ranges {
+			free.RemoveOverlap(r.Start, r.Len)
 		}
 	}
 	return free, nil
@@ -301,12 +314,12 @@ func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockG
 			continue
 		}
 		if bg.free == nil {
-			if err := fs.loadFree(bg); err != nil {
+			if err := fs.loadForTaking(bg); err != nil {
 				return 0, false, err
 			}
 		}
-		if at, ok := tx.takeFromGroup(bg, n, align); ok {
-			return at, true, nil
+		if at, ok, err := tx.takeFromGroup(bg, n, align); ok || err != nil {
+			return at, ok, err
 		}
 	}
 	for {
@@ -319,28 +332,42 @@ func (tx *Txn) takeFrom(t format.ChunkType, n, align uint64, accept func(*BlockG
 		if best == nil {
 			return 0, false, nil
 		}
-		if err := fs.loadFree(best); err != nil {
+		if err := fs.loadForTaking(best); err != nil {
 			return 0, false, err
 		}
-		if at, ok := tx.takeFromGroup(best, n, align); ok {
-			return at, true, nil
+		if at, ok, err := tx.takeFromGroup(best, n, align); ok || err != nil {
+			return at, ok, err
 		}
 	}
+}
+
+// loadForTaking loads bg's free map for allocation: lazily where it may
+// (lazyfree.go), else verified whole.
+func (fs *FS) loadForTaking(bg *BlockGroup) error {
+	if fs.lazyEligible(bg) {
+		return fs.loadFreeLazy(bg)
+	}
+	return fs.loadFree(bg)
 }
 
 // roomyPart: a group with at least 1/roomyPart of its bytes free is
 // worth loading in logical order.
 const roomyPart = 64
 
-// takeFromGroup takes n bytes from bg's loaded free map.
-func (tx *Txn) takeFromGroup(bg *BlockGroup, n, align uint64) (uint64, bool) {
+// takeFromGroup takes n bytes from bg's loaded free map (checked on
+// their own when the map is lazy).
+func (tx *Txn) takeFromGroup(bg *BlockGroup, n, align uint64) (uint64, bool, error) {
 	t := bg.Chunk.Type
 	at, ok := tx.takeIn(bg, n, align, tx.hint[t])
-	if ok {
-		bg.Used += n
-		tx.hint[t] = at + n
+	if !ok {
+		return 0, false, nil
 	}
-	return at, ok
+	if err := tx.fs.checkTaken(bg, at, n); err != nil {
+		return 0, false, err
+	}
+	bg.Used += n
+	tx.hint[t] = at + n
+	return at, true, nil
 }
 
 // freeExtent releases [logical, +n). Space allocated by the running
@@ -415,6 +442,9 @@ var _ btree.Store = (*Txn)(nil)
 // the trees itself, range by range).
 func (fs *FS) FreeRanges(bg *BlockGroup) ([]alloc.Range, error) {
 	if bg.free != nil {
+		if err := fs.verifiedFree(bg); err != nil {
+			return nil, err
+		}
 		return bg.free.Ranges(), nil
 	}
 	free, err := fs.rawFree(bg)

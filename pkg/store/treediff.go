@@ -155,6 +155,12 @@ func (fs *FS) enter(l levelNodes) (levelNodes, error) {
 			return below, fmt.Errorf("fs tree node %d: %w", p.Logical, err)
 		}
 		for _, c := range n.Ptrs {
+			// As the btree's readers (checkChild): a child newer than
+			// its parent is refused; the writer's lazy free-space check
+			// (lazyfree.go) relies on it.
+			if c.Generation > n.Generation {
+				return below, fmt.Errorf("fs tree node %d: child %d has generation %d, newer than the node's %d: %w", p.Logical, c.Logical, c.Generation, n.Generation, ErrCorrupt)
+			}
 			if seen[c.Logical] {
 				return below, fmt.Errorf("fs tree node %d reached twice: %w", c.Logical, ErrCorrupt)
 			}
