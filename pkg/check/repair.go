@@ -132,7 +132,7 @@ func (r *repairer) round(round int) (done bool, err error) {
 	}
 	same := r.record(rep)
 	shared := vol.Super.Incompat&format.IncompatSnapshots != 0
-	vol, again, err := r.wholeSet(vol, rep, round, shared)
+	vol, again, err := r.wholeSet(vol, rep, round)
 	if again || err != nil {
 		return false, err
 	}
@@ -164,7 +164,7 @@ func (r *repairer) plan(rep *Report, shared bool) []Problem {
 	var why []string
 	todo := r.opt.fixable(ps, len(rep.Incomplete) > 0 || shared)
 	if shared && len(rep.Incomplete) == 0 {
-		why = append(why, "the image has snapshots: their trees are read-only, and a lost fs tree is not rebuilt (that fix is not yet aware of shared nodes)")
+		why = append(why, "the image has snapshots: their trees are read-only")
 		if countsWrong(ps) {
 			// A copy on write of a shared leaf reads its node and data
 			// counts (a node whose refs say 1 is freed, not split): the
@@ -223,19 +223,19 @@ func (r *repairer) record(rep *Report) (same bool) {
 // derived trees dropped, the fs tree rebuilt, backup roots, profiles);
 // again: it did, vol is closed, check again. Backup roots that do not
 // help leave vol reopened.
-func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared bool) (_ *volume.Volume, again bool, err error) {
+func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int) (_ *volume.Volume, again bool, err error) {
 	wrap := func(again bool, err error) (*volume.Volume, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("repair: %w", err)
 		}
 		return vol, again, nil
 	}
-	// Shared nodes: rebuilding the fs tree is not snapshot-aware (trees
-	// skips it on an image with snapshots); the system arrays, the
-	// derived trees (never shared), backup roots (only a set that checks
-	// clean) and chunk moves (a move keeps every logical address, so
-	// every pointer to a shared node or extent stays right) are as on
-	// any image.
+	// Shared nodes: the fs tree's rebuild gives the data extents of the
+	// leaves it copies from shared nodes their new reference
+	// (repair_rebuild_tree.go); the system arrays, the derived trees
+	// (never shared), backup roots (only a set that checks clean) and
+	// chunk moves (a move keeps every logical address, so every pointer
+	// to a shared node or extent stays right) are as on any image.
 	broken := mappingBroken(rep.Problems)
 	if r.opt.Mode.allows(FixPreen) && !r.sysRewritten {
 		// First: every other write goes through the mapping.
@@ -245,7 +245,7 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int, shared b
 		}
 	}
 	if r.opt.Mode == ModeRepair && !broken {
-		if again, err := r.trees(vol, rep, shared); again || err != nil {
+		if again, err := r.trees(vol, rep); again || err != nil {
 			return wrap(again, err)
 		}
 	}
@@ -277,15 +277,14 @@ func (r *repairer) profiles(vol *volume.Volume) error {
 }
 
 // trees drops the derived trees that need it, else rebuilds the fs tree
-// when its nodes are lost (once; not where snapshots share them); again
-// when it did (vol closed).
-func (r *repairer) trees(vol *volume.Volume, rep *Report, shared bool) (again bool, err error) {
+// when its nodes are lost (once); again when it did (vol closed).
+func (r *repairer) trees(vol *volume.Volume, rep *Report) (again bool, err error) {
 	dropped, err := dropDerived(vol, rep)
 	if err != nil || len(dropped) > 0 { // check without them; the next rounds rebuild them
 		vol.Close()
 		return true, err
 	}
-	if shared || r.rebuilt != "" || !rebuildsFS(rep) {
+	if r.rebuilt != "" || !rebuildsFS(rep) {
 		return false, nil
 	}
 	r.lost, err = rebuildFS(vol, r.opt)

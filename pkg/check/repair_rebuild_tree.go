@@ -51,10 +51,10 @@ func rebuildFS(vol *volume.Volume, opt Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := &rebuild{st: st, to: tx.ResetTree(format.FSTree), seen: map[uint64]bool{}}
+	r := &rebuild{st: st, tx: tx, to: tx.ResetTree(format.FSTree), seen: map[uint64]bool{}}
 	sb := st.Super()
 	root := sb.Roots.Root(format.FSTree)
-	if err := r.walk(root.Logical, root.Generation, int(root.Level), 0); err != nil {
+	if err := r.walk(root.Logical, root.Generation, int(root.Level), 0, false); err != nil {
 		tx.Abort()
 		return 0, err
 	}
@@ -75,6 +75,7 @@ func rebuildFS(vol *volume.Volume, opt Options) (int, error) {
 // rebuild carries one tree's rebuild.
 type rebuild struct {
 	st   *store.FS
+	tx   *store.Txn
 	to   *btree.Tree
 	seen map[uint64]bool // a damaged tree may point at a node twice
 	lost int
@@ -82,7 +83,12 @@ type rebuild struct {
 
 // walk copies the items of the committed node at l and its subtree into
 // the new tree; a node no copy of which reads is counted and skipped.
-func (r *rebuild) walk(l, gen uint64, level, depth int) error {
+// Below a node snapshots share (shared), the old nodes stay theirs: the
+// data extents of a leaf copied from there gain the new leaf's reference
+// (else the live tree's next free of one would free the snapshots'
+// data). The old tree's own references to shared nodes stay counted, too
+// high, until a later round counts them (never freed early).
+func (r *rebuild) walk(l, gen uint64, level, depth int, shared bool) error {
 	if r.seen[l] || depth > format.MaxLevel {
 		return nil
 	}
@@ -92,14 +98,20 @@ func (r *rebuild) walk(l, gen uint64, level, depth int) error {
 		r.lost++
 		return nil
 	}
+	shared = shared || r.tx.NodeShared(n)
 	for _, it := range n.Items {
 		// The first of two items with one key wins, as readers find it.
 		if err := r.to.Insert(it.Key, bytes.Clone(it.Data)); err != nil && !errors.Is(err, btree.ErrExists) {
 			return fmt.Errorf("fs tree item %v: %w", it.Key, err)
 		}
 	}
+	if shared && n.IsLeaf() {
+		if err := r.tx.CopiedShared(n); err != nil {
+			return fmt.Errorf("fs tree leaf %d: %w", l, err)
+		}
+	}
 	for _, p := range n.Ptrs {
-		if err := r.walk(p.Logical, p.Generation, level-1, depth+1); err != nil {
+		if err := r.walk(p.Logical, p.Generation, level-1, depth+1, shared); err != nil {
 			return err
 		}
 	}

@@ -45,6 +45,8 @@ type snapshotState struct {
 	// inSnapshot: the walk is in a snapshot's tree (its new nodes' items
 	// count data references only; their namespace is checked apart).
 	inSnapshot bool
+	// walking is the fs tree label (fs@NAME) of the snapshot walked.
+	walking string
 }
 
 // sharing reports whether fs-tree nodes may have several pointers.
@@ -146,6 +148,7 @@ func (c *checker) visitSnapshots() {
 	defer func() { st.inSnapshot = false }()
 	for _, s := range st.list {
 		r := s.item.Root
+		st.walking = format.FSTree.String() + "@" + s.item.Name
 		c.visit(format.FSTree, r.Logical, r.Generation, int(r.Level), nil, bounds{format.Key{}, format.MaxKey}, true, nil)
 	}
 }

@@ -369,7 +369,7 @@ func TestSnapshotSurgery(t *testing.T) {
 		// data for the copy); s2 reads as before, after a repair cut short
 		// one round in and the live file removed, after the repair, and
 		// after 40 files.
-		s := newSurgeon(t, sharedLeafImage(t))
+		s := newSurgeon(t, sharedLeafImage(t, false))
 		leaf, ino, path := sharedLeaf(t, s)
 		k := format.Key{ObjectID: leaf.Logical, Type: format.MetadataItemKey}
 		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
@@ -429,7 +429,7 @@ func TestSnapshotSurgery(t *testing.T) {
 		// live nlink would take a reference to the extent with no item
 		// and drop the round's transaction, every round (nothing fixed):
 		// -y leaves the live fixes, says why, and makes the others.
-		s := newSurgeon(t, sharedLeafImage(t))
+		s := newSurgeon(t, sharedLeafImage(t, false))
 		leaf, ino, _ := sharedLeaf(t, s)
 		gone, garbled := -1, -1
 		for i, it := range leaf.Items {
@@ -663,14 +663,14 @@ func TestDropItemRejectedKept(t *testing.T) {
 	}
 }
 
-// sharedLeafImage is the populated image with 300 more files, snapshot
-// s2 of it, and one file removed after: leaves far from the change stay
-// shared by the live tree and s2 (refs 2).
-func sharedLeafImage(t *testing.T) []*device.MemDevice {
+// sharedLeafImage is the populated image with 300 more files (with data
+// when data), snapshot s2 of it, and one file removed after: leaves far
+// from the change stay shared by the live tree and s2 (refs 2).
+func sharedLeafImage(t *testing.T, data bool) []*device.MemDevice {
 	t.Helper()
 	f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
-	addFiles(t, f, 300, false)
+	addFiles(t, f, 300, data)
 	must(t, f.Sync())
 	_, err := f.CreateSnapshot("s2")
 	must(t, err)

@@ -51,9 +51,14 @@ func (c *checker) visit(id format.TreeID, logical, gen uint64, level int, firstK
 
 // lostNode notes a node of tree id that cannot be read: its subtree
 // cannot be checked, and what the cross-checks conclude about this tree
-// is unreliable (its items are unread, not absent).
+// is unreliable (its items are unread, not absent). In a snapshot's walk
+// that tree is the snapshot's (fs@NAME).
 func (c *checker) lostNode(id format.TreeID, logical uint64, isRoot bool) {
-	c.rep.markIncomplete(id.String())
+	tree := id.String()
+	if c.snaps.inSnapshot && id == format.FSTree {
+		tree = c.snaps.walking // a node the live tree does not reach
+	}
+	c.rep.markIncomplete(tree)
 	if isRoot {
 		c.nodeProblem(id, logical, TreeRootBad, "no copy of the root node reads")
 	}

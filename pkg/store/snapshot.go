@@ -280,6 +280,31 @@ func (tx *Txn) unshare(n *format.Node) (bool, error) {
 	})
 }
 
+// NodeShared reports whether committed fs-tree node n may be shared: a
+// snapshot's generation or older and refs above 1, or refs that do not
+// read (a repair counts them again; "in use" wins meanwhile).
+func (tx *Txn) NodeShared(n *format.Node) bool {
+	if n.Owner != format.FSTree || n.Generation > tx.fs.sharedGen {
+		return false
+	}
+	refs, err := tx.nodeRefs(n.Logical, n.Level)
+	return err != nil || refs > 1
+}
+
+// CopiedShared is fsck's rebuild of the fs tree copying the items of leaf
+// n into new nodes while n stays in the trees that share it: each data
+// extent n points at gains the new leaf's reference (as unshare gives
+// it). An extent without its item is left to fsck's count
+// (FILE_EXTENT_NO_ITEM, counted over every tree).
+func (tx *Txn) CopiedShared(n *format.Node) error {
+	return eachDataRef(n, func(x *format.FileExtentItem) error {
+		if err := tx.addDataRef(x.DiskLogical, x.DiskLen, 1); err != nil && !errors.Is(err, btree.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+}
+
 // nodeRefs is a committed node's refs as this transaction has them.
 func (tx *Txn) nodeRefs(logical uint64, level uint8) (int64, error) {
 	b, err := tx.trees[format.ExtentTree].Get(format.Key{ObjectID: logical, Type: format.MetadataItemKey, Offset: uint64(level)})
