@@ -22,13 +22,21 @@ import (
 // the snapshot shares (it loses the leaf too: -y then names the
 // snapshot's tree alone as incomplete, and fixes no count).
 func TestRepairRebuildsFSTreeSnapshot(t *testing.T) {
-	base := sharedLeafImage(t, true)
+	base, deep := sharedLeafImage(t, 300, true), sharedLeafImage(t, 2500, true)
 	for _, tc := range []struct {
 		name   string
+		base   []*device.MemDevice
+		files  int
 		shared bool
-	}{{"live-only leaf", false}, {"shared leaf", true}} {
+	}{
+		{"live-only leaf", base, 300, false},
+		{"shared leaf", base, 300, true},
+		// Three levels: leaves below a shared interior node have refs 1
+		// and are shared all the same.
+		{"shared leaf, three levels", deep, 2500, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			devs := loseLeaf(t, base, tc.shared)
+			devs := loseLeaf(t, tc.base, tc.shared)
 			before := contents(t, devs)
 			snap := snapshotTree(t, devs, "s2")
 			rep := repairDevs(t, devs, ModeRepair)
@@ -47,7 +55,7 @@ func TestRepairRebuildsFSTreeSnapshot(t *testing.T) {
 			} else if !slices.Equal(rep.Incomplete, []string{"fs@s2"}) {
 				t.Errorf("incomplete after -y: %q, want the snapshot's tree alone (fs@s2)", rep.Incomplete)
 			}
-			removeLiveData(t, devs)
+			removeLiveData(t, devs, tc.files)
 			churn(t, devs)
 			checkSnapshotKept(t, "after the live files went and 40 were written", snap, snapshotTree(t, devs, "s2"))
 		})
@@ -83,14 +91,14 @@ func loseLeaf(t *testing.T, base []*device.MemDevice, shared bool) []*device.Mem
 
 // removeLiveData removes the files with data from the live tree (those
 // that still resolve: the rebuild lost some).
-func removeLiveData(t *testing.T, devs []*device.MemDevice) {
+func removeLiveData(t *testing.T, devs []*device.MemDevice, files int) {
 	t.Helper()
 	f := openedWritable(t, devs)
 	if f == nil {
 		t.Fatal("the repaired set does not open for writing")
 	}
 	paths := []string{"/small", "/mid", "/big", "/dir/hard", "/sparse", "/zeros", "/trunc"}
-	for i := range 299 {
+	for i := range files - 1 {
 		paths = append(paths, fmt.Sprintf("/dir/g%03d", i))
 	}
 	for _, p := range paths {
@@ -100,4 +108,30 @@ func removeLiveData(t *testing.T, devs []*device.MemDevice) {
 		must(t, f.Remove(p))
 	}
 	must(t, f.Close())
+}
+
+// TestDeepSharedImage: the three-level image of the rebuild test has
+// what that case needs: a live leaf with refs 1 below an interior node
+// the snapshot shares.
+func TestDeepSharedImage(t *testing.T) {
+	s := newSurgeon(t, sharedLeafImage(t, 2500, true))
+	defer s.st.Close()
+	defer s.tx.Abort()
+	sb := s.st.Super()
+	root := sb.Roots.Root(format.FSTree)
+	if root.Level < 2 {
+		t.Fatalf("fs tree of %d levels, want 3", root.Level+1)
+	}
+	refs := func(n *format.Node) uint64 {
+		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, format.Key{ObjectID: n.Logical, Type: format.MetadataItemKey, Offset: uint64(n.Level)}))
+		must(t, err)
+		return m.Refs
+	}
+	for _, p := range readNode(t, s.st.Vol, root.Logical).Ptrs {
+		mid := readNode(t, s.st.Vol, p.Logical)
+		if refs(mid) >= 2 && refs(readNode(t, s.st.Vol, mid.Ptrs[0].Logical)) == 1 {
+			return
+		}
+	}
+	t.Fatal("no leaf with refs 1 below a shared interior node")
 }

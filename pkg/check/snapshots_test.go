@@ -369,7 +369,7 @@ func TestSnapshotSurgery(t *testing.T) {
 		// data for the copy); s2 reads as before, after a repair cut short
 		// one round in and the live file removed, after the repair, and
 		// after 40 files.
-		s := newSurgeon(t, sharedLeafImage(t, false))
+		s := newSurgeon(t, sharedLeafImage(t, 300, false))
 		leaf, ino, path := sharedLeaf(t, s)
 		k := format.Key{ObjectID: leaf.Logical, Type: format.MetadataItemKey}
 		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
@@ -429,7 +429,7 @@ func TestSnapshotSurgery(t *testing.T) {
 		// live nlink would take a reference to the extent with no item
 		// and drop the round's transaction, every round (nothing fixed):
 		// -y leaves the live fixes, says why, and makes the others.
-		s := newSurgeon(t, sharedLeafImage(t, false))
+		s := newSurgeon(t, sharedLeafImage(t, 300, false))
 		leaf, ino, _ := sharedLeaf(t, s)
 		gone, garbled := -1, -1
 		for i, it := range leaf.Items {
@@ -663,18 +663,18 @@ func TestDropItemRejectedKept(t *testing.T) {
 	}
 }
 
-// sharedLeafImage is the populated image with 300 more files (with data
-// when data), snapshot s2 of it, and one file removed after: leaves far
+// sharedLeafImage is the populated image with files more (with data when
+// data), snapshot s2 of it, and the last file removed after: nodes far
 // from the change stay shared by the live tree and s2 (refs 2).
-func sharedLeafImage(t *testing.T, data bool) []*device.MemDevice {
+func sharedLeafImage(t *testing.T, files int, data bool) []*device.MemDevice {
 	t.Helper()
 	f, own := newFS(t, layout{1, format.ProfileSingle, format.ProfileDup})
 	populate(t, f)
-	addFiles(t, f, 300, data)
+	addFiles(t, f, files, data)
 	must(t, f.Sync())
 	_, err := f.CreateSnapshot("s2")
 	must(t, err)
-	must(t, f.Remove("/dir/g299"))
+	must(t, f.Remove(fmt.Sprintf("/dir/g%03d", files-1)))
 	must(t, f.Close())
 	return own
 }
