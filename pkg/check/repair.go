@@ -110,6 +110,7 @@ type repairer struct {
 	// What the whole-set steps did (each at most once).
 	restored                       uint64
 	rebuilt                        string
+	rebuildFailed                  string // why the fs tree's rebuild failed
 	lost                           int
 	sysRewritten, profilesRestored bool
 	limited                        string // why fixes were left (Report.RepairLimited)
@@ -198,6 +199,9 @@ func (r *repairer) plan(rep *Report, shared bool) []Problem {
 	if len(withoutCode(r.opt.fixable(ps, false), ChunkBelowProfile)) > len(todo) && len(why) > 0 {
 		r.limited = strings.Join(why, "; ")
 	}
+	if r.rebuildFailed != "" {
+		r.limited = strings.TrimPrefix(r.limited+"; the fs tree's nodes that do not read are left (its rebuild failed: "+r.rebuildFailed+")", "; ")
+	}
 	return todo
 }
 
@@ -251,7 +255,7 @@ func (r *repairer) wholeSet(vol *volume.Volume, rep *Report, round int) (_ *volu
 	}
 	// A backup root set is put in place only when it checks clean, data,
 	// snapshot trees and their counts included: on any image.
-	if r.opt.Mode == ModeRepair && r.restored == 0 && hasCode(rep.Problems, TreeRootBad) {
+	if r.opt.Mode == ModeRepair && r.restored == 0 && rootSetRootBad(rep.Problems) {
 		if vol, again, err = r.backupRoots(vol); again || err != nil {
 			return vol, again, err
 		}
@@ -284,13 +288,31 @@ func (r *repairer) trees(vol *volume.Volume, rep *Report) (again bool, err error
 		vol.Close()
 		return true, err
 	}
-	if r.rebuilt != "" || !rebuildsFS(rep) {
+	if r.rebuilt != "" || r.rebuildFailed != "" || !rebuildsFS(rep) {
 		return false, nil
 	}
 	r.lost, err = rebuildFS(vol, r.opt)
 	vol.Close()
+	if err != nil && !errors.Is(err, ErrCancelled) {
+		// Nothing was written (one transaction): the other fixes go on,
+		// and the report says why the tree stays as it is.
+		r.rebuildFailed = err.Error()
+		return true, nil
+	}
 	r.rebuilt = format.FSTree.String()
 	return true, err // the next rounds make the rest whole
+}
+
+// rootSetRootBad: a tree of the root set has a root no copy of which
+// reads (a snapshot's root that does not read is that snapshot's
+// problem, fs@NAME: the backup roots, older, would lose what came after).
+func rootSetRootBad(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Code == TreeRootBad && !strings.Contains(p.Tree, "@") {
+			return true
+		}
+	}
+	return false
 }
 
 // backupRoots puts the newest backup root set that reads in place of

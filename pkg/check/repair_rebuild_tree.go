@@ -52,6 +52,10 @@ func rebuildFS(vol *volume.Volume, opt Options) (int, error) {
 		return 0, err
 	}
 	r := &rebuild{st: st, tx: tx, to: tx.ResetTree(format.FSTree), seen: map[uint64]bool{}}
+	if r.theirs, r.allTheirs, err = otherTreesNodes(st); err != nil {
+		tx.Abort()
+		return 0, err
+	}
 	sb := st.Super()
 	root := sb.Roots.Root(format.FSTree)
 	if err := r.walk(root.Logical, root.Generation, int(root.Level), 0, false); err != nil {
@@ -78,12 +82,18 @@ type rebuild struct {
 	tx   *store.Txn
 	to   *btree.Tree
 	seen map[uint64]bool // a damaged tree may point at a node twice
+	// theirs are the nodes the other fs trees reach (allTheirs: one of
+	// their interior nodes does not read, so any node may be theirs).
+	theirs    map[uint64]bool
+	allTheirs bool
 	lost int
 }
 
 // walk copies the items of the committed node at l and its subtree into
 // the new tree; a node no copy of which reads is counted and skipped.
-// Below a node snapshots share (shared), the old nodes stay theirs: the
+// Below a node snapshots share (shared: reached from their roots, or refs
+// above 1; refs alone may be wrong, since the report that asked for the
+// rebuild withheld their check), the old nodes stay theirs: the
 // data extents of a leaf copied from there gain the new leaf's reference
 // (else the live tree's next free of one would free the snapshots'
 // data). The old tree's own references to shared nodes stay counted, too
@@ -98,7 +108,7 @@ func (r *rebuild) walk(l, gen uint64, level, depth int, shared bool) error {
 		r.lost++
 		return nil
 	}
-	shared = shared || r.tx.NodeShared(n)
+	shared = shared || r.allTheirs || r.theirs[l] || r.tx.NodeShared(n)
 	for _, it := range n.Items {
 		// The first of two items with one key wins, as readers find it.
 		if err := r.to.Insert(it.Key, bytes.Clone(it.Data)); err != nil && !errors.Is(err, btree.ErrExists) {
@@ -116,4 +126,42 @@ func (r *rebuild) walk(l, gen uint64, level, depth int, shared bool) error {
 		}
 	}
 	return nil
+}
+
+// otherTreesNodes lists the nodes the snapshots, the trees being dropped
+// and a parked receive reach (their interior nodes read, leaves named);
+// all when one of those interior nodes does not read.
+func otherTreesNodes(st *store.FS) (map[uint64]bool, bool, error) {
+	roots, err := st.SnapshotRoots()
+	if err != nil {
+		return nil, false, err
+	}
+	nodes := map[uint64]bool{}
+	type at struct {
+		l, gen uint64
+		level  int
+	}
+	var stack []at
+	for _, r := range roots {
+		stack = append(stack, at{r.Logical, r.Generation, int(r.Level)})
+	}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if nodes[v.l] {
+			continue
+		}
+		nodes[v.l] = true
+		if v.level <= 0 {
+			continue
+		}
+		n, err := st.ReadNode(format.FSTree, v.l, v.gen, v.level)
+		if err != nil {
+			return nil, true, nil // "in use" wins: every node may be theirs
+		}
+		for _, p := range n.Ptrs {
+			stack = append(stack, at{p.Logical, p.Generation, v.level - 1})
+		}
+	}
+	return nodes, false, nil
 }

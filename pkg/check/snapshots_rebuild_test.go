@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ddfs/ddfs/format"
@@ -74,19 +75,32 @@ func loseLeaf(t *testing.T, base []*device.MemDevice, shared bool) []*device.Mem
 	if shared {
 		leaf, _, _ = sharedLeaf(t, s)
 	} else {
-		sb := s.st.Super()
-		leaf = leafOf(t, s.st.Vol, sb.Roots.Root(format.FSTree).Logical, inodeKey(s.ino("/dir")))
+		leaf = liveOnlyLeaf(t, s)
 		k := format.Key{ObjectID: leaf.Logical, Type: format.MetadataItemKey}
 		if m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k)); err != nil || m.Refs != 1 {
 			t.Fatalf("/dir's leaf %d: refs %d (%v), want the live tree's alone", leaf.Logical, m.Refs, err)
 		}
 	}
-	ts, err := s.st.Vol.Locate(leaf.Logical)
+	flipCopies(t, s, leaf.Logical)
+	return s.devs
+}
+
+// flipCopies damages every copy of the node at l in s's devices.
+func flipCopies(t *testing.T, s *surgeon, l uint64) {
+	t.Helper()
+	ts, err := s.st.Vol.Locate(l)
 	must(t, err)
 	for _, c := range ts {
 		flip(s.devs[c.DevID-1], int64(c.Physical)+300)
 	}
-	return s.devs
+}
+
+// liveOnlyLeaf is the live leaf holding /dir's inode (changed after the
+// snapshot: refs 1).
+func liveOnlyLeaf(t *testing.T, s *surgeon) *format.Node {
+	t.Helper()
+	sb := s.st.Super()
+	return leafOf(t, s.st.Vol, sb.Roots.Root(format.FSTree).Logical, inodeKey(s.ino("/dir")))
 }
 
 // removeLiveData removes the files with data from the live tree (those
@@ -134,4 +148,91 @@ func TestDeepSharedImage(t *testing.T) {
 		}
 	}
 	t.Fatal("no leaf with refs 1 below a shared interior node")
+}
+
+// TestRebuildSnapshotDamageBeside: the live tree's rebuild on a snapshot
+// image with a second fault (review of the rebuild):
+//   - a shared leaf's file extent that does not decode: the rebuild goes
+//     on (that extent's count is fsck's, withheld), it does not end -y;
+//   - a shared leaf whose refs say 1 (the check that would say so is
+//     withheld while another shared leaf is lost): the rebuild finds it
+//     through the snapshot's root all the same, so the snapshot's files
+//     still read after the live ones go and the space is reused;
+//   - the snapshot's own root lost: it is fs@s2's TREE_ROOT_BAD, which
+//     does not put an older backup root set in place (it would lose what
+//     came after); the rebuild then cannot allocate (what the lost root
+//     uses is unknown: ErrSpaceInUse's check cannot finish), and -y says
+//     so in repair_limited rather than failing.
+func TestRebuildSnapshotDamageBeside(t *testing.T) {
+	base := sharedLeafImage(t, 300, true)
+	for _, tc := range []struct {
+		name     string
+		rootLost bool
+		damage   func(t *testing.T, s *surgeon)
+	}{
+		{"undecodable shared file extent", false, func(t *testing.T, s *surgeon) {
+			leaf, _, _ := sharedLeaf(t, s)
+			i := slices.IndexFunc(leaf.Items, func(it format.Item) bool { return it.Key.Type == format.FileExtentKey })
+			if i < 0 {
+				t.Fatal("no file extent in the shared leaf")
+			}
+			leaf.Items[i].Data = []byte{1, 2, 3}
+			writeNode(t, s.st.Vol, leaf)
+			flipCopies(t, s, liveOnlyLeaf(t, s).Logical)
+		}},
+		{"shared leaf with refs 1", false, func(t *testing.T, s *surgeon) {
+			var withData []*format.Node
+			sb := s.st.Super()
+			for _, p := range readNode(t, s.st.Vol, sb.Roots.Root(format.FSTree).Logical).Ptrs {
+				c := readNode(t, s.st.Vol, p.Logical)
+				k := format.Key{ObjectID: c.Logical, Type: format.MetadataItemKey}
+				m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
+				must(t, err)
+				if m.Refs >= 2 && slices.ContainsFunc(c.Items, func(it format.Item) bool { return it.Key.Type == format.FileExtentKey }) {
+					withData = append(withData, c)
+				}
+			}
+			if len(withData) < 2 {
+				t.Fatalf("%d shared leaves with data, want 2", len(withData))
+			}
+			s.setLeafRefs(withData[len(withData)-1].Logical, 1)
+			must(t, s.tx.Commit())
+			flipCopies(t, s, withData[0].Logical)
+		}},
+		{"snapshot root lost", true, func(t *testing.T, s *surgeon) {
+			snap, err := s.st.FindSnapshot("s2")
+			must(t, err)
+			sb := s.st.Super()
+			if snap.Root.Logical == sb.Roots.Root(format.FSTree).Logical {
+				t.Fatal("the snapshot's root is the live tree's")
+			}
+			flipCopies(t, s, snap.Root.Logical)
+			flipCopies(t, s, liveOnlyLeaf(t, s).Logical)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSurgeon(t, base)
+			tc.damage(t, s)
+			s.tx.Abort()
+			s.st.Close()
+			snap := snapshotTree(t, s.devs, "s2")
+			rep, err := Repair(opener(s.devs), Options{Mode: ModeRepair, CheckData: true})
+			if err != nil {
+				t.Fatalf("fsck -y: %v", err)
+			}
+			if tc.rootLost {
+				i := slices.IndexFunc(rep.Problems, func(p Problem) bool { return p.Code == TreeRootBad })
+				if i < 0 || rep.Problems[i].Tree != "fs@s2" || rep.RestoredFrom != 0 || !strings.Contains(rep.RepairLimited, "rebuild failed") {
+					t.Fatalf("root problem %v, backup roots of generation %d, limited %q; want fs@s2's, none, the rebuild's failure said", rep.Problems[max(i, 0)], rep.RestoredFrom, rep.RepairLimited)
+				}
+				return
+			}
+			if rep.RebuiltTree != "fs" || rep.RestoredFrom != 0 {
+				t.Fatalf("rebuilt %q, backup roots of generation %d (limited %q), want the fs tree rebuilt in place", rep.RebuiltTree, rep.RestoredFrom, rep.RepairLimited)
+			}
+			removeLiveData(t, s.devs, 300)
+			churn(t, s.devs)
+			checkSnapshotKept(t, "after -y, the live files gone and 40 written", snap, snapshotTree(t, s.devs, "s2"))
+		})
+	}
 }

@@ -371,11 +371,7 @@ func TestSnapshotSurgery(t *testing.T) {
 		// after 40 files.
 		s := newSurgeon(t, sharedLeafImage(t, 300, false))
 		leaf, ino, path := sharedLeaf(t, s)
-		k := format.Key{ObjectID: leaf.Logical, Type: format.MetadataItemKey}
-		m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
-		must(t, err)
-		m.Refs = 1
-		s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
+		s.setLeafRefs(leaf.Logical, 1)
 		must(t, s.tx.Commit())
 		bad := false
 		for i, it := range leaf.Items {
@@ -707,4 +703,14 @@ func addFiles(t *testing.T, f *fsys.FS, n int, data bool) {
 			must(t, f.WriteAt(in, pattern(3000+i*7, byte(i)), 0))
 		}
 	}
+}
+
+// setLeafRefs sets the refs of the leaf at l's METADATA_ITEM.
+func (s *surgeon) setLeafRefs(l, refs uint64) {
+	s.t.Helper()
+	k := format.Key{ObjectID: l, Type: format.MetadataItemKey}
+	m, err := format.UnmarshalMetadataItem(s.get(format.ExtentTree, k))
+	must(s.t, err)
+	m.Refs = refs
+	s.put(format.ExtentTree, k, format.MarshalMetadataItem(m))
 }

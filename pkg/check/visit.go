@@ -60,7 +60,7 @@ func (c *checker) lostNode(id format.TreeID, logical uint64, isRoot bool) {
 	}
 	c.rep.markIncomplete(tree)
 	if isRoot {
-		c.nodeProblem(id, logical, TreeRootBad, "no copy of the root node reads")
+		c.add(Problem{Code: TreeRootBad, Tree: tree, Logical: logical, Message: "no copy of the root node reads"})
 	}
 }
 

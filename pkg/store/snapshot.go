@@ -295,14 +295,22 @@ func (tx *Txn) NodeShared(n *format.Node) bool {
 // n into new nodes while n stays in the trees that share it: each data
 // extent n points at gains the new leaf's reference (as unshare gives
 // it). An extent without its item is left to fsck's count
-// (FILE_EXTENT_NO_ITEM, counted over every tree).
+// (FILE_EXTENT_NO_ITEM, counted over every tree), and so is a file
+// extent that does not decode (no writer can drop its reference either).
 func (tx *Txn) CopiedShared(n *format.Node) error {
-	return eachDataRef(n, func(x *format.FileExtentItem) error {
+	for _, it := range n.Items {
+		if it.Key.Type != format.FileExtentKey {
+			continue
+		}
+		x, err := format.UnmarshalFileExtentItem(it.Data)
+		if err != nil || x.Type == format.FileExtentInline || x.DiskLogical == 0 {
+			continue
+		}
 		if err := tx.addDataRef(x.DiskLogical, x.DiskLen, 1); err != nil && !errors.Is(err, btree.ErrNotFound) {
 			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // nodeRefs is a committed node's refs as this transaction has them.
