@@ -86,7 +86,7 @@ type rebuild struct {
 	// their interior nodes does not read, so any node may be theirs).
 	theirs    map[uint64]bool
 	allTheirs bool
-	lost int
+	lost      int
 }
 
 // walk copies the items of the committed node at l and its subtree into

@@ -106,31 +106,16 @@ func (fs *FS) liveNodes() ([]uint64, error) {
 	if fs.live.gen == fs.sb.Generation && fs.live.nodes != nil {
 		return fs.live.nodes, nil
 	}
-	stack, err := fs.rootNodes()
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
 	// Snapshots share fs-tree nodes: an interior node is walked once. A
 	// leaf named twice is listed twice (a map of every leaf cost a
 	// writer's first allocation 10 ms at 1M files).
-	seen := map[uint64]bool{}
-	w := walker{fs: fs}
-	for len(stack) > 0 {
-		v := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	var out []uint64
+	err := fs.walkNodes(func(v walkedNode, _ bool) (bool, error) {
 		out = append(out, v.logical)
-		if v.level <= 0 || seen[v.logical] {
-			continue
-		}
-		seen[v.logical] = true
-		ptrs, err := w.ptrs(v)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ptrs {
-			stack = append(stack, walkedNode{v.id, p.Logical, p.Generation, v.level - 1, &p.Key})
-		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	fs.live.gen, fs.live.nodes = fs.sb.Generation, out
 	return out, nil
@@ -155,7 +140,7 @@ func (fs *FS) rootNodes() ([]walkedNode, error) {
 	return out, nil
 }
 
-// walkedNode is a node liveNodes has yet to list (and read, if interior);
+// walkedNode is a node walkNodes has yet to visit (and read, if interior);
 // first is its parent's key for it (nil: a root).
 type walkedNode struct {
 	id           format.TreeID
@@ -164,20 +149,40 @@ type walkedNode struct {
 	first        *format.Key
 }
 
-// walker reads liveNodes' interior nodes the way any reader does: every
-// copy, the one that fits (the parent's key too) chosen, two that fit
-// yet differ refused, the node cached. Copy 0 alone (7.8 -> 4.3 ms at 1M files) was tried: a
-// copy that fits the header yet not the parent's key, or that differs
-// from a copy that fits too, would have the walk follow (and the cache
-// serve) a node no reader accepts, missing the nodes the right copy
-// names.
-type walker struct{ fs *FS }
-
-// ptrs are the child pointers of interior node v.
-func (w *walker) ptrs(v walkedNode) ([]format.KeyPtr, error) {
-	n, err := w.fs.readNode(v.id, v.logical, v.gen, v.level, v.first)
+// walkNodes calls visit for every node the committed trees name, from
+// rootNodes down; fresh: an interior node not read yet, whose children
+// are walked when visit says enter. It reads interior nodes the way any
+// reader does: every copy, the one that fits (the parent's key too)
+// chosen, two that fit yet differ refused, the node cached. Copy 0 alone
+// (7.8 -> 4.3 ms at 1M files) was tried: a copy that fits the header yet
+// not the parent's key, or that differs from a copy that fits too, would
+// have the walk follow (and the cache serve) a node no reader accepts,
+// missing the nodes the right copy names.
+func (fs *FS) walkNodes(visit func(v walkedNode, fresh bool) (enter bool, err error)) error {
+	stack, err := fs.rootNodes()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return n.Ptrs, nil
+	seen := map[uint64]bool{}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		fresh := v.level > 0 && !seen[v.logical]
+		enter, err := visit(v, fresh)
+		if err != nil {
+			return err
+		}
+		if !enter || !fresh {
+			continue
+		}
+		seen[v.logical] = true
+		n, err := fs.readNode(v.id, v.logical, v.gen, v.level, v.first)
+		if err != nil {
+			return err
+		}
+		for _, p := range n.Ptrs {
+			stack = append(stack, walkedNode{v.id, p.Logical, p.Generation, v.level - 1, &p.Key})
+		}
+	}
+	return nil
 }

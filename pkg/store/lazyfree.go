@@ -164,36 +164,22 @@ func (fs *FS) namesHere(b []byte, x uint64) bool {
 // walkPointersTo looks for a pointer to x from every root, following
 // only pointers of generation >= gen; ErrSpaceInUse when one names x.
 func (fs *FS) walkPointersTo(x, gen uint64) error {
-	stack, err := fs.rootNodes()
-	if err != nil {
-		return err
-	}
 	ns := uint64(fs.sb.NodeSize)
-	seen, read := map[uint64]bool{}, 0
-	for len(stack) > 0 {
-		v := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	read := 0
+	return fs.walkNodes(func(v walkedNode, fresh bool) (bool, error) {
 		// Overlap, not equality: a node off the alignment is refused by
 		// readers, yet "in use" wins.
 		if v.logical < x+ns && v.logical+ns > x {
-			return fmt.Errorf("node at logical %d (generation %d or newer): %w: %w", v.logical, gen, ErrSpaceInUse, ErrCorrupt)
+			return false, fmt.Errorf("node at logical %d (generation %d or newer): %w: %w", v.logical, gen, ErrSpaceInUse, ErrCorrupt)
 		}
 		// A pointer of generation 0 is "unknown" to readers (they take
 		// any header's): it is followed.
-		if v.level <= 0 || v.gen != 0 && v.gen < gen || seen[v.logical] {
-			continue
+		if !fresh || v.gen != 0 && v.gen < gen {
+			return false, nil
 		}
-		seen[v.logical] = true
 		if read++; read > lazyNodes {
-			return errLazyBudget
+			return false, errLazyBudget
 		}
-		n, err := fs.readNode(v.id, v.logical, v.gen, v.level, v.first)
-		if err != nil {
-			return err
-		}
-		for _, p := range n.Ptrs {
-			stack = append(stack, walkedNode{v.id, p.Logical, p.Generation, v.level - 1, &p.Key})
-		}
-	}
-	return nil
+		return true, nil
+	})
 }
